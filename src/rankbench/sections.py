@@ -1,0 +1,58 @@
+"""Split document text into sections marked by Markdown headings; section ids are stable slugs."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+INTRO_SECTION = "_intro"
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of a document: its slug id, heading text and body, with its character span."""
+
+    section_id: str
+    heading: str
+    body: str
+    start: int
+    end: int
+
+
+def slugify(heading: str) -> str:
+    """ASCII slug of a heading: accents dropped, lower case, runs of other characters become '-'."""
+    ascii_text = unicodedata.normalize("NFKD", heading).encode("ascii", "ignore").decode("ascii")
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")
+
+
+def split_sections(text: str) -> list[Section]:
+    """Sections of a text in order; text before the first heading is the section '_intro'.
+
+    A repeated heading gets a numeric suffix (`-2`, `-3`) so every section id is unique.
+    """
+    sections: list[Section] = []
+    seen: dict[str, int] = {}
+    heading, section_id, start, body_lines = "", INTRO_SECTION, 0, []
+    offset = 0
+
+    def close(end: int) -> None:
+        body = "\n".join(body_lines).strip()
+        if body or section_id != INTRO_SECTION:
+            sections.append(Section(section_id, heading, body, start, end))
+
+    for line in text.splitlines(keepends=True):
+        match = _HEADING.match(line.rstrip("\n"))
+        if match:
+            close(offset)
+            heading = match.group(1)
+            base = slugify(heading) or "section"
+            seen[base] = seen.get(base, 0) + 1
+            section_id = base if seen[base] == 1 else f"{base}-{seen[base]}"
+            start, body_lines = offset, []
+        else:
+            body_lines.append(line.rstrip("\n"))
+        offset += len(line)
+    close(offset)
+    return sections
