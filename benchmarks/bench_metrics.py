@@ -1,0 +1,130 @@
+"""Benchmark rankbench.metrics.per_query_metrics against pytrec_eval (and ranx if installed).
+
+Run: .venv/bin/python benchmarks/bench_metrics.py
+Deterministic synthetic data: 10,000 questions x 100 results, graded labels 0..3.
+Reports the median of 3 repetitions; no assertions on time.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from rankbench.metrics import per_query_metrics
+
+N_QUESTIONS = 10_000
+DEPTH = 100
+N_ITEMS = 500_000
+KS = (1, 3, 5, 10, 100)
+REPEATS = 3
+TREC_MEASURES = {
+    f"{m}.{','.join(map(str, KS))}" for m in ("P", "recall", "ndcg_cut", "map_cut", "success")
+} | {"recip_rank", "Rprec"}
+
+
+def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run (10k x 100, ranks by score desc / id desc) and graded qrels (~12 labels a question)."""
+    rng = np.random.default_rng(seed)
+    qids = np.array([f"q{i:05d}" for i in range(N_QUESTIONS)], dtype=object)
+    item_names = np.array([f"d{i:06d}" for i in range(N_ITEMS)], dtype=object)
+    items = np.stack([rng.choice(N_ITEMS, DEPTH, replace=False) for _ in range(N_QUESTIONS)])
+    scores = np.round(rng.normal(size=(N_QUESTIONS, DEPTH)), 2)
+    # trec_eval order: score desc, then id desc (ids are zero-padded, so code order = string order).
+    order = np.lexsort((-items, -scores), axis=1)
+    items = np.take_along_axis(items, order, axis=1)
+    scores = np.take_along_axis(scores, order, axis=1)
+    run = pd.DataFrame({
+        "qid": np.repeat(qids, DEPTH),
+        "item_id": item_names[items.ravel()],
+        "rank": np.tile(np.arange(1, DEPTH + 1), N_QUESTIONS),
+        "score": scores.ravel(),
+    })
+    n_labels = 12
+    # Half the labels come from the run (mostly near the top), half from outside it.
+    from_run = np.take_along_axis(items, rng.integers(0, DEPTH, (N_QUESTIONS, n_labels // 2)) // 2, axis=1)
+    outside = rng.integers(0, N_ITEMS, (N_QUESTIONS, n_labels // 2))
+    label_items = np.concatenate([from_run, outside], axis=1)
+    qrels = pd.DataFrame({
+        "qid": np.repeat(qids, n_labels),
+        "item_id": item_names[label_items.ravel()],
+        "grade": rng.integers(0, 4, N_QUESTIONS * n_labels),
+    }).drop_duplicates(["qid", "item_id"], ignore_index=True)
+    return run, qrels
+
+
+def median_time(fn: Callable[[], object]) -> tuple[float, object]:
+    """Median wall time of REPEATS calls and the last result."""
+    times, result = [], None
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def pytrec_dicts(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[dict, dict]:
+    """The nested dicts pytrec_eval takes, built the fast way (one zip loop per frame)."""
+    run_dict: dict[str, dict[str, float]] = {}
+    for q, d, s in zip(run["qid"].tolist(), run["item_id"].tolist(), run["score"].tolist()):
+        run_dict.setdefault(q, {})[d] = s
+    qrels_dict: dict[str, dict[str, int]] = {}
+    for q, d, g in zip(qrels["qid"].tolist(), qrels["item_id"].tolist(), qrels["grade"].tolist()):
+        qrels_dict.setdefault(q, {})[d] = g
+    return run_dict, qrels_dict
+
+
+def main() -> None:
+    """Time ours vs the references and print the figures."""
+    run, qrels = synthetic()
+    print(f"data: {run['qid'].nunique():,} questions x {DEPTH} results = {len(run):,} run rows, "
+          f"{len(qrels):,} labels; ks {KS}; median of {REPEATS}")
+
+    ours, table = median_time(lambda: per_query_metrics(run, qrels, KS))
+    print(f"rankbench per_query_metrics (all metrics): {ours:.3f} s -> {len(table):,} rows")
+
+    try:
+        import pytrec_eval
+    except ImportError:
+        print("pytrec_eval not importable: skipped")
+    else:
+        build, (run_dict, qrels_dict) = median_time(lambda: pytrec_dicts(run, qrels))
+
+        def evaluate() -> dict:
+            return pytrec_eval.RelevanceEvaluator(qrels_dict, TREC_MEASURES).evaluate(run_dict)
+
+        evaluate_time, _ = median_time(evaluate)
+        total = build + evaluate_time
+        print(f"pytrec_eval: dict building {build:.3f} s + evaluate {evaluate_time:.3f} s = {total:.3f} s")
+        print(f"ratio ours / pytrec_eval: {ours / total:.2f} (total), {ours / evaluate_time:.2f} (evaluate only)")
+
+    try:
+        import ranx  # noqa: F401
+    except ImportError:
+        print("ranx not importable: skipped (note: ranx's first call in a process also pays numba compilation)")
+    else:
+        from ranx import Qrels, Run, evaluate as ranx_evaluate
+
+        ranx_metrics = [f"{m}@{k}" for m in ("precision", "recall", "ndcg", "map", "hit_rate", "mrr") for k in KS]
+        ranx_metrics.append("r-precision")
+
+        def ranx_build() -> tuple:
+            return (Qrels.from_df(qrels, q_id_col="qid", doc_id_col="item_id", score_col="grade"),
+                    Run.from_df(run, q_id_col="qid", doc_id_col="item_id", score_col="score"))
+
+        start = time.perf_counter()
+        r_qrels, r_run = ranx_build()
+        ranx_evaluate(r_qrels, r_run, ranx_metrics, make_comparable=True)
+        print(f"ranx first call (incl. numba compile): {time.perf_counter() - start:.3f} s")
+        build, (r_qrels, r_run) = median_time(ranx_build)
+        evaluate_time, _ = median_time(lambda: ranx_evaluate(r_qrels, r_run, ranx_metrics, make_comparable=True))
+        total = build + evaluate_time
+        print(f"ranx (warm): building {build:.3f} s + evaluate {evaluate_time:.3f} s = {total:.3f} s; "
+              f"ratio ours / ranx: {ours / total:.2f}")
+
+
+if __name__ == "__main__":
+    main()

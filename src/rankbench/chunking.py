@@ -1,0 +1,87 @@
+"""Cut documents into chunks, by structure (sections) or by fixed-size windows; chunk ids are stable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rankbench.sections import split_sections
+
+CHUNK_COLUMNS = ["chunk_id", "doc_id", "sections", "title", "text", "audience", "valid_from", "valid_to"]
+
+
+@dataclass(frozen=True)
+class ChunkerSpec:
+    """How to chunk: `sections` (one chunk per section, long ones split) or `fixed` (windows over the text)."""
+
+    kind: str = "sections"
+    size: int | None = 1500
+    overlap: int = 200
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("sections", "fixed"):
+            raise ValueError(f"unknown chunker kind {self.kind!r}; use 'sections' or 'fixed'")
+        if self.kind == "fixed" and not self.size:
+            raise ValueError("a fixed chunker needs a size")
+        if self.size is not None and not 0 <= self.overlap < self.size:
+            raise ValueError(f"overlap {self.overlap} must be >= 0 and smaller than size {self.size}")
+
+
+def windows(length: int, size: int | None, overlap: int) -> list[tuple[int, int]]:
+    """(start, end) character windows covering [0, length) with the given overlap."""
+    if size is None or length <= size:
+        return [(0, length)]
+    spans, start = [], 0
+    while True:
+        end = min(start + size, length)
+        spans.append((start, end))
+        if end == length:
+            return spans
+        start = end - overlap
+
+
+def _snap_to_words(text: str, start: int, end: int) -> tuple[int, int]:
+    """Move window edges back to whitespace so no word is cut (when a space is near)."""
+    if start > 0:
+        space = text.rfind(" ", max(0, start - 40), start)
+        start = space + 1 if space >= 0 else start
+    if end < len(text):
+        space = text.rfind(" ", max(start + 1, end - 40), end)
+        end = space if space > start else end
+    return start, end
+
+
+def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]:
+    """Chunks of one document, each carrying the document metadata that filters need."""
+    meta = {"doc_id": doc["doc_id"], "title": doc["title"], "audience": doc["audience"],
+            "valid_from": doc["valid_from"], "valid_to": doc["valid_to"]}
+    sections = split_sections(doc["text"])
+    chunks = []
+    if spec.kind == "sections":
+        for section in sections:
+            body = f"{section.heading}\n{section.body}".strip()
+            for part, (start, end) in enumerate(windows(len(body), spec.size, spec.overlap), start=1):
+                start, end = _snap_to_words(body, start, end)
+                suffix = "" if part == 1 else f"~{part}"
+                chunks.append({**meta, "chunk_id": f"{doc['doc_id']}#{section.section_id}{suffix}",
+                               "sections": [section.section_id], "text": body[start:end].strip()})
+    else:
+        text = doc["text"]
+        for start, end in windows(len(text), spec.size, spec.overlap):
+            start, end = _snap_to_words(text, start, end)
+            covered = [s.section_id for s in sections if s.start < end and s.end > start]
+            chunks.append({**meta, "chunk_id": f"{doc['doc_id']}@{start}", "sections": covered,
+                           "text": text[start:end].strip()})
+    return [chunk for chunk in chunks if chunk["text"]]
+
+
+def chunk_corpus(documents: pd.DataFrame, spec: ChunkerSpec) -> pd.DataFrame:
+    """All chunks of a corpus in document order."""
+    rows = [chunk for _, doc in documents.iterrows() for chunk in chunk_document(doc, spec)]
+    return pd.DataFrame(rows, columns=CHUNK_COLUMNS)
+
+
+def passage_text(chunks: pd.DataFrame) -> list[str]:
+    """What retrievers index: the document title, then the chunk text."""
+    return [f"{title}\n{text}" if title else text for title, text in zip(chunks["title"], chunks["text"])]

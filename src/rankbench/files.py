@@ -1,0 +1,40 @@
+"""Atomic writes: every output goes to a temporary file in the same folder, then is renamed into place."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+
+def write_atomically(path: str | Path, write: Callable[[Path], None]) -> None:
+    """Call write(tmp) and rename tmp to path, so a killed job never leaves a half-written output."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_parquet(frame: pd.DataFrame, path: str | Path) -> None:
+    """Parquet with zstd, without the pandas index."""
+    write_atomically(path, lambda tmp: frame.to_parquet(tmp, index=False, compression="zstd"))
+
+
+def write_text(text: str, path: str | Path) -> None:
+    """A UTF-8 text file."""
+    write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_npy(array: np.ndarray, path: str | Path) -> None:
+    """A .npy array (np.save would add a suffix to the temporary name, so write through a handle)."""
+    def save(tmp: Path) -> None:
+        with open(tmp, "wb") as handle:
+            np.save(handle, array)
+    write_atomically(path, save)

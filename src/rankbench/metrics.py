@@ -1,0 +1,391 @@
+"""Per-question retrieval metrics, trec_eval-exact, vectorized over all questions with numpy.
+
+Conventions (DESIGN.md, "Metric conventions"): a result is relevant when its grade is
+>= ``relevance_threshold``; (n)DCG uses every positive grade whatever the threshold, as
+trec_eval's ``ndcg_cut`` does; questions without a relevant label are left out (count them
+with :func:`questions_without_relevant`); a labelled question missing from the run scores 0
+(``trec_eval -c``). A question's results are ordered by its ``rank`` column and the i-th of
+them (1-based) is at rank i for every metric, as in trec_eval, which re-sorts and ignores
+the rank column (so gaps in ranks are closed up).
+
+How it runs: ids are integer-coded once, the run becomes a ``[question, position]`` matrix
+of grades (-1 retrieved but unlabelled, -2 nothing retrieved there), the labels become a
+``[question, position]`` matrix of ideal gains, and each metric is a column read of a
+cumulative sum over those matrices. No Python loop runs per question or per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+METRICS_AT_K = ("hit", "recall", "rcap_recall", "precision", "rr", "ndcg", "dcg", "ap", "judged")
+METRICS_FULL = ("r_precision",)  # reported with k = 0, meaning "no cutoff"
+GRADE_MIN, GRADE_MAX = 0, 3
+GAINS = ("linear", "exponential")
+
+_UNJUDGED = -1  # retrieved, no label for this (question, item)
+_EMPTY = -2  # nothing retrieved at this position
+_RUN_COLUMNS = ("qid", "item_id", "rank", "score")
+_QRELS_COLUMNS = ("qid", "item_id", "grade")
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    """Fail early, naming the missing columns, when a frame lacks a required column."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {missing}; expected {list(columns)}")
+
+
+def _row_name(frame: pd.DataFrame, i: int) -> str:
+    """'question <qid>, item <item_id>' of row position i, for error messages."""
+    return f"question {frame['qid'].iloc[i]!r}, item {frame['item_id'].iloc[i]!r}"
+
+
+def _validated_ks(ks: Sequence[int]) -> np.ndarray:
+    """Sorted distinct cutoffs as int64; each must be a positive integer (bools rejected)."""
+    values = []
+    for k in ks:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"cutoff k must be a positive integer, got {k!r}")
+        values.append(int(k))
+    return np.array(sorted(set(values)), dtype=np.int64)
+
+
+def _validated_metrics(metrics: Sequence[str] | None) -> tuple[str, ...]:
+    """Requested metric names (all by default), sorted and checked against the known ones."""
+    known = METRICS_AT_K + METRICS_FULL
+    if metrics is None:
+        return tuple(sorted(known))
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    unknown = sorted(set(metrics) - set(known))
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {list(known)}")
+    return tuple(sorted(set(metrics)))
+
+
+def _validated_threshold(relevance_threshold: int) -> int:
+    """The relevance threshold as an int >= 1 (grade 0 always means judged non-relevant)."""
+    ok = isinstance(relevance_threshold, (int, np.integer)) and not isinstance(relevance_threshold, bool)
+    if not ok or relevance_threshold < 1:
+        raise ValueError(f"relevance_threshold must be an integer >= 1, got {relevance_threshold!r}")
+    return int(relevance_threshold)
+
+
+def _gain_table(gain: str) -> np.ndarray:
+    """Gain of each grade 0..3: the grade itself (trec_eval) or 2^grade - 1 (Burges et al.)."""
+    grades = np.arange(GRADE_MIN, GRADE_MAX + 1, dtype=np.float64)
+    if gain == "linear":
+        return grades
+    if gain == "exponential":
+        return np.exp2(grades) - 1.0
+    raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+
+
+def _ids(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
+    """An id column as strings (ids of other types are converted); missing ids raise."""
+    ids = frame[column]
+    missing = ids.isna().to_numpy()
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise ValueError(f"{what} has a missing {column} at row {i} ({_row_name(frame, i)})")
+    return ids if pd.api.types.is_string_dtype(ids) else ids.astype(str)
+
+
+def _integers(frame: pd.DataFrame, column: str, what: str) -> np.ndarray:
+    """A column as int64, or a ValueError naming the first row (qid, item_id) that is not an integer."""
+    values = frame[column].to_numpy()
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64, copy=False)
+    numeric = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(numeric) | (numeric != np.round(numeric)) | (values.dtype.kind == "b")
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{what} {column} must be an integer: {_row_name(frame, i)} has {values[i]!r}")
+    return numeric.astype(np.int64)
+
+
+def _checked_grades(qrels: pd.DataFrame) -> np.ndarray:
+    """Grades as int64, each an integer in GRADE_MIN..GRADE_MAX."""
+    _require_columns(qrels, _QRELS_COLUMNS, "qrels")
+    grade = _integers(qrels, "grade", "qrels")
+    bad = (grade < GRADE_MIN) | (grade > GRADE_MAX)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"qrels grade must be in {GRADE_MIN}..{GRADE_MAX}: {_row_name(qrels, i)} has {grade[i]}")
+    return grade
+
+
+def _checked_ranks(run: pd.DataFrame) -> np.ndarray:
+    """Run ranks as int64 (integers >= 1), after checking that no score is NaN."""
+    _require_columns(run, _RUN_COLUMNS, "run")
+    score = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    nan = np.isnan(score)
+    if nan.any():
+        raise ValueError(f"run score is NaN or not numeric: {_row_name(run, int(np.flatnonzero(nan)[0]))}")
+    rank = _integers(run, "rank", "run")
+    if len(rank) and rank.min() < 1:
+        i = int(np.argmin(rank))
+        raise ValueError(f"run rank must be >= 1: {_row_name(run, i)} has rank {rank[i]}")
+    return rank
+
+
+# --------------------------------------------------------------------------- coding
+
+
+def _shared_codes(first: pd.Series, second: pd.Series) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+    """Integer codes of two id columns over one shared vocabulary (codes of `first` come first)."""
+    codes, uniques = pd.factorize(pd.concat([first, second], ignore_index=True))
+    return codes[: len(first)].astype(np.int64), codes[len(first):].astype(np.int64), pd.Index(uniques)
+
+
+def _pair_keys(first: np.ndarray, second: np.ndarray, n_second: int) -> np.ndarray:
+    """One int64 key per (first code, second code) pair, for duplicate checks and lookups."""
+    return first * np.int64(max(n_second, 1)) + second
+
+
+def _deduplicated_labels(qrels: pd.DataFrame, keys: np.ndarray, grade: np.ndarray) -> np.ndarray:
+    """Mask keeping one row per (qid, item_id); conflicting grades for a pair raise."""
+    order = np.argsort(keys, kind="stable")
+    repeat = keys[order[1:]] == keys[order[:-1]]
+    keep = np.ones(len(keys), dtype=bool)
+    if repeat.any():
+        conflict = repeat & (grade[order[1:]] != grade[order[:-1]])
+        if conflict.any():
+            j = int(order[np.flatnonzero(conflict)[0]])
+            found = sorted(set(grade[keys == keys[j]].tolist()))
+            raise ValueError(f"conflicting grades in qrels for {_row_name(qrels, j)}: {found}")
+        keep[order[1:][repeat]] = False
+    return keep
+
+
+def _check_run_duplicates(run: pd.DataFrame, keys: np.ndarray) -> None:
+    """Raise, naming the question and item, when a run lists the same (qid, item_id) twice."""
+    repeated = pd.Series(keys).duplicated().to_numpy()
+    if repeated.any():
+        i = int(np.flatnonzero(repeated)[0])
+        raise ValueError(f"run lists the same item twice: {_row_name(run, i)}")
+
+
+def _rank_order(run: pd.DataFrame, run_q: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
+    """Row order by (question, rank), None when rows are already in it; duplicate ranks raise."""
+    keys = _pair_keys(run_q, rank, int(rank.max(initial=0)) + 1)
+    if bool(np.all(keys[1:] > keys[:-1])):
+        return None  # grouped by question in rank order: the usual case, no sort needed
+    order = np.argsort(keys, kind="stable")
+    same = keys[order[1:]] == keys[order[:-1]]
+    if same.any():
+        i = int(order[np.flatnonzero(same)[0] + 1])
+        raise ValueError(f"run has rank {rank[i]} twice: {_row_name(run, i)}")
+    return order
+
+
+def _group_positions(sorted_groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """0-based position of each row inside its group (rows sorted by group) and the group sizes."""
+    counts = np.bincount(sorted_groups, minlength=n_groups)
+    starts = np.cumsum(counts) - counts
+    return np.arange(len(sorted_groups), dtype=np.int64) - np.repeat(starts, counts), counts
+
+
+def _lookup(sorted_keys: np.ndarray, values: np.ndarray, keys: np.ndarray, missing: int) -> np.ndarray:
+    """values[j] where sorted_keys[j] == key, `missing` where a key is absent."""
+    if len(sorted_keys) == 0:
+        return np.full(len(keys), missing, dtype=values.dtype)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return np.where(sorted_keys[at] == keys, values[at], missing)
+
+
+# --------------------------------------------------------------------------- matrices
+
+
+def _grade_matrix(out: np.ndarray, pos: np.ndarray, grades: np.ndarray, n_q: int, depth: int) -> np.ndarray:
+    """[question, position] int8 matrix of the grades retrieved, _EMPTY where nothing was."""
+    matrix = np.full((n_q, depth), _EMPTY, dtype=np.int8)
+    matrix[out, pos] = grades
+    return matrix
+
+
+def _ideal_gains(label_out: np.ndarray, label_grade: np.ndarray, n_q: int, depth_wanted: int,
+                 gain_of: np.ndarray) -> np.ndarray:
+    """[question, position] gains of the ideal ranking: all positive labels, grade desc."""
+    positive = (label_out >= 0) & (label_grade > 0)
+    q, g = label_out[positive], label_grade[positive]
+    order = np.lexsort((-g, q))
+    q, g = q[order], g[order]
+    pos, counts = _group_positions(q, n_q)
+    depth = int(max(1, min(depth_wanted, counts.max(initial=0))))
+    keep = pos < depth
+    ideal = np.zeros((n_q, depth), dtype=np.float64)
+    ideal[q[keep], pos[keep]] = gain_of[g[keep]]
+    return ideal
+
+
+def _at(cumulative: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """Columns of a per-position cumulative matrix at cutoffs ks (flat beyond the matrix depth)."""
+    return cumulative[:, np.minimum(ks, cumulative.shape[1]) - 1]
+
+
+def _cumulative_dcg(gains: np.ndarray) -> np.ndarray:
+    """Running DCG along positions: gain / log2(rank + 1), summed in rank order as trec_eval does."""
+    discount = np.log2(np.arange(2, gains.shape[1] + 2, dtype=np.float64))
+    return np.cumsum(gains / discount, axis=1)
+
+
+def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is 0 (trec_eval's convention)."""
+    denominator = np.broadcast_to(denominator, numerator.shape)
+    out = np.zeros(numerator.shape, dtype=np.float64)
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _metric_values(
+    grades: np.ndarray, run_length: np.ndarray, ideal: np.ndarray, n_rel: np.ndarray,
+    ks: np.ndarray, threshold: int, gain_of: np.ndarray, names: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """Every requested metric as a [question, len(ks)] array ([question, 1] for r_precision)."""
+    rel = grades >= threshold
+    cum_rel = np.cumsum(rel, axis=1, dtype=np.int32)
+    rel_at_k = _at(cum_rel, ks).astype(np.float64)
+    n_rel_col = n_rel[:, None].astype(np.float64)
+    kf = ks[None, :].astype(np.float64)
+    values: dict[str, np.ndarray] = {}
+    for name in names:
+        if name == "hit":  # trec_eval success.k
+            values[name] = (rel_at_k > 0).astype(np.float64)
+        elif name == "recall":  # trec_eval recall.k: divides by all relevant
+            values[name] = rel_at_k / n_rel_col
+        elif name == "rcap_recall":  # BEIR R_cap@k: divides by min(all relevant, k)
+            values[name] = rel_at_k / np.minimum(n_rel_col, kf)
+        elif name == "precision":  # trec_eval P.k: divides by k even when fewer were retrieved
+            values[name] = rel_at_k / kf
+        elif name == "rr":  # trec_eval recip_rank on the run cut at k
+            first = np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0)[:, None]  # 0: none found
+            found = (first > 0) & (first <= ks[None, :])
+            values[name] = _safe_divide(found.astype(np.float64), first.astype(np.float64))
+        elif name in ("dcg", "ndcg"):  # every positive grade counts, whatever the threshold
+            dcg = _at(_cumulative_dcg(gain_of[np.maximum(grades, 0)]), ks)
+            values[name] = dcg if name == "dcg" else _safe_divide(dcg, _at(_cumulative_dcg(ideal), ks))
+        elif name == "ap":  # trec_eval map_cut.k: divides by all relevant
+            positions = np.arange(1, grades.shape[1] + 1, dtype=np.float64)
+            precision_at_rel = np.where(rel, cum_rel / positions, 0.0)
+            values[name] = _at(np.cumsum(precision_at_rel, axis=1), ks) / n_rel_col
+        elif name == "judged":  # ir_measures Judged@k: divides by min(k, number retrieved)
+            judged_at_k = _at(np.cumsum(grades >= 0, axis=1, dtype=np.int32), ks).astype(np.float64)
+            shown = np.minimum(run_length[:, None], ks[None, :]).astype(np.float64)
+            values[name] = _safe_divide(judged_at_k, shown)
+        elif name == "r_precision":  # trec_eval Rprec: precision at rank R = number relevant
+            at_r = np.minimum(n_rel, grades.shape[1]) - 1
+            values[name] = (cum_rel[np.arange(len(n_rel)), at_r] / n_rel)[:, None]
+    return values
+
+
+def _long_table(questions: pd.Series, names: tuple[str, ...], ks: np.ndarray,
+                values: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The long output (qid, metric, k, value), built directly in (qid, metric, k) order."""
+    metric_col: list[str] = []
+    k_parts = [np.zeros(0, dtype=np.int64)]
+    for name in names:
+        cuts = np.zeros(1, dtype=np.int64) if name in METRICS_FULL else ks
+        metric_col += [name] * len(cuts)
+        k_parts.append(cuts)
+    n_q, n_cols = len(questions), len(metric_col)
+    matrix = np.hstack([values[n] for n in names]) if names else np.zeros((n_q, 0))
+    return pd.DataFrame({
+        "qid": questions.take(np.repeat(np.arange(n_q), n_cols)).reset_index(drop=True),
+        "metric": pd.Series(metric_col, dtype="str").take(np.tile(np.arange(n_cols), n_q)).reset_index(drop=True),
+        "k": np.tile(np.concatenate(k_parts), n_q).astype(np.int64),
+        "value": matrix.reshape(-1).astype(np.float64),
+    })
+
+
+def per_query_metrics(
+    run: pd.DataFrame,
+    qrels: pd.DataFrame,
+    ks: Sequence[int],
+    *,
+    relevance_threshold: int = 1,
+    gain: Literal["linear", "exponential"] = "linear",
+    metrics: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Long table qid, metric, k, value for every question with at least one relevant label."""
+    ks_arr = _validated_ks(ks)
+    names = _validated_metrics(metrics)
+    threshold = _validated_threshold(relevance_threshold)
+    gain_of = _gain_table(gain)
+    if any(n in METRICS_AT_K for n in names) and len(ks_arr) == 0:
+        raise ValueError(f"metrics {[n for n in names if n in METRICS_AT_K]} need at least one cutoff k")
+    label_grade = _checked_grades(qrels)
+    rank = _checked_ranks(run)
+
+    # Integer codes: questions and items share one vocabulary between run and labels.
+    run_q, label_q, qid_vocab = _shared_codes(_ids(run, "qid", "run"), _ids(qrels, "qid", "qrels"))
+    run_i, label_i, item_vocab = _shared_codes(_ids(run, "item_id", "run"), _ids(qrels, "item_id", "qrels"))
+    n_items = len(item_vocab)
+    keep_label = _deduplicated_labels(qrels, _pair_keys(label_q, label_i, n_items), label_grade)
+    label_q, label_i, label_grade = label_q[keep_label], label_i[keep_label], label_grade[keep_label]
+    _check_run_duplicates(run, _pair_keys(run_q, run_i, n_items))
+
+    # Questions evaluated: those with a relevant label, in qid order; out[code] = their row.
+    relevant_codes = np.unique(label_q[label_grade >= threshold])
+    names_of_relevant = qid_vocab[relevant_codes].to_numpy(dtype=object)
+    by_name = np.argsort(names_of_relevant, kind="stable")
+    questions = pd.Series(names_of_relevant[by_name], dtype="str")
+    n_q = len(questions)
+    out_of_code = np.full(len(qid_vocab), -1, dtype=np.int64)
+    out_of_code[relevant_codes[by_name]] = np.arange(n_q)
+    label_out = out_of_code[label_q]
+    n_rel = np.bincount(label_out[(label_out >= 0) & (label_grade >= threshold)], minlength=n_q)
+
+    # Run rows in (question, rank) order, their positions, and how deep the matrix must go.
+    order = _rank_order(run, run_q, rank)
+    rows_q, rows_i = (run_q, run_i) if order is None else (run_q[order], run_i[order])
+    pos, counts = _group_positions(rows_q, len(qid_vocab))
+    run_length = np.zeros(n_q, dtype=np.int64)
+    evaluated = out_of_code >= 0
+    run_length[out_of_code[evaluated]] = counts[evaluated]
+    max_k = int(ks_arr.max()) if len(ks_arr) else 1
+    wanted = max(max_k, int(n_rel.max(initial=0)) if "r_precision" in names else 1)
+    depth = int(max(1, min(wanted, run_length.max(initial=0))))
+    rows_out = out_of_code[rows_q]
+    kept = (rows_out >= 0) & (pos < depth)
+    rows_out, pos, rows_i = rows_out[kept], pos[kept], rows_i[kept]
+
+    # Grade of each kept row: look its (question, item) key up among the sorted label keys.
+    usable = label_out >= 0
+    label_keys = _pair_keys(label_out[usable], label_i[usable], n_items)
+    by_key = np.argsort(label_keys)
+    row_grades = _lookup(label_keys[by_key], label_grade[usable][by_key],
+                         _pair_keys(rows_out, rows_i, n_items), _UNJUDGED)
+    grades = _grade_matrix(rows_out, pos, row_grades.astype(np.int8), n_q, depth)
+    ideal = (_ideal_gains(label_out, label_grade, n_q, max_k, gain_of) if "ndcg" in names
+             else np.zeros((n_q, 1)))
+    values = _metric_values(grades, run_length, ideal, n_rel, ks_arr, threshold, gain_of, names)
+    return _long_table(questions, names, ks_arr, values)
+
+
+def questions_without_relevant(qrels: pd.DataFrame, qids: Iterable[str], relevance_threshold: int = 1) -> list[str]:
+    """Questions (from qids) that have no label with grade >= threshold: excluded from averages, counted apart.
+
+    Returned sorted and without repeats, so the count and the listing are deterministic.
+    The labels are validated like per_query_metrics does (grades 0..3, no conflicting grades).
+    """
+    threshold = _validated_threshold(relevance_threshold)
+    grade = _checked_grades(qrels)
+    qid = _ids(qrels, "qid", "qrels")
+    label_q, _ = pd.factorize(qid)
+    label_i, item_vocab = pd.factorize(_ids(qrels, "item_id", "qrels"))
+    keys = _pair_keys(label_q.astype(np.int64), label_i.astype(np.int64), len(item_vocab))
+    _deduplicated_labels(qrels, keys, grade)  # raises on conflicting grades
+    with_relevant = set(qid[grade >= threshold].tolist())
+    return sorted({str(q) for q in qids} - with_relevant)

@@ -1,0 +1,45 @@
+"""Ranked lists: built from top-k arrays in trec_eval order, collapsed to documents, read and written as Parquet."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+RUN_COLUMNS = ["qid", "rank", "chunk_id", "doc_id", "score"]
+
+
+def order_by_trec_rule(run: pd.DataFrame, id_column: str = "chunk_id", depth: int | None = None) -> pd.DataFrame:
+    """Sort each question's results by score desc, then id desc (trec_eval's tie rule), and renumber ranks from 1."""
+    ordered = run.sort_values(["qid", "score", id_column], ascending=[True, False, False], kind="stable")
+    ordered = ordered.assign(rank=ordered.groupby("qid", sort=False).cumcount() + 1)
+    if depth is not None:
+        ordered = ordered[ordered["rank"] <= depth]
+    return ordered.reset_index(drop=True)
+
+
+def run_from_topk(qids: Sequence[str], positions: np.ndarray, scores: np.ndarray, chunks: pd.DataFrame,
+                  depth: int, drop_nonpositive: bool = False) -> pd.DataFrame:
+    """A run from per-query arrays of corpus positions (-1 = none) and scores."""
+    n_queries, width = positions.shape
+    flat_positions, flat_scores = positions.reshape(-1), scores.reshape(-1).astype(np.float64)
+    keep = flat_positions >= 0
+    if drop_nonpositive:
+        keep &= flat_scores > 0
+    hits = flat_positions[keep]
+    run = pd.DataFrame({
+        "qid": np.repeat(np.asarray(qids, dtype=object), width)[keep],
+        "rank": 0,
+        "chunk_id": chunks["chunk_id"].to_numpy()[hits],
+        "doc_id": chunks["doc_id"].to_numpy()[hits],
+        "score": flat_scores[keep],
+    }, columns=RUN_COLUMNS)
+    return order_by_trec_rule(run, depth=depth)
+
+
+def collapse_to_documents(run: pd.DataFrame) -> pd.DataFrame:
+    """Document-grain run: each document at the rank of its first chunk, ranks renumbered from 1."""
+    ordered = run.sort_values(["qid", "rank"], kind="stable")
+    first = ordered.drop_duplicates(["qid", "doc_id"], keep="first")
+    return first.assign(rank=first.groupby("qid", sort=False).cumcount() + 1).reset_index(drop=True)

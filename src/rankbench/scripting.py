@@ -1,0 +1,24 @@
+"""Glue for workflow scripts: log to the rule's log file; bad input ends the job with one clear paragraph."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from rankbench.errors import InputError
+
+
+def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
+    """Call main(snakemake); an InputError becomes a message on stderr and in the log, and exit status 1."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if snakemake.log:
+        handlers.append(logging.FileHandler(snakemake.log[0], mode="w", encoding="utf-8"))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers,
+                        force=True)
+    try:
+        main(snakemake)
+    except InputError as error:
+        logging.error("rankbench: %s", error)
+        sys.exit(1)

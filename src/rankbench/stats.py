@@ -1,0 +1,338 @@
+"""Significance and uncertainty for per-query metric values: bootstrap CIs, paired tests, Holm, W/T/L.
+
+Per-query values are the unit of analysis. Every random procedure takes an integer seed (or a
+``numpy.random.SeedSequence``) and draws from ``numpy.random.default_rng`` (PCG64), so the same
+seed gives identical numbers on every call. Resampling is done as matrix operations over chunks of
+resamples whose size depends only on the problem size, never on the caller's batch of series.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _sps
+
+SeedLike = int | np.random.SeedSequence
+
+# Upper bound on the number of elements in one resampling chunk (bounds memory to a few tens of MB).
+_CHUNK_ELEMENTS = 1 << 21
+# Largest number of non-zero differences whose 2**m sign patterns may be enumerated exactly.
+MAX_EXACT_NONZERO = 24
+# Absolute tolerance under which a per-query difference counts as zero (a tie): float noise such
+# as (0.1 + 0.2) - 0.3 must not count as a win, a non-zero difference or a non-zero variance.
+TIE_TOLERANCE = 1e-12
+# Relative tolerance for "as extreme as observed" comparisons, so float rounding of equal sums
+# (e.g. a sign pattern that reproduces |observed| exactly in the reals) still counts as a tie.
+_TIE_RTOL = 1e-10
+
+COMPARISON_COLUMNS: tuple[str, ...] = (
+    "method_a",
+    "method_b",
+    "mean_a",
+    "mean_b",
+    "diff",
+    "diff_low",
+    "diff_high",
+    "p_randomization",
+    "p_t",
+    "p_holm",
+    "wins",
+    "ties",
+    "losses",
+    "n",
+    "below_one_question",
+    "is_baseline_pair",
+)
+
+
+def _as_finite_float(values: np.ndarray | Sequence[float], name: str) -> np.ndarray:
+    """Input as a float64 array, rejecting NaN/inf so no statistic silently propagates them."""
+    arr = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def _paired_differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Validated 1-D per-query differences a - b (same questions, same order, at least one)."""
+    a_arr = _as_finite_float(a, "a")
+    b_arr = _as_finite_float(b, "b")
+    if a_arr.ndim != 1 or a_arr.shape != b_arr.shape:
+        raise ValueError(f"a and b must be 1-D arrays of equal length, got {a_arr.shape} and {b_arr.shape}")
+    if a_arr.size == 0:
+        raise ValueError("a and b must contain at least one query")
+    return a_arr - b_arr
+
+
+def _chunk_size(width: int, total: int) -> int:
+    """Resamples per chunk so that one chunk holds about _CHUNK_ELEMENTS numbers (depends on width only)."""
+    return max(1, min(total, _CHUNK_ELEMENTS // max(width, 1)))
+
+
+def bootstrap_ci(
+    values: np.ndarray,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: SeedLike = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CI of the mean for each row of a [n_series, n_queries] array (1-D accepted).
+
+    All rows share the same resampled query indices (so rows of paired series stay paired), and a
+    row's interval does not depend on which other rows are passed. Returns (low, high) with shape
+    ``values.shape[:-1]`` (0-d arrays for 1-D input). Quantiles use numpy's linear interpolation,
+    as ``scipy.stats.bootstrap(method='percentile')`` does.
+    """
+    arr = _as_finite_float(values, "values")
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"values must be 1-D or 2-D, got shape {arr.shape}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
+    rows = np.atleast_2d(arr)
+    n = rows.shape[1]
+    if n == 0:
+        raise ValueError("values must contain at least one query")
+    rng = np.random.default_rng(seed)
+    means = np.empty((rows.shape[0], n_resamples), dtype=np.float64)
+    chunk = _chunk_size(n, n_resamples)
+    for start in range(0, n_resamples, chunk):
+        size = min(chunk, n_resamples - start)
+        idx = rng.integers(0, n, size=(size, n))
+        # Counts of each query in each resample, via one bincount over offset indices.
+        offsets = (np.arange(size) * n)[:, None]
+        counts = np.bincount((idx + offsets).ravel(), minlength=size * n).reshape(size, n)
+        means[:, start : start + size] = (rows @ counts.T.astype(np.float64)) / n
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.percentile(means, [100.0 * alpha, 100.0 * (1.0 - alpha)], axis=1)
+    if arr.ndim == 1:
+        return np.asarray(low[0]), np.asarray(high[0])
+    return low, high
+
+
+def _count_extreme(nonzero: np.ndarray, flips: np.ndarray, threshold: float) -> int:
+    """Number of sign patterns (rows of 0/1 `flips`) whose |sum of flipped differences| >= threshold."""
+    total = nonzero.sum()
+    null = total - 2.0 * (flips.astype(np.float64) @ nonzero)
+    return int(np.count_nonzero(np.abs(null) >= threshold))
+
+
+def paired_randomization_test(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    n_resamples: int = 10_000,
+    seed: SeedLike = 0,
+    exact: bool | None = None,
+) -> float:
+    """Two-sided paired randomization (sign-flip) test of mean(a - b) = 0; p includes the observed statistic ((count+1)/(n+1)).
+
+    p is the share of sign patterns with |mean of flipped differences| >= |observed mean|. Zero
+    differences are unaffected by flips, so only the m non-zero ones are flipped. ``exact=None``
+    enumerates all 2**m patterns when 2**m <= n_resamples (as scipy.stats.permutation_test does),
+    giving p = count / 2**m (the identity pattern is the observed one); otherwise Monte Carlo with
+    p = (count + 1) / (n_resamples + 1). ``exact=True`` forces enumeration (m <= 24),
+    ``exact=False`` forces Monte Carlo. All-zero differences give p = 1.
+    """
+    d = _paired_differences(a, b)
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
+    nonzero = d[np.abs(d) > TIE_TOLERANCE]
+    m = nonzero.size
+    if m == 0:
+        return 1.0
+    observed = abs(float(nonzero.sum()))
+    threshold = observed - _TIE_RTOL * float(np.abs(nonzero).sum())
+    use_exact = (m <= MAX_EXACT_NONZERO and 2**m <= n_resamples) if exact is None else exact
+    if use_exact:
+        if m > MAX_EXACT_NONZERO:
+            raise ValueError(
+                f"exact enumeration needs 2**{m} sign patterns (limit 2**{MAX_EXACT_NONZERO}); use exact=False"
+            )
+        n_patterns = 1 << m
+        bit_positions = np.arange(m, dtype=np.int64)
+        chunk = _chunk_size(m, n_patterns)
+        count = 0
+        for start in range(0, n_patterns, chunk):
+            codes = np.arange(start, min(start + chunk, n_patterns), dtype=np.int64)
+            flips = (codes[:, None] >> bit_positions) & 1
+            count += _count_extreme(nonzero, flips, threshold)
+        return count / n_patterns
+    rng = np.random.default_rng(seed)
+    chunk = _chunk_size(m, n_resamples)
+    count = 0
+    for start in range(0, n_resamples, chunk):
+        size = min(chunk, n_resamples - start)
+        flips = rng.integers(0, 2, size=(size, m), dtype=np.int8)
+        count += _count_extreme(nonzero, flips, threshold)
+    return (count + 1) / (n_resamples + 1)
+
+
+def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided paired t-test p-value; 1.0 when all differences are equal to zero, 0.0 when all equal and non-zero.
+
+    "Equal" allows TIE_TOLERANCE of float noise. Equal non-zero differences (zero variance, e.g.
+    every question gains exactly the same) are the limit t -> infinity, so p = 0.0, as
+    scipy.stats.ttest_rel gives for exactly equal ones; near-equal ones would otherwise give a
+    meaningless p from rounding noise. With a single question and a non-zero difference the
+    variance is not estimable and the result is NaN. Otherwise equals scipy.stats.ttest_rel.
+    """
+    d = _paired_differences(a, b)
+    if np.all(np.abs(d) <= TIE_TOLERANCE):
+        return 1.0
+    n = d.size
+    if n < 2:
+        return float("nan")
+    if float(np.ptp(d)) <= TIE_TOLERANCE:
+        return 0.0
+    mean = float(d.mean())
+    sd = float(d.std(ddof=1))
+    t_stat = mean / (sd / np.sqrt(n))
+    return float(min(1.0, 2.0 * _sps.t.sf(abs(t_stat), df=n - 1)))
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm step-down adjusted p-values (monotone, capped at 1), in input order.
+
+    The i-th smallest p (1-based) is multiplied by (m - i + 1), then a running maximum keeps the
+    adjusted values in the order of the raw ones; this controls the family-wise error rate.
+    """
+    p = np.asarray(p_values, dtype=np.float64).ravel()
+    if p.size == 0:
+        return p
+    if np.any(np.isnan(p)) or np.any((p < 0.0) | (p > 1.0)):
+        raise ValueError("p-values must lie in [0, 1] and not be NaN")
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted = np.empty(m, dtype=np.float64)
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted
+
+
+def win_tie_loss(a: np.ndarray, b: np.ndarray, *, tolerance: float = TIE_TOLERANCE) -> tuple[int, int, int]:
+    """Questions where a beats, ties (|a - b| <= tolerance, absorbing float noise) and loses to b."""
+    d = _paired_differences(a, b)
+    wins = int(np.count_nonzero(d > tolerance))
+    losses = int(np.count_nonzero(d < -tolerance))
+    return wins, d.size - wins - losses, losses
+
+
+def _pair_seed(seed: SeedLike, name_a: str, name_b: str) -> np.random.SeedSequence:
+    """Seed sequence for one unordered pair of methods, keyed by their names.
+
+    Keying by names (not positions) means a pair gets the same random stream whatever other
+    methods are in the table or which one is the baseline, so adding a method changes no
+    existing CI or randomization p-value (only the Holm adjustment).
+    """
+    first, second = sorted((str(name_a), str(name_b)))
+    digest = hashlib.sha256(f"{first}\x00{second}".encode()).digest()
+    key = tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
+    if isinstance(seed, np.random.SeedSequence):
+        return np.random.SeedSequence(seed.entropy, spawn_key=tuple(seed.spawn_key) + key)
+    return np.random.SeedSequence(int(seed), spawn_key=key)
+
+
+def _empty_comparison() -> pd.DataFrame:
+    """The comparison table with its columns and dtypes but no rows."""
+    dtypes = {
+        "method_a": object,
+        "method_b": object,
+        "wins": np.int64,
+        "ties": np.int64,
+        "losses": np.int64,
+        "n": np.int64,
+        "below_one_question": bool,
+        "is_baseline_pair": bool,
+    }
+    return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, np.float64)) for c in COMPARISON_COLUMNS})
+
+
+def _method_pairs(methods: list[str], baseline: str | None) -> list[tuple[str, str, bool]]:
+    """(method_a, method_b, is_baseline_pair): baseline-vs-others first, then other pairs in column order."""
+    if baseline is None:
+        return [(x, y, False) for x, y in itertools.combinations(methods, 2)]
+    others = [m for m in methods if m != baseline]
+    return [(baseline, m, True) for m in others] + [(x, y, False) for x, y in itertools.combinations(others, 2)]
+
+
+def compare_methods(
+    per_query: pd.DataFrame,
+    *,
+    baseline: str | None,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """All pairs (and baseline-vs-others) of methods on one metric: effect size with CI, p-values, Holm over the family, W/T/L.
+
+    ``per_query`` is wide: indexed by qid, one column per method, one metric's values. One row per
+    unordered pair: baseline pairs first with the baseline as method_a, then the remaining pairs in
+    column order. diff = mean_a - mean_b with a percentile bootstrap CI of the mean paired
+    difference; p_holm adjusts p_randomization over all rows; below_one_question marks
+    |diff| < 1/n (less than one question's worth, with a 1e-9 relative slack for float rounding).
+    Each pair draws from its own deterministic stream (see _pair_seed); bootstrap and
+    randomization use independent children of it.
+    """
+    if not isinstance(per_query, pd.DataFrame):
+        raise TypeError("per_query must be a pandas DataFrame (index qid, one column per method)")
+    methods = [str(c) for c in per_query.columns]
+    if len(set(methods)) != len(methods):
+        raise ValueError(f"duplicate method columns: {methods}")
+    if per_query.index.has_duplicates:
+        raise ValueError("per_query has duplicate qids in its index")
+    if baseline is not None and baseline not in methods:
+        raise ValueError(f"baseline {baseline!r} is not a column of per_query (methods: {methods})")
+    columns: dict[str, np.ndarray] = {}
+    for label, method in zip(per_query.columns, methods, strict=True):
+        try:
+            column = per_query[label].to_numpy(dtype=np.float64, na_value=np.nan)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"method {method!r} has non-numeric values") from exc
+        if np.isnan(column).any():
+            missing = per_query.index[np.isnan(column)].tolist()[:5]
+            raise ValueError(f"method {method!r} has NaN values (e.g. qids {missing})")
+        if np.isinf(column).any():
+            raise ValueError(f"method {method!r} has infinite values")
+        columns[method] = column
+    n = len(per_query.index)
+    if n == 0 and len(methods) > 1:
+        raise ValueError("per_query has no questions")
+    pairs = _method_pairs(methods, baseline)
+    if not pairs:
+        return _empty_comparison()
+    rows = []
+    for name_a, name_b, is_baseline_pair in pairs:
+        a, b = columns[name_a], columns[name_b]
+        d = a - b
+        boot_seed, perm_seed = _pair_seed(seed, name_a, name_b).spawn(2)
+        low, high = bootstrap_ci(d, n_resamples=n_resamples, confidence=confidence, seed=boot_seed)
+        diff = float(a.mean() - b.mean())
+        wins, ties, losses = win_tie_loss(a, b)
+        rows.append(
+            {
+                "method_a": name_a,
+                "method_b": name_b,
+                "mean_a": float(a.mean()),
+                "mean_b": float(b.mean()),
+                "diff": diff,
+                "diff_low": float(low),
+                "diff_high": float(high),
+                "p_randomization": paired_randomization_test(a, b, n_resamples=n_resamples, seed=perm_seed),
+                "p_t": paired_t_test(a, b),
+                "wins": wins,
+                "ties": ties,
+                "losses": losses,
+                "n": n,
+                "below_one_question": bool(abs(diff) < (1.0 / n) * (1.0 - 1e-9)),
+                "is_baseline_pair": is_baseline_pair,
+            }
+        )
+    table = pd.DataFrame(rows)
+    table["p_holm"] = holm(table["p_randomization"].to_numpy())
+    return table.loc[:, list(COMPARISON_COLUMNS)].astype({"method_a": object, "method_b": object})

@@ -1,0 +1,206 @@
+"""Unit tests of rankbench.bm25: analysis, index build, one-file save/load, search conventions."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankbench.bm25 import (
+    LANGUAGES,
+    VARIANTS,
+    Analyzer,
+    BM25Params,
+    build_index,
+    load_index,
+    save_index,
+    search,
+)
+
+FRENCH = [
+    "Les remboursements des frais médicaux sont versés sous dix jours.",
+    "Le délai de préavis pour la résiliation du contrat est de trois mois.",
+    "Vous pouvez demander une attestation de salaire au service du personnel.",
+    "Les congés payés non pris sont perdus au 31 mai.",
+    "Le télétravail est possible deux jours par semaine avec l'accord du manager.",
+    "La mutuelle prend en charge les lunettes une fois tous les deux ans.",
+]
+ENGLISH = [
+    "The cat sat on the mat.",
+    "Dogs and cats are common pets in the city.",
+    "Refunds are processed within ten working days.",
+    "The notice period for cancelling the contract is three months.",
+    "A dog chased the cat across the garden.",
+    "Travel expenses are refunded after manager approval.",
+]
+FR = Analyzer(language="french")
+EN = Analyzer(language="english")
+
+
+def _positions(index, analyzer, query, k=10):
+    """Matched corpus positions of one query, in rank order (padding dropped)."""
+    positions, _ = search(index, analyzer, [query], k)
+    return [int(p) for p in positions[0] if p >= 0]
+
+
+def test_french_stemming_matches_inflections():
+    index = build_index(FRENCH, FR, BM25Params())
+    assert _positions(index, FR, "rembourser")[0] == 0  # "remboursements" in the document
+    assert _positions(index, FR, "résilier")[0] == 1  # "résiliation"
+    no_stem = Analyzer(language="french", stemming=False)
+    assert _positions(build_index(FRENCH, no_stem, BM25Params()), no_stem, "rembourser") == []
+
+
+def test_english_stemming_and_lowercase():
+    index = build_index(ENGLISH, EN, BM25Params())
+    assert set(_positions(index, EN, "REFUND")) == {2, 5}  # "Refunds", "refunded"
+    assert set(_positions(index, EN, "cat")) == {0, 1, 4}  # "cat", "cats"
+
+
+def test_stopwords_removed():
+    assert FR.tokenize(["Le préavis de la demande"]) == [["préav", "demand"]]
+    assert EN.tokenize(["The cat is on the mat"]) == [["cat", "mat"]]
+    keep = Analyzer(language="english", stopwords=False, stemming=False)
+    assert keep.tokenize(["The cat is on the mat"]) == [["the", "cat", "is", "on", "the", "mat"]]
+
+
+def test_fold_accents_matches_unaccented_queries():
+    for stemming in (False, True):
+        plain = Analyzer(language="french", stemming=stemming)
+        folded = Analyzer(language="french", stemming=stemming, fold_accents=True)
+        assert _positions(build_index(FRENCH, folded, BM25Params()), folded, "preavis")[0] == 1
+        assert _positions(build_index(FRENCH, plain, BM25Params()), plain, "preavis") == []
+    no_stem = Analyzer(language="french", stemming=False, fold_accents=True)
+    assert _positions(build_index(FRENCH, no_stem, BM25Params()), no_stem, "delai")[0] == 1  # "délai"
+    assert no_stem.tokenize(["Cœur ÉTÉ"]) == [["coeur"]]  # "été" is a stopword once folded too
+
+
+def test_all_stopword_unknown_and_empty_queries_return_no_match_rows():
+    index = build_index(FRENCH, FR, BM25Params())
+    positions, scores = search(index, FR, ["le la les de", "xyzzy", "", "rembourser"], k=3)
+    assert positions.shape == scores.shape == (4, 3)
+    assert (positions[:3] == -1).all() and (scores[:3] == 0).all()
+    assert positions[3, 0] == 0 and scores[3, 0] > 0 and (positions[3, 1:] == -1).all()
+
+
+def test_k_larger_than_corpus_pads_with_no_match():
+    index = build_index(ENGLISH, EN, BM25Params())
+    positions, scores = search(index, EN, ["cat", "refund cat dog"], k=100)
+    assert positions.shape == (2, len(ENGLISH))
+    assert positions.dtype == np.int64 and scores.dtype == np.float64
+    assert set(positions[0]) == {0, 1, 4, -1}
+    assert sorted(p for p in positions[1] if p >= 0) == [0, 1, 2, 4, 5]
+    matched = positions >= 0
+    assert (scores[matched] > 0).all() and (scores[~matched] == 0).all()
+    assert all((np.diff(row[row > 0]) <= 0).all() for row in scores)  # score descending
+
+
+def test_ties_ordered_by_position_and_cut_deterministically():
+    texts = ["alpha beta", "gamma", "alpha beta", "alpha beta", "delta"]
+    analyzer = Analyzer(stopwords=False, stemming=False)
+    index = build_index(texts, analyzer, BM25Params())
+    positions, scores = search(index, analyzer, ["alpha"], k=2)
+    assert positions.tolist() == [[0, 2]] and scores[0, 0] == scores[0, 1]
+
+
+def test_save_load_round_trip_is_identical(tmp_path: Path):
+    queries = ["rembourser frais", "délai préavis résiliation", "le", "congés payés mai", "lunettes"]
+    for variant in VARIANTS:
+        params = BM25Params(variant=variant, k1=1.5, b=0.6)
+        index = build_index(FRENCH, FR, params)
+        path = tmp_path / f"{variant}.npz"
+        save_index(index, FR, params, path)
+        loaded, analyzer, loaded_params = load_index(path)
+        assert (analyzer, loaded_params) == (FR, params)
+        before, after = search(index, FR, queries, 4), search(loaded, analyzer, queries, 4)
+        np.testing.assert_array_equal(before[0], after[0])
+        np.testing.assert_array_equal(before[1], after[1])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{v}.npz" for v in VARIANTS)
+
+
+def test_save_is_byte_reproducible_and_pickle_free(tmp_path: Path):
+    params = BM25Params()
+    save_index(build_index(ENGLISH, EN, params), EN, params, tmp_path / "a.npz")
+    save_index(build_index(ENGLISH, EN, params), EN, params, tmp_path / "b.npz")
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    with np.load(tmp_path / "a.npz", allow_pickle=False) as npz:
+        assert all(npz[name].dtype != object for name in npz.files)
+
+
+def test_variants_and_parameters_change_scores():
+    query = ["cat dog refunds"]
+    results = {v: search(build_index(ENGLISH, EN, BM25Params(variant=v)), EN, query, 6)[1] for v in VARIANTS}
+    for i, a in enumerate(VARIANTS):
+        for b in VARIANTS[i + 1 :]:
+            assert not np.allclose(results[a], results[b]), (a, b)
+    low_b = search(build_index(ENGLISH, EN, BM25Params(b=0.0)), EN, query, 6)[1]
+    assert not np.allclose(low_b, results["lucene"])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_scores_agree_with_bm25s_full_scoring(variant: str):
+    index = build_index(ENGLISH, EN, BM25Params(variant=variant))
+    positions, scores = search(index, EN, ["cat dogs travel"], 6)
+    tokens = EN.tokenize(["cat dogs travel"])[0]
+    full = index.get_scores(tokens)  # bm25s's own scorer, every document
+    matched = positions[0] >= 0
+    np.testing.assert_allclose(scores[0][matched], full[positions[0][matched]], rtol=1e-6)
+
+
+def test_robertson_scores_match_hand_computation():
+    texts = ["apple banana apple", "banana cherry", "cherry cherry date fig", "fig grape", "kiwi lemon mango"]
+    analyzer = Analyzer(stopwords=False, stemming=False)
+    k1, b = 1.2, 0.75
+    index = build_index(texts, analyzer, BM25Params(variant="robertson", k1=k1, b=b))
+    docs = [t.split() for t in texts]
+    n_docs, avgdl = len(docs), sum(len(d) for d in docs) / len(docs)
+
+    def expected(query: str, doc: list[str]) -> float:
+        """Robertson BM25: IDF ln((N - df + .5)/(df + .5)) floored at 0; TF part without (k1 + 1)."""
+        tf, total = Counter(doc), 0.0
+        for term in query.split():
+            df = sum(term in d for d in docs)
+            idf = max(0.0, math.log((n_docs - df + 0.5) / (df + 0.5)))
+            norm = k1 * (1 - b + b * len(doc) / avgdl)
+            total += idf * tf[term] / (tf[term] + norm)
+        return total
+
+    for query in ["apple cherry", "cherry fig date", "banana"]:
+        positions, scores = search(index, analyzer, [query], 5)
+        checked = 0
+        for pos, score in zip(positions[0], scores[0]):
+            if pos >= 0:
+                assert score == pytest.approx(expected(query, docs[pos]), abs=1e-5)
+                checked += 1
+        assert checked >= 1
+    assert expected("apple cherry", docs[2]) == pytest.approx(search(index, analyzer, ["cherry"], 1)[1][0, 0], abs=1e-5)
+
+
+def test_errors_name_the_bad_value_and_the_accepted_ones():
+    with pytest.raises(ValueError, match="empty corpus"):
+        build_index([], EN, BM25Params())
+    with pytest.raises(ValueError, match="empty after analysis"):
+        build_index(["the a of", ""], EN, BM25Params())
+    with pytest.raises(ValueError, match=r"'okapi'.*robertson, lucene, atire, bm25l, bm25\+"):
+        BM25Params(variant="okapi")
+    with pytest.raises(ValueError, match=r"'klingon'.*english.*french"):
+        Analyzer(language="klingon")
+    with pytest.raises(ValueError, match="no stopword list for language 'porter'"):
+        Analyzer(language="porter")
+    assert "porter" in LANGUAGES and Analyzer(language="porter", stopwords=False).tokenize(["running"]) == [["run"]]
+    index = build_index(ENGLISH, EN, BM25Params())
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        search(index, EN, ["cat"], 0)
+    with pytest.raises(ValueError, match="index was built with"):
+        search(index, FR, ["cat"], 3)
+    with pytest.raises(TypeError):
+        EN.tokenize("a single string")
+
+
+def test_load_rejects_foreign_npz(tmp_path: Path):
+    np.savez(tmp_path / "other.npz", x=np.arange(3))
+    with pytest.raises(ValueError, match="not a rankbench BM25 index"):
+        load_index(tmp_path / "other.npz")

@@ -1,0 +1,350 @@
+"""Tests of rankbench.metrics: differential against pytrec_eval / ir_measures, plus hand cases."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankbench.metrics import METRICS_AT_K, METRICS_FULL, per_query_metrics, questions_without_relevant
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+ir_measures = pytest.importorskip("ir_measures")
+
+KS = (1, 3, 5, 10, 20, 100)
+SEEDS = (0, 1, 2, 3)
+N_QUERIES = 600  # per seed: 2,400 random questions in all
+TOL = 1e-9
+# Our name -> pytrec_eval's measure family (rr, dcg, judged, rcap_recall are checked apart).
+TREC_AT_K = {"precision": "P", "recall": "recall", "ndcg": "ndcg_cut", "ap": "map_cut", "hit": "success"}
+
+
+# --------------------------------------------------------------------------- random cases
+
+
+def random_case(seed: int, n_queries: int = N_QUERIES) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Random graded qrels and a run with many tied scores, questions missing from the run,
+    questions without labels or without relevant labels, and runs shorter than most k.
+
+    Ids are not zero-padded ("d7" > "d12") so the id tie-break really is a string order.
+    Ranks follow trec_eval's rule (score desc, then item_id desc); row order is shuffled.
+    """
+    rng = np.random.default_rng(seed)
+    run_rows, qrel_rows = [], []
+    for i in range(n_queries):
+        qid = f"q{i}"
+        pool = [f"d{j}" for j in rng.choice(400, 160, replace=False)]
+        n_labels = int(rng.integers(0, 16))
+        labelled = pool[:n_labels]
+        grades = rng.choice(4, n_labels, p=[0.4, 0.25, 0.2, 0.15])
+        if rng.random() < 0.1:
+            grades[:] = 0  # labels, none relevant
+        qrel_rows += [(qid, item, int(g)) for item, g in zip(labelled, grades)]
+        if rng.random() < 0.1:
+            continue  # question missing from the run
+        depth = int(rng.choice([rng.integers(1, 12), rng.integers(1, 130)]))
+        # Labelled items are likelier to be retrieved, so relevant ones land at all ranks.
+        weights = np.where(np.arange(len(pool)) < n_labels, 6.0, 1.0)
+        items = rng.choice(pool, min(depth, len(pool)), replace=False, p=weights / weights.sum())
+        scores = rng.integers(0, 8, len(items)) / 2.0 if rng.random() < 0.7 else rng.normal(size=len(items))
+        run_rows += [(qid, str(item), float(s)) for item, s in zip(items, scores)]
+    for qid in ("orphan-a", "orphan-b"):  # in the run, never labelled: ignored by everyone
+        run_rows += [(qid, "d1", 1.0), (qid, "d2", 0.5)]
+    run = pd.DataFrame(run_rows, columns=["qid", "item_id", "score"])
+    run = with_trec_ranks(run).sample(frac=1.0, random_state=seed, ignore_index=True)
+    qrels = pd.DataFrame(qrel_rows, columns=["qid", "item_id", "grade"])
+    return run, qrels
+
+
+def with_trec_ranks(run: pd.DataFrame) -> pd.DataFrame:
+    """Ranks by trec_eval's rule: score desc, then item_id desc, within each question."""
+    ordered = run.sort_values(["qid", "score", "item_id"], ascending=[True, False, False], ignore_index=True)
+    return ordered.assign(rank=ordered.groupby("qid").cumcount() + 1)
+
+
+def trec_run(run: pd.DataFrame, k: int | None = None) -> dict[str, dict[str, float]]:
+    """pytrec_eval's run dict (scores, not ranks), optionally cut to each question's top k."""
+    if k is not None:
+        run = run[run["rank"] <= k]
+    out: dict[str, dict[str, float]] = {}
+    for q, d, s in zip(run["qid"], run["item_id"], run["score"]):
+        out.setdefault(q, {})[d] = float(s)
+    return out
+
+
+def trec_qrels(qrels: pd.DataFrame, gain: str = "linear") -> dict[str, dict[str, int]]:
+    """pytrec_eval's qrels dict; exponential maps grade g to 2^g - 1 (trec_eval's linear gain
+    on those values is exactly the exponential-gain nDCG: an independent check of ours)."""
+    out: dict[str, dict[str, int]] = {}
+    for q, d, g in zip(qrels["qid"], qrels["item_id"], qrels["grade"]):
+        out.setdefault(q, {})[d] = int(g) if gain == "linear" else 2 ** int(g) - 1
+    return out
+
+
+def as_dict(table: pd.DataFrame) -> dict[tuple[str, str, int], float]:
+    """Our long table as {(qid, metric, k): value}."""
+    return {(q, m, int(k)): float(v) for q, m, k, v in zip(table["qid"], table["metric"], table["k"], table["value"])}
+
+
+def reference(run: pd.DataFrame, qrels: pd.DataFrame, threshold: int, gain: str) -> dict[str, dict[str, float]]:
+    """pytrec_eval figures per question, with rr@k from recip_rank on the run cut at k and
+    dcg@k = ndcg_cut@k x ideal DCG@k, the ideal DCG read from pytrec_eval itself: a run with a
+    single item of gain g at rank 1 has ndcg_cut@k = g / idcg@k."""
+    cuts = ",".join(map(str, KS))
+    measures = {f"{fam}.{cuts}" for fam in TREC_AT_K.values()} | {"Rprec", "recip_rank", "num_rel"}
+    trec_q = trec_qrels(qrels, gain)
+    ref = pytrec_eval.RelevanceEvaluator(trec_q, measures, relevance_level=threshold).evaluate(trec_run(run))
+    for k in KS:
+        rr = pytrec_eval.RelevanceEvaluator(trec_q, {"recip_rank"}, relevance_level=threshold)
+        for q, v in rr.evaluate(trec_run(run, k)).items():
+            ref[q][f"rr_{k}"] = v["recip_rank"]
+    probe_run, probe_gain = {}, {}
+    for q, labels in trec_q.items():
+        item, g = max(labels.items(), key=lambda kv: (kv[1], kv[0]))
+        if g > 0:
+            probe_run[q], probe_gain[q] = {item: 1.0}, g
+    probe = pytrec_eval.RelevanceEvaluator(trec_q, {f"ndcg_cut.{cuts}"}).evaluate(probe_run)
+    for q in ref:
+        for k in KS:
+            ideal = probe_gain[q] / probe[q][f"ndcg_cut_{k}"] if q in probe else 0.0
+            ref[q][f"dcg_{k}"] = ref[q][f"ndcg_cut_{k}"] * ideal
+    return ref
+
+
+def naive_rcap(run: pd.DataFrame, qrels: pd.DataFrame, threshold: int) -> dict[tuple[str, int], float]:
+    """BEIR R_cap@k written plainly, one question at a time. No reference tool computes it,
+    so this loop is its only check (the one metric tested against a hand-written loop)."""
+    relevant: dict[str, set[str]] = {}
+    for q, d, g in zip(qrels["qid"], qrels["item_id"], qrels["grade"]):
+        if g >= threshold:
+            relevant.setdefault(q, set()).add(d)
+    ranked: dict[str, list[str]] = {}
+    for q, d, _ in sorted(zip(run["qid"], run["item_id"], run["rank"]), key=lambda r: (r[0], r[2])):
+        ranked.setdefault(q, []).append(d)
+    out = {}
+    for q, rel in relevant.items():
+        for k in KS:
+            found = sum(1 for d in ranked.get(q, [])[:k] if d in rel)
+            out[(q, k)] = found / min(len(rel), k)
+    return out
+
+
+# --------------------------------------------------------------------------- differential
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize(("threshold", "gain"), [(1, "linear"), (2, "linear"), (1, "exponential")])
+def test_matches_pytrec_eval(seed: int, threshold: int, gain: str) -> None:
+    run, qrels = random_case(seed)
+    ours = as_dict(per_query_metrics(run, qrels, KS, relevance_threshold=threshold, gain=gain))
+    ref = reference(run, qrels, threshold, gain)
+    relevant_qids = set(qrels.loc[qrels["grade"] >= threshold, "qid"])
+    run_qids = set(run["qid"])
+    assert {q for q, _, _ in ours} == relevant_qids
+    # pytrec_eval reports labelled questions without relevant labels (all zeros): we leave them out.
+    assert {q for q in ref if ref[q]["num_rel"] == 0}.isdisjoint({q for q, _, _ in ours})
+    assert relevant_qids - run_qids, "the random case must include labelled questions missing from the run"
+    rcap = naive_rcap(run, qrels, threshold)
+    checked = 0
+    for q in sorted(relevant_qids):
+        if q not in run_qids:
+            # pytrec_eval omits it; we score 0 on everything (trec_eval -c).
+            assert q not in ref
+            assert all(v == 0.0 for (qq, _, _), v in ours.items() if qq == q)
+            continue
+        r = ref[q]
+        for k in KS:
+            expected = {name: r[f"{fam}_{k}"] for name, fam in TREC_AT_K.items()}
+            expected |= {"rr": r[f"rr_{k}"], "dcg": r[f"dcg_{k}"], "rcap_recall": rcap[(q, k)]}
+            for name, value in expected.items():
+                assert math.isclose(ours[(q, name, k)], value, abs_tol=TOL), (q, name, k, ours[(q, name, k)], value)
+                checked += 1
+        assert math.isclose(ours[(q, "r_precision", 0)], r["Rprec"], abs_tol=TOL), (q, "Rprec")
+    assert checked > 10_000
+
+
+def test_full_depth_rr_matches_recip_rank() -> None:
+    run, qrels = random_case(7, 300)
+    deep = int(run["rank"].max())
+    ours = per_query_metrics(run, qrels, [deep], metrics=["rr"])
+    ref = pytrec_eval.RelevanceEvaluator(trec_qrels(qrels), {"recip_rank"}).evaluate(trec_run(run))
+    for q, v in zip(ours["qid"], ours["value"]):
+        assert math.isclose(v, ref.get(q, {"recip_rank": 0.0})["recip_rank"], abs_tol=TOL), q
+
+
+def test_exponential_ndcg_matches_ir_measures() -> None:
+    run, qrels = random_case(11, 300)
+    ks = (1, 5, 10, 20)
+    measures = [ir_measures.nDCG(gains={0: 0, 1: 1, 2: 3, 3: 7}) @ k for k in ks]
+    ref = {(m.query_id, m.measure.params["cutoff"]): m.value for m in ir_measures.iter_calc(
+        measures, to_ir_qrels(qrels), to_ir_run(run))}
+    ours = per_query_metrics(run, qrels, ks, gain="exponential", metrics=["ndcg"])
+    compared = 0
+    for q, k, v in zip(ours["qid"], ours["k"], ours["value"]):
+        assert math.isclose(v, ref.get((q, int(k)), 0.0), abs_tol=TOL), (q, k)
+        compared += (q, int(k)) in ref
+    assert compared > 500
+
+
+def to_ir_qrels(qrels: pd.DataFrame) -> pd.DataFrame:
+    """qrels in ir_measures' column names."""
+    return qrels.rename(columns={"qid": "query_id", "item_id": "doc_id", "grade": "relevance"})
+
+
+def to_ir_run(run: pd.DataFrame) -> pd.DataFrame:
+    """run in ir_measures' column names, scored -rank: ir_measures breaks score ties by doc_id
+    ascending (not trec_eval's descending), so distinct scores keep our order unambiguous."""
+    return pd.DataFrame({"query_id": run["qid"], "doc_id": run["item_id"], "score": -run["rank"].astype(float)})
+
+
+def test_judged_matches_ir_measures() -> None:
+    run, qrels = random_case(5, 400)
+    ks = (1, 3, 5, 10, 20, 100)
+    ref = {(m.query_id, m.measure.params["cutoff"]): m.value for m in ir_measures.iter_calc(
+        [ir_measures.Judged @ k for k in ks], to_ir_qrels(qrels), to_ir_run(run))}
+    ours = per_query_metrics(run, qrels, ks, metrics=["judged"])
+    run_qids = set(run["qid"])
+    compared = 0
+    for q, k, v in zip(ours["qid"], ours["k"], ours["value"]):
+        if q in run_qids:
+            assert math.isclose(v, ref[(q, int(k))], abs_tol=TOL), (q, k, v, ref[(q, int(k))])
+            compared += 1
+        else:  # ir_measures omits it; nothing retrieved, nothing judged: 0
+            assert v == 0.0
+    assert compared > 1000
+
+
+# --------------------------------------------------------------------------- hand cases
+
+
+def frame_run(rows: list[tuple[str, str, int, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["qid", "item_id", "rank", "score"])
+
+
+def frame_qrels(rows: list[tuple[str, str, int]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["qid", "item_id", "grade"])
+
+
+def values(table: pd.DataFrame, qid: str) -> dict[tuple[str, int], float]:
+    sub = table[table["qid"] == qid]
+    return {(m, int(k)): float(v) for m, k, v in zip(sub["metric"], sub["k"], sub["value"])}
+
+
+RUN = frame_run([("a", "x", 1, 3.0), ("a", "y", 2, 2.0), ("b", "x", 1, 1.0), ("c", "z", 1, 1.0)])
+QRELS = frame_qrels([
+    ("a", "y", 2), ("a", "w", 3), ("a", "x", 0),  # a: 2 relevant, retrieved x (judged 0) then y
+    ("b", "x", 0),  # b: labelled, nothing relevant -> excluded
+    ("m", "x", 1),  # m: relevant label, not in the run -> all 0
+])
+
+
+def test_hand_case_short_run_and_conventions() -> None:
+    table = per_query_metrics(RUN, QRELS, [1, 2, 10])
+    a = values(table, "a")
+    assert a[("precision", 10)] == pytest.approx(1 / 10)  # divides by k even with 2 retrieved
+    assert a[("precision", 2)] == pytest.approx(1 / 2)
+    assert a[("recall", 10)] == pytest.approx(1 / 2)
+    assert a[("rcap_recall", 1)] == 0.0 and a[("rcap_recall", 2)] == pytest.approx(1 / 2)
+    assert a[("rr", 1)] == 0.0 and a[("rr", 2)] == pytest.approx(1 / 2)  # first relevant below k -> 0
+    assert a[("hit", 1)] == 0.0 and a[("hit", 2)] == 1.0
+    assert a[("ap", 10)] == pytest.approx((1 / 2) / 2)
+    assert a[("dcg", 2)] == pytest.approx(2 / math.log2(3))
+    assert a[("ndcg", 2)] == pytest.approx((2 / math.log2(3)) / (3 + 2 / math.log2(3)))
+    assert a[("r_precision", 0)] == pytest.approx(1 / 2)
+    assert a[("judged", 10)] == 1.0  # both retrieved items are labelled: 2 / min(10, 2)
+    m = values(table, "m")
+    assert m and all(v == 0.0 for v in m.values())  # labelled question missing from the run
+    assert set(table["qid"]) == {"a", "m"}  # b (no relevant label) and c (no label) are excluded
+    assert questions_without_relevant(QRELS, ["a", "b", "c", "m", "b"]) == ["b", "c"]
+    assert questions_without_relevant(QRELS, ["a", "m"], relevance_threshold=3) == ["m"]
+
+
+def test_output_schema_and_order() -> None:
+    table = per_query_metrics(RUN.sample(frac=1.0, random_state=1), QRELS, [10, 1])
+    assert list(table.columns) == ["qid", "metric", "k"] + ["value"]
+    assert table["k"].dtype == np.int64 and table["value"].dtype == np.float64
+    assert pd.api.types.is_string_dtype(table["qid"]) and pd.api.types.is_string_dtype(table["metric"])
+    assert table.equals(table.sort_values(["qid", "metric", "k"], ignore_index=True))
+    per_question = len(METRICS_AT_K) * 2 + len(METRICS_FULL)
+    assert len(table) == 2 * per_question
+    assert (table.loc[table["metric"] == "r_precision", "k"] == 0).all()
+    assert set(table["metric"]) == set(METRICS_AT_K + METRICS_FULL)
+    assert table.equals(per_query_metrics(RUN, QRELS, [1, 10]))  # row order and k order irrelevant
+
+
+def test_threshold_and_ndcg_uses_every_positive_grade() -> None:
+    run = frame_run([("q", "g1", 1, 2.0), ("q", "g3", 2, 1.0)])
+    qrels = frame_qrels([("q", "g1", 1), ("q", "g3", 3)])
+    strict = values(per_query_metrics(run, qrels, [1, 2], relevance_threshold=2), "q")
+    assert strict[("precision", 1)] == 0.0 and strict[("rr", 2)] == pytest.approx(1 / 2)
+    # trec_eval's ndcg_cut ignores relevance_level: the grade-1 item still has gain 1.
+    assert strict[("dcg", 1)] == 1.0
+    assert strict[("ndcg", 2)] == pytest.approx((1 + 3 / math.log2(3)) / (3 + 1 / math.log2(3)))
+    expo = values(per_query_metrics(run, qrels, [2], gain="exponential"), "q")
+    assert expo[("dcg", 2)] == pytest.approx(1 + 7 / math.log2(3))
+
+
+def test_rank_gaps_are_closed_up_and_metrics_subset() -> None:
+    run = frame_run([("q", "a", 7, 0.1), ("q", "b", 3, 0.5), ("q", "c", 1, 0.9)])
+    qrels = frame_qrels([("q", "a", 1)])
+    table = per_query_metrics(run, qrels, [3], metrics=["rr", "r_precision"])
+    assert list(table["metric"]) == ["r_precision", "rr"]
+    assert values(table, "q")[("rr", 3)] == pytest.approx(1 / 3)  # third in rank order, as trec_eval
+
+
+def test_judged_divides_by_retrieved_when_shorter_than_k() -> None:
+    run = frame_run([("q", "a", 1, 2.0), ("q", "u", 2, 1.0)])
+    qrels = frame_qrels([("q", "a", 1)])
+    v = values(per_query_metrics(run, qrels, [1, 5], metrics=["judged"]), "q")
+    assert v[("judged", 1)] == 1.0 and v[("judged", 5)] == pytest.approx(1 / 2)  # 1 / min(5, 2)
+
+
+def test_exact_duplicate_labels_are_accepted() -> None:
+    qrels = pd.concat([QRELS, QRELS.iloc[:2]], ignore_index=True)
+    assert per_query_metrics(RUN, qrels, [1, 10]).equals(per_query_metrics(RUN, QRELS, [1, 10]))
+
+
+def test_empty_inputs() -> None:
+    empty_run = frame_run([])
+    assert per_query_metrics(empty_run, frame_qrels([]), [1]).empty
+    only_missing = per_query_metrics(empty_run, QRELS, [5])
+    assert set(only_missing["qid"]) == {"a", "m"} and (only_missing["value"] == 0).all()
+
+
+@pytest.mark.parametrize(("run", "qrels", "pattern"), [
+    (frame_run([("a", "x", 1, 1.0), ("a", "x", 2, 0.5)]), QRELS, r"twice.*'a'.*'x'"),
+    (frame_run([("a", "x", 1, 1.0), ("a", "y", 1, 0.5)]), QRELS, r"rank 1 twice.*'a'.*'y'"),
+    (frame_run([("a", "x", 1, float("nan"))]), QRELS, r"NaN.*'a'.*'x'"),
+    (frame_run([("a", "x", 0, 1.0)]), QRELS, r"rank.*'a'.*'x'"),
+    (frame_run([("a", "x", 1.5, 1.0)]), QRELS, r"integer.*'a'.*'x'"),
+    (RUN, frame_qrels([("a", "y", 2), ("a", "y", 1)]), r"conflicting.*'a'.*'y'"),
+    (RUN, frame_qrels([("a", "y", 4)]), r"0\.\.3.*'a'.*'y'"),
+    (RUN, frame_qrels([("a", "y", -1)]), r"0\.\.3.*'a'.*'y'"),
+    (RUN, pd.DataFrame({"qid": ["a"], "item_id": ["y"], "grade": [1.5]}), r"integer.*'a'.*'y'"),
+    (RUN, pd.DataFrame({"qid": ["a"], "item_id": ["y"], "grade": ["high"]}), r"integer.*'a'.*'y'"),
+])
+def test_validation_errors_name_question_and_item(run: pd.DataFrame, qrels: pd.DataFrame, pattern: str) -> None:
+    with pytest.raises(ValueError, match=pattern):
+        per_query_metrics(run, qrels, [1])
+
+
+@pytest.mark.parametrize("ks", [[0], [-1], [2.5], [True], ["5"]])
+def test_bad_ks_raise(ks: list) -> None:
+    with pytest.raises(ValueError, match="positive integer"):
+        per_query_metrics(RUN, QRELS, ks)
+
+
+def test_bad_options_raise() -> None:
+    with pytest.raises(ValueError, match="unknown metric"):
+        per_query_metrics(RUN, QRELS, [1], metrics=["mrr"])
+    with pytest.raises(ValueError, match="gain"):
+        per_query_metrics(RUN, QRELS, [1], gain="cubic")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="relevance_threshold"):
+        per_query_metrics(RUN, QRELS, [1], relevance_threshold=0)
+    with pytest.raises(ValueError, match="column"):
+        per_query_metrics(RUN.drop(columns="score"), QRELS, [1])
+    assert not per_query_metrics(RUN, QRELS, [], metrics=["r_precision"]).empty
+    with pytest.raises(ValueError, match="cutoff"):
+        per_query_metrics(RUN, QRELS, [], metrics=["ndcg"])

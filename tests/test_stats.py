@@ -1,0 +1,326 @@
+"""Tests of rankbench.stats against scipy, hand-worked examples and properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as sps
+
+from rankbench.stats import (
+    COMPARISON_COLUMNS,
+    bootstrap_ci,
+    compare_methods,
+    holm,
+    paired_randomization_test,
+    paired_t_test,
+    win_tie_loss,
+)
+
+
+def _metric_like(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Per-query values shaped like an IR metric: many zeros and ones, some fractions."""
+    return np.where(rng.random(n) < 0.3, rng.integers(0, 2, n), rng.random(n)).astype(np.float64)
+
+
+def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.mean(x - y, axis=axis)
+
+
+# ---------------------------------------------------------------- bootstrap_ci
+
+
+def test_bootstrap_matches_scipy_percentile_within_monte_carlo_error() -> None:
+    rng = np.random.default_rng(7)
+    values = _metric_like(rng, 60)
+    low, high = bootstrap_ci(values, n_resamples=40_000, seed=123)
+    ref = sps.bootstrap(
+        (values,), np.mean, method="percentile", n_resamples=40_000, confidence_level=0.95, rng=99
+    ).confidence_interval
+    # sd of the mean ~0.05 here; Monte-Carlo error of a 2.5% quantile with 40k resamples ~0.001.
+    assert low == pytest.approx(ref.low, abs=0.005)
+    assert high == pytest.approx(ref.high, abs=0.005)
+
+
+def test_bootstrap_reproduces_scipy_draws_with_the_same_generator() -> None:
+    # Both draw rng.integers(0, n, (n_resamples, n)) from default_rng(seed): same numbers.
+    values = np.random.default_rng(1).random(40)
+    low, high = bootstrap_ci(values, n_resamples=5_000, confidence=0.9, seed=5)
+    ref = sps.bootstrap(
+        (values,), np.mean, method="percentile", n_resamples=5_000, confidence_level=0.9, rng=5
+    ).confidence_interval
+    assert float(low) == pytest.approx(ref.low, rel=1e-12)
+    assert float(high) == pytest.approx(ref.high, rel=1e-12)
+
+
+def test_bootstrap_rows_are_independent_of_each_other_and_1d_shape() -> None:
+    values = np.random.default_rng(2).random((3, 25))
+    low, high = bootstrap_ci(values, n_resamples=2_000, seed=9)
+    assert low.shape == high.shape == (3,)
+    assert np.all(low <= values.mean(axis=1)) and np.all(values.mean(axis=1) <= high)
+    for i in range(3):
+        lo_i, hi_i = bootstrap_ci(values[i], n_resamples=2_000, seed=9)
+        assert lo_i.shape == ()
+        assert float(lo_i) == pytest.approx(low[i], rel=1e-12)
+        assert float(hi_i) == pytest.approx(high[i], rel=1e-12)
+
+
+def test_bootstrap_chunked_resampling_is_deterministic() -> None:
+    # n large enough that the resamples are split into several chunks.
+    values = np.random.default_rng(3).random((2, 5_000))
+    first = bootstrap_ci(values, n_resamples=1_000, seed=11)
+    second = bootstrap_ci(values, n_resamples=1_000, seed=11)
+    other = bootstrap_ci(values, n_resamples=1_000, seed=12)
+    np.testing.assert_array_equal(first[0], second[0])
+    np.testing.assert_array_equal(first[1], second[1])
+    assert not np.array_equal(first[0], other[0])
+    assert np.all(first[0] < values.mean(axis=1)) and np.all(values.mean(axis=1) < first[1])
+
+
+def test_bootstrap_degenerate_and_invalid_inputs() -> None:
+    low, high = bootstrap_ci(np.full(10, 0.5), n_resamples=100)
+    assert float(low) == float(high) == 0.5
+    with pytest.raises(ValueError):
+        bootstrap_ci(np.array([0.1, np.nan]))
+    with pytest.raises(ValueError):
+        bootstrap_ci(np.array([]))
+    with pytest.raises(ValueError):
+        bootstrap_ci(np.ones(5), confidence=1.0)
+
+
+# ------------------------------------------------- paired_randomization_test
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.1, 0.3])
+def test_randomization_exact_matches_scipy_permutation_test(shift: float) -> None:
+    rng = np.random.default_rng(int(shift * 10))
+    a = rng.random(10)
+    b = a - shift + rng.normal(0, 0.2, 10)
+    ours = paired_randomization_test(a, b, exact=True)
+    ref = sps.permutation_test(
+        (a, b), _mean_diff, permutation_type="samples", alternative="two-sided", n_resamples=np.inf, vectorized=True
+    )
+    assert ref.null_distribution.size == 1024  # exact: all 2**10 sign flips
+    assert ours == pytest.approx(ref.pvalue, abs=1e-12)
+    # With the default n_resamples (10,000 >= 1024) exact mode is chosen automatically.
+    assert paired_randomization_test(a, b) == ours
+
+
+def test_randomization_exact_with_ties_and_zero_differences() -> None:
+    # Metric-like values: zero differences and exactly symmetric sums (sign patterns tying |observed|).
+    a = np.array([1.0, 0.5, 1 / 3, 0.0, 1.0, 0.25, 0.5, 1.0, 0.0, 0.2])
+    b = np.array([0.5, 0.5, 1.0, 0.0, 0.5, 0.25, 1 / 3, 0.0, 0.0, 0.7])
+    ours = paired_randomization_test(a, b, exact=True)
+    ref = sps.permutation_test(
+        (a, b),
+        lambda x, y, axis=-1: np.abs(np.mean(x - y, axis=axis)),
+        permutation_type="samples",
+        alternative="greater",
+        n_resamples=np.inf,
+        vectorized=True,
+    )
+    assert ours == pytest.approx(ref.pvalue, abs=1e-12)
+
+
+def test_randomization_monte_carlo_close_to_scipy() -> None:
+    rng = np.random.default_rng(4)
+    a = _metric_like(rng, 40)
+    b = np.clip(a - 0.08 + rng.normal(0, 0.25, 40), 0, 1)
+    ours = paired_randomization_test(a, b, n_resamples=20_000, seed=1)
+    ref = sps.permutation_test(
+        (a, b), _mean_diff, permutation_type="samples", n_resamples=20_000, vectorized=True, rng=2
+    )
+    assert 0.0 < ours < 1.0
+    # Standard error of a Monte-Carlo p near 0.1 with 20k draws is ~0.002.
+    assert ours == pytest.approx(ref.pvalue, abs=0.012)
+
+
+def test_randomization_properties() -> None:
+    rng = np.random.default_rng(5)
+    a, b = rng.random(30), rng.random(30)
+    p = paired_randomization_test(a, b, n_resamples=999, seed=3)
+    # (count + 1) / (n + 1): never zero, on the 1/1000 grid.
+    assert p > 0 and round(p * 1000) == pytest.approx(p * 1000)
+    assert paired_randomization_test(a, b, n_resamples=999, seed=3) == p
+    assert paired_randomization_test(b, a, n_resamples=999, seed=3) == p  # symmetric
+    assert paired_randomization_test(a, a.copy()) == 1.0
+    far = paired_randomization_test(a + 1.0, a, n_resamples=999, seed=3)
+    assert far == pytest.approx(1 / 1000)
+
+
+def test_randomization_seed_changes_monte_carlo_draws_only() -> None:
+    rng = np.random.default_rng(6)
+    a, b = rng.random(50), rng.random(50)
+    p0 = paired_randomization_test(a, b, n_resamples=2_000, seed=0)
+    p1 = paired_randomization_test(a, b, n_resamples=2_000, seed=1)
+    assert p0 != p1
+    assert paired_randomization_test(a[:8], b[:8], seed=0) == paired_randomization_test(a[:8], b[:8], seed=1)
+
+
+def test_randomization_exact_limit() -> None:
+    a = np.arange(30, dtype=float)
+    with pytest.raises(ValueError, match="exact"):
+        paired_randomization_test(a, np.zeros(30), exact=True)
+    with pytest.raises(ValueError):
+        paired_randomization_test(np.ones(3), np.ones(4))
+
+
+# ---------------------------------------------------------------- paired_t_test
+
+
+def test_t_test_matches_scipy_ttest_rel() -> None:
+    rng = np.random.default_rng(8)
+    for n in (2, 5, 30, 200):
+        a = rng.random(n)
+        b = a + rng.normal(0.02, 0.1, n)
+        assert paired_t_test(a, b) == pytest.approx(sps.ttest_rel(a, b).pvalue, rel=1e-9, abs=1e-15)
+
+
+def test_t_test_zero_variance_cases() -> None:
+    a = np.array([0.2, 0.4, 0.6])
+    assert paired_t_test(a, a.copy()) == 1.0  # all differences zero: no evidence of a difference
+    assert paired_t_test(a + 0.5, a) == 0.0  # all equal (up to float noise) and non-zero: t -> infinity
+    assert paired_t_test(a + 1e-13, a) == 1.0  # differences within the tie tolerance count as zero
+    assert np.isnan(paired_t_test(np.array([1.0]), np.array([0.0])))  # one question: variance unknown
+    assert paired_t_test(np.array([1.0]), np.array([1.0])) == 1.0
+
+
+# ------------------------------------------------------------------------- holm
+
+
+def test_holm_worked_example() -> None:
+    # Sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> max(0.06, 0.04) = 0.06.
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03, 0.005]), [0.03, 0.06, 0.06, 0.02], rtol=1e-12)
+
+
+def test_holm_caps_and_edge_cases() -> None:
+    np.testing.assert_allclose(holm([0.5, 0.6, 0.01]), [1.0, 1.0, 0.03])
+    assert holm([]).shape == (0,)
+    assert holm([0.2]).tolist() == [0.2]
+    with pytest.raises(ValueError):
+        holm([0.1, float("nan")])
+    with pytest.raises(ValueError):
+        holm([1.5])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=30))
+def test_holm_properties(p_values: list[float]) -> None:
+    p = np.asarray(p_values)
+    adjusted = holm(p)
+    order = np.argsort(p, kind="stable")
+    assert np.all(np.diff(adjusted[order]) >= 0)  # monotone in the raw p-values
+    assert np.all(adjusted >= p) and np.all(adjusted <= 1.0)
+    assert np.all(adjusted <= np.minimum(1.0, p.size * p) + 1e-15)  # never worse than Bonferroni
+    perm = np.random.default_rng(len(p_values)).permutation(p.size)
+    np.testing.assert_array_equal(holm(p[perm]), adjusted[perm])  # input order preserved
+
+
+# ----------------------------------------------------------------- win_tie_loss
+
+
+def test_win_tie_loss_with_tolerance() -> None:
+    a = np.array([1.0, 0.5, 0.1 + 0.2, 0.0, 0.2])
+    b = np.array([0.0, 0.5, 0.3, 1.0, 0.1])
+    assert win_tie_loss(a, b) == (2, 2, 1)  # 0.1 + 0.2 vs 0.3 is a tie despite float noise
+    assert win_tie_loss(a, b, tolerance=0.15) == (1, 3, 1)
+
+
+# -------------------------------------------------------------- compare_methods
+
+
+def _hand_built() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "bm25": [1.0, 0.0, 0.5, 1.0, 0.0, 1.0],
+            "dense": [1.0, 1.0, 0.5, 0.0, 1.0, 1.0],
+            "hybrid": [1.0, 1.0, 1.0, 1.0, 0.0, 1.0],
+        },
+        index=pd.Index([f"q{i}" for i in range(6)], name="qid"),
+    )
+
+
+def test_compare_methods_shape_columns_and_baseline_order() -> None:
+    table = compare_methods(_hand_built(), baseline="dense", n_resamples=2_000)
+    assert tuple(table.columns) == COMPARISON_COLUMNS
+    assert list(zip(table.method_a, table.method_b, strict=True)) == [
+        ("dense", "bm25"),
+        ("dense", "hybrid"),
+        ("bm25", "hybrid"),
+    ]
+    assert table.is_baseline_pair.tolist() == [True, True, False]
+    assert (table.n == 6).all()
+    no_baseline = compare_methods(_hand_built(), baseline=None, n_resamples=2_000)
+    assert list(zip(no_baseline.method_a, no_baseline.method_b, strict=True)) == [
+        ("bm25", "dense"),
+        ("bm25", "hybrid"),
+        ("dense", "hybrid"),
+    ]
+    assert not no_baseline.is_baseline_pair.any()
+
+
+def test_compare_methods_values_on_hand_built_example() -> None:
+    frame = _hand_built()
+    table = compare_methods(frame, baseline="dense", n_resamples=2_000).set_index(["method_a", "method_b"])
+    row = table.loc[("dense", "bm25")]
+    # dense - bm25 per question: [0, 1, 0, -1, 1, 0]
+    assert (row.wins, row.ties, row.losses) == (2, 3, 1)
+    assert row.mean_a == pytest.approx(4.5 / 6) and row.mean_b == pytest.approx(3.5 / 6)
+    assert row["diff"] == pytest.approx(1 / 6)
+    assert not row.below_one_question  # exactly one question's worth is not below it
+    assert row.diff_low <= row["diff"] <= row.diff_high
+    # Non-zero differences [1, -1, 1]: every one of the 8 sign patterns has |sum| >= 1 (exact mode).
+    assert row.p_randomization == 1.0
+    assert row.p_t == pytest.approx(sps.ttest_rel(frame.dense, frame.bm25).pvalue)
+    hyb = table.loc[("bm25", "hybrid")]
+    # bm25 - hybrid: [0, -1, -0.5, 0, 0, 0]
+    assert (hyb.wins, hyb.ties, hyb.losses) == (0, 4, 2)
+    assert hyb["diff"] == pytest.approx(-1.5 / 6)
+    # Non-zero differences [-1, -0.5]: |sum| >= 1.5 for 2 of the 4 sign patterns.
+    assert hyb.p_randomization == 0.5
+    np.testing.assert_allclose(table.p_holm.to_numpy(), holm(table.p_randomization.to_numpy()))
+
+
+def test_compare_methods_below_one_question_flag() -> None:
+    frame = pd.DataFrame(
+        {
+            "x": [1.0, 0.5, 0.5, 0.5],
+            "y": [0.9, 0.5, 0.5, 0.5],  # diff 0.025 < 1/4: below one question's worth
+            "z": [0.0, 0.5, 0.5, 0.5],  # diff exactly 1/4: one whole question, not below
+        }
+    )
+    table = compare_methods(frame, baseline="x", n_resamples=500)
+    table = table[table.method_a == "x"].set_index("method_b")
+    assert bool(table.loc["y", "below_one_question"])
+    assert not bool(table.loc["z", "below_one_question"])
+    # Exactly one question's worth in the reals, 0.24999999999999994 in floats: still not below.
+    rounded = compare_methods(
+        pd.DataFrame({"x": [0.3, 1.0, 0.5, 0.5], "w": [0.0, 0.3, 0.5, 0.5]}), baseline="x", n_resamples=500
+    ).iloc[0]
+    assert rounded["diff"] < 0.25
+    assert not rounded.below_one_question
+
+
+def test_compare_methods_deterministic_and_pair_streams() -> None:
+    rng = np.random.default_rng(10)
+    frame = pd.DataFrame({m: _metric_like(rng, 40) for m in ("a", "b", "c")})
+    first = compare_methods(frame, baseline="a", n_resamples=1_000, seed=3)
+    pd.testing.assert_frame_equal(first, compare_methods(frame, baseline="a", n_resamples=1_000, seed=3))
+    other = compare_methods(frame, baseline="a", n_resamples=1_000, seed=4)
+    assert not np.array_equal(first.diff_low.to_numpy(), other.diff_low.to_numpy())
+    # A pair's numbers do not depend on the other methods present.
+    alone = compare_methods(frame[["a", "b"]], baseline="a", n_resamples=1_000, seed=3).iloc[0]
+    assert alone.diff_low == first.iloc[0].diff_low and alone.p_randomization == first.iloc[0].p_randomization
+
+
+def test_compare_methods_single_method_and_errors() -> None:
+    empty = compare_methods(pd.DataFrame({"bm25": [0.1, 0.2]}), baseline="bm25")
+    assert empty.empty and tuple(empty.columns) == COMPARISON_COLUMNS
+    frame = _hand_built()
+    frame.loc["q2", "hybrid"] = np.nan
+    with pytest.raises(ValueError, match="hybrid"):
+        compare_methods(frame, baseline=None)
+    with pytest.raises(ValueError, match="colbert"):
+        compare_methods(_hand_built(), baseline="colbert")

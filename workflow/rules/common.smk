@@ -1,0 +1,70 @@
+import re
+from pathlib import Path
+
+from rankbench.config import check_methods, evaluation_settings, method_chunker
+from rankbench.frozen import read_lock
+
+CONFIG_SOURCE = str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1])
+check_methods(config, CONFIG_SOURCE)
+
+SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
+DATASET = config["dataset"]
+R = f"{config.get('results', 'results')}/{DATASET['name']}"
+EVALUATION = evaluation_settings(config)
+QSETS = sorted(config["qsets"])
+METHODS = sorted(config["methods"])
+LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
+
+
+def choice(names):
+    """A wildcard regex matching exactly these names (or nothing)."""
+    return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"
+
+
+def methods_of_type(kind):
+    return [name for name in METHODS if config["methods"][name]["type"] == kind]
+
+
+def chunker_of(method):
+    return method_chunker(config, method, CONFIG_SOURCE)
+
+
+def method_spec(method):
+    """The method's config with sorted keys: a plain, deterministic params value."""
+    return dict(sorted(config["methods"][method].items()))
+
+
+def encoder_spec(encoder):
+    return dict(sorted(config["encoders"][encoder].items()))
+
+
+def qset_files(wildcards):
+    """The files that make a question-set version: its JSONL, or a BEIR split's queries and qrels."""
+    if DATASET["format"] == "native":
+        return [config["qsets"][wildcards.qset]["path"]]
+    split = config["qsets"][wildcards.qset]["split"]
+    return [f"{DATASET['path']}/queries.jsonl", f"{DATASET['path']}/qrels/{split}.tsv"]
+
+
+def corpus_file():
+    if DATASET["format"] == "native":
+        return DATASET["corpus"]
+    return f"{DATASET['path']}/corpus.jsonl"
+
+
+def run_path(method, qset="{qset}"):
+    return f"{R}/{qset}/runs/{method}.parquet"
+
+
+def all_outputs():
+    outputs = []
+    for qset in QSETS:
+        outputs += [run_path(method, qset) for method in METHODS]
+        outputs += [f"{R}/{qset}/aggregate.parquet", f"{R}/{qset}/comparison.md"]
+    return outputs
+
+
+wildcard_constraints:
+    qset=choice(QSETS),
+    chunker=choice(config["chunkers"]),
+    encoder=choice(config.get("encoders", {})),

@@ -1,0 +1,36 @@
+rule evaluate:
+    input:
+        run=run_path("{method}"),
+        questions=f"{R}/{{qset}}/questions.parquet",
+        qrels=lambda wildcards: f"{R}/{wildcards.qset}/qrels/{chunker_of(wildcards.method)}.parquet",
+    output:
+        metrics=f"{R}/{{qset}}/metrics/{{method}}.parquet",
+    params:
+        ks=EVALUATION["ks"],
+        relevance_threshold=EVALUATION["relevance_threshold"],
+        gain=EVALUATION["gain"],
+    log:
+        f"logs/{DATASET['name']}/evaluate/{{qset}}/{{method}}.log",
+    wildcard_constraints:
+        method=choice(METHODS),
+    threads: 1
+    script:
+        "../scripts/evaluate.py"
+
+
+rule aggregate:
+    input:
+        metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
+        questions=f"{R}/{{qset}}/questions.parquet",
+    output:
+        aggregate=f"{R}/{{qset}}/aggregate.parquet",
+    params:
+        dataset=DATASET["name"],
+        methods=METHODS,
+        resamples=EVALUATION["bootstrap_resamples"],
+        seed=EVALUATION["seed"],
+    log:
+        f"logs/{DATASET['name']}/aggregate/{{qset}}.log",
+    threads: 1
+    script:
+        "../scripts/aggregate.py"

@@ -1,0 +1,53 @@
+rule bm25_index:
+    input:
+        chunks=lambda wildcards: f"{R}/corpus/{chunker_of(wildcards.method)}/chunks.parquet",
+    output:
+        index=f"{R}/corpus/{{chunker}}/bm25/{{method}}.npz",
+    params:
+        spec=lambda wildcards: method_spec(wildcards.method),
+        language=DATASET.get("language", "english"),
+    log:
+        f"logs/{DATASET['name']}/bm25_index/{{chunker}}/{{method}}.log",
+    benchmark:
+        f"benchmarks/{DATASET['name']}/bm25_index/{{chunker}}/{{method}}.tsv"
+    wildcard_constraints:
+        method=choice(methods_of_type("bm25")),
+    threads: 1
+    resources:
+        mem_mb=2000,
+    script:
+        "../scripts/bm25_index.py"
+
+
+rule embed_corpus:
+    input:
+        chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
+    output:
+        embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+    log:
+        f"logs/{DATASET['name']}/embed_corpus/{{chunker}}/{{encoder}}.log",
+    benchmark:
+        f"benchmarks/{DATASET['name']}/embed_corpus/{{chunker}}/{{encoder}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+    script:
+        "../scripts/embed_corpus.py"
+
+
+rule faiss_index:
+    input:
+        embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
+    output:
+        index=f"{R}/corpus/{{chunker}}/faiss/{{encoder}}.faiss",
+    log:
+        f"logs/{DATASET['name']}/faiss_index/{{chunker}}/{{encoder}}.log",
+    benchmark:
+        f"benchmarks/{DATASET['name']}/faiss_index/{{chunker}}/{{encoder}}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+    script:
+        "../scripts/faiss_index.py"

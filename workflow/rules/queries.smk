@@ -1,0 +1,51 @@
+rule prepare_questions:
+    input:
+        files=qset_files,
+        documents=f"{R}/corpus/documents.parquet",
+        schema=SCHEMAS / "questions.schema.yaml",
+    output:
+        questions=f"{R}/{{qset}}/questions.parquet",
+        labels=f"{R}/{{qset}}/labels.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
+        validation=f"{R}/{{qset}}/validation.md",
+    params:
+        format=DATASET["format"],
+        expected_sha256=lambda wildcards: LOCK.get(wildcards.qset),
+        lock=DATASET.get("lock", ""),
+    log:
+        f"logs/{DATASET['name']}/prepare_questions/{{qset}}.log",
+    threads: 1
+    script:
+        "../scripts/prepare_questions.py"
+
+
+rule embed_queries:
+    input:
+        questions=f"{R}/{{qset}}/questions.parquet",
+    output:
+        embeddings=f"{R}/{{qset}}/query-embeddings/{{encoder}}.npy",
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+    log:
+        f"logs/{DATASET['name']}/embed_queries/{{qset}}/{{encoder}}.log",
+    benchmark:
+        f"benchmarks/{DATASET['name']}/embed_queries/{{qset}}/{{encoder}}.tsv"
+    threads: 2
+    resources:
+        mem_mb=4000,
+    script:
+        "../scripts/embed_queries.py"
+
+
+rule qrels:
+    input:
+        labels=f"{R}/{{qset}}/labels.parquet",
+        chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
+    output:
+        qrels=f"{R}/{{qset}}/qrels/{{chunker}}.parquet",
+        unmapped=f"{R}/{{qset}}/qrels/{{chunker}}.unmapped.parquet",
+    log:
+        f"logs/{DATASET['name']}/qrels/{{qset}}/{{chunker}}.log",
+    threads: 1
+    script:
+        "../scripts/qrels.py"

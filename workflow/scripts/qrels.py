@@ -1,0 +1,16 @@
+"""Relevance judgements at chunk and document grain for one chunker, and the labels that map to no chunk."""
+
+import pandas as pd
+
+from rankbench.evaluation import build_qrels
+from rankbench.files import write_parquet
+from rankbench.scripting import run_script
+
+
+def main(snakemake):
+    qrels, unmapped = build_qrels(pd.read_parquet(snakemake.input.labels), pd.read_parquet(snakemake.input.chunks))
+    write_parquet(unmapped, snakemake.output.unmapped)
+    write_parquet(qrels, snakemake.output.qrels)
+
+
+run_script(main, snakemake)
