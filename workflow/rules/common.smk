@@ -64,6 +64,32 @@ def all_outputs():
     return outputs
 
 
+def corpus_path(method, *parts):
+    """A corpus-side file of the chunker a method ranks."""
+    return f"{R}/corpus/{chunker_of(method)}/" + "/".join(parts)
+
+
+def scorer_encoder(method):
+    scorer = config["methods"][method]["scorer"]
+    return scorer.get("encoder") if scorer["kind"] == "bi-encoder" else None
+
+
+def rerank_inputs(wildcards):
+    method = wildcards.method
+    inputs = {
+        "run": run_path(config["methods"][method]["input"], wildcards.qset),
+        "questions": f"{R}/{wildcards.qset}/questions.parquet",
+        "chunks": corpus_path(method, "chunks.parquet"),
+    }
+    encoder = scorer_encoder(method)
+    if encoder:
+        inputs["query_embeddings"] = (
+            f"{R}/{wildcards.qset}/query-embeddings/{encoder}.npy"
+        )
+        inputs["chunk_embeddings"] = corpus_path(method, "embeddings", f"{encoder}.npy")
+    return inputs
+
+
 wildcard_constraints:
     qset=choice(QSETS),
     chunker=choice(config["chunkers"]),

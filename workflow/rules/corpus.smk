@@ -4,11 +4,13 @@ rule load_corpus:
         schema=SCHEMAS / "corpus.schema.yaml",
     output:
         documents=f"{R}/corpus/documents.parquet",
-    params:
-        format=DATASET["format"],
     log:
         f"logs/{DATASET['name']}/load_corpus.log",
+    conda:
+        "../../environment.yml"
     threads: 1
+    params:
+        format=DATASET["format"],
     script:
         "../scripts/load_corpus.py"
 
@@ -18,10 +20,14 @@ rule chunk:
         documents=f"{R}/corpus/documents.parquet",
     output:
         chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
-    params:
-        spec=lambda wildcards: dict(sorted(config["chunkers"][wildcards.chunker].items())),
     log:
         f"logs/{DATASET['name']}/chunk/{{chunker}}.log",
+    conda:
+        "../../environment.yml"
     threads: 1
+    params:
+        spec=lambda wildcards: dict(
+            sorted(config["chunkers"][wildcards.chunker].items())
+        ),
     script:
         "../scripts/chunk.py"

@@ -5,15 +5,17 @@ rule evaluate:
         qrels=lambda wildcards: f"{R}/{wildcards.qset}/qrels/{chunker_of(wildcards.method)}.parquet",
     output:
         metrics=f"{R}/{{qset}}/metrics/{{method}}.parquet",
-    params:
-        ks=EVALUATION["ks"],
-        relevance_threshold=EVALUATION["relevance_threshold"],
-        gain=EVALUATION["gain"],
     log:
         f"logs/{DATASET['name']}/evaluate/{{qset}}/{{method}}.log",
     wildcard_constraints:
         method=choice(METHODS),
+    conda:
+        "../../environment.yml"
     threads: 1
+    params:
+        ks=EVALUATION["ks"],
+        relevance_threshold=EVALUATION["relevance_threshold"],
+        gain=EVALUATION["gain"],
     script:
         "../scripts/evaluate.py"
 
@@ -24,13 +26,15 @@ rule aggregate:
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
+    log:
+        f"logs/{DATASET['name']}/aggregate/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
     params:
         dataset=DATASET["name"],
         methods=METHODS,
         resamples=EVALUATION["bootstrap_resamples"],
         seed=EVALUATION["seed"],
-    log:
-        f"logs/{DATASET['name']}/aggregate/{{qset}}.log",
-    threads: 1
     script:
         "../scripts/aggregate.py"

@@ -3,18 +3,20 @@ rule bm25_index:
         chunks=lambda wildcards: f"{R}/corpus/{chunker_of(wildcards.method)}/chunks.parquet",
     output:
         index=f"{R}/corpus/{{chunker}}/bm25/{{method}}.npz",
-    params:
-        spec=lambda wildcards: method_spec(wildcards.method),
-        language=DATASET.get("language", "english"),
     log:
         f"logs/{DATASET['name']}/bm25_index/{{chunker}}/{{method}}.log",
     benchmark:
         f"benchmarks/{DATASET['name']}/bm25_index/{{chunker}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_type("bm25")),
+    conda:
+        "../../environment.yml"
     threads: 1
     resources:
         mem_mb=2000,
+    params:
+        spec=lambda wildcards: method_spec(wildcards.method),
+        language=DATASET.get("language", "english"),
     script:
         "../scripts/bm25_index.py"
 
@@ -24,15 +26,17 @@ rule embed_corpus:
         chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
     output:
         embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
-    params:
-        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
     log:
         f"logs/{DATASET['name']}/embed_corpus/{{chunker}}/{{encoder}}.log",
     benchmark:
         f"benchmarks/{DATASET['name']}/embed_corpus/{{chunker}}/{{encoder}}.tsv"
+    conda:
+        "../../environment.yml"
     threads: 2
     resources:
         mem_mb=4000,
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
     script:
         "../scripts/embed_corpus.py"
 
@@ -46,6 +50,8 @@ rule faiss_index:
         f"logs/{DATASET['name']}/faiss_index/{{chunker}}/{{encoder}}.log",
     benchmark:
         f"benchmarks/{DATASET['name']}/faiss_index/{{chunker}}/{{encoder}}.tsv"
+    conda:
+        "../../environment.yml"
     threads: 1
     resources:
         mem_mb=2000,

@@ -8,13 +8,15 @@ rule prepare_questions:
         labels=f"{R}/{{qset}}/labels.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
         validation=f"{R}/{{qset}}/validation.md",
+    log:
+        f"logs/{DATASET['name']}/prepare_questions/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
     params:
         format=DATASET["format"],
         expected_sha256=lambda wildcards: LOCK.get(wildcards.qset),
         lock=DATASET.get("lock", ""),
-    log:
-        f"logs/{DATASET['name']}/prepare_questions/{{qset}}.log",
-    threads: 1
     script:
         "../scripts/prepare_questions.py"
 
@@ -24,15 +26,17 @@ rule embed_queries:
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         embeddings=f"{R}/{{qset}}/query-embeddings/{{encoder}}.npy",
-    params:
-        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
     log:
         f"logs/{DATASET['name']}/embed_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"benchmarks/{DATASET['name']}/embed_queries/{{qset}}/{{encoder}}.tsv"
+    conda:
+        "../../environment.yml"
     threads: 2
     resources:
         mem_mb=4000,
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
     script:
         "../scripts/embed_queries.py"
 
@@ -46,6 +50,8 @@ rule qrels:
         unmapped=f"{R}/{{qset}}/qrels/{{chunker}}.unmapped.parquet",
     log:
         f"logs/{DATASET['name']}/qrels/{{qset}}/{{chunker}}.log",
+    conda:
+        "../../environment.yml"
     threads: 1
     script:
         "../scripts/qrels.py"

@@ -5,7 +5,10 @@ rule comparison_table:
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
         unmapped=lambda wildcards: sorted(
-            {f"{R}/{wildcards.qset}/qrels/{chunker_of(m)}.unmapped.parquet" for m in METHODS}
+            {
+                f"{R}/{wildcards.qset}/qrels/{chunker_of(m)}.unmapped.parquet"
+                for m in METHODS
+            }
         ),
     output:
         table=report(
@@ -13,12 +16,16 @@ rule comparison_table:
             category="Comparison",
             caption="../report/comparison.rst",
         ),
+    log:
+        f"logs/{DATASET['name']}/comparison_table/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
     params:
         dataset=DATASET["name"],
         ks=EVALUATION["ks"],
-        settings={key: EVALUATION[key] for key in ("relevance_threshold", "gain", "depth")},
-    log:
-        f"logs/{DATASET['name']}/comparison_table/{{qset}}.log",
-    threads: 1
+        settings={
+            key: EVALUATION[key] for key in ("relevance_threshold", "gain", "depth")
+        },
     script:
         "../scripts/comparison_table.py"
