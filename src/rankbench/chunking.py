@@ -52,6 +52,16 @@ def _snap_to_words(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _word_windows(text: str, size: int | None, overlap: int) -> list[tuple[int, int]]:
+    """windows() snapped to words; a window whose snapped start would not move past the previous one keeps its
+    exact edges, so starts strictly increase (chunk ids stay unique when the step is shorter than a word)."""
+    spans: list[tuple[int, int]] = []
+    for start, end in windows(len(text), size, overlap):
+        snapped = _snap_to_words(text, start, end)
+        spans.append(snapped if not spans or snapped[0] > spans[-1][0] else (start, end))
+    return spans
+
+
 def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]:
     """Chunks of one document, each carrying the document metadata that filters need."""
     meta = {"doc_id": doc["doc_id"], "title": doc["title"], "audience": doc["audience"],
@@ -60,16 +70,16 @@ def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]
     chunks = []
     if spec.kind == "sections":
         for section in sections:
+            if not section.body:
+                continue  # a heading without text is no evidence: no chunk
             body = f"{section.heading}\n{section.body}".strip()
-            for part, (start, end) in enumerate(windows(len(body), spec.size, spec.overlap), start=1):
-                start, end = _snap_to_words(body, start, end)
+            for part, (start, end) in enumerate(_word_windows(body, spec.size, spec.overlap), start=1):
                 suffix = "" if part == 1 else f"~{part}"
                 chunks.append({**meta, "chunk_id": f"{doc['doc_id']}#{section.section_id}{suffix}",
                                "sections": [section.section_id], "text": body[start:end].strip()})
     else:
         text = doc["text"]
-        for start, end in windows(len(text), spec.size, spec.overlap):
-            start, end = _snap_to_words(text, start, end)
+        for start, end in _word_windows(text, spec.size, spec.overlap):
             covered = [s.section_id for s in sections if s.start < end and s.end > start]
             chunks.append({**meta, "chunk_id": f"{doc['doc_id']}@{start}", "sections": covered,
                            "text": text[start:end].strip()})

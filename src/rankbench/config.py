@@ -45,6 +45,10 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
                              f"Use one of: {', '.join(sorted(chunkers))}.")
     for name in methods:
         method_chunker(config, name, source)
+    baseline = config.get("evaluation", {}).get("baseline")
+    if baseline is not None and baseline not in methods:
+        raise InputError(source, "evaluation.baseline", f"names {baseline!r}, which is not a method",
+                         f"Name one of the configured methods: {', '.join(sorted(methods))}.")
 
 
 def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tuple[str, ...] = ()) -> str:

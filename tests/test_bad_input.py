@@ -1,0 +1,119 @@
+"""Bad input through the real workflow: one clear paragraph naming file, record and fix; no partial output."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from workflow_helpers import copy_dataset, edit_config, snakemake
+
+pytestmark = pytest.mark.slow
+MINI = Path("tests/fixtures/mini")
+
+
+@pytest.fixture
+def mini(tmp_path: Path) -> Path:
+    """A copy of the six-document fixture whose config points inside the copy and runs BM25 only."""
+    workdir = copy_dataset(MINI / "config.yaml", [MINI], tmp_path)
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["methods"] = {"bm25": {"type": "bm25"}}
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    return workdir
+
+
+def replace_line(path: Path, number: int, text: str) -> None:
+    lines = path.read_text().splitlines()
+    lines[number - 1] = text
+    path.write_text("\n".join(lines) + "\n")
+
+
+def rewrite_line(path: Path, number: int, change: Callable[[dict], object]) -> None:
+    """Apply change() to the JSON record on that line."""
+    record = json.loads(path.read_text().splitlines()[number - 1])
+    change(record)
+    replace_line(path, number, json.dumps(record))
+
+
+def corpus(workdir: Path) -> Path:
+    return workdir / MINI / "corpus.jsonl"
+
+
+def questions(workdir: Path) -> Path:
+    return workdir / MINI / "questions" / "v1.jsonl"
+
+
+CORPUS_CASES = {
+    "malformed JSON line": (lambda w: replace_line(corpus(w), 2, '{"doc_id": "returns-2025", "text": '),
+                            ["corpus.jsonl, line 2", "not a valid JSON object"]),
+    "missing field": (lambda w: rewrite_line(corpus(w), 3, lambda r: r.pop("text")),
+                      ["corpus.jsonl, line 3", "'text' is a required property"]),
+    "duplicate doc_id": (lambda w: rewrite_line(corpus(w), 5, lambda r: r.update(doc_id="error-codes")),
+                         ["corpus.jsonl, lines 3 and 5", "repeat doc_id 'error-codes'", "unique"]),
+    "empty corpus": (lambda w: corpus(w).write_text("\n"), ["corpus.jsonl", "holds no document"]),
+}
+
+QUESTION_CASES = {
+    "duplicate qid": (lambda w: rewrite_line(questions(w), 4, lambda r: r.update(qid="q2")),
+                      ["v1.jsonl, lines 2 and 4", "repeat qid 'q2'"]),
+    "label on a missing document": (
+        lambda w: rewrite_line(questions(w), 2, lambda r: r["labels"][0].update(doc_id="error-codez")),
+        ["v1.jsonl", "qid 'q2'", "'error-codez', which is not in the corpus"]),
+    "label on a missing section": (
+        lambda w: rewrite_line(questions(w), 2, lambda r: r["labels"][0].update(section="bat-0x2f")),
+        ["v1.jsonl", "qid 'q2'", "section 'bat-0x2f'", "it has: bat-0x1f, err-4040"]),
+}
+
+
+def assert_clean_failure(workdir: Path, expected: list[str], absent: str) -> None:
+    result = snakemake(workdir, "--cores", "1")
+    assert result.returncode != 0
+    message = next((line for line in result.stderr.splitlines() if "rankbench:" in line), "")
+    for fragment in expected:
+        assert fragment in message, (fragment, result.stderr[-2000:])
+    assert "Traceback" not in result.stderr
+    assert not (workdir / absent).exists(), "a failed job left its output behind"
+
+
+@pytest.mark.parametrize("case", sorted(CORPUS_CASES))
+def test_bad_corpus(mini: Path, case: str) -> None:
+    mutate, expected = CORPUS_CASES[case]
+    mutate(mini)
+    assert_clean_failure(mini, expected, "results/mini/corpus/documents.parquet")
+
+
+@pytest.mark.parametrize("case", sorted(QUESTION_CASES))
+def test_bad_questions_of_a_new_version(mini: Path, case: str) -> None:
+    mutate, expected = QUESTION_CASES[case]
+    mutate(mini)
+    # The edited file is registered as a new version, so the failure is the content's, not the lock's.
+    from rankbench.frozen import freeze
+
+    lock = mini / MINI / "questions" / "frozen.lock"
+    lock.write_text("{}\n")
+    freeze(questions(mini), "v1", lock)
+    assert_clean_failure(mini, expected, "results/mini/v1/questions.parquet")
+
+
+def test_a_frozen_version_whose_content_changed_fails(mini: Path) -> None:
+    rewrite_line(questions(mini), 6, lambda r: r["labels"][0].update(grade=2))
+    assert_clean_failure(mini, ["v1.jsonl", "version 'v1'", "changed after it was frozen", "new version"],
+                         "results/mini/v1/questions.parquet")
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda c: c["methods"].update(splade={"type": "splade"}), ["methods.splade", "unknown type 'splade'"]),
+    (lambda c: c["methods"].update(fused={"type": "rrf", "inputs": ["bm25", "dense"]}),
+     ["methods.fused", "consumes the run of 'dense', which is not a method"]),
+    (lambda c: c["evaluation"].update(baseline="bm26"), ["evaluation.baseline", "'bm26', which is not a method"]),
+])
+def test_config_errors_are_caught_before_anything_runs(mini: Path, edit, expected: list[str]) -> None:
+    name = edit_config(mini, edit, "broken.yaml")
+    result = snakemake(mini, "--cores", "1", configfile=name)
+    assert result.returncode != 0
+    for fragment in expected + ["broken.yaml"]:
+        assert fragment in result.stderr, (fragment, result.stderr[-2000:])
+    assert not (mini / "results").exists()

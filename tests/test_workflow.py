@@ -1,0 +1,121 @@
+"""The real workflow on a copy of the demo: outputs, incremental behaviour, and metrics against pytrec_eval."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import pytrec_eval
+import yaml
+
+from rankbench.frozen import freeze
+from rankbench.runs import collapse_to_documents
+from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+CORPUS_RULES = {"load_corpus", "chunk", "bm25_index", "embed_corpus", "faiss_index"}
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> Path:
+    """The demo workflow run to completion in a temporary copy."""
+    workdir = copy_dataset(Path("config/config.yaml"), [Path("data/demo")], tmp_path_factory.mktemp("demo"))
+    result = snakemake(workdir, "--cores", "2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir
+
+
+def demo_config(workdir: Path) -> dict:
+    return yaml.safe_load((workdir / "config.yaml").read_text())
+
+
+def test_every_method_and_version_has_runs_metrics_and_a_table(demo: Path) -> None:
+    config = demo_config(demo)
+    for qset in config["qsets"]:
+        base = demo / "results" / "demo" / qset
+        for method in config["methods"]:
+            run = pd.read_parquet(base / "runs" / f"{method}.parquet")
+            assert {"qid", "rank", "chunk_id", "doc_id", "score"} <= set(run.columns)
+            assert run.groupby("qid")["rank"].apply(lambda r: list(r) == list(range(1, len(r) + 1))).all()
+            assert run.groupby("qid").size().max() <= config["evaluation"]["depth"]
+        aggregate = pd.read_parquet(base / "aggregate.parquet")
+        assert {"dataset", "qset", "method", "grain", "metric", "k", "mean", "n"} <= set(aggregate.columns)
+        assert set(aggregate["method"]) == set(config["methods"])
+        assert set(aggregate["grain"]) == {"chunk", "document"}
+        manifest = json.loads((base / "qset.json").read_text())
+        table = (base / "comparison.md").read_text()
+        assert manifest["sha256"] in table and f"question-set version {qset}" in table
+        for method in config["methods"]:
+            assert f"| {method} |" in table
+
+
+def test_a_complete_run_leaves_nothing_to_do(demo: Path) -> None:
+    assert planned_jobs(demo) == {}
+
+
+def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path) -> None:
+    questions = demo / "data" / "demo" / "questions"
+    extra = {"qid": "q999", "question": "Quel est le délai de remboursement ?", "kind": "answerable",
+             "audience": "public", "as_of": "2025-06-01", "labels": []}
+    (questions / "v3.jsonl").write_text((questions / "v2.jsonl").read_text() + json.dumps(extra) + "\n")
+    freeze(questions / "v3.jsonl", "v3", questions / "frozen.lock")
+    config = edit_config(demo, lambda c: c["qsets"].update(v3={"path": "data/demo/questions/v3.jsonl"}),
+                         "config-v3.yaml")
+    jobs = planned_jobs(demo, config)
+    assert not CORPUS_RULES & set(jobs), jobs
+    assert jobs["prepare_questions"] == 1
+    assert jobs["embed_queries"] == len(demo_config(demo)["encoders"])
+    assert jobs["aggregate"] == 1 and jobs["comparison_table"] == 1
+
+
+def test_changing_rrf_k_reruns_only_the_fusion_and_what_consumes_it(demo: Path) -> None:
+    config = edit_config(demo, lambda c: c["methods"]["hybrid"].update(k=10), "config-k10.yaml")
+    n_qsets = len(demo_config(demo)["qsets"])
+    assert planned_jobs(demo, config) == {"fuse_rrf": n_qsets, "evaluate": n_qsets, "aggregate": n_qsets,
+                                          "comparison_table": n_qsets, "all": 1}
+
+
+def test_query_embeddings_are_computed_once_per_version_and_encoder(demo: Path) -> None:
+    config = demo_config(demo)
+    result = snakemake(demo, "--dry-run", "--forceall", "--quiet", "rules")
+    counts = dict(line.split() for line in result.stdout.splitlines()
+                  if line.strip().startswith(("embed_queries ", "retrieve_dense ", "rerank ")))
+    users_of_e5 = [m for m, spec in config["methods"].items()
+                   if spec.get("encoder") == "e5" or spec.get("scorer", {}).get("encoder") == "e5"]
+    assert len(users_of_e5) >= 2, "the demo should share one query encoding between several methods"
+    assert int(counts["embed_queries"]) == len(config["qsets"]) * len(config["encoders"])
+
+
+def _trec(frame: pd.DataFrame, item: str) -> dict:
+    """pytrec_eval's run dict with scores that encode our ranks (the order pytrec_eval must score)."""
+    run: dict = {}
+    for qid, item_id, rank in zip(frame["qid"], frame[item], frame["rank"]):
+        run.setdefault(qid, {})[item_id] = -float(rank)
+    return run
+
+
+@pytest.mark.parametrize("qset", ["v1", "v2"])
+def test_demo_metrics_equal_pytrec_eval(demo: Path, qset: str) -> None:
+    base = demo / "results" / "demo" / qset
+    qrels_all = pd.read_parquet(base / "qrels" / "sections.parquet")
+    measures = {"ndcg_cut_10": ("ndcg", 10), "P_5": ("precision", 5), "recall_10": ("recall", 10),
+                "success_1": ("hit", 1), "map_cut_10": ("ap", 10)}
+    for method in demo_config(demo)["methods"]:
+        run = pd.read_parquet(base / "runs" / f"{method}.parquet")
+        ours = pd.read_parquet(base / "metrics" / f"{method}.parquet")
+        for grain, frame, item in (("chunk", run, "chunk_id"),
+                                   ("document", collapse_to_documents(run), "doc_id")):
+            grain_qrels = qrels_all[qrels_all["grain"] == grain]
+            qrels: dict = {}
+            for qid, item_id, grade in zip(grain_qrels["qid"], grain_qrels["item_id"], grain_qrels["grade"]):
+                qrels.setdefault(qid, {})[item_id] = int(grade)
+            relevant = {q for q, items in qrels.items() if max(items.values()) >= 1}
+            reference = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(_trec(frame, item))
+            mine = ours[ours["grain"] == grain].set_index(["qid", "metric", "k"])["value"]
+            assert set(mine.index.get_level_values("qid")) == relevant
+            for qid in relevant:
+                for measure, (metric, k) in measures.items():
+                    expected = reference.get(qid, {}).get(measure, 0.0)
+                    assert mine[(qid, metric, k)] == pytest.approx(expected, abs=1e-9), (method, grain, qid, measure)

@@ -1,0 +1,50 @@
+"""Run the real Snakefile on a copy of a dataset in a temporary folder, and read what it would do."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+_JOB_LINE = re.compile(r"^(\w+)\s+(\d+)$")
+
+
+def snakemake(workdir: Path, *args: str, configfile: str = "config.yaml") -> subprocess.CompletedProcess[str]:
+    """Run the project's Snakefile in workdir with that folder's config file."""
+    command = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+                           "--configfile", str(workdir / configfile), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=900)
+
+
+def planned_jobs(workdir: Path, configfile: str = "config.yaml") -> dict[str, int]:
+    """Jobs a dry run schedules, by rule (empty when there is nothing to do)."""
+    result = snakemake(workdir, "--dry-run", "--quiet", "rules", configfile=configfile)
+    assert result.returncode == 0, result.stderr
+    jobs = {}
+    for line in result.stdout.splitlines():
+        match = _JOB_LINE.match(line.strip())
+        if match and match.group(1) != "total":
+            jobs[match.group(1)] = int(match.group(2))
+    return jobs
+
+
+def copy_dataset(source_config: Path, folders: list[Path], workdir: Path) -> Path:
+    """Copy the config (as config.yaml) and the data folders it reads into workdir."""
+    for folder in folders:
+        shutil.copytree(REPO / folder, workdir / folder)
+    shutil.copy(REPO / source_config, workdir / "config.yaml")
+    return workdir
+
+
+def edit_config(workdir: Path, edit, name: str = "config.yaml") -> str:
+    """Write an edited copy of workdir's config.yaml under `name`."""
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    edit(config)
+    (workdir / name).write_text(yaml.safe_dump(config, sort_keys=False))
+    return name
