@@ -12,19 +12,10 @@ import yaml
 
 from rankbench.frozen import freeze
 from rankbench.runs import collapse_to_documents
-from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
+from workflow_helpers import edit_config, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 CORPUS_RULES = {"load_corpus", "chunk", "bm25_index", "embed_corpus", "faiss_index"}
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Path:
-    """The demo workflow run to completion in a temporary copy."""
-    workdir = copy_dataset(Path("config/config.yaml"), [Path("data/demo")], tmp_path_factory.mktemp("demo"))
-    result = snakemake(workdir, "--cores", "2")
-    assert result.returncode == 0, result.stderr[-3000:]
-    return workdir
 
 
 def demo_config(workdir: Path) -> dict:

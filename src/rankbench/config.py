@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -78,3 +79,24 @@ def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     settings = {**EVALUATION_DEFAULTS, **config.get("evaluation", {})}
     settings["ks"] = sorted(set(settings["ks"]))
     return settings
+
+
+def _escapes(path: str, roots: list[str]) -> bool:
+    """Whether a relative path leaves every root ('..' counted lexically, symlinks not followed)."""
+    relative = [os.path.relpath(os.path.normpath(path), os.path.normpath(root)) for root in roots]
+    return all(rel == os.pardir or rel.startswith(os.pardir + os.sep) for rel in relative)
+
+
+def check_paths(config: Mapping[str, Any], source: str) -> None:
+    """Relative paths stay inside the project (or, for inputs, the dataset root); absolute ones are deliberate."""
+    dataset = config["dataset"]
+    input_roots = ["."] + ([dataset["path"]] if dataset.get("path") else [])
+    checks = [("results", config.get("results", "results"), ["."])]
+    checks += [(f"dataset.{key}", dataset[key], input_roots) for key in ("corpus", "lock") if key in dataset]
+    checks += [(f"qsets.{name}.path", spec["path"], input_roots)
+               for name, spec in config["qsets"].items() if "path" in spec]
+    for where, path, roots in checks:
+        if not os.path.isabs(path) and _escapes(path, roots):
+            raise InputError(source, where, f"{path!r} leads outside the project"
+                             + (" and the dataset root" if len(roots) > 1 else ""),
+                             "Keep relative paths inside the project, or write an absolute path if you mean it.")

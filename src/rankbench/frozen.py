@@ -59,3 +59,23 @@ def freeze(path: Path, version: str, lock_path: Path) -> str:
     tmp.write_text(json.dumps(dict(sorted(lock.items())), indent=2) + "\n", encoding="utf-8")
     tmp.replace(lock_path)
     return digest
+
+
+def guard_results(version: str, digest: str, record: Path) -> None:
+    """Refuse to recompute a version's results from other content than they were first made from.
+
+    The record sits beside the version's results and is not a workflow output, so Snakemake never deletes
+    it: even an edited lock file cannot silently change what `v1` means in results/.
+    """
+    record = Path(record)
+    if record.exists():
+        made_from = record.read_text(encoding="utf-8").strip()
+        if made_from != digest:
+            raise InputError(record, f"version {version!r}",
+                             f"results were made from content sha256 {made_from[:12]}…, but the version's files "
+                             f"now hash to {digest[:12]}…",
+                             "Frozen versions never change: restore the original file, or register your edit as a "
+                             f"new version; to start {version!r} over on purpose, delete {record.parent}.")
+        return
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(digest + "\n", encoding="utf-8")

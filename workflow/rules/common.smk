@@ -1,11 +1,12 @@
 import re
 from pathlib import Path
 
-from rankbench.config import check_methods, evaluation_settings, method_chunker
+from rankbench.config import check_methods, check_paths, evaluation_settings, method_chunker
 from rankbench.frozen import read_lock
 
 CONFIG_SOURCE = str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1])
 check_methods(config, CONFIG_SOURCE)
+check_paths(config, CONFIG_SOURCE)
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 DATASET = config["dataset"]

@@ -1,0 +1,103 @@
+"""Reliability: a killed run recovers to the same results, two clean runs agree, frozen stays frozen."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import run_demo
+from rankbench.frozen import read_lock
+from workflow_helpers import REPO, SNAKEMAKE, copy_dataset, edit_config, snakemake
+
+pytestmark = pytest.mark.slow
+DEMO_RESULTS = Path("results/demo")
+
+
+def result_files(workdir: Path, suffix: str) -> list[Path]:
+    return sorted(p.relative_to(workdir) for p in (workdir / DEMO_RESULTS).rglob(f"*{suffix}"))
+
+
+def assert_same_results(expected: Path, actual: Path) -> None:
+    """Same ranked lists (ids and ranks exact, scores to float tolerance), same metrics, same tables."""
+    runs = [p for p in result_files(expected, ".parquet") if "/runs/" in str(p)]
+    assert runs and runs == [p for p in result_files(actual, ".parquet") if "/runs/" in str(p)]
+    for path in runs:
+        a, b = pd.read_parquet(expected / path), pd.read_parquet(actual / path)
+        pd.testing.assert_frame_equal(a.drop(columns="score"), b.drop(columns="score"), obj=str(path))
+        np.testing.assert_allclose(a["score"], b["score"], rtol=1e-5, atol=1e-6, err_msg=str(path))
+    for path in [p for p in result_files(expected, ".parquet") if "/metrics/" in str(p) or "aggregate" in p.name]:
+        pd.testing.assert_frame_equal(pd.read_parquet(expected / path), pd.read_parquet(actual / path),
+                                      obj=str(path))
+    tables = result_files(expected, ".md")
+    assert tables == result_files(actual, ".md")
+    for path in tables:
+        assert (expected / path).read_bytes() == (actual / path).read_bytes(), path
+
+
+def test_two_clean_runs_give_identical_results(demo: Path, tmp_path: Path) -> None:
+    assert_same_results(demo, run_demo(tmp_path))
+
+
+def test_a_run_killed_during_a_heavy_job_recovers_to_the_same_results(demo: Path, tmp_path: Path) -> None:
+    workdir = copy_dataset(Path("config/config.yaml"), [Path("data/demo")], tmp_path)
+    command = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2",
+                           "--configfile", str(workdir / "config.yaml")]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    heavy_logs = [workdir / "logs/demo/embed_corpus", workdir / "logs/demo/retrieve"]
+    deadline = time.monotonic() + 300
+    while not any(folder.exists() and any(folder.rglob("*.log")) for folder in heavy_logs):
+        assert process.poll() is None, "the workflow ended before a heavy job started"
+        assert time.monotonic() < deadline, "no embedding or retrieval job started within 5 minutes"
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    # Whatever the kill left is either complete or absent: every Parquet file present reads.
+    for path in result_files(workdir, ".parquet"):
+        pd.read_parquet(workdir / path)
+    # Snakemake's own recovery, as the README documents: release the dead run's lock, redo incomplete jobs.
+    assert snakemake(workdir, "--unlock").returncode == 0
+    result = snakemake(workdir, "--cores", "2", "--rerun-incomplete")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_results(demo, workdir)
+
+
+def test_results_are_never_recomputed_from_other_content_under_the_same_version(tmp_path: Path) -> None:
+    workdir = copy_dataset(Path("tests/fixtures/mini/config.yaml"), [Path("tests/fixtures/mini")], tmp_path)
+    config = edit_config(workdir, lambda c: c.update(methods={"bm25": {"type": "bm25"}}), "bm25.yaml")
+    assert snakemake(workdir, "--cores", "1", configfile=config).returncode == 0
+    questions = workdir / "tests/fixtures/mini/questions/v1.jsonl"
+    lock = workdir / "tests/fixtures/mini/questions/frozen.lock"
+    # Someone changes a label and edits the lock by hand to match, keeping the version name.
+    questions.write_text(questions.read_text().replace('"grade": 1', '"grade": 2'))
+    from rankbench.frozen import content_hash
+
+    lock.write_text(lock.read_text().replace(read_lock(lock)["v1"], content_hash([questions])))
+    before = pd.read_parquet(workdir / "results/mini/v1/labels.parquet")
+    result = snakemake(workdir, "--cores", "1", configfile=config)
+    assert result.returncode != 0
+    assert "results were made from content sha256" in result.stderr and "new version" in result.stderr
+    assert (workdir / "results/mini/v1/labels.parquet").exists() is False or pd.read_parquet(
+        workdir / "results/mini/v1/labels.parquet").equals(before)
+
+
+@pytest.mark.parametrize("key, value", [("results", "../outside"), ("corpus", "../../etc/corpus.jsonl")])
+def test_config_paths_cannot_escape_the_project(tmp_path: Path, key: str, value: str) -> None:
+    workdir = copy_dataset(Path("tests/fixtures/mini/config.yaml"), [Path("tests/fixtures/mini")], tmp_path)
+    edit = (lambda c: c.update(results=value)) if key == "results" else (lambda c: c["dataset"].update(corpus=value))
+    name = edit_config(workdir, edit, "escape.yaml")
+    result = snakemake(workdir, "--dry-run", configfile=name)
+    assert result.returncode != 0
+    assert f"{value!r} leads outside the project" in result.stdout + result.stderr
+
+
+def test_no_rule_passes_config_values_to_a_shell() -> None:
+    rules = "".join(path.read_text() for path in (REPO / "workflow/rules").glob("*.smk"))
+    assert "shell:" not in rules and "run:" not in rules
