@@ -315,7 +315,7 @@ def _empty_comparison() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, np.float64)) for c in COMPARISON_COLUMNS})
 
 
-def _method_pairs(methods: list[str], baseline: str | None) -> list[tuple[str, str, bool]]:
+def method_pairs(methods: list[str], baseline: str | None) -> list[tuple[str, str, bool]]:
     """(method_a, method_b, is_baseline_pair): baseline-vs-others first, then other pairs in column order."""
     if baseline is None:
         return [(x, y, False) for x, y in itertools.combinations(methods, 2)]
@@ -365,7 +365,7 @@ def compare_methods(
     n = len(per_query.index)
     if n == 0 and len(methods) > 1:
         raise ValueError("per_query has no questions")
-    pairs = _method_pairs(methods, baseline)
+    pairs = method_pairs(methods, baseline)
     if not pairs:
         return _empty_comparison()
     a = np.stack([columns[name_a] for name_a, _, _ in pairs])
