@@ -97,6 +97,8 @@ def bootstrap_ci(
     n = rows.shape[1]
     if n == 0:
         raise ValueError("values must contain at least one query")
+    # Identical rows (frequent: hit@5 = hit@10, all-zero metrics of a small kind) are resampled once.
+    rows, inverse = np.unique(rows, axis=0, return_inverse=True)
     rng = np.random.default_rng(seed)
     means = np.empty((rows.shape[0], n_resamples), dtype=np.float64)
     chunk = _chunk_size(n, n_resamples)
@@ -109,6 +111,7 @@ def bootstrap_ci(
         means[:, start : start + size] = (rows @ counts.T.astype(np.float64)) / n
     alpha = (1.0 - confidence) / 2.0
     low, high = np.percentile(means, [100.0 * alpha, 100.0 * (1.0 - alpha)], axis=1)
+    low, high = low[inverse.reshape(-1)], high[inverse.reshape(-1)]
     if arr.ndim == 1:
         return np.asarray(low[0]), np.asarray(high[0])
     return low, high
