@@ -430,7 +430,8 @@ def pollution(run: pd.DataFrame, ks: Sequence[int], questions: Sequence[str]) ->
     _require_columns(run, ("qid", "rank", "doc_id"), "run")
     frame = run[["qid", "rank", "doc_id"]].rename(columns={"doc_id": "item_id"})
     qids = pd.Series(sorted({str(q) for q in questions}), dtype="str")
-    out = pd.Index(qids).get_indexer(_ids(frame, "qid", "run"))
+    run_q, run_qids = pd.factorize(_ids(frame, "qid", "run"))
+    out = pd.Index(qids).get_indexer(run_qids)[run_q]  # row of each result's question, -1 when not wanted
     keep = out >= 0
     rank = _integers(frame, "rank", "run")[keep]
     docs = pd.factorize(_ids(frame, "item_id", "run")[keep])[0].astype(np.int64)
