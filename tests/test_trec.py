@@ -108,22 +108,16 @@ QRELS_ERRORS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(RUN_ERRORS))
-def test_bad_trec_runs(tmp_path: Path, case: str) -> None:
-    lines, fragments = RUN_ERRORS[case]
-    path = write_lines(tmp_path / "bad.run", lines)
-    with pytest.raises(InputError) as error:
-        read_run(path)
-    for fragment in [str(path)] + fragments:
-        assert fragment in str(error.value), (fragment, str(error.value))
+CASES = {f"run: {name}": (read_run, *case) for name, case in RUN_ERRORS.items()} | {
+    f"qrels: {name}": (read_qrels, *case) for name, case in QRELS_ERRORS.items()}
 
 
-@pytest.mark.parametrize("case", sorted(QRELS_ERRORS))
-def test_bad_trec_qrels(tmp_path: Path, case: str) -> None:
-    lines, fragments = QRELS_ERRORS[case]
-    path = write_lines(tmp_path / "bad.qrels", lines)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_trec_files(tmp_path: Path, case: str) -> None:
+    reader, lines, fragments = CASES[case]
+    path = write_lines(tmp_path / "bad.txt", lines)
     with pytest.raises(InputError) as error:
-        read_qrels(path)
+        reader(path)
     for fragment in [str(path)] + fragments:
         assert fragment in str(error.value), (fragment, str(error.value))
 
