@@ -1,4 +1,4 @@
-"""Benchmark rankbench.metrics.per_query_metrics against pytrec_eval (and ranx if installed).
+"""Benchmark every rankbench metric (per_query_metrics + pollution) against pytrec_eval (and ranx if installed).
 
 Run: .venv/bin/python benchmarks/bench_metrics.py
 Deterministic synthetic data: 10,000 questions x 100 results, graded labels 0..3.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from rankbench.metrics import per_query_metrics
+from rankbench.metrics import per_query_metrics, pollution
 
 N_QUESTIONS = 10_000
 DEPTH = 100
@@ -40,6 +40,7 @@ def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
     run = pd.DataFrame({
         "qid": np.repeat(qids, DEPTH),
         "item_id": item_names[items.ravel()],
+        "doc_id": item_names[(items // 5 * 5).ravel()],  # five chunks per document, for the pollution metrics
         "rank": np.tile(np.arange(1, DEPTH + 1), N_QUESTIONS),
         "score": scores.ravel(),
     })
@@ -83,8 +84,13 @@ def main() -> None:
     print(f"data: {run['qid'].nunique():,} questions x {DEPTH} results = {len(run):,} run rows, "
           f"{len(qrels):,} labels; ks {KS}; median of {REPEATS}")
 
-    ours, table = median_time(lambda: per_query_metrics(run, qrels, KS))
-    print(f"rankbench per_query_metrics (all metrics): {ours:.3f} s -> {len(table):,} rows")
+    def all_metrics() -> pd.DataFrame:
+        table = per_query_metrics(run, qrels, KS)
+        return pd.concat([table, pollution(run, KS, table["qid"].unique())], ignore_index=True)
+
+    ours, table = median_time(all_metrics)
+    print(f"rankbench, all {table['metric'].nunique()} metrics (per_query_metrics + pollution): {ours:.3f} s "
+          f"-> {len(table):,} rows")
 
     try:
         import pytrec_eval

@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -109,6 +110,7 @@ def test_a_frozen_version_whose_content_changed_fails(mini: Path) -> None:
     (lambda c: c["methods"].update(fused={"type": "rrf", "inputs": ["bm25", "dense"]}),
      ["methods.fused", "consumes the run of 'dense', which is not a method"]),
     (lambda c: c["evaluation"].update(baseline="bm26"), ["evaluation.baseline", "'bm26', which is not a method"]),
+    (lambda c: c["methods"].update(ext={"type": "external", "format": "trec"}), ["methods.ext", "`path` and `format`"]),
 ])
 def test_config_errors_are_caught_before_anything_runs(mini: Path, edit, expected: list[str]) -> None:
     name = edit_config(mini, edit, "broken.yaml")
@@ -117,3 +119,36 @@ def test_config_errors_are_caught_before_anything_runs(mini: Path, edit, expecte
     for fragment in expected + ["broken.yaml"]:
         assert fragment in result.stderr, (fragment, result.stderr[-2000:])
     assert not (mini / "results").exists()
+
+
+def add_external_run(workdir: Path, lines: list[str]) -> None:
+    """An external TREC run for every question-set version, configured as method `outside`."""
+    (workdir / "external").mkdir(exist_ok=True)
+    (workdir / "external" / "v1.trec").write_text("".join(line + "\n" for line in lines))
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["methods"]["outside"] = {"type": "external", "path": "external/{qset}.trec", "format": "trec"}
+    config["evaluation"]["baseline"] = "bm25"
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def test_an_external_run_joins_the_comparison_at_document_grain(mini: Path) -> None:
+    add_external_run(mini, ["q1 Q0 returns-2025 1 2.5 ext", "q1 Q0 returns-2023 2 2.5 ext", "q2 Q0 error-codes 1 9 ext"])
+    result = snakemake(mini, "--cores", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    base = mini / "results" / "mini" / "v1"
+    run = pd.read_parquet(base / "runs" / "outside.parquet")
+    # Tied scores: trec_eval's rule puts returns-2025 before returns-2023 (docno desc).
+    assert run.loc[run["qid"] == "q1", "doc_id"].tolist() == ["returns-2025", "returns-2023"]
+    aggregate = pd.read_parquet(base / "aggregate.parquet")
+    outside = aggregate[aggregate["method"] == "outside"]
+    assert set(outside["grain"]) == {"document"}
+    assert outside[["diff", "p_randomization", "p_holm"]].notna().all().all()
+    assert (base / "runs" / "outside.trec").exists() and (base / "runs" / "bm25.trec").exists()
+    pairs = pd.read_parquet(base / "pairs.parquet")
+    assert {("bm25", "outside")} == set(zip(pairs["method_a"], pairs["method_b"]))
+
+
+def test_a_bad_external_run_fails_cleanly(mini: Path) -> None:
+    add_external_run(mini, ["q1 Q0 returns-2025 1 2.5 ext", "q2 Q0 error-codes 1 9 ext", "q1 Q0 returns-2025 3 1 ext"])
+    assert_clean_failure(mini, ["external/v1.trec, lines 1 and 3", "question 'q1'", "'returns-2025' twice"],
+                         "results/mini/v1/runs/outside.parquet")

@@ -8,7 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.metrics import METRICS_AT_K, METRICS_FULL, per_query_metrics, questions_without_relevant
+from rankbench.metrics import (
+    GRADE_LABELS,
+    METRICS_AT_K,
+    METRICS_FULL,
+    grades_by_rank,
+    per_query_metrics,
+    pollution,
+    questions_without_relevant,
+)
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 ir_measures = pytest.importorskip("ir_measures")
@@ -199,21 +207,85 @@ def to_ir_run(run: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"query_id": run["qid"], "doc_id": run["item_id"], "score": -run["rank"].astype(float)})
 
 
-def test_judged_matches_ir_measures() -> None:
-    run, qrels = random_case(5, 400)
+# Our name -> ir_measures measure (Judged has no pytrec_eval counterpart; the others are a second reference).
+IR_MEASURES_AT_K = {"precision": "P", "recall": "R", "ndcg": "nDCG", "ap": "AP", "rr": "RR", "hit": "Success",
+                    "judged": "Judged"}
+
+
+@pytest.mark.parametrize("seed", (20, 21, 22))
+@pytest.mark.parametrize("threshold", (1, 2))
+def test_every_shared_metric_matches_ir_measures(seed: int, threshold: int) -> None:
+    run, qrels = random_case(seed, 500)
     ks = (1, 3, 5, 10, 20, 100)
-    ref = {(m.query_id, m.measure.params["cutoff"]): m.value for m in ir_measures.iter_calc(
-        [ir_measures.Judged @ k for k in ks], to_ir_qrels(qrels), to_ir_run(run))}
-    ours = per_query_metrics(run, qrels, ks, metrics=["judged"])
+    measures = [ir_measures.parse_measure(_ir_key(name, k, threshold)) for name in IR_MEASURES_AT_K for k in ks]
+    measures.append(ir_measures.parse_measure(_ir_key("r_precision", 0, threshold)))
+    ref = {(m.query_id, str(m.measure)): m.value
+           for m in ir_measures.iter_calc(measures, to_ir_qrels(qrels), to_ir_run(run))}
+    ours = as_dict(per_query_metrics(run, qrels, ks, relevance_threshold=threshold))
     run_qids = set(run["qid"])
     compared = 0
-    for q, k, v in zip(ours["qid"], ours["k"], ours["value"]):
-        if q in run_qids:
-            assert math.isclose(v, ref[(q, int(k))], abs_tol=TOL), (q, k, v, ref[(q, int(k))])
-            compared += 1
-        else:  # ir_measures omits it; nothing retrieved, nothing judged: 0
-            assert v == 0.0
-    assert compared > 1000
+    for (q, name, k), value in ours.items():
+        if name not in IR_MEASURES_AT_K and name != "r_precision":
+            continue
+        if q not in run_qids:  # ir_measures omits it; we score 0 (trec_eval -c)
+            assert value == 0.0
+            continue
+        key = _ir_key(name, k, threshold)
+        assert math.isclose(value, ref[(q, key)], abs_tol=TOL), (q, name, k, value, ref[(q, key)])
+        compared += 1
+    assert compared > 10_000
+
+
+def _ir_key(name: str, k: int, threshold: int) -> str:
+    """ir_measures' printed name of our metric at k (e.g. P(rel=2)@5, nDCG@10, Rprec(rel=2))."""
+    if name == "r_precision":
+        return str(ir_measures.Rprec(rel=threshold))
+    measure = getattr(ir_measures, IR_MEASURES_AT_K[name])
+    return str((measure if name in ("ndcg", "judged") else measure(rel=threshold)) @ k)
+
+
+def ranked_lists(run: pd.DataFrame) -> dict[str, list[str]]:
+    """Each question's items in rank order, built plainly."""
+    ranked: dict[str, list[str]] = {}
+    for q, d, _ in sorted(zip(run["qid"], run["item_id"], run["rank"]), key=lambda r: (r[0], r[2])):
+        ranked.setdefault(q, []).append(d)
+    return ranked
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_new_metrics_match_a_plain_loop(seed: int) -> None:
+    """mean_grade@k, grades by rank and the pollution metrics: no reference tool computes them (trec_eval,
+    pytrec_eval, ir-measures, ranx have none), so each is checked against a loop written one question at a time."""
+    run, qrels = random_case(seed)
+    grade = {(q, d): int(g) for q, d, g in zip(qrels["qid"], qrels["item_id"], qrels["grade"])}
+    ranked = ranked_lists(run)
+    table = as_dict(per_query_metrics(run, qrels, KS, metrics=["mean_grade"]))
+    qids, codes = grades_by_rank(run, qrels, 12)
+    assert list(qids) == sorted({q for q, _, _ in table})
+    # Documents of items: three items per document, so rankings repeat documents.
+    doc_of = {d: f"D{int(d[1:]) // 3}" for d in set(run["item_id"])}
+    doc_run = run.assign(doc_id=run["item_id"].map(doc_of))
+    polluted = as_dict(pollution(doc_run, KS, list(qids)))
+    checked = 0
+    for row, q in enumerate(qids):
+        items = ranked.get(q, [])
+        for k in KS:
+            top = items[:k]
+            shown = [max(grade.get((q, d), 0), 0) for d in top]
+            assert math.isclose(table[(q, "mean_grade", k)], sum(shown) / len(top) if top else 0.0, abs_tol=TOL)
+            docs = [doc_of[d] for d in top]
+            assert polluted[(q, "distinct_docs", k)] == len(set(docs))
+            top_share = max(docs.count(x) for x in set(docs)) / len(docs) if docs else 0.0
+            assert math.isclose(polluted[(q, "top_doc_share", k)], top_share, abs_tol=TOL)
+            checked += 3
+        for position in range(12):
+            if position >= len(items):
+                expected = "none"
+            else:
+                g = grade.get((q, items[position]))
+                expected = "unjudged" if g is None else str(g)
+            assert GRADE_LABELS[codes[row, position]] == expected
+    assert checked > 5_000
 
 
 # --------------------------------------------------------------------------- hand cases

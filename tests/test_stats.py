@@ -13,9 +13,12 @@ from rankbench.stats import (
     COMPARISON_COLUMNS,
     bootstrap_ci,
     compare_methods,
+    paired_comparison,
     holm,
     paired_randomization_test,
     paired_t_test,
+    randomization_p_values,
+    t_test_p_values,
     win_tie_loss,
 )
 
@@ -310,9 +313,11 @@ def test_compare_methods_deterministic_and_pair_streams() -> None:
     pd.testing.assert_frame_equal(first, compare_methods(frame, baseline="a", n_resamples=1_000, seed=3))
     other = compare_methods(frame, baseline="a", n_resamples=1_000, seed=4)
     assert not np.array_equal(first.diff_low.to_numpy(), other.diff_low.to_numpy())
-    # A pair's numbers do not depend on the other methods present.
+    # A pair's numbers do not depend on the other methods present (the resamples are shared; only
+    # BLAS's summation order for one row vs several may move the last bit of a bootstrap mean).
     alone = compare_methods(frame[["a", "b"]], baseline="a", n_resamples=1_000, seed=3).iloc[0]
-    assert alone.diff_low == first.iloc[0].diff_low and alone.p_randomization == first.iloc[0].p_randomization
+    assert alone.diff_low == pytest.approx(first.iloc[0].diff_low, abs=1e-12)
+    assert alone.p_randomization == first.iloc[0].p_randomization
 
 
 def test_compare_methods_single_method_and_errors() -> None:
@@ -324,3 +329,58 @@ def test_compare_methods_single_method_and_errors() -> None:
         compare_methods(frame, baseline=None)
     with pytest.raises(ValueError, match="colbert"):
         compare_methods(_hand_built(), baseline="colbert")
+
+
+# ------------------------------------------------- vectorized rows (the workflow's path)
+
+
+def test_randomization_rows_equal_one_row_at_a_time_when_exact() -> None:
+    rng = np.random.default_rng(21)
+    a = rng.integers(0, 4, size=(60, 12)) / 3.0  # metric-like: many ties and zero differences
+    b = rng.integers(0, 4, size=(60, 12)) / 3.0
+    rows = randomization_p_values(a - b, n_resamples=10_000)  # 2**12 <= 10,000: every row exact
+    for i in range(len(a)):
+        if abs((a[i] - b[i]).sum()) < 1e-9:  # observed mean 0 in the reals: p = 1 (scipy sees float noise)
+            assert rows[i] == 1.0
+            continue
+        ref = sps.permutation_test((a[i], b[i]), lambda x, y, axis=-1: np.abs(np.mean(x - y, axis=axis)),
+                                   permutation_type="samples", alternative="greater", n_resamples=np.inf,
+                                   vectorized=True)
+        assert rows[i] == pytest.approx(ref.pvalue, abs=1e-12), i
+        assert rows[i] == paired_randomization_test(a[i], b[i])
+    assert (rows[np.all(a == b, axis=1)] == 1.0).all()
+
+
+def test_randomization_rows_monte_carlo_close_to_scipy_and_row_independent() -> None:
+    rng = np.random.default_rng(22)
+    a = np.stack([_metric_like(rng, 40) for _ in range(6)])
+    b = np.clip(a - np.linspace(0, 0.2, 6)[:, None] + rng.normal(0, 0.25, a.shape), 0, 1)
+    rows = randomization_p_values(a - b, n_resamples=20_000, seed=5)
+    for i in range(len(a)):
+        ref = sps.permutation_test((a[i], b[i]), _mean_diff, permutation_type="samples", n_resamples=20_000,
+                                   vectorized=True, rng=i)
+        assert rows[i] == pytest.approx(ref.pvalue, abs=0.015), i
+        # Shared sign flips: a row's p is the same alone as among others.
+        assert randomization_p_values((a - b)[i : i + 1], n_resamples=20_000, seed=5)[0] == rows[i]
+
+
+def test_t_test_rows_match_scipy_and_edge_cases() -> None:
+    rng = np.random.default_rng(23)
+    a, b = rng.random((30, 25)), rng.random((30, 25))
+    np.testing.assert_allclose(t_test_p_values(a - b), sps.ttest_rel(a, b, axis=1).pvalue, rtol=1e-12)
+    edge = t_test_p_values(np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.5], [1e-14, -1e-14, 0.0]]))
+    assert edge.tolist() == [1.0, 0.0, 1.0]
+    assert np.isnan(t_test_p_values(np.array([[0.3]])))[0]
+
+
+def test_paired_comparison_rows_match_the_scalar_functions() -> None:
+    rng = np.random.default_rng(24)
+    a = np.stack([_metric_like(rng, 30) for _ in range(4)])
+    b = np.stack([_metric_like(rng, 30) for _ in range(4)])
+    result = paired_comparison(a, b, n_resamples=2_000, seed=9)
+    for i in range(len(a)):
+        assert result["p_t"][i] == pytest.approx(paired_t_test(a[i], b[i]), abs=1e-15)
+        assert (result["wins"][i], result["ties"][i], result["losses"][i]) == win_tie_loss(a[i], b[i])
+        assert result["diff"][i] == pytest.approx(a[i].mean() - b[i].mean(), abs=1e-15)
+        assert result["diff_low"][i] <= result["diff"][i] <= result["diff_high"][i]
+    assert result["below_one_question"].tolist() == (np.abs(result["diff"]) < 1 / 30).tolist()

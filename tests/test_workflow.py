@@ -64,7 +64,8 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
 def test_changing_rrf_k_reruns_only_the_fusion_and_what_consumes_it(demo: Path) -> None:
     config = edit_config(demo, lambda c: c["methods"]["hybrid"].update(k=10), "config-k10.yaml")
     n_qsets = len(demo_config(demo)["qsets"])
-    assert planned_jobs(demo, config) == {"fuse_rrf": n_qsets, "evaluate": n_qsets, "aggregate": n_qsets,
+    assert planned_jobs(demo, config) == {"fuse_rrf": n_qsets, "export_trec": n_qsets, "evaluate": n_qsets,
+                                          "aggregate": n_qsets,
                                           "comparison_table": n_qsets, "all": 1}
 
 

@@ -1,4 +1,4 @@
-"""Command line: `rankbench freeze` registers a question-set version's hash in its lock file."""
+"""Command line: `rankbench freeze` registers a question-set version; `rankbench eval` scores runs without Snakemake."""
 
 from __future__ import annotations
 
@@ -6,8 +6,88 @@ import argparse
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 from rankbench.errors import InputError
+from rankbench.evaluation import GRAINS, score_runs
+from rankbench.files import write_parquet
 from rankbench.frozen import freeze
+from rankbench.metrics import GAINS, METRICS_AT_K, METRICS_FULL, POLLUTION_METRICS
+from rankbench.trec import read_qrels, read_run
+
+# trec_eval / ir-measures names accepted for ours (case-insensitive).
+METRIC_ALIASES = {"p": "precision", "map": "ap", "map_cut": "ap", "mrr": "rr", "recip_rank": "rr",
+                  "success": "hit", "ndcg_cut": "ndcg", "rprec": "r_precision", "r-precision": "r_precision",
+                  "r": "recall"}
+
+
+def parse_metrics(text: str) -> list[tuple[str, int]]:
+    """'ndcg@10,P@5,Rprec' -> [('ndcg', 10), ('precision', 5), ('r_precision', 0)]; names with @k need a k."""
+    parsed = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, cut = item.partition("@")
+        metric = METRIC_ALIASES.get(name.lower(), name.lower())
+        if metric in METRICS_FULL and not cut:
+            parsed.append((metric, 0))
+        elif metric in METRICS_AT_K + POLLUTION_METRICS and cut.isdigit() and int(cut) > 0:
+            parsed.append((metric, int(cut)))
+        else:
+            known = [f"{m}@k" for m in METRICS_AT_K + POLLUTION_METRICS] + list(METRICS_FULL)
+            raise argparse.ArgumentTypeError(f"cannot read metric {item!r}; use e.g. ndcg@10 (known: {', '.join(known)})")
+    if not parsed:
+        raise argparse.ArgumentTypeError("give at least one metric, e.g. ndcg@10,recall@100")
+    return parsed
+
+
+def _label(metric: str, k: int) -> str:
+    return f"{metric}@{k}" if k else metric
+
+
+def summary_text(summary: pd.DataFrame) -> str:
+    """The summary as an aligned text table: mean and CI per run and metric, the baseline comparison beside."""
+    table = pd.DataFrame({
+        "metric": [_label(m, k) for m, k in zip(summary["metric"], summary["k"])],
+        "run": summary["method"], "n": summary["n"], "mean": summary["mean"].map("{:.4f}".format),
+        "95% CI": [f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(summary["ci_low"], summary["ci_high"])],
+    })
+    if summary["diff"].notna().any():
+        compared = summary["diff"].notna()
+        table["diff"] = summary["diff"].map("{:+.4f}".format).where(compared, "")
+        table["diff 95% CI"] = [f"[{lo:+.4f}, {hi:+.4f}]" if ok else "" for lo, hi, ok in
+                                zip(summary["diff_low"], summary["diff_high"], compared)]
+        for column in ("p_randomization", "p_holm", "p_t"):
+            table[column] = summary[column].map("{:.4f}".format).where(compared, "")
+        table["W/T/L"] = [f"{w}/{t}/{loss}" if ok else "(baseline)" for w, t, loss, ok in
+                          zip(summary["wins"], summary["ties"], summary["losses"], compared)]
+        table["<1q"] = summary["below_one_question"].map({True: "yes", False: ""}).fillna("").astype(str)
+    return table.to_string(index=False)
+
+
+def evaluate_command(args: argparse.Namespace) -> int:
+    """`rankbench eval`: score TREC/Parquet runs against qrels, print a table, optionally write tidy Parquet."""
+    names = [Path(path).stem for path in args.run]
+    if len(set(names)) != len(names):
+        raise InputError(None, "--run", f"two runs share a file name ({', '.join(names)})",
+                         "Give runs distinct file names: the name identifies the run in the table.")
+    baseline = args.baseline or (names[0] if len(names) > 1 else None)
+    if baseline is not None and baseline not in names:
+        raise InputError(None, "--baseline", f"names {baseline!r}, which is not a run", f"Use one of: {', '.join(names)}.")
+    qrels = read_qrels(args.qrels, args.grain)
+    runs = {name: read_run(path) for name, path in zip(names, args.run)}
+    per_query, summary = score_runs(runs, qrels, args.metrics, grain=args.grain,
+                                    relevance_threshold=args.relevance_threshold, gain=args.gain, baseline=baseline,
+                                    n_resamples=args.resamples, seed=args.seed)
+    if args.per_query:
+        for row in per_query.itertuples(index=False):
+            print(f"{_label(row.metric, row.k):<16} {row.method:<20} {row.qid:<20} {row.value:.4f}")
+        print()
+    excluded = int(summary["n_excluded"].max()) if len(summary) else 0
+    print(f"{args.grain} grain; relevant when grade >= {args.relevance_threshold}; gain {args.gain}; "
+          f"{excluded} question(s) without a relevant label excluded; baseline: {baseline or 'none'}")
+    print(summary_text(summary))
+    if args.output:
+        write_parquet(per_query if args.per_query else summary, args.output)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,8 +98,26 @@ def main(argv: list[str] | None = None) -> int:
     freeze_parser.add_argument("path", type=Path, help="the version's JSONL file")
     freeze_parser.add_argument("--version", required=True, help="version name used in config `qsets`")
     freeze_parser.add_argument("--lock", type=Path, required=True, help="the lock file (created if missing)")
+    eval_parser = commands.add_parser("eval", help="score runs against qrels (TREC or Parquet), like trec_eval")
+    eval_parser.add_argument("--qrels", type=Path, required=True, help="TREC qrels (qid 0 docno grade) or .parquet")
+    eval_parser.add_argument("--run", type=Path, action="append", required=True,
+                             help="TREC run (qid Q0 docno rank score tag) or .parquet; repeat for several")
+    eval_parser.add_argument("--metrics", type=parse_metrics, default=parse_metrics("ndcg@10,recall@100,rr@10,ap@100"),
+                             help="comma-separated, e.g. ndcg@10,P@5,recall@100,Rprec (default: ndcg@10,recall@100,rr@10,ap@100)")
+    eval_parser.add_argument("--per-query", action="store_true", help="print (and write) per-question values")
+    eval_parser.add_argument("--relevance-threshold", type=int, default=1, choices=[1, 2, 3])
+    eval_parser.add_argument("--gain", choices=GAINS, default="linear", help="nDCG gain (default: linear)")
+    eval_parser.add_argument("--grain", choices=GRAINS, default="document",
+                             help="document (default) or chunk: which ids of a Parquet run and qrels are scored")
+    eval_parser.add_argument("--baseline", help="run name (its file name) the others are tested against "
+                                                "(default: the first run)")
+    eval_parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap / randomization resamples")
+    eval_parser.add_argument("--seed", type=int, default=0)
+    eval_parser.add_argument("--output", type=Path, help="write the tidy summary (or per-query values) as Parquet")
     args = parser.parse_args(argv)
     try:
+        if args.command == "eval":
+            return evaluate_command(args)
         digest = freeze(args.path, args.version, args.lock)
     except InputError as error:
         print(f"rankbench: {error}", file=sys.stderr)

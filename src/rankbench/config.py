@@ -8,7 +8,7 @@ from typing import Any
 
 from rankbench.errors import InputError
 
-METHOD_TYPES = ("bm25", "dense", "rrf", "rerank")
+METHOD_TYPES = ("bm25", "dense", "rrf", "rerank", "external")
 FIRST_STAGE_TYPES = ("bm25", "dense")
 
 
@@ -40,6 +40,9 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
             if encoder not in encoders:
                 raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",
                                  f"Declare it under `encoders` or use one of: {', '.join(sorted(encoders)) or 'none'}.")
+        if spec["type"] == "external" and (not spec.get("path") or spec.get("format") not in ("trec", "parquet")):
+            raise InputError(source, where, "is an external run without `path` and `format` (trec or parquet)",
+                             "Give e.g. `path: runs/{qset}/colbert.trec` and `format: trec`.")
         chunker = spec.get("chunker")
         if chunker is not None and chunker not in chunkers:
             raise InputError(source, where, f"uses chunker {chunker!r}, which is not under `chunkers`",

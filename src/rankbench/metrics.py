@@ -17,13 +17,18 @@ cumulative sum over those matrices. No Python loop runs per question or per row.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-METRICS_AT_K = ("hit", "recall", "rcap_recall", "precision", "rr", "ndcg", "dcg", "ap", "judged")
+METRICS_AT_K = ("hit", "recall", "rcap_recall", "precision", "rr", "ndcg", "dcg", "ap", "judged", "mean_grade")
 METRICS_FULL = ("r_precision",)  # reported with k = 0, meaning "no cutoff"
+# Chunk grain only: how many distinct documents the top k shows, and how much of it one document takes.
+POLLUTION_METRICS = ("distinct_docs", "top_doc_share")
+# Labels of grades_by_rank's codes: the grades, then retrieved-but-unlabelled, then nothing retrieved there.
+GRADE_LABELS = ("0", "1", "2", "3", "unjudged", "none")
 GRADE_MIN, GRADE_MAX = 0, 3
 GAINS = ("linear", "exponential")
 
@@ -259,6 +264,7 @@ def _metric_values(
     rel_at_k = _at(cum_rel, ks).astype(np.float64)
     n_rel_col = n_rel[:, None].astype(np.float64)
     kf = ks[None, :].astype(np.float64)
+    shown = np.minimum(run_length[:, None], ks[None, :]).astype(np.float64)  # results in the top k
     values: dict[str, np.ndarray] = {}
     for name in names:
         if name == "hit":  # trec_eval success.k
@@ -282,8 +288,10 @@ def _metric_values(
             values[name] = _at(np.cumsum(precision_at_rel, axis=1), ks) / n_rel_col
         elif name == "judged":  # ir_measures Judged@k: divides by min(k, number retrieved)
             judged_at_k = _at(np.cumsum(grades >= 0, axis=1, dtype=np.int32), ks).astype(np.float64)
-            shown = np.minimum(run_length[:, None], ks[None, :]).astype(np.float64)
             values[name] = _safe_divide(judged_at_k, shown)
+        elif name == "mean_grade":  # mean grade of the results shown (min(k, retrieved)); unjudged count 0
+            grade_sum = _at(np.cumsum(np.maximum(grades, 0), axis=1, dtype=np.int32), ks).astype(np.float64)
+            values[name] = _safe_divide(grade_sum, shown)
         elif name == "r_precision":  # trec_eval Rprec: precision at rank R = number relevant
             at_r = np.minimum(n_rel, grades.shape[1]) - 1
             values[name] = (cum_rel[np.arange(len(n_rel)), at_r] / n_rel)[:, None]
@@ -309,22 +317,22 @@ def _long_table(questions: pd.Series, names: tuple[str, ...], ks: np.ndarray,
     })
 
 
-def per_query_metrics(
-    run: pd.DataFrame,
-    qrels: pd.DataFrame,
-    ks: Sequence[int],
-    *,
-    relevance_threshold: int = 1,
-    gain: Literal["linear", "exponential"] = "linear",
-    metrics: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Long table qid, metric, k, value for every question with at least one relevant label."""
-    ks_arr = _validated_ks(ks)
-    names = _validated_metrics(metrics)
-    threshold = _validated_threshold(relevance_threshold)
-    gain_of = _gain_table(gain)
-    if any(n in METRICS_AT_K for n in names) and len(ks_arr) == 0:
-        raise ValueError(f"metrics {[n for n in names if n in METRICS_AT_K]} need at least one cutoff k")
+@dataclass(frozen=True)
+class _Judged:
+    """A run read against its labels: one row per evaluated question (qid order), one column per position."""
+
+    questions: pd.Series  # qids with at least one relevant label, sorted
+    grades: np.ndarray  # [question, position] int8: grade, _UNJUDGED or _EMPTY
+    run_length: np.ndarray  # results retrieved per question
+    n_rel: np.ndarray  # relevant labels per question
+    label_out: np.ndarray  # row of each (deduplicated) label's question, -1 when not evaluated
+    label_grade: np.ndarray  # grade of each (deduplicated) label
+
+
+def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold: int,
+           through_r: bool = False) -> _Judged:
+    """Integer-code run and labels, validate them, and build the grade matrix down to depth_wanted
+    (or to the largest number of relevant labels when through_r, as R-precision reads rank R)."""
     label_grade = _checked_grades(qrels)
     rank = _checked_ranks(run)
 
@@ -354,8 +362,7 @@ def per_query_metrics(
     run_length = np.zeros(n_q, dtype=np.int64)
     evaluated = out_of_code >= 0
     run_length[out_of_code[evaluated]] = counts[evaluated]
-    max_k = int(ks_arr.max()) if len(ks_arr) else 1
-    wanted = max(max_k, int(n_rel.max(initial=0)) if "r_precision" in names else 1)
+    wanted = max(depth_wanted, int(n_rel.max(initial=0)) if through_r else 1)
     depth = int(max(1, min(wanted, run_length.max(initial=0))))
     rows_out = out_of_code[rows_q]
     kept = (rows_out >= 0) & (pos < depth)
@@ -368,10 +375,88 @@ def per_query_metrics(
     row_grades = _lookup(label_keys[by_key], label_grade[usable][by_key],
                          _pair_keys(rows_out, rows_i, n_items), _UNJUDGED)
     grades = _grade_matrix(rows_out, pos, row_grades.astype(np.int8), n_q, depth)
-    ideal = (_ideal_gains(label_out, label_grade, n_q, max_k, gain_of) if "ndcg" in names
+    return _Judged(questions, grades, run_length, n_rel, label_out, label_grade)
+
+
+def per_query_metrics(
+    run: pd.DataFrame,
+    qrels: pd.DataFrame,
+    ks: Sequence[int],
+    *,
+    relevance_threshold: int = 1,
+    gain: Literal["linear", "exponential"] = "linear",
+    metrics: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Long table qid, metric, k, value for every question with at least one relevant label."""
+    ks_arr = _validated_ks(ks)
+    names = _validated_metrics(metrics)
+    threshold = _validated_threshold(relevance_threshold)
+    gain_of = _gain_table(gain)
+    if any(n in METRICS_AT_K for n in names) and len(ks_arr) == 0:
+        raise ValueError(f"metrics {[n for n in names if n in METRICS_AT_K]} need at least one cutoff k")
+    max_k = int(ks_arr.max()) if len(ks_arr) else 1
+    judged = _judge(run, qrels, max_k, threshold, through_r="r_precision" in names)
+    n_q = len(judged.questions)
+    ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain_of) if "ndcg" in names
              else np.zeros((n_q, 1)))
-    values = _metric_values(grades, run_length, ideal, n_rel, ks_arr, threshold, gain_of, names)
-    return _long_table(questions, names, ks_arr, values)
+    values = _metric_values(judged.grades, judged.run_length, ideal, judged.n_rel, ks_arr, threshold, gain_of,
+                            names)
+    return _long_table(judged.questions, names, ks_arr, values)
+
+
+def grades_by_rank(run: pd.DataFrame, qrels: pd.DataFrame, depth: int, *,
+                   relevance_threshold: int = 1) -> tuple[pd.Series, np.ndarray]:
+    """The evaluated questions (qid order) and a [question, rank 1..depth] matrix of codes into GRADE_LABELS.
+
+    Code g in 0..3 is the grade retrieved there, 4 a result without a label, 5 no result (short run or
+    question missing from the run). Questions are those per_query_metrics evaluates.
+    """
+    depth = int(_validated_ks([depth])[0])
+    judged = _judge(run, qrels, depth, _validated_threshold(relevance_threshold))
+    codes = np.full((len(judged.questions), depth), GRADE_LABELS.index("none"), dtype=np.int8)
+    grades = judged.grades
+    codes[:, : grades.shape[1]] = np.where(grades == _UNJUDGED, GRADE_LABELS.index("unjudged"),
+                                           np.where(grades == _EMPTY, GRADE_LABELS.index("none"), grades))
+    return judged.questions, codes
+
+
+def pollution(run: pd.DataFrame, ks: Sequence[int], questions: Sequence[str]) -> pd.DataFrame:
+    """Long table qid, metric, k, value of distinct_docs@k and top_doc_share@k for `questions` (chunk runs).
+
+    distinct_docs@k: documents among the top k chunks; top_doc_share@k: chunks of the most frequent
+    document / min(k, chunks retrieved). A question absent from the run scores 0 on both.
+    """
+    ks_arr = _validated_ks(ks)
+    _require_columns(run, ("qid", "rank", "doc_id"), "run")
+    frame = run[["qid", "rank", "doc_id"]].rename(columns={"doc_id": "item_id"})
+    qids = pd.Series(sorted({str(q) for q in questions}), dtype="str")
+    run_q, run_qids = pd.factorize(_ids(frame, "qid", "run"))
+    out = pd.Index(qids).get_indexer(run_qids)[run_q]  # row of each result's question, -1 when not wanted
+    keep = out >= 0
+    rank = _integers(frame, "rank", "run")[keep]
+    docs = pd.factorize(_ids(frame, "item_id", "run")[keep])[0].astype(np.int64)
+    out = out[keep].astype(np.int64)
+    order = np.lexsort((rank, out))
+    out, docs = out[order], docs[order]
+    pos, run_length = _group_positions(out, len(qids))
+    depth = int(max(1, min(ks_arr.max(), run_length.max(initial=0))))
+    shallow = pos < depth
+    out, docs, pos = out[shallow], docs[shallow], pos[shallow]
+    # Occurrence number of each (question, document) pair in rank order (a stable sort keeps rank order).
+    keys = _pair_keys(out, docs, int(docs.max(initial=0)) + 1)
+    by_pair = np.argsort(keys, kind="stable")
+    pair = np.cumsum(np.r_[True, keys[by_pair][1:] != keys[by_pair][:-1]]) - 1 if len(keys) else keys
+    occurrence = np.empty(len(keys), dtype=np.int64)
+    occurrence[by_pair] = _group_positions(pair, int(pair.max(initial=-1)) + 1)[0]
+    first = np.zeros((len(qids), depth), dtype=np.int32)
+    first[out, pos] = occurrence == 0
+    seen = np.zeros((len(qids), depth), dtype=np.int32)
+    seen[out, pos] = occurrence + 1
+    shown = np.minimum(run_length[:, None], ks_arr[None, :]).astype(np.float64)
+    values = {"distinct_docs": _at(np.cumsum(first, axis=1), ks_arr).astype(np.float64),
+              "top_doc_share": _safe_divide(_at(np.maximum.accumulate(seen, axis=1), ks_arr).astype(np.float64),
+                                            shown)}
+    return _long_table(qids, POLLUTION_METRICS, ks_arr, values)
 
 
 def questions_without_relevant(qrels: pd.DataFrame, qids: Iterable[str], relevance_threshold: int = 1) -> list[str]:

@@ -8,7 +8,6 @@ resamples whose size depends only on the problem size, never on the caller's bat
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 from collections.abc import Sequence
 
@@ -98,6 +97,8 @@ def bootstrap_ci(
     n = rows.shape[1]
     if n == 0:
         raise ValueError("values must contain at least one query")
+    # Identical rows (frequent: hit@5 = hit@10, all-zero metrics of a small kind) are resampled once.
+    rows, inverse = np.unique(rows, axis=0, return_inverse=True)
     rng = np.random.default_rng(seed)
     means = np.empty((rows.shape[0], n_resamples), dtype=np.float64)
     chunk = _chunk_size(n, n_resamples)
@@ -110,16 +111,85 @@ def bootstrap_ci(
         means[:, start : start + size] = (rows @ counts.T.astype(np.float64)) / n
     alpha = (1.0 - confidence) / 2.0
     low, high = np.percentile(means, [100.0 * alpha, 100.0 * (1.0 - alpha)], axis=1)
+    low, high = low[inverse.reshape(-1)], high[inverse.reshape(-1)]
     if arr.ndim == 1:
         return np.asarray(low[0]), np.asarray(high[0])
     return low, high
 
 
-def _count_extreme(nonzero: np.ndarray, flips: np.ndarray, threshold: float) -> int:
-    """Number of sign patterns (rows of 0/1 `flips`) whose |sum of flipped differences| >= threshold."""
-    total = nonzero.sum()
-    null = total - 2.0 * (flips.astype(np.float64) @ nonzero)
-    return int(np.count_nonzero(np.abs(null) >= threshold))
+def _count_extreme(values: np.ndarray, flips: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Per row of `values` [rows, m]: sign patterns (rows of 0/1 `flips` [patterns, m]) with |flipped sum| >= its threshold."""
+    null = values.sum(axis=1)[None, :] - 2.0 * (flips.astype(np.float64) @ values.T)
+    return np.count_nonzero(np.abs(null) >= thresholds[None, :], axis=0)
+
+
+def _exact_counts(values: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Extreme-pattern counts over all 2**m sign patterns of each row of `values` [rows, m]."""
+    m = values.shape[1]
+    n_patterns = 1 << m
+    bit_positions = np.arange(m, dtype=np.int64)
+    chunk = _chunk_size(m * max(len(values), 1), n_patterns)
+    count = np.zeros(len(values), dtype=np.int64)
+    for start in range(0, n_patterns, chunk):
+        codes = np.arange(start, min(start + chunk, n_patterns), dtype=np.int64)
+        count += _count_extreme(values, (codes[:, None] >> bit_positions) & 1, thresholds)
+    return count
+
+
+def randomization_p_values(
+    differences: np.ndarray,
+    *,
+    n_resamples: int = 10_000,
+    seed: SeedLike = 0,
+    exact: bool | None = None,
+) -> np.ndarray:
+    """Two-sided paired randomization (sign-flip) test of mean = 0 for each row of [rows, n_queries] differences.
+
+    p is the share of sign patterns with |mean of flipped differences| >= |observed mean|. Zero
+    differences (|d| <= TIE_TOLERANCE) are unaffected by flips, so a row's m non-zero ones decide.
+    ``exact=None`` enumerates all 2**m patterns of a row when 2**m <= n_resamples (as
+    scipy.stats.permutation_test does): p = count / 2**m (the identity pattern is the observed one).
+    Other rows use Monte Carlo, p = (count + 1) / (n_resamples + 1), with sign flips drawn from the
+    seed and shared by every row, so a row's p does not depend on the other rows. ``exact=True``
+    forces enumeration (m <= 24), ``exact=False`` Monte Carlo. Rows of zero differences give p = 1.
+    """
+    d = _as_finite_float(differences, "differences")
+    if d.ndim != 2 or d.shape[1] == 0:
+        raise ValueError(f"differences must be a [rows, n_queries] array with n_queries >= 1, got {d.shape}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
+    nonzero = np.abs(d) > TIE_TOLERANCE
+    d = np.where(nonzero, d, 0.0)
+    m = nonzero.sum(axis=1)
+    thresholds = np.abs(d.sum(axis=1)) - _TIE_RTOL * np.abs(d).sum(axis=1)
+    if exact is None:
+        use_exact = (m <= MAX_EXACT_NONZERO) & (2.0**m <= n_resamples)
+    else:
+        use_exact = np.full(len(d), bool(exact))
+        if exact and m.max(initial=0) > MAX_EXACT_NONZERO:
+            raise ValueError(f"exact enumeration needs 2**{m.max()} sign patterns (limit 2**{MAX_EXACT_NONZERO}); "
+                             "use exact=False")
+    p = np.ones(len(d), dtype=np.float64)
+    for size in np.unique(m[use_exact & (m > 0)]):
+        rows = np.flatnonzero(use_exact & (m == size))
+        # Each row's non-zero differences, moved to the front in their original order.
+        front = np.argsort(~nonzero[rows], axis=1, kind="stable")[:, :size]
+        values = np.take_along_axis(d[rows], front, axis=1)
+        p[rows] = _exact_counts(values, thresholds[rows]) / float(1 << int(size))
+    sampled = np.flatnonzero(~use_exact & (m > 0))
+    if len(sampled):
+        n = d.shape[1]
+        rng = np.random.default_rng(seed)
+        chunk = _chunk_size(n, n_resamples)
+        batch = max(1, _CHUNK_ELEMENTS // chunk)
+        count = np.zeros(len(sampled), dtype=np.int64)
+        for start in range(0, n_resamples, chunk):
+            flips = rng.integers(0, 2, size=(min(chunk, n_resamples - start), n), dtype=np.int8)
+            for first in range(0, len(sampled), batch):
+                rows = sampled[first : first + batch]
+                count[first : first + batch] += _count_extreme(d[rows], flips, thresholds[rows])
+        p[sampled] = (count + 1) / (n_resamples + 1)
+    return p
 
 
 def paired_randomization_test(
@@ -130,70 +200,40 @@ def paired_randomization_test(
     seed: SeedLike = 0,
     exact: bool | None = None,
 ) -> float:
-    """Two-sided paired randomization (sign-flip) test of mean(a - b) = 0; p includes the observed statistic ((count+1)/(n+1)).
-
-    p is the share of sign patterns with |mean of flipped differences| >= |observed mean|. Zero
-    differences are unaffected by flips, so only the m non-zero ones are flipped. ``exact=None``
-    enumerates all 2**m patterns when 2**m <= n_resamples (as scipy.stats.permutation_test does),
-    giving p = count / 2**m (the identity pattern is the observed one); otherwise Monte Carlo with
-    p = (count + 1) / (n_resamples + 1). ``exact=True`` forces enumeration (m <= 24),
-    ``exact=False`` forces Monte Carlo. All-zero differences give p = 1.
-    """
+    """Two-sided paired randomization test of mean(a - b) = 0 (one row of randomization_p_values)."""
     d = _paired_differences(a, b)
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
-    nonzero = d[np.abs(d) > TIE_TOLERANCE]
-    m = nonzero.size
-    if m == 0:
-        return 1.0
-    observed = abs(float(nonzero.sum()))
-    threshold = observed - _TIE_RTOL * float(np.abs(nonzero).sum())
-    use_exact = (m <= MAX_EXACT_NONZERO and 2**m <= n_resamples) if exact is None else exact
-    if use_exact:
-        if m > MAX_EXACT_NONZERO:
-            raise ValueError(
-                f"exact enumeration needs 2**{m} sign patterns (limit 2**{MAX_EXACT_NONZERO}); use exact=False"
-            )
-        n_patterns = 1 << m
-        bit_positions = np.arange(m, dtype=np.int64)
-        chunk = _chunk_size(m, n_patterns)
-        count = 0
-        for start in range(0, n_patterns, chunk):
-            codes = np.arange(start, min(start + chunk, n_patterns), dtype=np.int64)
-            flips = (codes[:, None] >> bit_positions) & 1
-            count += _count_extreme(nonzero, flips, threshold)
-        return count / n_patterns
-    rng = np.random.default_rng(seed)
-    chunk = _chunk_size(m, n_resamples)
-    count = 0
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        flips = rng.integers(0, 2, size=(size, m), dtype=np.int8)
-        count += _count_extreme(nonzero, flips, threshold)
-    return (count + 1) / (n_resamples + 1)
+    return float(randomization_p_values(d[None, :], n_resamples=n_resamples, seed=seed, exact=exact)[0])
 
 
-def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided paired t-test p-value; 1.0 when all differences are equal to zero, 0.0 when all equal and non-zero.
+def t_test_p_values(differences: np.ndarray) -> np.ndarray:
+    """Two-sided paired t-test p of each row of [rows, n_queries] differences; 1.0 when a row is all zero,
+    0.0 when all equal and non-zero, NaN for a single non-zero difference.
 
     "Equal" allows TIE_TOLERANCE of float noise. Equal non-zero differences (zero variance, e.g.
     every question gains exactly the same) are the limit t -> infinity, so p = 0.0, as
     scipy.stats.ttest_rel gives for exactly equal ones; near-equal ones would otherwise give a
-    meaningless p from rounding noise. With a single question and a non-zero difference the
-    variance is not estimable and the result is NaN. Otherwise equals scipy.stats.ttest_rel.
+    meaningless p from rounding noise. Otherwise equals scipy.stats.ttest_rel.
     """
-    d = _paired_differences(a, b)
-    if np.all(np.abs(d) <= TIE_TOLERANCE):
-        return 1.0
-    n = d.size
-    if n < 2:
-        return float("nan")
-    if float(np.ptp(d)) <= TIE_TOLERANCE:
-        return 0.0
-    mean = float(d.mean())
-    sd = float(d.std(ddof=1))
-    t_stat = mean / (sd / np.sqrt(n))
-    return float(min(1.0, 2.0 * _sps.t.sf(abs(t_stat), df=n - 1)))
+    d = _as_finite_float(differences, "differences")
+    if d.ndim != 2 or d.shape[1] == 0:
+        raise ValueError(f"differences must be a [rows, n_queries] array with n_queries >= 1, got {d.shape}")
+    n = d.shape[1]
+    all_zero = np.all(np.abs(d) <= TIE_TOLERANCE, axis=1)
+    constant = np.ptp(d, axis=1) <= TIE_TOLERANCE
+    p = np.full(len(d), np.nan)
+    if n >= 2:
+        sd = d.std(axis=1, ddof=1)
+        varied = ~constant
+        t_stat = d[varied].mean(axis=1) / (sd[varied] / np.sqrt(n))
+        p[varied] = np.minimum(1.0, 2.0 * _sps.t.sf(np.abs(t_stat), df=n - 1))
+        p[constant] = 0.0
+    p[all_zero] = 1.0
+    return p
+
+
+def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided paired t-test p-value of a - b (one row of t_test_p_values)."""
+    return float(t_test_p_values(_paired_differences(a, b)[None, :])[0])
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
@@ -223,19 +263,44 @@ def win_tie_loss(a: np.ndarray, b: np.ndarray, *, tolerance: float = TIE_TOLERAN
     return wins, d.size - wins - losses, losses
 
 
-def _pair_seed(seed: SeedLike, name_a: str, name_b: str) -> np.random.SeedSequence:
-    """Seed sequence for one unordered pair of methods, keyed by their names.
+def paired_comparison(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: SeedLike = 0,
+) -> dict[str, np.ndarray]:
+    """Row by row, a vs b over the same questions ([rows, n_queries] each): effect size with its CI, p-values, W/T/L.
 
-    Keying by names (not positions) means a pair gets the same random stream whatever other
-    methods are in the table or which one is the baseline, so adding a method changes no
-    existing CI or randomization p-value (only the Holm adjustment).
+    Returns arrays diff (mean a - mean b), diff_low/diff_high (percentile bootstrap CI of the mean
+    paired difference), p_randomization, p_t, wins/ties/losses and below_one_question (|diff| < 1/n,
+    with a 1e-9 relative slack for float rounding). Resampled indices and sign flips come from the
+    seed alone (two independent children of it) and are shared by all rows: a row's numbers do not
+    depend on the other rows, and every pair of methods is compared on the same resamples.
     """
-    first, second = sorted((str(name_a), str(name_b)))
-    digest = hashlib.sha256(f"{first}\x00{second}".encode()).digest()
-    key = tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
-    if isinstance(seed, np.random.SeedSequence):
-        return np.random.SeedSequence(seed.entropy, spawn_key=tuple(seed.spawn_key) + key)
-    return np.random.SeedSequence(int(seed), spawn_key=key)
+    a_arr, b_arr = _as_finite_float(a, "a"), _as_finite_float(b, "b")
+    if a_arr.ndim != 2 or a_arr.shape != b_arr.shape or a_arr.shape[1] == 0:
+        raise ValueError(f"a and b must be [rows, n_queries] arrays of equal shape, got {a_arr.shape} and {b_arr.shape}")
+    sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(int(seed))
+    boot_seed, perm_seed = sequence.spawn(2)
+    d = a_arr - b_arr
+    n = d.shape[1]
+    diff = a_arr.mean(axis=1) - b_arr.mean(axis=1)
+    low, high = bootstrap_ci(d, n_resamples=n_resamples, confidence=confidence, seed=boot_seed)
+    wins = np.count_nonzero(d > TIE_TOLERANCE, axis=1)
+    losses = np.count_nonzero(d < -TIE_TOLERANCE, axis=1)
+    return {
+        "diff": diff,
+        "diff_low": np.atleast_1d(low),
+        "diff_high": np.atleast_1d(high),
+        "p_randomization": randomization_p_values(d, n_resamples=n_resamples, seed=perm_seed),
+        "p_t": t_test_p_values(d),
+        "wins": wins,
+        "ties": n - wins - losses,
+        "losses": losses,
+        "below_one_question": np.abs(diff) < (1.0 / n) * (1.0 - 1e-9),
+    }
 
 
 def _empty_comparison() -> pd.DataFrame:
@@ -253,7 +318,7 @@ def _empty_comparison() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, np.float64)) for c in COMPARISON_COLUMNS})
 
 
-def _method_pairs(methods: list[str], baseline: str | None) -> list[tuple[str, str, bool]]:
+def method_pairs(methods: list[str], baseline: str | None) -> list[tuple[str, str, bool]]:
     """(method_a, method_b, is_baseline_pair): baseline-vs-others first, then other pairs in column order."""
     if baseline is None:
         return [(x, y, False) for x, y in itertools.combinations(methods, 2)]
@@ -276,8 +341,8 @@ def compare_methods(
     column order. diff = mean_a - mean_b with a percentile bootstrap CI of the mean paired
     difference; p_holm adjusts p_randomization over all rows; below_one_question marks
     |diff| < 1/n (less than one question's worth, with a 1e-9 relative slack for float rounding).
-    Each pair draws from its own deterministic stream (see _pair_seed); bootstrap and
-    randomization use independent children of it.
+    All pairs are computed at once by paired_comparison (shared resamples, so a pair's numbers do
+    not depend on the other methods; only the Holm adjustment does).
     """
     if not isinstance(per_query, pd.DataFrame):
         raise TypeError("per_query must be a pandas DataFrame (index qid, one column per method)")
@@ -303,36 +368,21 @@ def compare_methods(
     n = len(per_query.index)
     if n == 0 and len(methods) > 1:
         raise ValueError("per_query has no questions")
-    pairs = _method_pairs(methods, baseline)
+    pairs = method_pairs(methods, baseline)
     if not pairs:
         return _empty_comparison()
-    rows = []
-    for name_a, name_b, is_baseline_pair in pairs:
-        a, b = columns[name_a], columns[name_b]
-        d = a - b
-        boot_seed, perm_seed = _pair_seed(seed, name_a, name_b).spawn(2)
-        low, high = bootstrap_ci(d, n_resamples=n_resamples, confidence=confidence, seed=boot_seed)
-        diff = float(a.mean() - b.mean())
-        wins, ties, losses = win_tie_loss(a, b)
-        rows.append(
-            {
-                "method_a": name_a,
-                "method_b": name_b,
-                "mean_a": float(a.mean()),
-                "mean_b": float(b.mean()),
-                "diff": diff,
-                "diff_low": float(low),
-                "diff_high": float(high),
-                "p_randomization": paired_randomization_test(a, b, n_resamples=n_resamples, seed=perm_seed),
-                "p_t": paired_t_test(a, b),
-                "wins": wins,
-                "ties": ties,
-                "losses": losses,
-                "n": n,
-                "below_one_question": bool(abs(diff) < (1.0 / n) * (1.0 - 1e-9)),
-                "is_baseline_pair": is_baseline_pair,
-            }
-        )
-    table = pd.DataFrame(rows)
+    a = np.stack([columns[name_a] for name_a, _, _ in pairs])
+    b = np.stack([columns[name_b] for _, name_b, _ in pairs])
+    result = paired_comparison(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    table = pd.DataFrame({
+        "method_a": [x for x, _, _ in pairs],
+        "method_b": [y for _, y, _ in pairs],
+        "mean_a": a.mean(axis=1),
+        "mean_b": b.mean(axis=1),
+        **result,
+        "n": n,
+        "is_baseline_pair": [flag for _, _, flag in pairs],
+    })
     table["p_holm"] = holm(table["p_randomization"].to_numpy())
-    return table.loc[:, list(COMPARISON_COLUMNS)].astype({"method_a": object, "method_b": object})
+    return table.loc[:, list(COMPARISON_COLUMNS)].astype({"method_a": object, "method_b": object, "wins": np.int64,
+                                                          "ties": np.int64, "losses": np.int64, "n": np.int64})

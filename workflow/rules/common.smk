@@ -61,6 +61,7 @@ def all_outputs():
     outputs = []
     for qset in QSETS:
         outputs += [run_path(method, qset) for method in METHODS]
+        outputs += [f"{R}/{qset}/runs/{method}.trec" for method in METHODS]
         outputs += [f"{R}/{qset}/aggregate.parquet", f"{R}/{qset}/comparison.md"]
     return outputs
 

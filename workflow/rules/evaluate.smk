@@ -1,3 +1,6 @@
+from rankbench.evaluation import method_grains
+
+
 rule evaluate:
     input:
         run=run_path("{method}"),
@@ -5,6 +8,7 @@ rule evaluate:
         qrels=lambda wildcards: f"{R}/{wildcards.qset}/qrels/{chunker_of(wildcards.method)}.parquet",
     output:
         metrics=f"{R}/{{qset}}/metrics/{{method}}.parquet",
+        grades=f"{R}/{{qset}}/grades/{{method}}.parquet",
     log:
         f"logs/{DATASET['name']}/evaluate/{{qset}}/{{method}}.log",
     wildcard_constraints:
@@ -16,6 +20,7 @@ rule evaluate:
         ks=EVALUATION["ks"],
         relevance_threshold=EVALUATION["relevance_threshold"],
         gain=EVALUATION["gain"],
+        grains=lambda wildcards: method_grains(config["methods"][wildcards.method]),
     script:
         "../scripts/evaluate.py"
 
@@ -26,6 +31,7 @@ rule aggregate:
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
+        pairs=f"{R}/{{qset}}/pairs.parquet",
     log:
         f"logs/{DATASET['name']}/aggregate/{{qset}}.log",
     conda:
@@ -36,5 +42,22 @@ rule aggregate:
         methods=METHODS,
         resamples=EVALUATION["bootstrap_resamples"],
         seed=EVALUATION["seed"],
+        baseline=EVALUATION["baseline"],
     script:
         "../scripts/aggregate.py"
+
+
+rule export_trec:
+    input:
+        run=run_path("{method}"),
+    output:
+        run=f"{R}/{{qset}}/runs/{{method}}.trec",
+    log:
+        f"logs/{DATASET['name']}/export_trec/{{qset}}/{{method}}.log",
+    wildcard_constraints:
+        method=choice(METHODS),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    script:
+        "../scripts/export_trec.py"

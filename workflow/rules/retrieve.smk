@@ -100,3 +100,24 @@ rule rerank:
         ),
     script:
         "../scripts/rerank.py"
+
+
+rule import_run:
+    input:
+        run=lambda wildcards: config["methods"][wildcards.method]["path"].format(
+            qset=wildcards.qset
+        ),
+    output:
+        run=run_path("{method}"),
+    log:
+        f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
+    wildcard_constraints:
+        method=choice(methods_of_type("external")),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        format=lambda wildcards: config["methods"][wildcards.method]["format"],
+        depth=EVALUATION["depth"],
+    script:
+        "../scripts/import_run.py"

@@ -1,6 +1,4 @@
-"""The tidy aggregate of one question-set version: one row per (method, grain, kind, metric, k)."""
-
-from pathlib import Path
+"""The tidy aggregate of one question-set version (one row per method, grain, kind, metric, k) and all pairs."""
 
 import pandas as pd
 
@@ -13,8 +11,10 @@ def main(snakemake):
     per_query = {method: pd.read_parquet(path) for method, path in zip(snakemake.params.methods,
                                                                         snakemake.input.metrics)}
     questions = pd.read_parquet(snakemake.input.questions)
-    table = aggregate(per_query, questions, snakemake.params.dataset, snakemake.wildcards.qset,
-                      n_resamples=snakemake.params.resamples, seed=snakemake.params.seed)
+    table, pairs = aggregate(per_query, questions, snakemake.params.dataset, snakemake.wildcards.qset,
+                             n_resamples=snakemake.params.resamples, seed=snakemake.params.seed,
+                             baseline=snakemake.params.baseline)
+    write_parquet(pairs, snakemake.output.pairs)
     write_parquet(table, snakemake.output.aggregate)
 
 

@@ -1,0 +1,141 @@
+"""rankbench.evaluation: grains, grade distribution, and the statistics of the aggregate and the pairs table."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankbench.evaluation import (
+    AGGREGATE_COLUMNS,
+    PAIRS_COLUMNS,
+    aggregate,
+    evaluate_run,
+    grade_distribution,
+    method_grains,
+    score_runs,
+)
+from rankbench.metrics import GRADE_LABELS, POLLUTION_METRICS, grades_by_rank
+from rankbench.stats import compare_methods, holm
+
+KS = [1, 3, 5]
+METHODS = ("bm25", "dense", "hybrid", "rerank")
+
+
+def chunk_run(rng: np.random.Generator, n_q: int = 40) -> pd.DataFrame:
+    rows = []
+    for q in range(n_q):
+        chunks = rng.choice(45, 8, replace=False)
+        rows += [(f"q{q}", rank, f"d{c // 3}#s{c % 3}", f"d{c // 3}", 1.0 / rank) for rank, c in enumerate(chunks, 1)]
+    return pd.DataFrame(rows, columns=["qid", "rank", "chunk_id", "doc_id", "score"])
+
+
+@pytest.fixture(scope="module")
+def case() -> tuple[dict[str, pd.DataFrame], pd.DataFrame, pd.DataFrame, dict[str, pd.DataFrame]]:
+    rng = np.random.default_rng(0)
+    questions = pd.DataFrame({"qid": [f"q{i}" for i in range(44)], "kind": rng.choice(["exact", "paraphrase"], 44)})
+    chunk_labels = [("chunk", f"q{q}", f"d{c // 3}#s{c % 3}", int(rng.integers(0, 4)))
+                    for q in range(42) for c in rng.choice(45, 6, replace=False)]
+    qrels = pd.DataFrame(chunk_labels, columns=["grain", "qid", "item_id", "grade"])
+    documents = (qrels.assign(item_id=qrels["item_id"].str.split("#").str[0])
+                 .groupby(["qid", "item_id"], as_index=False)["grade"].max().assign(grain="document"))
+    qrels = pd.concat([qrels, documents], ignore_index=True)
+    runs = {m: chunk_run(rng) for m in METHODS}
+    per_query = {m: evaluate_run(run, questions, qrels, KS) for m, run in runs.items()}
+    return runs, questions, qrels, per_query
+
+
+def test_grains_and_pollution_rows(case) -> None:
+    runs, questions, qrels, per_query = case
+    table = per_query["bm25"]
+    assert set(table["grain"]) == {"chunk", "document"}
+    assert set(table.loc[table["grain"] == "chunk", "metric"]) >= set(POLLUTION_METRICS)
+    assert not set(table.loc[table["grain"] == "document", "metric"]) & set(POLLUTION_METRICS)
+    only_documents = evaluate_run(runs["bm25"], questions, qrels, KS, grains=method_grains({"type": "external"}))
+    assert set(only_documents["grain"]) == {"document"}
+    assert only_documents.equals(table[table["grain"] == "document"].reset_index(drop=True))
+    assert method_grains({"type": "bm25"}) == ["document", "chunk"]
+
+
+def test_grade_distribution_counts_the_grade_matrix(case) -> None:
+    runs, questions, qrels, _ = case
+    table = grade_distribution(runs["dense"], questions, qrels, depth=5)
+    assert np.allclose(table.groupby(["grain", "kind", "rank"])["share"].sum(), 1.0)
+    chunk_all = table[(table["grain"] == "chunk") & (table["kind"] == "all")]
+    chunk_qrels = qrels.loc[qrels["grain"] == "chunk", ["qid", "item_id", "grade"]]
+    qids, codes = grades_by_rank(runs["dense"].rename(columns={"chunk_id": "item_id"}), chunk_qrels, 5)
+    for code, label in enumerate(GRADE_LABELS):
+        expected = (codes == code).sum(axis=0)
+        assert chunk_all.loc[chunk_all["grade"] == label, "count"].tolist() == expected.tolist(), label
+    kinds = table[(table["grain"] == "chunk") & (table["kind"] != "all") & (table["rank"] == 1)]
+    assert kinds.groupby("kind")["n"].first().sum() == len(qids)
+
+
+def test_aggregate_baseline_columns_are_the_baseline_pairs_seen_from_the_method(case) -> None:
+    _, questions, _, per_query = case
+    table, pairs = aggregate(per_query, questions, "demo", "v1", n_resamples=500, seed=1, baseline="bm25")
+    assert list(table.columns) == AGGREGATE_COLUMNS and list(pairs.columns) == PAIRS_COLUMNS
+    assert len(pairs) == len(table) // len(METHODS) * 6  # 4 methods: 6 pairs per (grain, kind, metric, k)
+    base = table[table["method"] == "bm25"]
+    assert base["diff"].isna().all() and base["wins"].isna().all()
+    others = table[table["method"] != "bm25"]
+    assert others[["diff", "diff_low", "diff_high", "p_randomization", "p_t", "p_holm"]].notna().all().all()
+    keys = ["grain", "kind", "metric", "k"]
+    merged = others.merge(pairs[pairs["is_baseline_pair"]], left_on=keys + ["method"], right_on=keys + ["method_b"],
+                          suffixes=("", "_pair"))
+    assert len(merged) == len(others)
+    assert np.allclose(merged["diff"], -merged["diff_pair"]) and np.allclose(merged["diff_low"], -merged["diff_high_pair"])
+    assert (merged["wins"] == merged["losses_pair"]).all() and (merged["losses"] == merged["wins_pair"]).all()
+    assert np.allclose(merged["mean"] - merged["mean_a"], merged["diff"])
+    # Holm family in the aggregate: the non-baseline methods of one (grain, kind, metric, k).
+    for _, family in others.groupby(keys):
+        assert np.allclose(family["p_holm"], holm(family["p_randomization"].to_numpy()))
+    # Holm family in the pairs table: every pair of one (grain, kind, metric, k).
+    for _, family in pairs.groupby(keys):
+        assert np.allclose(family["p_holm"], holm(family["p_randomization"].to_numpy()))
+    # Below one question's worth: |diff| < 1/n, with a 1e-9 relative slack so exactly 1/n in the reals is not below.
+    assert (others["below_one_question"] == (others["diff"].abs() < (1 - 1e-9) / others["n"])).all()
+    kinds = table[(table["kind"] != "all")].groupby(["method", "grain", "metric", "k"])["n"].sum()
+    assert (kinds == table[table["kind"] == "all"].set_index(["method", "grain", "metric", "k"])["n"]).all()
+
+
+def test_pairs_equal_compare_methods_on_one_metric(case) -> None:
+    _, questions, _, per_query = case
+    _, pairs = aggregate(per_query, questions, "demo", "v1", n_resamples=500, seed=2, baseline="dense")
+    ours = pairs[(pairs["grain"] == "document") & (pairs["kind"] == "all") & (pairs["metric"] == "ndcg")
+                 & (pairs["k"] == 5)].reset_index(drop=True)
+    wide = pd.DataFrame({m: frame[(frame["grain"] == "document") & (frame["metric"] == "ndcg") & (frame["k"] == 5)]
+                         .set_index("qid")["value"] for m, frame in per_query.items()})
+    reference = compare_methods(wide[sorted(wide.columns)], baseline="dense", n_resamples=500, seed=2)
+    assert ours[["method_a", "method_b"]].values.tolist() == reference[["method_a", "method_b"]].values.tolist()
+    for column in ("diff", "diff_low", "diff_high", "p_randomization", "p_t", "p_holm"):
+        assert np.allclose(ours[column], reference[column], atol=1e-12), column
+    assert (ours[["wins", "ties", "losses", "n"]].to_numpy() == reference[["wins", "ties", "losses", "n"]].to_numpy()).all()
+
+
+def test_no_baseline_leaves_the_columns_empty_and_stats_are_deterministic(case) -> None:
+    _, questions, _, per_query = case
+    table, pairs = aggregate(per_query, questions, "demo", "v1", n_resamples=300)
+    assert table["diff"].isna().all() and not pairs["is_baseline_pair"].any()
+    again, _ = aggregate(per_query, questions, "demo", "v1", n_resamples=300)
+    pd.testing.assert_frame_equal(table, again)
+
+
+def test_pairs_use_the_questions_both_methods_evaluate(case) -> None:
+    _, questions, _, per_query = case
+    fewer = per_query["hybrid"][per_query["hybrid"]["qid"] != "q0"]
+    _, pairs = aggregate({"bm25": per_query["bm25"], "hybrid": fewer}, questions, "d", "v", n_resamples=200,
+                         baseline="bm25")
+    n_all = per_query["bm25"].loc[per_query["bm25"]["grain"] == "document", "qid"].nunique()
+    assert (pairs.loc[(pairs["kind"] == "all") & (pairs["grain"] == "document"), "n"] == n_all - 1).all()
+
+
+def test_score_runs_keeps_requested_order(case) -> None:
+    runs, _, qrels, _ = case
+    document_qrels = qrels.loc[qrels["grain"] == "document", ["qid", "item_id", "grade"]]
+    per_query, summary = score_runs({"rerank": runs["rerank"], "bm25": runs["bm25"]}, document_qrels,
+                                    [("ndcg", 5), ("r_precision", 0)], n_resamples=200, baseline="rerank")
+    assert summary[["metric", "method"]].values.tolist() == [["ndcg", "rerank"], ["ndcg", "bm25"],
+                                                             ["r_precision", "rerank"], ["r_precision", "bm25"]]
+    assert set(per_query["metric"]) == {"ndcg", "r_precision"}
+    assert summary["diff"].isna().tolist() == [True, False, True, False]

@@ -1,0 +1,152 @@
+"""TREC import/export: trec_eval's ordering on import, our order reproduced by trec_eval on export, clear errors."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import pytrec_eval
+
+from rankbench.errors import InputError
+from rankbench.metrics import per_query_metrics
+from rankbench.trec import read_parquet_run, read_qrels, read_run, read_trec_qrels, read_trec_run, write_trec_run
+
+MEASURES = {"P_5", "ndcg_cut_10", "map_cut_20", "recall_20", "recip_rank"}
+OURS = {"P_5": ("precision", 5), "ndcg_cut_10": ("ndcg", 10), "map_cut_20": ("ap", 20), "recall_20": ("recall", 20)}
+
+
+def tied_run(seed: int, n_queries: int = 80) -> pd.DataFrame:
+    """qid, doc_id, score with many tied scores (lines in random order)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n_queries):
+        for d in rng.choice(60, int(rng.integers(1, 30)), replace=False):
+            rows.append((f"q{q}", f"d{d}", float(rng.integers(0, 4))))
+    return pd.DataFrame(rows, columns=["qid", "doc_id", "score"]).sample(frac=1.0, random_state=seed)
+
+
+def random_qrels(seed: int, n_queries: int = 80) -> pd.DataFrame:
+    rng = np.random.default_rng(seed + 100)
+    rows = [(f"q{q}", f"d{d}", int(rng.integers(0, 4))) for q in range(n_queries)
+            for d in rng.choice(60, 10, replace=False)]
+    return pd.DataFrame(rows, columns=["qid", "item_id", "grade"])
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def pytrec_means(qrels_path: Path, run_path: Path) -> dict[str, dict[str, float]]:
+    with open(qrels_path) as q, open(run_path) as r:
+        evaluator = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(q), MEASURES)
+        return evaluator.evaluate(pytrec_eval.parse_run(r))
+
+
+def ours_by_measure(run: pd.DataFrame, qrels: pd.DataFrame) -> dict[tuple[str, str], float]:
+    table = per_query_metrics(run.rename(columns={"doc_id": "item_id"})[["qid", "item_id", "rank", "score"]], qrels,
+                              [5, 10, 20, 1000])
+    values = {(q, m, int(k)): v for q, m, k, v in zip(table["qid"], table["metric"], table["k"], table["value"])}
+    out = {(q, measure): values[(q, *key)] for (q, _, _) in values for measure, key in OURS.items()}
+    out |= {(q, "recip_rank"): values[(q, "rr", 1000)] for (q, _, _) in values}
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_imported_run_is_scored_as_trec_eval_scores_it(tmp_path: Path, seed: int) -> None:
+    run, qrels = tied_run(seed), random_qrels(seed)
+    run_path = write_lines(tmp_path / "run.txt", [f"{q} Q0 {d} 1 {s} tag" for q, d, s in run.itertuples(index=False)])
+    qrels_path = write_lines(tmp_path / "qrels.txt", [f"{q} 0 {d} {g}" for q, d, g in qrels.itertuples(index=False)])
+    imported = read_trec_run(run_path)
+    assert imported.groupby("qid")["rank"].apply(lambda r: list(r) == list(range(1, len(r) + 1))).all()
+    ref = pytrec_means(qrels_path, run_path)
+    ours = ours_by_measure(imported, read_trec_qrels(qrels_path))
+    compared = 0
+    for (q, measure), value in ours.items():
+        if q in ref:
+            assert math.isclose(value, ref[q][measure], abs_tol=1e-9), (q, measure)
+            compared += 1
+    assert compared > 200
+
+
+def test_exported_run_makes_trec_eval_reproduce_our_order(tmp_path: Path) -> None:
+    """Our ranks contradict the scores (a reranked run keeps first-stage scores, ties everywhere); the
+    exported file must still be scored in our rank order."""
+    run, qrels = tied_run(3), random_qrels(3)
+    rng = np.random.default_rng(3)
+    run = run.assign(rank=run.groupby("qid").cumcount() + 1, chunk_id=run["doc_id"])
+    run = run.assign(score=rng.integers(0, 2, len(run)).astype(float))  # scores unrelated to the ranks
+    out = tmp_path / "runs" / "m.trec"
+    write_trec_run(run, out, tag="m")
+    qrels_path = write_lines(tmp_path / "qrels.txt", [f"{q} 0 {d} {g}" for q, d, g in qrels.itertuples(index=False)])
+    ref = pytrec_means(qrels_path, out)
+    ours = ours_by_measure(run, qrels)
+    for (q, measure), value in ours.items():
+        if q in ref:
+            assert math.isclose(value, ref[q][measure], abs_tol=1e-9), (q, measure)
+    reread = read_trec_run(out).set_index(["qid", "doc_id"])["rank"]
+    assert (reread.loc[list(zip(run["qid"], run["doc_id"]))].to_numpy() == run["rank"].to_numpy()).all()
+    assert out.read_text().splitlines()[0].endswith(" m")
+
+
+RUN_ERRORS = {
+    "field count": (["q1 Q0 d1 1 2.0"], ["line 1", "5 fields, expected 6"]),
+    "NaN score": (["q1 Q0 d1 1 2.0 t", "q1 Q0 d2 2 nan t"], ["line 2", "question 'q1'", "id 'd2'", "not a finite"]),
+    "text score": (["q1 Q0 d1 1 high t"], ["line 1", "question 'q1'", "id 'd1'", "not a finite"]),
+    "duplicate id": (["q1 Q0 d1 1 2.0 t", "q2 Q0 d1 1 2.0 t", "q1 Q0 d1 2 1.0 t"],
+                     ["lines 1 and 3", "question 'q1'", "id 'd1' twice"]),
+}
+QRELS_ERRORS = {
+    "conflicting grades": (["q1 0 d1 1", "q1 0 d2 0", "q1 0 d1 2"], ["lines 1 and 3", "'q1'", "'d1'", "1 and 2"]),
+    "grade above the scale": (["q1 0 d1 4"], ["line 1", "'q1'", "'d1'", "0..3"]),
+    "negative grade": (["q1 0 d1 -1"], ["line 1", "0..3"]),
+    "text grade": (["q1 0 d1 yes"], ["line 1", "0..3"]),
+    "field count": (["q1 d1 1"], ["line 1", "3 fields, expected 4"]),
+}
+
+
+CASES = {f"run: {name}": (read_run, *case) for name, case in RUN_ERRORS.items()} | {
+    f"qrels: {name}": (read_qrels, *case) for name, case in QRELS_ERRORS.items()}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_trec_files(tmp_path: Path, case: str) -> None:
+    reader, lines, fragments = CASES[case]
+    path = write_lines(tmp_path / "bad.txt", lines)
+    with pytest.raises(InputError) as error:
+        reader(path)
+    for fragment in [str(path)] + fragments:
+        assert fragment in str(error.value), (fragment, str(error.value))
+
+
+def test_exact_repeats_in_qrels_are_kept_once(tmp_path: Path) -> None:
+    qrels = read_trec_qrels(write_lines(tmp_path / "q.txt", ["q1 0 d1 2", "q1 0 d1 2", "q2 0 d1 0"]))
+    assert qrels.to_dict("list") == {"qid": ["q1", "q2"], "item_id": ["d1", "d1"], "grade": [2, 0]}
+
+
+def test_parquet_runs_and_qrels(tmp_path: Path) -> None:
+    path = tmp_path / "run.parquet"
+    pd.DataFrame({"qid": ["a", "a", "a"], "doc_id": ["x", "y", "z"], "score": [1.0, 2.0, 2.0]}).to_parquet(path)
+    run = read_parquet_run(path)  # no rank column: trec_eval's rule (score desc, id desc)
+    assert run["doc_id"].tolist() == ["z", "y", "x"] and run["chunk_id"].tolist() == ["z", "y", "x"]
+    ranked = tmp_path / "ranked.parquet"
+    pd.DataFrame({"qid": ["a", "a"], "chunk_id": ["x#1", "x#2"], "doc_id": ["x", "x"], "score": [0.0, 5.0],
+                  "rank": [1, 2]}).to_parquet(ranked)
+    assert read_run(ranked)["chunk_id"].tolist() == ["x#1", "x#2"]  # a rank column is the order
+    bad = tmp_path / "bad.parquet"
+    pd.DataFrame({"qid": ["a", "a"], "doc_id": ["x", "x"], "score": [1.0, 0.5]}).to_parquet(bad)
+    with pytest.raises(InputError, match=r"rows 1 and 2.*'a'.*'x' twice"):
+        read_run(bad)
+    nan = tmp_path / "nan.parquet"
+    pd.DataFrame({"qid": ["a"], "doc_id": ["x"], "score": [float("nan")]}).to_parquet(nan)
+    with pytest.raises(InputError, match=r"row 1 \(question 'a', id 'x'\).*finite"):
+        read_run(nan)
+    qrels = tmp_path / "qrels.parquet"
+    pd.DataFrame({"grain": ["chunk", "document", "document"], "qid": ["a", "a", "a"],
+                  "item_id": ["x#1", "x", "y"], "grade": [3, 3, 7]}).to_parquet(qrels)
+    assert read_qrels(qrels, "chunk").to_dict("list") == {"qid": ["a"], "item_id": ["x#1"], "grade": [3]}
+    with pytest.raises(InputError, match=r"row 3 .*'y'.*0\.\.3"):
+        read_qrels(qrels, "document")
