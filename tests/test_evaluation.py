@@ -143,7 +143,7 @@ def test_aggregate() -> None:
     qrels, _ = build_qrels(labels, CHUNKS)
     per_query = {"bm25": evaluate_run(run, questions, qrels, KS),
                  "dense": evaluate_run(run[run["rank"] <= 2], questions, qrels, KS)}
-    table = aggregate(per_query, questions, "demo", "v1", n_resamples=500, seed=1)
+    table, _ = aggregate(per_query, questions, "demo", "v1", n_resamples=500, seed=1)
     assert list(table.columns) == AGGREGATE_COLUMNS
     assert set(table["method"]) == {"bm25", "dense"}
     assert set(table["kind"]) == {"all", "version", "paraphrase"}
@@ -170,14 +170,14 @@ def test_aggregate() -> None:
                  & (table["metric"] == "recall") & (table["k"] == 5)].iloc[0]
     assert deep.ci_low < deep.ci_high  # the questions differ, so the interval is not a point
     # Reproducible with the same seed.
-    pd.testing.assert_frame_equal(table, aggregate(per_query, questions, "demo", "v1", n_resamples=500, seed=1))
+    pd.testing.assert_frame_equal(table, aggregate(per_query, questions, "demo", "v1", n_resamples=500, seed=1)[0])
 
 
 def test_aggregate_counts_kind_with_only_unanswerable_questions() -> None:
     questions = pd.DataFrame({"qid": ["a", "b", "c"], "kind": ["x", "x", "y"]})
     per_query = pd.DataFrame({"qid": ["a", "b"], "kind": ["x", "x"], "grain": "chunk", "metric": "hit", "k": 1,
                               "value": [1.0, 0.0]})
-    table = aggregate({"m": per_query}, questions, "d", "v", n_resamples=200)
+    table, _ = aggregate({"m": per_query}, questions, "d", "v", n_resamples=200)
     rows = {row.kind: row for row in table.itertuples(index=False)}
     assert set(rows) == {"all", "x"}
     assert (rows["all"].n, rows["all"].n_excluded, rows["all"].mean) == (2, 1, 0.5)
