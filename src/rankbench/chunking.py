@@ -28,38 +28,27 @@ class ChunkerSpec:
             raise ValueError(f"overlap {self.overlap} must be >= 0 and smaller than size {self.size}")
 
 
-def windows(length: int, size: int | None, overlap: int) -> list[tuple[int, int]]:
-    """(start, end) character windows covering [0, length) with the given overlap."""
-    if size is None or length <= size:
-        return [(0, length)]
+_SNAP = 40  # characters an edge may move back to land on a space
+
+
+def word_windows(text: str, size: int | None, overlap: int) -> list[tuple[int, int]]:
+    """(start, end) windows of at most `size` characters covering the text, consecutive ones sharing about
+    `overlap` characters; edges move back to a space within 40 characters so no word is cut when avoidable.
+    Starts strictly increase (chunk ids stay unique) and each window starts before the previous one ends (no gap)."""
+    if size is None or len(text) <= size:
+        return [(0, len(text))]
     spans, start = [], 0
     while True:
-        end = min(start + size, length)
+        end = min(start + size, len(text))
+        if end < len(text):
+            space = text.rfind(" ", max(start + 1, end - _SNAP), end + 1)
+            end = space if space > start else end
         spans.append((start, end))
-        if end == length:
+        if end >= len(text):
             return spans
-        start = end - overlap
-
-
-def _snap_to_words(text: str, start: int, end: int) -> tuple[int, int]:
-    """Move window edges back to whitespace so no word is cut (when a space is near)."""
-    if start > 0:
-        space = text.rfind(" ", max(0, start - 40), start)
-        start = space + 1 if space >= 0 else start
-    if end < len(text):
-        space = text.rfind(" ", max(start + 1, end - 40), end)
-        end = space if space > start else end
-    return start, end
-
-
-def _word_windows(text: str, size: int | None, overlap: int) -> list[tuple[int, int]]:
-    """windows() snapped to words; a window whose snapped start would not move past the previous one keeps its
-    exact edges, so starts strictly increase (chunk ids stay unique when the step is shorter than a word)."""
-    spans: list[tuple[int, int]] = []
-    for start, end in windows(len(text), size, overlap):
-        snapped = _snap_to_words(text, start, end)
-        spans.append(snapped if not spans or snapped[0] > spans[-1][0] else (start, end))
-    return spans
+        following = max(end - overlap, start + 1)
+        space = text.rfind(" ", max(start + 1, following - _SNAP), following)
+        start = space + 1 if space > start else following
 
 
 def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]:
@@ -73,13 +62,13 @@ def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]
             if not section.body:
                 continue  # a heading without text is no evidence: no chunk
             body = f"{section.heading}\n{section.body}".strip()
-            for part, (start, end) in enumerate(_word_windows(body, spec.size, spec.overlap), start=1):
+            for part, (start, end) in enumerate(word_windows(body, spec.size, spec.overlap), start=1):
                 suffix = "" if part == 1 else f"~{part}"
                 chunks.append({**meta, "chunk_id": f"{doc['doc_id']}#{section.section_id}{suffix}",
                                "sections": [section.section_id], "text": body[start:end].strip()})
     else:
         text = doc["text"]
-        for start, end in _word_windows(text, spec.size, spec.overlap):
+        for start, end in word_windows(text, spec.size, spec.overlap):
             covered = [s.section_id for s in sections if s.start < end and s.end > start]
             chunks.append({**meta, "chunk_id": f"{doc['doc_id']}@{start}", "sections": covered,
                            "text": text[start:end].strip()})

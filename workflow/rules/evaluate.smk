@@ -38,3 +38,39 @@ rule aggregate:
         seed=EVALUATION["seed"],
     script:
         "../scripts/aggregate.py"
+
+
+rule leaks:
+    input:
+        run=run_path("{method}"),
+        questions=f"{R}/{{qset}}/questions.parquet",
+        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
+    output:
+        leaks=f"{R}/{{qset}}/leaks/{{method}}.parquet",
+    log:
+        f"logs/{DATASET['name']}/leaks/{{qset}}/{{method}}.log",
+    wildcard_constraints:
+        method=choice(METHODS),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        ks=EVALUATION["ks"],
+    script:
+        "../scripts/leaks.py"
+
+
+rule leak_summary:
+    input:
+        leaks=expand(f"{R}/{{{{qset}}}}/leaks/{{method}}.parquet", method=METHODS),
+    output:
+        summary=f"{R}/{{qset}}/leaks.parquet",
+    log:
+        f"logs/{DATASET['name']}/leak_summary/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        methods=METHODS,
+    script:
+        "../scripts/leak_summary.py"
