@@ -10,6 +10,7 @@ import pytest
 import pytrec_eval
 import yaml
 
+from rankbench.config import expand_methods
 from rankbench.frozen import freeze
 from rankbench.runs import collapse_to_documents
 from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
@@ -31,23 +32,28 @@ def demo_config(workdir: Path) -> dict:
     return yaml.safe_load((workdir / "config.yaml").read_text())
 
 
+def demo_methods(workdir: Path) -> list[str]:
+    """The demo's concrete methods (grids expanded into their points)."""
+    return list(expand_methods(demo_config(workdir)["methods"], "config.yaml"))
+
+
 def test_every_method_and_version_has_runs_metrics_and_a_table(demo: Path) -> None:
     config = demo_config(demo)
     for qset in config["qsets"]:
         base = demo / "results" / "demo" / qset
-        for method in config["methods"]:
+        for method in demo_methods(demo):
             run = pd.read_parquet(base / "runs" / f"{method}.parquet")
             assert {"qid", "rank", "chunk_id", "doc_id", "score"} <= set(run.columns)
             assert run.groupby("qid")["rank"].apply(lambda r: list(r) == list(range(1, len(r) + 1))).all()
             assert run.groupby("qid").size().max() <= config["evaluation"]["depth"]
         aggregate = pd.read_parquet(base / "aggregate.parquet")
         assert {"dataset", "qset", "method", "grain", "metric", "k", "mean", "n"} <= set(aggregate.columns)
-        assert set(aggregate["method"]) == set(config["methods"])
+        assert set(aggregate["method"]) == set(demo_methods(demo))
         assert set(aggregate["grain"]) == {"chunk", "document"}
         manifest = json.loads((base / "qset.json").read_text())
         table = (base / "comparison.md").read_text()
         assert manifest["sha256"] in table and f"question-set version {qset}" in table
-        for method in config["methods"]:
+        for method in demo_methods(demo):
             assert f"| {method} |" in table
 
 
@@ -70,10 +76,11 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
     assert jobs["aggregate"] == 1 and jobs["comparison_table"] == 1
 
 
-def test_changing_rrf_k_reruns_only_the_fusion_and_what_consumes_it(demo: Path) -> None:
-    config = edit_config(demo, lambda c: c["methods"]["hybrid"].update(k=10), "config-k10.yaml")
+def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it(demo: Path) -> None:
+    config = edit_config(demo, lambda c: c["methods"]["combsum"].update(normalization="zscore"), "config-z.yaml")
     n_qsets = len(demo_config(demo)["qsets"])
-    assert planned_jobs(demo, config) == {"fuse_rrf": n_qsets, "evaluate": n_qsets, "aggregate": n_qsets,
+    assert planned_jobs(demo, config) == {"fuse": n_qsets, "evaluate": n_qsets, "leaks": n_qsets,
+                                          "aggregate": n_qsets, "leak_summary": n_qsets,
                                           "comparison_table": n_qsets, "all": 1}
 
 
@@ -102,7 +109,7 @@ def test_demo_metrics_equal_pytrec_eval(demo: Path, qset: str) -> None:
     qrels_all = pd.read_parquet(base / "qrels" / "sections.parquet")
     measures = {"ndcg_cut_10": ("ndcg", 10), "P_5": ("precision", 5), "recall_10": ("recall", 10),
                 "success_1": ("hit", 1), "map_cut_10": ("ap", 10)}
-    for method in demo_config(demo)["methods"]:
+    for method in demo_methods(demo):
         run = pd.read_parquet(base / "runs" / f"{method}.parquet")
         ours = pd.read_parquet(base / "metrics" / f"{method}.parquet")
         for grain, frame, item in (("chunk", run, "chunk_id"),

@@ -88,7 +88,7 @@ def rm3_queries(index: bm25s.BM25, analyzer: Analyzer, queries: Sequence[str], t
         top = sorted(feedback.items(), key=lambda item: (-item[1], item[0]))[: rm3.fb_terms]
         model = _l1(dict(top))
         mixed = {term: rm3.original_weight * weight for term, weight in original.items()}
-        for term, weight in model.items():
+        for term, weight in model.items() if rm3.original_weight < 1 else ():
             mixed[term] = mixed.get(term, 0.0) + (1 - rm3.original_weight) * weight
         expanded.append(mixed)
     return expanded

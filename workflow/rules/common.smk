@@ -24,7 +24,9 @@ EVALUATION = evaluation_settings(config)
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
-REWRITES = sorted({name for q in config["qsets"].values() for name in q.get("rewrites", {})})
+REWRITES = sorted(
+    {name for q in config["qsets"].values() for name in q.get("rewrites", {})}
+)
 
 
 def choice(names):

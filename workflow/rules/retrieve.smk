@@ -21,7 +21,9 @@ rule retrieve_bm25:
         mem_mb=2000,
     params:
         depth=EVALUATION["depth"],
-        filters=lambda wildcards: sorted(METHOD_SPECS[wildcards.method].get("filters", [])),
+        filters=lambda wildcards: sorted(
+            METHOD_SPECS[wildcards.method].get("filters", [])
+        ),
         prf=lambda wildcards: METHOD_SPECS[wildcards.method].get("prf"),
     script:
         "../scripts/retrieve_bm25.py"
@@ -52,8 +54,12 @@ rule retrieve_dense:
         mem_mb=2000,
     params:
         depth=EVALUATION["depth"],
-        index=lambda wildcards: dict(sorted(vars(dense_index(wildcards.method)).items())),
-        filters=lambda wildcards: sorted(METHOD_SPECS[wildcards.method].get("filters", [])),
+        index=lambda wildcards: dict(
+            sorted(vars(dense_index(wildcards.method)).items())
+        ),
+        filters=lambda wildcards: sorted(
+            METHOD_SPECS[wildcards.method].get("filters", [])
+        ),
     script:
         "../scripts/retrieve_dense.py"
 
@@ -78,7 +84,9 @@ rule ann_recall:
         "../../environment.yml"
     threads: 1
     params:
-        index=lambda wildcards: dict(sorted(vars(dense_index(wildcards.method)).items())),
+        index=lambda wildcards: dict(
+            sorted(vars(dense_index(wildcards.method)).items())
+        ),
         ks=sorted(set(EVALUATION["ks"]) | {EVALUATION["depth"]}),
     script:
         "../scripts/ann_recall.py"
