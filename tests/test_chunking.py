@@ -132,6 +132,8 @@ def test_word_windows() -> None:
     spans = word_windows(text, 50, 25)
     assert all(end - start <= 50 for start, end in spans)
     assert all(text[start - 1] == " " for start, _ in spans[1:])
+    blank = "a a a a a a a a a a a a a a a a aaaaaaa aaaaaaaaaaa"  # a window would have started on a space
+    assert all(not blank[start].isspace() for start, _ in word_windows(blank, 50, 43))
 
 
 _texts = st.lists(st.text(alphabet="abcdefghij", min_size=1, max_size=60), min_size=1, max_size=60).map(" ".join)
