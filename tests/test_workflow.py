@@ -67,11 +67,17 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
              "audience": "public", "as_of": "2025-06-01", "labels": []}
     (questions / "v3.jsonl").write_text((questions / "v2.jsonl").read_text() + json.dumps(extra) + "\n")
     freeze(questions / "v3.jsonl", "v3", questions / "frozen.lock")
-    config = edit_config(demo, lambda c: c["qsets"].update(v3={"path": "data/demo/questions/v3.jsonl"}),
+    # Methods using the `llm` rewrites need them for every version: v3 brings its own, frozen with it.
+    rewrite = {"qid": "q999", "query": "délai de remboursement"}
+    (questions / "v3.rewrites.llm.jsonl").write_text(
+        (questions / "v2.rewrites.llm.jsonl").read_text() + json.dumps(rewrite, ensure_ascii=False) + "\n")
+    freeze(questions / "v3.rewrites.llm.jsonl", "v3.rewrites.llm", questions / "frozen.lock")
+    config = edit_config(demo, lambda c: c["qsets"].update(v3={
+        "path": "data/demo/questions/v3.jsonl", "rewrites": {"llm": "data/demo/questions/v3.rewrites.llm.jsonl"}}),
                          "config-v3.yaml")
     jobs = planned_jobs(demo, config)
     assert not CORPUS_RULES & set(jobs), jobs
-    assert jobs["prepare_questions"] == 1
+    assert jobs["prepare_questions"] == 1 and jobs["prepare_rewrites"] == 1
     assert jobs["embed_queries"] == len(demo_config(demo)["encoders"])
     assert jobs["aggregate"] == 1 and jobs["comparison_table"] == 1
 
