@@ -206,6 +206,19 @@ def test_leak_counts_per_question_and_k() -> None:
     assert summary.loc[("outdated", 3), "n_questions"] == 2 and summary.loc[("outdated", 1), "n_with_leak"] == 0
 
 
+def test_undated_corpora_and_questions_have_no_outdated_leaks() -> None:
+    """BEIR: no validity dates anywhere (all-null columns come back from Parquet as floats) and no as_of."""
+    chunks = chunk_table().assign(valid_from=np.nan, valid_to=np.nan)
+    undated = QUESTIONS.assign(as_of=None)
+    run = run_frame([("pub", "pub-old", 2.0), ("pub", "staff", 1.0)])
+    counts = leak_counts(run, undated, chunks, [2])
+    assert counts.query("leak == 'outdated'").empty and counts.query("leak == 'staff'")["count"].sum() == 1
+    dated = leak_counts(run, QUESTIONS, chunks, [2])
+    assert dated.query("leak == 'outdated'")["count"].sum() == 0
+    masks = chunk_masks(QUESTIONS, chunks, ["validity"])
+    assert masks.masks.all()
+
+
 # --------------------------------------------------------------------------- rewrites and RM3
 
 def write_jsonl(path: Path, records: list[dict]) -> Path:

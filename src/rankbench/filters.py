@@ -49,6 +49,6 @@ def chunk_masks(questions: pd.DataFrame, chunks: pd.DataFrame, filters: Sequence
         if who == "public":
             masks[g] &= ~staff
         if date:
-            masks[g] &= in_force(chunks["valid_from"], chunks["valid_to"],
-                                  pd.Series(date, index=chunks.index)).to_numpy()
+            masks[g] &= in_force(chunks["valid_from"].astype(object), chunks["valid_to"].astype(object),
+                                  pd.Series(date, index=chunks.index, dtype=object)).to_numpy(dtype=bool)
     return ChunkMasks(group=np.asarray(group), masks=masks)

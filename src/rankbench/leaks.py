@@ -25,9 +25,12 @@ def leak_counts(run: pd.DataFrame, questions: pd.DataFrame, chunks: pd.DataFrame
         chunks[["chunk_id", "audience", "valid_from", "valid_to"]], on="chunk_id", how="left").merge(asked, on="qid")
     flags = {
         "staff": (ranked["q_audience"].fillna("public") == "public").to_numpy() & staff_only(ranked),
-        "outdated": (ranked["as_of"].notna() & ~in_force(ranked["valid_from"], ranked["valid_to"], ranked["as_of"])
-                     ).to_numpy(),
+        "outdated": np.zeros(len(ranked), dtype=bool),
     }
+    dated = ranked["as_of"].notna().to_numpy()
+    if dated.any():  # columns without any date (BEIR) may be all-null floats: compare dated rows only, as objects
+        when = ranked.loc[dated, ["valid_from", "valid_to", "as_of"]].astype(object)
+        flags["outdated"][dated] = ~in_force(when["valid_from"], when["valid_to"], when["as_of"]).to_numpy(dtype=bool)
     applies = {"staff": asked["q_audience"].fillna("public") == "public", "outdated": asked["as_of"].notna()}
     frames = []
     for leak in ("staff", "outdated"):
