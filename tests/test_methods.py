@@ -133,6 +133,7 @@ def test_approximate_indexes_are_deterministic_and_report_recall(spec: IndexSpec
     first, _ = dense_search(build_faiss(corpus, spec), queries, 20, spec)
     second, _ = dense_search(build_faiss(corpus, spec), queries, 20, spec)
     np.testing.assert_array_equal(first, second)
+    assert (first >= 0).all()  # full lists even though ef_search (10) < k (20)
     exact, _ = dense_search(build_faiss(corpus), queries, 20)
     recall = recall_against_exact(first, exact, [1, 10, 20])
     assert list(recall["k"]) == [1, 10, 20] and (recall["n_queries"] == 50).all()

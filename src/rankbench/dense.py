@@ -96,11 +96,12 @@ def load_index(path: Path) -> faiss.Index:
     return faiss.read_index(str(path))
 
 
-def _search_params(index: faiss.Index, spec: IndexSpec, selector: Any = None) -> Any:
-    """Query-time parameters for the index type (ef_search / nprobe), with an optional ID selector."""
+def _search_params(index: faiss.Index, spec: IndexSpec, k: int, selector: Any = None) -> Any:
+    """Query-time parameters for the index type, with an optional ID selector. HNSW explores
+    max(ef_search, k) candidates (as hnswlib does): FAISS would otherwise return fewer than k results."""
     if isinstance(index, faiss.IndexHNSW):
         params = faiss.SearchParametersHNSW()
-        params.efSearch = spec.ef_search
+        params.efSearch = max(spec.ef_search, k)
     elif isinstance(index, faiss.IndexIVF):
         params = faiss.SearchParametersIVF()
         params.nprobe = spec.nprobe
@@ -124,7 +125,7 @@ def search(index: faiss.Index, queries: np.ndarray, k: int, spec: IndexSpec = In
     faiss.omp_set_num_threads(1)  # one thread: the same results on every run
     try:
         if allowed is None:
-            scores, positions = index.search(queries, k, params=_search_params(index, spec))
+            scores, positions = index.search(queries, k, params=_search_params(index, spec, k))
             return positions, scores
         positions = np.full((len(queries), k), -1, dtype=np.int64)
         scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
@@ -132,7 +133,7 @@ def search(index: faiss.Index, queries: np.ndarray, k: int, spec: IndexSpec = In
             rows = allowed.rows(g)
             if len(rows) and mask.any():
                 selector = faiss.IDSelectorBatch(np.flatnonzero(mask).astype(np.int64))
-                s, p = index.search(queries[rows], k, params=_search_params(index, spec, selector))
+                s, p = index.search(queries[rows], k, params=_search_params(index, spec, k, selector))
                 positions[rows], scores[rows] = p, s
         return positions, scores
     finally:
