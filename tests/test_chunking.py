@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankbench.chunking import CHUNK_COLUMNS, ChunkerSpec, chunk_corpus, chunk_document, passage_text, windows
+from rankbench.chunking import CHUNK_COLUMNS, ChunkerSpec, chunk_corpus, chunk_document, passage_text, word_windows
 from rankbench.sections import split_sections
 
 
@@ -122,11 +122,18 @@ def test_ids_are_stable_across_calls() -> None:
         assert first["chunk_id"].is_unique
 
 
-def test_windows() -> None:
-    assert windows(10, None, 0) == [(0, 10)]
-    assert windows(10, 10, 3) == [(0, 10)]
-    assert windows(25, 10, 3) == [(0, 10), (7, 17), (14, 24), (21, 25)]
-    assert windows(0, 10, 3) == [(0, 0)]
+def test_word_windows() -> None:
+    assert word_windows("x" * 10, None, 0) == [(0, 10)]
+    assert word_windows("x" * 10, 10, 3) == [(0, 10)]
+    assert word_windows("x" * 25, 10, 3) == [(0, 10), (7, 17), (14, 24), (21, 25)]
+    assert word_windows("", 10, 3) == [(0, 0)]
+    # Edges land on spaces; no window exceeds the size even when its start moved back.
+    text = "h\na a aa aaa aaaaaaaaaaaa a a a a a a a a a a a a a a aaaaaaaaaa"
+    spans = word_windows(text, 50, 25)
+    assert all(end - start <= 50 for start, end in spans)
+    assert all(text[start - 1] == " " for start, _ in spans[1:])
+    blank = "a a a a a a a a a a a a a a a a aaaaaaa aaaaaaaaaaa"  # a window would have started on a space
+    assert all(not blank[start].isspace() for start, _ in word_windows(blank, 50, 43))
 
 
 _texts = st.lists(st.text(alphabet="abcdefghij", min_size=1, max_size=60), min_size=1, max_size=60).map(" ".join)

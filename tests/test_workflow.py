@@ -10,6 +10,7 @@ import pytest
 import pytrec_eval
 import yaml
 
+from rankbench.config import expand_methods
 from rankbench.frozen import freeze
 from rankbench.runs import collapse_to_documents
 from workflow_helpers import edit_config, planned_jobs, snakemake
@@ -22,23 +23,28 @@ def demo_config(workdir: Path) -> dict:
     return yaml.safe_load((workdir / "config.yaml").read_text())
 
 
+def demo_methods(workdir: Path) -> list[str]:
+    """The demo's concrete methods (grids expanded into their points)."""
+    return list(expand_methods(demo_config(workdir)["methods"], "config.yaml"))
+
+
 def test_every_method_and_version_has_runs_metrics_and_a_table(demo: Path) -> None:
     config = demo_config(demo)
     for qset in config["qsets"]:
         base = demo / "results" / "demo" / qset
-        for method in config["methods"]:
+        for method in demo_methods(demo):
             run = pd.read_parquet(base / "runs" / f"{method}.parquet")
             assert {"qid", "rank", "chunk_id", "doc_id", "score"} <= set(run.columns)
             assert run.groupby("qid")["rank"].apply(lambda r: list(r) == list(range(1, len(r) + 1))).all()
             assert run.groupby("qid").size().max() <= config["evaluation"]["depth"]
         aggregate = pd.read_parquet(base / "aggregate.parquet")
         assert {"dataset", "qset", "method", "grain", "metric", "k", "mean", "n"} <= set(aggregate.columns)
-        assert set(aggregate["method"]) == set(config["methods"])
+        assert set(aggregate["method"]) == set(demo_methods(demo))
         assert set(aggregate["grain"]) == {"chunk", "document"}
         manifest = json.loads((base / "qset.json").read_text())
         table = (base / "comparison.md").read_text()
         assert manifest["sha256"] in table and f"question-set version {qset}" in table
-        for method in config["methods"]:
+        for method in demo_methods(demo):
             assert f"| {method} |" in table
 
 
@@ -52,20 +58,26 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
              "audience": "public", "as_of": "2025-06-01", "labels": []}
     (questions / "v3.jsonl").write_text((questions / "v2.jsonl").read_text() + json.dumps(extra) + "\n")
     freeze(questions / "v3.jsonl", "v3", questions / "frozen.lock")
-    config = edit_config(demo, lambda c: c["qsets"].update(v3={"path": "data/demo/questions/v3.jsonl"}),
+    # Methods using the `llm` rewrites need them for every version: v3 brings its own, frozen with it.
+    rewrite = {"qid": "q999", "query": "délai de remboursement"}
+    (questions / "v3.rewrites.llm.jsonl").write_text(
+        (questions / "v2.rewrites.llm.jsonl").read_text() + json.dumps(rewrite, ensure_ascii=False) + "\n")
+    freeze(questions / "v3.rewrites.llm.jsonl", "v3.rewrites.llm", questions / "frozen.lock")
+    config = edit_config(demo, lambda c: c["qsets"].update(v3={
+        "path": "data/demo/questions/v3.jsonl", "rewrites": {"llm": "data/demo/questions/v3.rewrites.llm.jsonl"}}),
                          "config-v3.yaml")
     jobs = planned_jobs(demo, config)
     assert not CORPUS_RULES & set(jobs), jobs
-    assert jobs["prepare_questions"] == 1
+    assert jobs["prepare_questions"] == 1 and jobs["prepare_rewrites"] == 1
     assert jobs["embed_queries"] == len(demo_config(demo)["encoders"])
     assert jobs["aggregate"] == 1 and jobs["comparison_table"] == 1
 
 
-def test_changing_rrf_k_reruns_only_the_fusion_and_what_consumes_it(demo: Path) -> None:
-    config = edit_config(demo, lambda c: c["methods"]["hybrid"].update(k=10), "config-k10.yaml")
+def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it(demo: Path) -> None:
+    config = edit_config(demo, lambda c: c["methods"]["combsum"].update(normalization="zscore"), "config-z.yaml")
     n_qsets = len(demo_config(demo)["qsets"])
-    assert planned_jobs(demo, config) == {"fuse_rrf": n_qsets, "export_trec": n_qsets, "evaluate": n_qsets,
-                                          "aggregate": n_qsets,
+    assert planned_jobs(demo, config) == {"fuse": n_qsets, "export_trec": n_qsets, "evaluate": n_qsets,
+                                          "leaks": n_qsets, "aggregate": n_qsets, "leak_summary": n_qsets,
                                           "comparison_table": n_qsets, "all": 1}
 
 
@@ -94,7 +106,7 @@ def test_demo_metrics_equal_pytrec_eval(demo: Path, qset: str) -> None:
     qrels_all = pd.read_parquet(base / "qrels" / "sections.parquet")
     measures = {"ndcg_cut_10": ("ndcg", 10), "P_5": ("precision", 5), "recall_10": ("recall", 10),
                 "success_1": ("hit", 1), "map_cut_10": ("ap", 10)}
-    for method in demo_config(demo)["methods"]:
+    for method in demo_methods(demo):
         run = pd.read_parquet(base / "runs" / f"{method}.parquet")
         ours = pd.read_parquet(base / "metrics" / f"{method}.parquet")
         for grain, frame, item in (("chunk", run, "chunk_id"),

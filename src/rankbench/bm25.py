@@ -23,6 +23,7 @@ import re
 import secrets
 import unicodedata
 import zipfile
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -34,6 +35,8 @@ import bm25s
 import numpy as np
 import Stemmer
 from bm25s import stopwords as _bm25s_stopwords
+
+from rankbench.filters import ChunkMasks
 
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
@@ -134,6 +137,15 @@ def analyzer_and_params(spec: Mapping[str, Any], language: str) -> tuple[Analyze
     param_keys = {field.name for field in dataclasses.fields(BM25Params)}
     analyzer = Analyzer(language=language, **{key: spec[key] for key in analyzer_keys if key in spec})
     return analyzer, BM25Params(**{key: spec[key] for key in param_keys if key in spec})
+
+
+def index_keys(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What shapes a method's index (analyzer and BM25 parameters, defaults filled in, sorted): methods that agree
+    on it share one index, whatever their query-time settings (rewrite, prf, filters)."""
+    analyzer, params = analyzer_and_params(spec, "english")
+    keys = {**analyzer.to_dict(), **params.to_dict()}
+    del keys["language"]
+    return dict(sorted(keys.items()))
 
 
 def normalize(text: str, fold_accents: bool) -> str:
@@ -293,42 +305,58 @@ def _check_built_with(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params 
 
 
 def search(
-    index: bm25s.BM25, analyzer: Analyzer, queries: Sequence[str], k: int
+    index: bm25s.BM25, analyzer: Analyzer, queries: Sequence[str], k: int, allowed: ChunkMasks | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-k corpus positions and scores per query ([n_queries, k'], k' = min(k, n_docs)).
 
     Positions are int64, scores float64. Only documents sharing a term with the query are
     returned; unfilled slots hold position -1 and score 0.0 (see the module docstring).
     Order: score descending, then position ascending (also at the k-th place).
+    `allowed` restricts each query to some documents before the top k is taken.
     """
+    _check_built_with(index, analyzer, None)
+    weights = [Counter(tokens) for tokens in analyzer.tokenize(queries)]
+    return search_weighted(index, weights, k, allowed)
+
+
+def search_weighted(
+    index: bm25s.BM25, queries: Sequence[Mapping[str, float]], k: int, allowed: ChunkMasks | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`search` for queries given as analyzed term -> weight (a term's BM25 contribution is multiplied by it)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
-    _check_built_with(index, analyzer, None)
     n_docs = int(index.scores["num_docs"])
     width = min(k, n_docs)
     positions = np.full((len(queries), width), -1, dtype=np.int64)
     scores = np.zeros((len(queries), width), dtype=np.float64)
     vocab = index.vocab_dict
-    for row, tokens in enumerate(analyzer.tokenize(queries)):
-        term_ids = np.array([vocab[t] for t in tokens if t in vocab], dtype=np.int64)
-        if term_ids.size == 0:
+    for row, terms in enumerate(queries):
+        known = [(vocab[t], w) for t, w in terms.items() if t in vocab]
+        if not known:
             continue
-        docs, doc_scores = _score_matches(index, term_ids, n_docs)
+        term_ids = np.array([t for t, _ in known], dtype=np.int64)
+        docs, doc_scores = _score_matches(index, term_ids, np.array([w for _, w in known]), n_docs)
+        if allowed is not None:
+            keep = allowed.masks[allowed.group[row]][docs]
+            docs, doc_scores = docs[keep], doc_scores[keep]
         top = _top_k(docs, doc_scores, width)
         positions[row, : len(top)] = docs[top]
         scores[row, : len(top)] = doc_scores[top]
     return positions, scores
 
 
-def _score_matches(index: bm25s.BM25, term_ids: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Documents containing at least one query term, and their BM25 scores (summed in float64)."""
+def _score_matches(
+    index: bm25s.BM25, term_ids: np.ndarray, weights: np.ndarray, n_docs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Documents containing at least one query term, and their weighted BM25 scores (summed in float64)."""
     data, indices, indptr = index.scores["data"], index.scores["indices"], index.scores["indptr"]
     spans = [(indptr[t], indptr[t + 1]) for t in term_ids]
     doc_idx = np.concatenate([indices[s:e] for s, e in spans])
-    totals = np.bincount(doc_idx, weights=np.concatenate([data[s:e] for s, e in spans]), minlength=n_docs)
+    contributions = np.concatenate([np.asarray(data[s:e], dtype=np.float64) * w for (s, e), w in zip(spans, weights)])
+    totals = np.bincount(doc_idx, weights=contributions, minlength=n_docs)
     if index.nonoccurrence_array is not None:
         # bm25l / bm25+: stored scores are relative to a per-term baseline every document gets.
-        totals += float(np.asarray(index.nonoccurrence_array, dtype=np.float64)[term_ids].sum())
+        totals += float((np.asarray(index.nonoccurrence_array, dtype=np.float64)[term_ids] * weights).sum())
     matched = np.zeros(n_docs, dtype=bool)
     matched[doc_idx] = True
     docs = np.flatnonzero(matched)

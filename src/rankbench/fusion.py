@@ -1,19 +1,63 @@
-"""Fusion of several runs into one: reciprocal rank fusion (Cormack et al., 2009)."""
+"""Fusion of any number of runs into one: reciprocal rank fusion (Cormack et al., 2009) and weighted score fusion
+(CombSUM / CombMNZ, Fox & Shaw 1994) over per-query min-max or z-score normalized scores."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from rankbench.runs import order_by_trec_rule
 
+NORMALIZATIONS = ("minmax", "zscore")
+_KEYS = ["qid", "chunk_id", "doc_id"]
 
-def reciprocal_rank_fusion(runs: Sequence[pd.DataFrame], k: int = 60, depth: int = 100) -> pd.DataFrame:
-    """Score each chunk by the sum over runs of 1 / (k + rank); a chunk absent from a run adds nothing."""
+
+def _stack(runs: Sequence[pd.DataFrame], weights: Sequence[float] | None) -> pd.DataFrame:
+    """All input rows, each with its run's weight."""
     if not runs:
-        raise ValueError("reciprocal rank fusion needs at least one input run")
-    stacked = pd.concat([run[["qid", "chunk_id", "doc_id", "rank"]] for run in runs], ignore_index=True)
-    stacked["score"] = 1.0 / (k + stacked["rank"])
-    fused = stacked.groupby(["qid", "chunk_id", "doc_id"], as_index=False, sort=False)["score"].sum()
+        raise ValueError("fusion needs at least one input run")
+    weights = [1.0] * len(runs) if weights is None else list(weights)
+    if len(weights) != len(runs):
+        raise ValueError(f"{len(weights)} weights for {len(runs)} runs")
+    return pd.concat([run[_KEYS + ["rank", "score"]].assign(weight=float(w)) for run, w in zip(runs, weights)],
+                     keys=range(len(runs)), names=["run", None]).reset_index(level=0)
+
+
+def reciprocal_rank_fusion(runs: Sequence[pd.DataFrame], k: int = 60, depth: int = 100,
+                           weights: Sequence[float] | None = None) -> pd.DataFrame:
+    """Score each chunk by the (weighted) sum over runs of 1 / (k + rank); a chunk absent from a run adds nothing."""
+    stacked = _stack(runs, weights)
+    stacked["score"] = stacked["weight"] / (k + stacked["rank"])
+    fused = stacked.groupby(_KEYS, as_index=False, sort=False)["score"].sum()
     return order_by_trec_rule(fused, depth=depth)
+
+
+def normalize_scores(run_scores: pd.Series, qids: pd.Series, method: str) -> pd.Series:
+    """Per-query normalized scores: min-max to [0, 1] (all equal -> 1), or z-score (constant -> 0)."""
+    if method not in NORMALIZATIONS:
+        raise ValueError(f"unknown normalization {method!r}; use one of {', '.join(NORMALIZATIONS)}")
+    grouped = run_scores.groupby(qids.to_numpy(), sort=False)
+    if method == "minmax":
+        low, high = grouped.transform("min"), grouped.transform("max")
+        span = high - low
+        return ((run_scores - low) / span.where(span > 0, np.nan)).fillna(1.0)
+    mean, std = grouped.transform("mean"), grouped.transform("std", ddof=0)
+    return ((run_scores - mean) / std.where(std > 0, np.nan)).fillna(0.0)
+
+
+def score_fusion(runs: Sequence[pd.DataFrame], method: str = "combsum", normalization: str = "minmax",
+                 depth: int = 100, weights: Sequence[float] | None = None) -> pd.DataFrame:
+    """CombSUM: weighted sum of each run's normalized scores (absent = 0); CombMNZ: that sum × the number of runs
+    that returned the chunk. Scores are normalized per (run, query) first, so runs on different scales mix."""
+    if method not in ("combsum", "combmnz"):
+        raise ValueError(f"unknown score fusion {method!r}; use combsum or combmnz")
+    stacked = _stack(runs, weights)
+    normalized = stacked.groupby("run", group_keys=False, sort=True).apply(
+        lambda run: normalize_scores(run["score"], run["qid"], normalization), include_groups=False)
+    stacked["score"] = stacked["weight"] * normalized
+    fused = stacked.groupby(_KEYS, as_index=False, sort=False).agg(score=("score", "sum"), hits=("run", "nunique"))
+    if method == "combmnz":
+        fused["score"] *= fused["hits"]
+    return order_by_trec_rule(fused.drop(columns="hits"), depth=depth)

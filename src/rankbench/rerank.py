@@ -1,7 +1,11 @@
-"""Second-stage reranking: re-score the top N of an input run; results below N keep their order underneath."""
+"""Second-stage reranking: re-score the top N of an input run; results below N keep their order underneath.
+
+Degraded mode: when the scorer cannot be built or fails while scoring, the input order is kept and the run says
+so (`degraded` True, `degraded_reason` the error), so one broken model does not stop the whole workflow."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -27,6 +31,18 @@ def rerank(run: pd.DataFrame, depth: int, score_pairs: PairScorer) -> pd.DataFra
     merged = merged.sort_values(["qid", "score", "chunk_id"], ascending=[True, False, False], kind="stable")
     merged["rank"] = merged.groupby("qid", sort=False).cumcount() + 1
     return merged[RUN_COLUMNS + ["first_stage_rank"]].reset_index(drop=True)
+
+
+def rerank_or_fallback(run: pd.DataFrame, depth: int, make_scorer: Callable[[], PairScorer]) -> pd.DataFrame:
+    """`rerank` with a scorer built by make_scorer(); any failure of either gives the input order, marked degraded."""
+    try:
+        reranked = rerank(run, depth, make_scorer())
+        return reranked.assign(degraded=False, degraded_reason="")
+    except Exception as error:  # noqa: BLE001 - any scorer failure degrades this run only, on purpose
+        reason = f"{type(error).__name__}: {error}"
+        logging.warning("reranker failed, keeping the input order (degraded run): %s", reason)
+        fallback = run.sort_values(["qid", "rank"], kind="stable")[RUN_COLUMNS].reset_index(drop=True)
+        return fallback.assign(first_stage_rank=fallback["rank"], degraded=True, degraded_reason=reason)
 
 
 def bi_encoder_scorer(qids: Sequence[str], query_vectors: np.ndarray, chunk_ids: Sequence[str],

@@ -1,11 +1,22 @@
 import re
 from pathlib import Path
 
-from rankbench.config import check_methods, check_paths, evaluation_settings, method_chunker
+from rankbench.bm25 import index_keys
+from rankbench.config import (
+    check_methods,
+    check_paths,
+    evaluation_settings,
+    expand_methods,
+    method_chunker,
+)
+from rankbench.dense import IndexSpec
 from rankbench.frozen import read_lock
 
 CONFIG_SOURCE = str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1])
-check_methods(config, CONFIG_SOURCE)
+# Grids become one method per point (`name[key=value]`); everything below sees concrete methods only.
+METHOD_SPECS = expand_methods(config["methods"], CONFIG_SOURCE)
+EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
+check_methods(EXPANDED_CONFIG, CONFIG_SOURCE)
 check_paths(config, CONFIG_SOURCE)
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
@@ -13,8 +24,11 @@ DATASET = config["dataset"]
 R = f"{config.get('results', 'results')}/{DATASET['name']}"
 EVALUATION = evaluation_settings(config)
 QSETS = sorted(config["qsets"])
-METHODS = sorted(config["methods"])
+METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
+REWRITES = sorted(
+    {name for q in config["qsets"].values() for name in q.get("rewrites", {})}
+)
 
 
 def choice(names):
@@ -22,21 +36,26 @@ def choice(names):
     return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"
 
 
-def methods_of_type(kind):
-    return [name for name in METHODS if config["methods"][name]["type"] == kind]
+def methods_of_type(*kinds):
+    return [name for name in METHODS if METHOD_SPECS[name]["type"] in kinds]
 
 
 def chunker_of(method):
-    return method_chunker(config, method, CONFIG_SOURCE)
+    return method_chunker(EXPANDED_CONFIG, method, CONFIG_SOURCE)
 
 
 def method_spec(method):
     """The method's config with sorted keys: a plain, deterministic params value."""
-    return dict(sorted(config["methods"][method].items()))
+    return dict(sorted(METHOD_SPECS[method].items()))
 
 
 def encoder_spec(encoder):
     return dict(sorted(config["encoders"][encoder].items()))
+
+
+def rewrite_lock_key(qset, rewrite):
+    """The lock-file key under which a version's rewrites file is frozen (e.g. `v1.rewrites.llm`)."""
+    return f"{qset}.rewrites.{rewrite}"
 
 
 def qset_files(wildcards):
@@ -57,36 +76,88 @@ def run_path(method, qset="{qset}"):
     return f"{R}/{qset}/runs/{method}.parquet"
 
 
-def all_outputs():
-    outputs = []
-    for qset in QSETS:
-        outputs += [run_path(method, qset) for method in METHODS]
-        outputs += [f"{R}/{qset}/runs/{method}.trec" for method in METHODS]
-        outputs += [f"{R}/{qset}/aggregate.parquet", f"{R}/{qset}/comparison.md"]
-    return outputs
-
-
 def corpus_path(method, *parts):
     """A corpus-side file of the chunker a method ranks."""
     return f"{R}/corpus/{chunker_of(method)}/" + "/".join(parts)
 
 
+def queries_path(method, qset):
+    """The question texts a method sends: the version's questions, or their rewrites from a frozen file."""
+    rewrite = METHOD_SPECS[method].get("rewrite")
+    if rewrite:
+        return f"{R}/{qset}/rewrites/{rewrite}.parquet"
+    return f"{R}/{qset}/questions.parquet"
+
+
+def query_embeddings_path(qset, encoder, rewrite=None):
+    """Query embeddings, once per (version, encoder, rewrite source)."""
+    if rewrite:
+        return f"{R}/{qset}/query-embeddings/{rewrite}/{encoder}.npy"
+    return f"{R}/{qset}/query-embeddings/{encoder}.npy"
+
+
+def bm25_index_name(method):
+    """BM25 methods with the same analyzer and parameters share one index, named after the first of them."""
+    keys = (chunker_of(method), index_keys(METHOD_SPECS[method]))
+    return next(
+        m
+        for m in methods_of_type("bm25")
+        if (chunker_of(m), index_keys(METHOD_SPECS[m])) == keys
+    )
+
+
+def dense_index(method):
+    return IndexSpec.from_config(METHOD_SPECS[method].get("index"))
+
+
+def dense_index_path(method, spec=None):
+    spec = spec or dense_index(method)
+    encoder = METHOD_SPECS[method]["encoder"]
+    return corpus_path(method, "faiss", encoder, f"{spec.name}.faiss")
+
+
+def approximate_methods():
+    return [m for m in methods_of_type("dense") if dense_index(m).kind != "flat"]
+
+
+FAISS_BUILDS = {
+    dense_index(m).name: dense_index(m).build_params for m in methods_of_type("dense")
+}
+FAISS_BUILDS["flat"] = IndexSpec().build_params
+
+
+def all_outputs():
+    outputs = []
+    for qset in QSETS:
+        outputs += [run_path(method, qset) for method in METHODS]
+        outputs += [f"{R}/{qset}/runs/{method}.trec" for method in METHODS]
+        outputs += [f"{R}/{qset}/leaks/{method}.parquet" for method in METHODS]
+        outputs += [f"{R}/{qset}/ann-recall/{m}.md" for m in approximate_methods()]
+        outputs += [
+            f"{R}/{qset}/aggregate.parquet",
+            f"{R}/{qset}/comparison.md",
+            f"{R}/{qset}/leaks.parquet",
+        ]
+    return outputs
+
+
 def scorer_encoder(method):
-    scorer = config["methods"][method]["scorer"]
+    scorer = METHOD_SPECS[method]["scorer"]
     return scorer.get("encoder") if scorer["kind"] == "bi-encoder" else None
 
 
 def rerank_inputs(wildcards):
-    method = wildcards.method
+    method, qset = wildcards.method, wildcards.qset
+    spec = METHOD_SPECS[method]
     inputs = {
-        "run": run_path(config["methods"][method]["input"], wildcards.qset),
-        "questions": f"{R}/{wildcards.qset}/questions.parquet",
+        "run": run_path(spec["input"], qset),
+        "queries": queries_path(method, qset),
         "chunks": corpus_path(method, "chunks.parquet"),
     }
     encoder = scorer_encoder(method)
     if encoder:
-        inputs["query_embeddings"] = (
-            f"{R}/{wildcards.qset}/query-embeddings/{encoder}.npy"
+        inputs["query_embeddings"] = query_embeddings_path(
+            qset, encoder, spec.get("rewrite")
         )
         inputs["chunk_embeddings"] = corpus_path(method, "embeddings", f"{encoder}.npy")
     return inputs
@@ -96,3 +167,5 @@ wildcard_constraints:
     qset=choice(QSETS),
     chunker=choice(config["chunkers"]),
     encoder=choice(config.get("encoders", {})),
+    rewrite=choice(REWRITES),
+    index=choice(FAISS_BUILDS),

@@ -20,7 +20,7 @@ rule evaluate:
         ks=EVALUATION["ks"],
         relevance_threshold=EVALUATION["relevance_threshold"],
         gain=EVALUATION["gain"],
-        grains=lambda wildcards: method_grains(config["methods"][wildcards.method]),
+        grains=lambda wildcards: method_grains(METHOD_SPECS[wildcards.method]),
     script:
         "../scripts/evaluate.py"
 
@@ -61,3 +61,39 @@ rule export_trec:
     threads: 1
     script:
         "../scripts/export_trec.py"
+
+
+rule leaks:
+    input:
+        run=run_path("{method}"),
+        questions=f"{R}/{{qset}}/questions.parquet",
+        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
+    output:
+        leaks=f"{R}/{{qset}}/leaks/{{method}}.parquet",
+    log:
+        f"logs/{DATASET['name']}/leaks/{{qset}}/{{method}}.log",
+    wildcard_constraints:
+        method=choice(METHODS),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        ks=EVALUATION["ks"],
+    script:
+        "../scripts/leaks.py"
+
+
+rule leak_summary:
+    input:
+        leaks=expand(f"{R}/{{{{qset}}}}/leaks/{{method}}.parquet", method=METHODS),
+    output:
+        summary=f"{R}/{{qset}}/leaks.parquet",
+    log:
+        f"logs/{DATASET['name']}/leak_summary/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        methods=METHODS,
+    script:
+        "../scripts/leak_summary.py"

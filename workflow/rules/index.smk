@@ -1,21 +1,21 @@
 rule bm25_index:
     input:
-        chunks=lambda wildcards: f"{R}/corpus/{chunker_of(wildcards.method)}/chunks.parquet",
+        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
     output:
         index=f"{R}/corpus/{{chunker}}/bm25/{{method}}.npz",
     log:
         f"logs/{DATASET['name']}/bm25_index/{{chunker}}/{{method}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/bm25_index/{{chunker}}/{{method}}.tsv"
+        f"{R}/benchmarks/bm25_index/{{chunker}}/{{method}}.tsv"
     wildcard_constraints:
-        method=choice(methods_of_type("bm25")),
+        method=choice({bm25_index_name(m) for m in methods_of_type("bm25")}),
     conda:
         "../../environment.yml"
     threads: 1
     resources:
         mem_mb=2000,
     params:
-        spec=lambda wildcards: method_spec(wildcards.method),
+        spec=lambda wildcards: index_keys(METHOD_SPECS[wildcards.method]),
         language=DATASET.get("language", "english"),
     script:
         "../scripts/bm25_index.py"
@@ -29,7 +29,7 @@ rule embed_corpus:
     log:
         f"logs/{DATASET['name']}/embed_corpus/{{chunker}}/{{encoder}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/embed_corpus/{{chunker}}/{{encoder}}.tsv"
+        f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}.tsv"
     conda:
         "../../environment.yml"
     threads: 2
@@ -45,15 +45,17 @@ rule faiss_index:
     input:
         embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
     output:
-        index=f"{R}/corpus/{{chunker}}/faiss/{{encoder}}.faiss",
+        index=f"{R}/corpus/{{chunker}}/faiss/{{encoder}}/{{index}}.faiss",
     log:
-        f"logs/{DATASET['name']}/faiss_index/{{chunker}}/{{encoder}}.log",
+        f"logs/{DATASET['name']}/faiss_index/{{chunker}}/{{encoder}}/{{index}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/faiss_index/{{chunker}}/{{encoder}}.tsv"
+        f"{R}/benchmarks/faiss_index/{{chunker}}/{{encoder}}/{{index}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
     resources:
         mem_mb=2000,
+    params:
+        spec=lambda wildcards: FAISS_BUILDS[wildcards.index],
     script:
         "../scripts/faiss_index.py"

@@ -29,7 +29,7 @@ rule embed_queries:
     log:
         f"logs/{DATASET['name']}/embed_queries/{{qset}}/{{encoder}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/embed_queries/{{qset}}/{{encoder}}.tsv"
+        f"{R}/benchmarks/embed_queries/{{qset}}/{{encoder}}.tsv"
     conda:
         "../../environment.yml"
     threads: 2
@@ -55,3 +55,46 @@ rule qrels:
     threads: 1
     script:
         "../scripts/qrels.py"
+
+
+rule prepare_rewrites:
+    input:
+        rewrites=lambda wildcards: config["qsets"][wildcards.qset]["rewrites"][
+            wildcards.rewrite
+        ],
+        questions=f"{R}/{{qset}}/questions.parquet",
+    output:
+        queries=f"{R}/{{qset}}/rewrites/{{rewrite}}.parquet",
+    log:
+        f"logs/{DATASET['name']}/prepare_rewrites/{{qset}}/{{rewrite}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        lock_key=lambda wildcards: rewrite_lock_key(wildcards.qset, wildcards.rewrite),
+        expected_sha256=lambda wildcards: LOCK.get(
+            rewrite_lock_key(wildcards.qset, wildcards.rewrite)
+        ),
+        lock=DATASET.get("lock", ""),
+    script:
+        "../scripts/prepare_rewrites.py"
+
+
+rule embed_rewritten_queries:
+    input:
+        questions=f"{R}/{{qset}}/rewrites/{{rewrite}}.parquet",
+    output:
+        embeddings=f"{R}/{{qset}}/query-embeddings/{{rewrite}}/{{encoder}}.npy",
+    log:
+        f"logs/{DATASET['name']}/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
+    benchmark:
+        f"{R}/benchmarks/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 2
+    resources:
+        mem_mb=4000,
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+    script:
+        "../scripts/embed_queries.py"

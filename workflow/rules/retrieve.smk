@@ -1,16 +1,17 @@
 rule retrieve_bm25:
     input:
         index=lambda wildcards: corpus_path(
-            wildcards.method, "bm25", f"{wildcards.method}.npz"
+            wildcards.method, "bm25", f"{bm25_index_name(wildcards.method)}.npz"
         ),
         chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
         questions=f"{R}/{{qset}}/questions.parquet",
+        queries=lambda wildcards: queries_path(wildcards.method, wildcards.qset),
     output:
         run=run_path("{method}"),
     log:
         f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/retrieve/{{qset}}/{{method}}.tsv"
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_type("bm25")),
     conda:
@@ -20,26 +21,30 @@ rule retrieve_bm25:
         mem_mb=2000,
     params:
         depth=EVALUATION["depth"],
+        filters=lambda wildcards: sorted(
+            METHOD_SPECS[wildcards.method].get("filters", [])
+        ),
+        prf=lambda wildcards: METHOD_SPECS[wildcards.method].get("prf"),
     script:
         "../scripts/retrieve_bm25.py"
 
 
 rule retrieve_dense:
     input:
-        index=lambda wildcards: corpus_path(
-            wildcards.method,
-            "faiss",
-            f"{config['methods'][wildcards.method]['encoder']}.faiss",
-        ),
+        index=lambda wildcards: dense_index_path(wildcards.method),
         chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
-        queries=lambda wildcards: f"{R}/{wildcards.qset}/query-embeddings/{config['methods'][wildcards.method]['encoder']}.npy",
+        queries=lambda wildcards: query_embeddings_path(
+            wildcards.qset,
+            METHOD_SPECS[wildcards.method]["encoder"],
+            METHOD_SPECS[wildcards.method].get("rewrite"),
+        ),
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         run=run_path("{method}"),
     log:
         f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/retrieve/{{qset}}/{{method}}.tsv"
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_type("dense")),
     conda:
@@ -49,32 +54,71 @@ rule retrieve_dense:
         mem_mb=2000,
     params:
         depth=EVALUATION["depth"],
+        index=lambda wildcards: dict(
+            sorted(vars(dense_index(wildcards.method)).items())
+        ),
+        filters=lambda wildcards: sorted(
+            METHOD_SPECS[wildcards.method].get("filters", [])
+        ),
     script:
         "../scripts/retrieve_dense.py"
 
 
-rule fuse_rrf:
+rule ann_recall:
+    input:
+        index=lambda wildcards: dense_index_path(wildcards.method),
+        exact=lambda wildcards: dense_index_path(wildcards.method, IndexSpec()),
+        queries=lambda wildcards: query_embeddings_path(
+            wildcards.qset,
+            METHOD_SPECS[wildcards.method]["encoder"],
+            METHOD_SPECS[wildcards.method].get("rewrite"),
+        ),
+    output:
+        recall=f"{R}/{{qset}}/ann-recall/{{method}}.parquet",
+        table=f"{R}/{{qset}}/ann-recall/{{method}}.md",
+    log:
+        f"logs/{DATASET['name']}/ann_recall/{{qset}}/{{method}}.log",
+    wildcard_constraints:
+        method=choice(approximate_methods()),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        index=lambda wildcards: dict(
+            sorted(vars(dense_index(wildcards.method)).items())
+        ),
+        ks=sorted(set(EVALUATION["ks"]) | {EVALUATION["depth"]}),
+    script:
+        "../scripts/ann_recall.py"
+
+
+rule fuse:
     input:
         runs=lambda wildcards: [
             run_path(name, wildcards.qset)
-            for name in config["methods"][wildcards.method]["inputs"]
+            for name in METHOD_SPECS[wildcards.method]["inputs"]
         ],
     output:
         run=run_path("{method}"),
     log:
         f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/retrieve/{{qset}}/{{method}}.tsv"
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
-        method=choice(methods_of_type("rrf")),
+        method=choice(methods_of_type("rrf", "combsum", "combmnz")),
     conda:
         "../../environment.yml"
     threads: 1
     params:
-        k=lambda wildcards: config["methods"][wildcards.method].get("k", 60),
+        kind=lambda wildcards: METHOD_SPECS[wildcards.method]["type"],
+        k=lambda wildcards: METHOD_SPECS[wildcards.method].get("k", 60),
+        normalization=lambda wildcards: METHOD_SPECS[wildcards.method].get(
+            "normalization", "minmax"
+        ),
+        weights=lambda wildcards: METHOD_SPECS[wildcards.method].get("weights"),
         depth=EVALUATION["depth"],
     script:
-        "../scripts/fuse_rrf.py"
+        "../scripts/fuse.py"
 
 
 rule rerank:
@@ -85,7 +129,7 @@ rule rerank:
     log:
         f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/retrieve/{{qset}}/{{method}}.tsv"
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_type("rerank")),
     conda:
@@ -94,9 +138,9 @@ rule rerank:
     resources:
         mem_mb=4000,
     params:
-        depth=lambda wildcards: config["methods"][wildcards.method].get("depth", 30),
+        depth=lambda wildcards: METHOD_SPECS[wildcards.method].get("depth", 30),
         scorer=lambda wildcards: dict(
-            sorted(config["methods"][wildcards.method]["scorer"].items())
+            sorted(METHOD_SPECS[wildcards.method]["scorer"].items())
         ),
     script:
         "../scripts/rerank.py"
@@ -104,7 +148,7 @@ rule rerank:
 
 rule import_run:
     input:
-        run=lambda wildcards: config["methods"][wildcards.method]["path"].format(
+        run=lambda wildcards: METHOD_SPECS[wildcards.method]["path"].format(
             qset=wildcards.qset
         ),
     output:
@@ -117,7 +161,7 @@ rule import_run:
         "../../environment.yml"
     threads: 1
     params:
-        format=lambda wildcards: config["methods"][wildcards.method]["format"],
+        format=lambda wildcards: METHOD_SPECS[wildcards.method]["format"],
         depth=EVALUATION["depth"],
     script:
         "../scripts/import_run.py"

@@ -1,13 +1,14 @@
-"""Build the exact FAISS inner-product index over the chunk embeddings."""
+"""Build one FAISS index (exact, HNSW or IVF) over the chunk embeddings."""
 
 import numpy as np
 
-from rankbench.dense import build_flat_index, save_index
+from rankbench.dense import IndexSpec, build_index, save_index
 from rankbench.scripting import run_script
 
 
 def main(snakemake):
-    save_index(build_flat_index(np.load(snakemake.input.embeddings)), snakemake.output.index)
+    index = build_index(np.load(snakemake.input.embeddings), IndexSpec.from_config(snakemake.params.spec))
+    save_index(index, snakemake.output.index)
 
 
 run_script(main, snakemake)

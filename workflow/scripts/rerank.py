@@ -1,25 +1,27 @@
-"""Re-score the top N of the input run with a bi-encoder or a CrossEncoder."""
+"""Re-score the top N of the input run with a bi-encoder or a CrossEncoder; a failing scorer degrades the run."""
 
 import numpy as np
 import pandas as pd
 
 from rankbench.chunking import passage_text
 from rankbench.files import write_parquet
-from rankbench.rerank import bi_encoder_scorer, cross_encoder_scorer, rerank
+from rankbench.rerank import bi_encoder_scorer, cross_encoder_scorer, rerank_or_fallback
 from rankbench.scripting import run_script
 
 
 def main(snakemake):
-    questions = pd.read_parquet(snakemake.input.questions)
+    queries = pd.read_parquet(snakemake.input.queries)
     chunks = pd.read_parquet(snakemake.input.chunks)
     scorer = snakemake.params.scorer
-    if scorer["kind"] == "bi-encoder":
-        score_pairs = bi_encoder_scorer(questions["qid"], np.load(snakemake.input.query_embeddings),
-                                        chunks["chunk_id"], np.load(snakemake.input.chunk_embeddings))
-    else:
-        score_pairs = cross_encoder_scorer(scorer["model"], dict(zip(questions["qid"], questions["question"])),
-                                           dict(zip(chunks["chunk_id"], passage_text(chunks))))
-    reranked = rerank(pd.read_parquet(snakemake.input.run), snakemake.params.depth, score_pairs)
+
+    def make_scorer():
+        if scorer["kind"] == "bi-encoder":
+            return bi_encoder_scorer(queries["qid"], np.load(snakemake.input.query_embeddings),
+                                     chunks["chunk_id"], np.load(snakemake.input.chunk_embeddings))
+        return cross_encoder_scorer(scorer["model"], dict(zip(queries["qid"], queries["question"])),
+                                    dict(zip(chunks["chunk_id"], passage_text(chunks))))
+
+    reranked = rerank_or_fallback(pd.read_parquet(snakemake.input.run), snakemake.params.depth, make_scorer)
     write_parquet(reranked, snakemake.output.run)
 
 

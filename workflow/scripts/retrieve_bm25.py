@@ -1,9 +1,12 @@
-"""Rank chunks for every question with one BM25 method."""
+"""Rank chunks for every question with one BM25 method (optionally rewritten queries, RM3 feedback, filters)."""
 
 import pandas as pd
 
-from rankbench.bm25 import load_index, search
+from rankbench.bm25 import load_index, search, search_weighted
+from rankbench.chunking import passage_text
 from rankbench.files import write_parquet
+from rankbench.filters import chunk_masks
+from rankbench.rewrite import RM3, rm3_queries
 from rankbench.runs import run_from_topk
 from rankbench.scripting import run_script
 
@@ -11,9 +14,16 @@ from rankbench.scripting import run_script
 def main(snakemake):
     index, analyzer, _ = load_index(snakemake.input.index)
     questions = pd.read_parquet(snakemake.input.questions)
-    positions, scores = search(index, analyzer, questions["question"].tolist(), snakemake.params.depth)
-    chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "doc_id"])
-    run = run_from_topk(questions["qid"], positions, scores, chunks, snakemake.params.depth, drop_nonpositive=True)
+    texts = pd.read_parquet(snakemake.input.queries)["question"].tolist()
+    chunks = pd.read_parquet(snakemake.input.chunks)
+    allowed = chunk_masks(questions, chunks, snakemake.params.filters)
+    depth = snakemake.params.depth
+    if snakemake.params.prf:
+        expanded = rm3_queries(index, analyzer, texts, passage_text(chunks), RM3(**snakemake.params.prf), allowed)
+        positions, scores = search_weighted(index, expanded, depth, allowed)
+    else:
+        positions, scores = search(index, analyzer, texts, depth, allowed)
+    run = run_from_topk(questions["qid"], positions, scores, chunks, depth, drop_nonpositive=True)
     write_parquet(run, snakemake.output.run)
 
 

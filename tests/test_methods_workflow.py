@@ -1,0 +1,155 @@
+"""Every method type through the real workflow on the six-document fixture: grids, approximate indexes with
+their recall, score fusion, RM3, frozen rewrites (BM25, dense and rerank), filters, leak counts, a tiny
+CrossEncoder and the degraded fallback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from model_helpers import tiny_cross_encoder
+from rankbench.frozen import freeze
+from workflow_helpers import copy_dataset, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+MINI = Path("tests/fixtures/mini")
+QUESTIONS = MINI / "questions"
+# A staff-only note that answers public question q3 ("When will my bike arrive?") better than the public page.
+STAFF_NOTE = {"doc_id": "delivery-internal", "title": "When will my bike arrive (internal)",
+              "text": "## Delays\nWhen a customer asks when the bike will arrive, check the warehouse backlog: "
+                      "bikes arrive late this month.", "audience": "staff"}
+METHODS = {
+    "bm25": {"type": "bm25"},
+    "bm25-filtered": {"type": "bm25", "filters": ["audience", "validity"]},
+    "bm25-rm3": {"type": "bm25", "prf": {"fb_docs": 2, "fb_terms": 5, "original_weight": 0.6}},
+    "bm25-rewrite": {"type": "bm25", "rewrite": "llm", "grid": {"k1": [0.9, 1.2]}},
+    "dense": {"type": "dense", "encoder": "minilm"},
+    "dense-filtered": {"type": "dense", "encoder": "minilm", "filters": ["audience"]},
+    "dense-rewrite": {"type": "dense", "encoder": "minilm", "rewrite": "llm"},
+    "dense-hnsw": {"type": "dense", "encoder": "minilm", "index": {"kind": "hnsw", "M": 4, "ef_search": 4}},
+    "dense-ivf": {"type": "dense", "encoder": "minilm", "index": {"kind": "ivf", "nlist": 4, "nprobe": 1}},
+    "rrf": {"type": "rrf", "inputs": ["bm25-rewrite[k1=0.9]", "dense"], "grid": {"k": [10, 60]}},
+    "combmnz": {"type": "combmnz", "inputs": ["bm25", "dense", "bm25-rm3"], "normalization": "zscore",
+                "weights": [1.0, 2.0, 1.0]},
+    "ce": {"type": "rerank", "input": "bm25-rewrite[k1=1.2]", "rewrite": "llm", "grid": {"depth": [2, 4]},
+           "scorer": {"kind": "cross-encoder", "model": "models/tiny-ce"}},
+    "ce-hub": {"type": "rerank", "input": "bm25", "scorer": {"kind": "cross-encoder", "model": "org/hub-only"}},
+}
+REWRITES = {"q1": "return deadline days", "q2": "BAT-0x1F battery code", "q3": "delivery times working days",
+            "q4": "escalate battery claim level two", "q5": "helmets", "q6": "monthly subscription price"}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """The fixture with a staff note, a frozen rewrites file, a tiny CrossEncoder and every method, run once."""
+    workdir = copy_dataset(MINI / "config.yaml", [MINI], tmp_path_factory.mktemp("methods"))
+    with open(workdir / MINI / "corpus.jsonl", "a") as corpus:
+        corpus.write(json.dumps(STAFF_NOTE) + "\n")
+    rewrites = workdir / QUESTIONS / "v1.rewrites.llm.jsonl"
+    rewrites.write_text("".join(json.dumps({"qid": q, "query": t}) + "\n" for q, t in REWRITES.items()))
+    freeze(rewrites, "v1.rewrites.llm", workdir / QUESTIONS / "frozen.lock")
+    tiny_cross_encoder(workdir / "models" / "tiny-ce")
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["qsets"]["v1"]["rewrites"] = {"llm": str(QUESTIONS / "v1.rewrites.llm.jsonl")}
+    config["methods"] = METHODS
+    config["evaluation"].update(depth=5, ks=[1, 5])
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(workdir, "--cores", "2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir
+
+
+def results(workdir: Path) -> Path:
+    return workdir / "results" / "mini" / "v1"
+
+
+def run_of(workdir: Path, method: str) -> pd.DataFrame:
+    return pd.read_parquet(results(workdir) / "runs" / f"{method}.parquet")
+
+
+def test_grid_points_are_methods_of_their_own(workdir: Path) -> None:
+    aggregate = pd.read_parquet(results(workdir) / "aggregate.parquet")
+    expected = {"bm25-rewrite[k1=0.9]", "bm25-rewrite[k1=1.2]", "rrf[k=10]", "rrf[k=60]", "ce[depth=2]",
+                "ce[depth=4]"}
+    assert expected <= set(aggregate["method"])
+    assert not {"bm25-rewrite", "rrf", "ce"} & set(aggregate["method"])
+    k10, k60 = run_of(workdir, "rrf[k=10]"), run_of(workdir, "rrf[k=60]")
+    assert k10["score"].max() == pytest.approx(2 / 11) and k60["score"].max() <= 2 / 61 + 1e-12
+
+
+def test_leaks_are_counted_and_filters_remove_them(workdir: Path) -> None:
+    leaks = {m: pd.read_parquet(results(workdir) / "leaks" / f"{m}.parquet").set_index(["qid", "leak", "k"])["count"]
+             for m in ("bm25", "bm25-filtered", "dense", "dense-filtered")}
+    assert leaks["bm25"][("q3", "staff", 5)] > 0 and leaks["dense"][("q3", "staff", 5)] > 0
+    assert leaks["bm25"][("q1", "outdated", 5)] > 0  # the 2023 returns policy, out of force at 2025-06-01
+    assert leaks["bm25-filtered"].xs("staff", level="leak").sum() == 0
+    assert leaks["bm25-filtered"].xs("outdated", level="leak").sum() == 0
+    assert leaks["dense-filtered"].xs("staff", level="leak").sum() == 0
+    assert ("q4", "staff", 5) not in leaks["bm25"].index  # staff questions may see staff chunks
+    summary = pd.read_parquet(results(workdir) / "leaks.parquet").set_index(["method", "leak", "k"])
+    assert summary.loc[("bm25", "staff", 5), "n_with_leak"] >= 1
+    assert summary.loc[("bm25-filtered", "staff", 5), "n_with_leak"] == 0
+    chunks = pd.read_parquet(workdir / "results" / "mini" / "corpus" / "sections" / "chunks.parquet")
+    public = len(chunks) - int((chunks["audience"] == "staff").sum())
+    dense_filtered = run_of(workdir, "dense-filtered")
+    assert (dense_filtered.groupby("qid").size() == min(5, public)).all()  # filtered lists still reach depth
+
+
+def test_approximate_indexes_report_their_recall(workdir: Path) -> None:
+    for method in ("dense-hnsw", "dense-ivf"):
+        recall = pd.read_parquet(results(workdir) / "ann-recall" / f"{method}.parquet")
+        assert list(recall["k"]) == [1, 5] and (recall["n_queries"] == 6).all()
+        assert recall["recall_mean"].between(0, 1).all()
+        assert "| k | recall (mean)" in (results(workdir) / "ann-recall" / f"{method}.md").read_text()
+    ivf = pd.read_parquet(results(workdir) / "ann-recall" / "dense-ivf.parquet")
+    assert ivf["recall_mean"].iloc[-1] < 1.0  # one probed list out of four misses some exact neighbours
+    assert not (results(workdir) / "ann-recall" / "dense.parquet").exists()
+
+
+def test_rewrites_reach_bm25_dense_and_the_reranker(workdir: Path) -> None:
+    rewrites = pd.read_parquet(results(workdir) / "rewrites" / "llm.parquet")
+    assert dict(zip(rewrites["qid"], rewrites["question"])) == REWRITES
+    assert (results(workdir) / "query-embeddings" / "llm" / "minilm.npy").exists()
+    assert not run_of(workdir, "dense-rewrite").equals(run_of(workdir, "dense"))
+    q5 = run_of(workdir, "bm25-rewrite[k1=1.2]").query("qid == 'q5'")
+    assert q5.empty  # "helmets" matches no chunk, whereas the original question matches some
+    assert not run_of(workdir, "bm25").query("qid == 'q5'").empty
+    rm3 = run_of(workdir, "bm25-rm3")
+    assert rm3.groupby("qid").size().sum() >= run_of(workdir, "bm25").groupby("qid").size().sum()
+
+
+def test_the_cross_encoder_reranks_and_a_hub_model_degrades(workdir: Path) -> None:
+    from sentence_transformers import CrossEncoder
+
+    reranked = run_of(workdir, "ce[depth=4]")
+    assert not reranked["degraded"].any()
+    chunks = pd.read_parquet(workdir / "results" / "mini" / "corpus" / "sections" / "chunks.parquet")
+    passages = dict(zip(chunks["chunk_id"], chunks["title"] + "\n" + chunks["text"]))
+    head = reranked[(reranked["qid"] == "q1") & (reranked["first_stage_rank"] <= 4)]
+    expected = CrossEncoder(str(workdir / "models" / "tiny-ce"), device="cpu").predict(
+        [(REWRITES["q1"], passages[c]) for c in head["chunk_id"]])
+    np.testing.assert_allclose(head["score"], expected, rtol=1e-5)
+    degraded = run_of(workdir, "ce-hub")
+    assert degraded["degraded"].all() and "org/hub-only" in degraded["degraded_reason"].iloc[0]
+    first_stage = run_of(workdir, "bm25")
+    pd.testing.assert_frame_equal(degraded[["qid", "rank", "chunk_id"]], first_stage[["qid", "rank", "chunk_id"]])
+    log = (workdir / "logs" / "mini" / "retrieve" / "v1" / "ce-hub.log").read_text()
+    assert "degraded run" in log
+
+
+def test_a_changed_rewrites_file_is_caught_like_a_changed_version(workdir: Path) -> None:
+    rewrites = workdir / QUESTIONS / "v1.rewrites.llm.jsonl"
+    original = rewrites.read_text()
+    rewrites.write_text(original.replace("helmets", "bike helmets"))
+    try:
+        assert "prepare_rewrites" in planned_jobs(workdir)
+        result = snakemake(workdir, "--cores", "1", "--until", "prepare_rewrites")
+        assert result.returncode != 0
+        assert "changed after it was frozen" in result.stderr and "v1.rewrites.llm" in result.stderr
+    finally:
+        rewrites.write_text(original)

@@ -1,0 +1,20 @@
+"""Fuse the input runs: reciprocal rank fusion, or CombSUM / CombMNZ over normalized scores."""
+
+import pandas as pd
+
+from rankbench.files import write_parquet
+from rankbench.fusion import reciprocal_rank_fusion, score_fusion
+from rankbench.scripting import run_script
+
+
+def main(snakemake):
+    runs = [pd.read_parquet(path) for path in snakemake.input.runs]
+    params = snakemake.params
+    if params.kind == "rrf":
+        fused = reciprocal_rank_fusion(runs, k=params.k, depth=params.depth, weights=params.weights)
+    else:
+        fused = score_fusion(runs, params.kind, params.normalization, depth=params.depth, weights=params.weights)
+    write_parquet(fused, snakemake.output.run)
+
+
+run_script(main, snakemake)

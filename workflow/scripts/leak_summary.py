@@ -1,0 +1,16 @@
+"""Method × leak type × k: mean leaked chunks per question and questions with at least one leak."""
+
+import pandas as pd
+
+from rankbench.files import write_parquet
+from rankbench.leaks import leak_summary
+from rankbench.scripting import run_script
+
+
+def main(snakemake):
+    per_method = {method: pd.read_parquet(path) for method, path in zip(snakemake.params.methods,
+                                                                        snakemake.input.leaks)}
+    write_parquet(leak_summary(per_method), snakemake.output.summary)
+
+
+run_script(main, snakemake)

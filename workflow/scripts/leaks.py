@@ -1,0 +1,16 @@
+"""Per question and k: staff-only chunks in a public question's top k, and chunks out of force at its as_of."""
+
+import pandas as pd
+
+from rankbench.files import write_parquet
+from rankbench.leaks import leak_counts
+from rankbench.scripting import run_script
+
+
+def main(snakemake):
+    counts = leak_counts(pd.read_parquet(snakemake.input.run), pd.read_parquet(snakemake.input.questions),
+                         pd.read_parquet(snakemake.input.chunks), snakemake.params.ks)
+    write_parquet(counts, snakemake.output.leaks)
+
+
+run_script(main, snakemake)
