@@ -63,6 +63,9 @@ def all_outputs():
         outputs += [run_path(method, qset) for method in METHODS]
         outputs += [f"{R}/{qset}/runs/{method}.trec" for method in METHODS]
         outputs += [f"{R}/{qset}/aggregate.parquet", f"{R}/{qset}/comparison.md"]
+        outputs += [f"{R}/{qset}/{page}.html" for page in ("failures", "calibration")]
+        outputs += [f"{R}/{qset}/plots/{figure}.svg" for figure in ("recall", "bars", "kinds", "grades")]
+    outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
     return outputs
 
 
