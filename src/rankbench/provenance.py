@@ -50,3 +50,16 @@ def report_settings(config: Mapping[str, Any], ks: list[int], source: str) -> di
     settings["headline"] = [list(item) for item in parsed["headline"]]
     settings["plot_metric"] = list(parsed["plot_metric"][0])
     return dict(sorted(settings.items()))
+
+
+def diff_pairs(config: Mapping[str, Any], source: str) -> list[tuple[str, str]]:
+    """The `diffs` pairs of question-set versions, each naming two configured versions."""
+    pairs = []
+    for number, (a, b) in enumerate(config.get("diffs", [])):
+        unknown = [v for v in (a, b) if v not in config["qsets"]]
+        if unknown or a == b:
+            raise InputError(source, f"diffs[{number}]", f"compares {a!r} with {b!r}"
+                             + (f", but {', '.join(map(repr, unknown))} is not under `qsets`" if unknown else ""),
+                             f"Name two different versions of: {', '.join(sorted(config['qsets']))}.")
+        pairs.append((a, b))
+    return pairs

@@ -2,7 +2,9 @@ import re
 from pathlib import Path
 
 from rankbench.config import check_methods, check_paths, evaluation_settings, method_chunker
+from rankbench.cost import method_stages
 from rankbench.frozen import read_lock
+from rankbench.provenance import canonical_config, config_hash, diff_pairs, report_settings
 
 CONFIG_SOURCE = str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1])
 check_methods(config, CONFIG_SOURCE)
@@ -64,7 +66,10 @@ def all_outputs():
         outputs += [f"{R}/{qset}/runs/{method}.trec" for method in METHODS]
         outputs += [f"{R}/{qset}/aggregate.parquet", f"{R}/{qset}/comparison.md"]
         outputs += [f"{R}/{qset}/{page}.html" for page in ("failures", "calibration")]
-        outputs += [f"{R}/{qset}/plots/{figure}.svg" for figure in ("recall", "bars", "kinds", "grades")]
+        outputs += [
+            f"{R}/{qset}/plots/{figure}.svg"
+            for figure in ("recall", "bars", "kinds", "grades")
+        ]
     outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
     return outputs
 
@@ -99,3 +104,48 @@ wildcard_constraints:
     qset=choice(QSETS),
     chunker=choice(config["chunkers"]),
     encoder=choice(config.get("encoders", {})),
+
+
+# The report: settings, provenance, and what each figure and cost row reads.
+CONFIG_JSON = canonical_config(config)
+CONFIG_SHA256 = config_hash(CONFIG_JSON)
+REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
+DIFFS = diff_pairs(config, CONFIG_SOURCE)
+HISTORY = f"{config.get('results', 'results')}/history.jsonl"
+FIGURES = ("recall", "bars", "kinds", "grades")
+
+
+def cost_plan(wildcards):
+    """Per method: (stage, side, benchmark file) of every benchmarked job its run needs (file names from the rules)."""
+    plan = {}
+    for method in METHODS:
+        plan[method] = [
+            [
+                stage,
+                side,
+                getattr(rules, stage).benchmark.format(qset=wildcards.qset, **values),
+            ]
+            for stage, side, values in method_stages(
+                config["methods"], method, chunker_of
+            )
+        ]
+    return plan
+
+
+def qrels_of(method, qset):
+    return f"{R}/{qset}/qrels/{chunker_of(method)}.parquet"
+
+
+def figure_outputs():
+    """PNG (shown in the report) and SVG of every figure of a version."""
+    outputs = {}
+    for figure in FIGURES:
+        path = f"{R}/{{qset}}/plots/{figure}"
+        outputs[f"{figure}_svg"] = f"{path}.svg"
+        outputs[f"{figure}_png"] = report(
+            f"{path}.png",
+            category="Plots",
+            subcategory="{qset}",
+            caption=f"../report/{figure}.rst",
+        )
+    return outputs

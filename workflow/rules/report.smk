@@ -1,52 +1,6 @@
-import json
 from datetime import datetime, timezone
 
-from rankbench.cost import method_stages
 from rankbench.history import record_run
-from rankbench.provenance import canonical_config, config_hash, report_settings
-
-CONFIG_JSON = canonical_config(config)
-CONFIG_SHA256 = config_hash(CONFIG_JSON)
-REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
-DIFFS = [tuple(pair) for pair in config.get("diffs", [])]
-HISTORY = f"{config.get('results', 'results')}/history.jsonl"
-FIGURES = ("recall", "bars", "kinds", "grades")
-
-
-def cost_plan(wildcards):
-    """Per method: (stage, side, benchmark file) of every benchmarked job its run needs (file names from the rules)."""
-    plan = {}
-    for method in METHODS:
-        plan[method] = [
-            [
-                stage,
-                side,
-                getattr(rules, stage).benchmark.format(qset=wildcards.qset, **values),
-            ]
-            for stage, side, values in method_stages(
-                config["methods"], method, chunker_of
-            )
-        ]
-    return plan
-
-
-def qrels_of(method, qset):
-    return f"{R}/{qset}/qrels/{chunker_of(method)}.parquet"
-
-
-def figure_outputs():
-    """PNG (shown in the report) and SVG of every figure of a version."""
-    outputs = {}
-    for figure in FIGURES:
-        path = f"{R}/{{qset}}/plots/{figure}"
-        outputs[f"{figure}_svg"] = f"{path}.svg"
-        outputs[f"{figure}_png"] = report(
-            f"{path}.png",
-            category="Plots",
-            subcategory="{qset}",
-            caption=f"../report/{figure}.rst",
-        )
-    return outputs
 
 
 rule comparison_table:
