@@ -244,3 +244,12 @@ def test_diff_pairs_must_name_two_configured_versions() -> None:
     assert diff_pairs({**config, "diffs": [["v1", "v2"]]}, "c") == [("v1", "v2")]
     with pytest.raises(InputError, match=r"diffs\[0\].*'v3' is not under `qsets`"):
         diff_pairs({**config, "diffs": [["v1", "v3"]]}, "c")
+
+
+def test_a_versions_config_leaves_out_the_other_versions_and_the_diffs() -> None:
+    from rankbench.provenance import qset_config
+
+    config = {"qsets": {"v1": {"path": "a"}, "v2": {"path": "b"}}, "diffs": [["v1", "v2"]], "methods": {"m": 1}}
+    assert qset_config(config, "v1") == {"qsets": {"v1": {"path": "a"}}, "methods": {"m": 1}}
+    more = {**config, "qsets": {**config["qsets"], "v3": {"path": "c"}}}
+    assert canonical_config(qset_config(more, "v1")) == canonical_config(qset_config(config, "v1"))

@@ -83,21 +83,23 @@ def history_markdown(frame: pd.DataFrame, metric: str) -> str:
             f"version; a method's value appears when its record changed in that run.\n\n{markdown_grid(wide)}\n")
 
 
-def record_run(record_paths: Sequence[str], current_config: str, history_path: str | Path, dataset: str,
-               metric: str, outputs: Mapping[str, str], date: str) -> int:
+def record_run(record_paths: Mapping[str, str], current_configs: Mapping[str, str], history_path: str | Path,
+               dataset: str, metric: str, outputs: Mapping[str, str], date: str) -> int:
     """After a successful run: append the records of every version made with the current config, then redraw.
 
-    Skips everything when a record is missing or was made with another config (a partial run).
+    record_paths and current_configs map each version to its record file and config sha256. Skips everything
+    when a record is missing or was made with another config (a partial run).
     """
     from rankbench.plots import history_plot, save
 
     records = []
-    for path in record_paths:
+    for qset, path in record_paths.items():
         if not Path(path).exists():
             return 0
-        records += json.loads(Path(path).read_text(encoding="utf-8"))
-    if any(r["config_sha256"] != current_config for r in records):
-        return 0
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
+        if any(r["config_sha256"] != current_configs[qset] for r in found):
+            return 0
+        records += found
     added = append_records(history_path, records, date)
     frame = history_frame(read_history(history_path), dataset)
     if frame.empty or metric not in frame:

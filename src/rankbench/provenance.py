@@ -21,6 +21,13 @@ def canonical_config(config: Mapping[str, Any]) -> str:
     return json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def qset_config(config: Mapping[str, Any], qset: str) -> dict[str, Any]:
+    """The config as it bears on one version's results: other versions and the diffs left out, so adding a
+    version does not touch the tables (or the config hash) of the others."""
+    kept = {key: value for key, value in config.items() if key not in ("qsets", "diffs")}
+    return {**kept, "qsets": {qset: config["qsets"][qset]}}
+
+
 def config_hash(canonical: str) -> str:
     """sha256 of the canonical config JSON."""
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

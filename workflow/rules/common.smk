@@ -1,10 +1,21 @@
 import re
 from pathlib import Path
 
-from rankbench.config import check_methods, check_paths, evaluation_settings, method_chunker
+from rankbench.config import (
+    check_methods,
+    check_paths,
+    evaluation_settings,
+    method_chunker,
+)
 from rankbench.cost import method_stages
 from rankbench.frozen import read_lock
-from rankbench.provenance import canonical_config, config_hash, diff_pairs, report_settings
+from rankbench.provenance import (
+    canonical_config,
+    config_hash,
+    diff_pairs,
+    qset_config,
+    report_settings,
+)
 
 CONFIG_SOURCE = str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1])
 check_methods(config, CONFIG_SOURCE)
@@ -107,8 +118,8 @@ wildcard_constraints:
 
 
 # The report: settings, provenance, and what each figure and cost row reads.
-CONFIG_JSON = canonical_config(config)
-CONFIG_SHA256 = config_hash(CONFIG_JSON)
+CONFIG_JSON = {q: canonical_config(qset_config(config, q)) for q in QSETS}
+CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
 REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 DIFFS = diff_pairs(config, CONFIG_SOURCE)
 HISTORY = f"{config.get('results', 'results')}/history.jsonl"

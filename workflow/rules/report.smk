@@ -49,8 +49,8 @@ rule comparison_table:
         dataset=DATASET["name"],
         evaluation=EVALUATION,
         report=REPORT,
-        config_json=CONFIG_JSON,
-        config_sha256=CONFIG_SHA256,
+        config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
+        config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
         method_types={m: config["methods"][m]["type"] for m in METHODS},
         cost_plan=cost_plan,
     script:
@@ -181,7 +181,7 @@ rule qset_diff:
 
 onsuccess:
     record_run(
-        [f"{R}/{qset}/history-record.json" for qset in QSETS],
+        {qset: f"{R}/{qset}/history-record.json" for qset in QSETS},
         CONFIG_SHA256,
         HISTORY,
         DATASET["name"],
