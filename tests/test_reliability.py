@@ -36,12 +36,12 @@ def assert_same_results(expected: Path, actual: Path) -> None:
     for path in [p for p in result_files(expected, ".parquet") if "/metrics/" in str(p) or "aggregate" in p.name]:
         pd.testing.assert_frame_equal(pd.read_parquet(expected / path), pd.read_parquet(actual / path),
                                       obj=str(path))
-    # Tables, pages, figures: byte-identical apart from the comparison page's date line. The run history is left
-    # out: it records when each run happened, so two runs in two folders differ there by design.
+    # Tables, pages, figures: byte-identical apart from the comparison page's date line. Left out by design: the
+    # run history (it records when each run happened) and the cost page (wall-clock timings of this run).
     tables = [p for suffix in (".md", ".tex", ".csv", ".svg", ".html") for p in result_files(expected, suffix)
-              if not p.name.startswith("history")]
+              if not p.name.startswith(("history", "cost."))]
     assert tables == [p for suffix in (".md", ".tex", ".csv", ".svg", ".html") for p in result_files(actual, suffix)
-                      if not p.name.startswith("history")]
+                      if not p.name.startswith(("history", "cost."))]
     for path in tables:
         assert without_date((expected / path).read_bytes()) == without_date((actual / path).read_bytes()), path
 

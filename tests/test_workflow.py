@@ -65,8 +65,9 @@ def test_changing_rrf_k_reruns_only_the_fusion_and_what_consumes_it(demo: Path) 
     config = edit_config(demo, lambda c: c["methods"]["hybrid"].update(k=10), "config-k10.yaml")
     n_qsets = len(demo_config(demo)["qsets"])
     assert planned_jobs(demo, config) == {"fuse_rrf": n_qsets, "export_trec": n_qsets, "evaluate": n_qsets,
-                                          "aggregate": n_qsets,
-                                          "comparison_table": n_qsets, "all": 1}
+                                          "aggregate": n_qsets, "comparison_table": n_qsets,
+                                          "plots": n_qsets, "failures": n_qsets, "calibration": n_qsets,
+                                          "qset_diff": len(demo_config(demo)["diffs"]), "all": 1}
 
 
 def test_query_embeddings_are_computed_once_per_version_and_encoder(demo: Path) -> None:

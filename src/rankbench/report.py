@@ -16,30 +16,36 @@ from rankbench.tables import TABLE_METRICS, legend, markdown_grid, marked, metri
 DATE_PREFIX = "- date: "
 
 
-def _cost_cells(cost: pd.DataFrame, methods: Sequence[str]) -> pd.DataFrame:
-    by_method = cost.set_index("method")
-    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
-    frame["ms/question"] = [f"{by_method.loc[m, 'ms_per_question']:.1f}" if m in by_method.index
-                            and pd.notna(by_method.loc[m, "ms_per_question"]) else "–" for m in methods]
-    frame["index s"] = [f"{by_method.loc[m, 'index_s']:.1f}" if m in by_method.index
-                        and pd.notna(by_method.loc[m, "index_s"]) else "–" for m in methods]
-    return frame
+def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str
+              ) -> str:
+    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted.
 
-
-def cost_markdown(cost: pd.DataFrame) -> str:
-    """The cost table with what each row counts."""
-    frame = cost.set_index("method")[["query_s", "ms_per_question", "index_s", "stages"]].copy()
-    for column in ("query_s", "ms_per_question", "index_s"):
-        frame[column] = frame[column].map(lambda v: "–" if pd.isna(v) else f"{v:.2f}")
-    frame.columns = ["query-side s", "ms/question", "index-side s (once per corpus)", "stages counted"]
-    return markdown_grid(frame)
+    Timings change from run to run, so they live on this page and not on the comparison page, which stays
+    byte-identical across runs apart from its date.
+    """
+    grain, headline = report["grain"], [tuple(item) for item in report["headline"]]
+    methods = sorted(aggregate["method"].unique())
+    table = marked(aggregate, report["alpha"])
+    frame = wide(table, grain, ALL_KINDS, headline, report["ci"], methods)
+    by_method = cost.set_index("method").reindex(methods)
+    for column, name, digits in (("ms_per_question", "ms/question", 1), ("query_s", "query-side s", 2),
+                                 ("index_s", "index-side s (once per corpus)", 2)):
+        frame[name] = by_method[column].map(lambda v, d=digits: "–" if pd.isna(v) else f"{v:.{d}f}").to_numpy()
+    frame["stages counted"] = by_method["stages"].fillna("").to_numpy()
+    return "\n".join([
+        f"# {dataset} — question-set version {qset}: cost beside quality", "",
+        markdown_grid(frame), "",
+        f"Quality: {grain} grain, all questions (marks as on the comparison page). ms/question: query-side seconds "
+        "of the method's own job and of its inputs' jobs (query embeddings, first stages) divided by the questions "
+        "of the version; index-side: corpus jobs, paid once per corpus. Seconds are wall-clock times from the "
+        "rules' benchmark files; a stage shared by two methods counts in full for each. They include process "
+        "start-up and model loading, so on a small question set they overstate the cost per question.", ""])
 
 
 def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.DataFrame,
                     manifest: Mapping[str, Any], dataset: str, evaluation: Mapping[str, Any],
-                    report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, cost: pd.DataFrame,
-                    config_json: str, config_sha256: str, date: str, method_types: Mapping[str, str]) -> str:
-    """The whole comparison page in Markdown; every number comes from the aggregate, pairs and benchmark files."""
+                    report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str, config_sha256: str, date: str, method_types: Mapping[str, str]) -> str:
+    """The whole comparison page in Markdown; every number comes from the aggregate and the pairs."""
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
     table = marked(aggregate, alpha)
@@ -66,19 +72,16 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         "",
         f"## Headline ({grain} grain, all questions)",
         "",
-        markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods).join(_cost_cells(cost, methods))),
+        markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)),
         "",
-        legend(alpha, baseline) + " ms/question: query-side seconds of the method and its inputs per question "
-        "(see Cost); index s: corpus-side seconds, paid once.",
+        legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
+        "`cost.md` (timings vary from run to run, so they are kept off this page).",
         "",
     ]
     lines += [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
     lines += ["", "## Findings", ""]
     lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha)]
-    lines += ["", "## Cost", "", cost_markdown(cost), "",
-              "Seconds are wall-clock times from the rules' benchmark files, summed over the method's own job and "
-              "the jobs of its inputs (a stage shared by two methods counts in full for each). They include process "
-              "start-up and model loading, so on a small question set they overstate the per-question cost.", ""]
+    lines.append("")
     full = [(metric, k) for metric in TABLE_METRICS for k in ks]
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
         if (table["grain"] == g).any():

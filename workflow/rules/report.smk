@@ -39,6 +39,13 @@ rule comparison_table:
             subcategory="{qset}",
             caption="../report/csv.rst",
         ),
+        cost=f"{R}/{{qset}}/cost.md",
+        cost_html=report(
+            f"{R}/{{qset}}/cost.html",
+            category="Comparison",
+            subcategory="{qset}",
+            caption="../report/cost.rst",
+        ),
         record=f"{R}/{{qset}}/history-record.json",
     log:
         f"logs/{DATASET['name']}/comparison_table/{{qset}}.log",

@@ -11,7 +11,7 @@ from rankbench.cost import cost_table, read_benchmark
 from rankbench.files import write_text
 from rankbench.history import run_records
 from rankbench.pages import markdown_html
-from rankbench.report import comparison_page
+from rankbench.report import comparison_page, cost_page
 from rankbench.scripting import run_script
 from rankbench.tables import TABLE_METRICS, csv_table, latex_table, legend, marked
 
@@ -26,7 +26,7 @@ def main(snakemake):
     cost = cost_table(p.cost_plan, seconds, len(questions))
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
-                           Path(snakemake.input.validation).read_text(), unmapped, cost, p.config_json,
+                           Path(snakemake.input.validation).read_text(), unmapped, p.config_json,
                            p.config_sha256, date, p.method_types)
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
@@ -43,6 +43,9 @@ def main(snakemake):
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, json.loads(p.config_json).get("experiment", {}),
                           headline, p.report["grain"])
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
+    costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
+    write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
+    write_text(costs, snakemake.output.cost)
     write_text(markdown_html(page, f"{p.dataset} {manifest['version']}"), snakemake.output.html)
     write_text(page, snakemake.output.table)
 
