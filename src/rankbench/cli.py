@@ -1,4 +1,5 @@
-"""Command line: `rankbench freeze` registers a question-set version; `rankbench eval` scores runs without Snakemake."""
+"""Command line: `rankbench freeze` registers a question-set version; `rankbench eval` scores runs without Snakemake;
+`rankbench pool-export` / `pool-import` complete labels through a new frozen version."""
 
 from __future__ import annotations
 
@@ -90,6 +91,33 @@ def evaluate_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def pool_export_command(args: argparse.Namespace) -> int:
+    """`rankbench pool-export`: the unjudged passages among the top k of every method of a version's results."""
+    from rankbench.pooling import pool, write_pool
+
+    base = args.results / args.qset
+    runs = {path.stem: pd.read_parquet(path) for path in sorted((base / "runs").glob("*.parquet"))}
+    if not runs:
+        raise InputError(base / "runs", None, "holds no run", "Run the workflow for this version first.")
+    chunks = pd.read_parquet(args.results / "corpus" / args.chunker / "chunks.parquet")
+    frame = pool(runs, pd.read_parquet(base / "questions.parquet"),
+                 pd.read_parquet(base / "qrels" / f"{args.chunker}.parquet"), chunks, args.depth)
+    write_pool(frame, args.output)
+    print(f"{len(frame)} unjudged passages from {len(runs)} runs (top {args.depth}) written to {args.output}; "
+          "fill the grade column (0-3) and run `rankbench pool-import`")
+    return 0
+
+
+def pool_import_command(args: argparse.Namespace) -> int:
+    """`rankbench pool-import`: a filled pool file becomes a new frozen question-set version."""
+    from rankbench.pooling import import_labels, read_filled
+
+    added, digest = import_labels(read_filled(args.filled), args.questions, args.output, args.version, args.lock)
+    print(f"{args.version}: {added} labels added to the questions of {args.questions}, written to {args.output}, "
+          f"sha256 {digest} registered in {args.lock}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rankbench` command."""
     parser = argparse.ArgumentParser(prog="rankbench", description=__doc__)
@@ -114,10 +142,26 @@ def main(argv: list[str] | None = None) -> int:
     eval_parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap / randomization resamples")
     eval_parser.add_argument("--seed", type=int, default=0)
     eval_parser.add_argument("--output", type=Path, help="write the tidy summary (or per-query values) as Parquet")
+    export_parser = commands.add_parser("pool-export", help="unjudged passages in the top k of every method, to grade")
+    export_parser.add_argument("--results", type=Path, required=True, help="the dataset's results folder, e.g. results/demo")
+    export_parser.add_argument("--qset", required=True, help="question-set version")
+    export_parser.add_argument("--chunker", default="sections", help="chunker of the runs (default: sections)")
+    export_parser.add_argument("--depth", type=int, default=10, help="top k of each run pooled (default: 10)")
+    export_parser.add_argument("--output", type=Path, required=True, help="pool file to fill: .csv or .jsonl")
+    import_parser = commands.add_parser("pool-import", help="filled pool file -> a new frozen question-set version")
+    import_parser.add_argument("filled", type=Path, help="the pool file with grades filled in")
+    import_parser.add_argument("--questions", type=Path, required=True, help="the version's JSONL it was pooled from")
+    import_parser.add_argument("--version", required=True, help="name of the new version")
+    import_parser.add_argument("--output", type=Path, required=True, help="JSONL of the new version (must not exist)")
+    import_parser.add_argument("--lock", type=Path, required=True, help="the lock file the new version is frozen in")
     args = parser.parse_args(argv)
     try:
         if args.command == "eval":
             return evaluate_command(args)
+        if args.command == "pool-export":
+            return pool_export_command(args)
+        if args.command == "pool-import":
+            return pool_import_command(args)
         digest = freeze(args.path, args.version, args.lock)
     except InputError as error:
         print(f"rankbench: {error}", file=sys.stderr)

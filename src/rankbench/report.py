@@ -1,92 +1,106 @@
-"""The Markdown comparison table of one question-set version, read from the tidy aggregate."""
+"""The comparison page of one question-set version: header with provenance, headline table with cost, findings,
+full tables per grain and per kind, label findings and the exact config."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from rankbench.evaluation import ALL_KINDS
+from rankbench.findings import findings
+from rankbench.tables import TABLE_METRICS, legend, markdown_grid, marked, metric_label, near_best, wide
 
-TABLE_METRICS = {"hit": "hit", "recall": "R", "precision": "P", "rr": "MRR", "ndcg": "nDCG"}
-KIND_METRICS = (("ndcg", 10), ("hit", 5))
-
-
-def metric_label(metric: str, k: int) -> str:
-    """Column heading such as nDCG@10 (k = 0 means no cut-off)."""
-    name = TABLE_METRICS.get(metric, metric)
-    return f"{name}@{k}" if k else name
+DATE_PREFIX = "- date: "
 
 
-def markdown_table(frame: pd.DataFrame, higher_is_better: bool = True) -> str:
-    """A pipe table of numbers with three decimals; the best value of each column in bold."""
-    header = "| " + " | ".join([frame.index.name or ""] + [str(c) for c in frame.columns]) + " |"
-    rule = "|" + "---|" + "---:|" * len(frame.columns)
-    best = frame.max() if higher_is_better else frame.min()
-    lines = [header, rule]
-    for name, row in frame.iterrows():
-        cells = []
-        for column, value in row.items():
-            if pd.isna(value):
-                cells.append("–")
-            else:
-                text = f"{value:.3f}"
-                cells.append(f"**{text}**" if value == best[column] and frame[column].notna().sum() > 1 else text)
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str
+              ) -> str:
+    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted.
+
+    Timings change from run to run, so they live on this page and not on the comparison page, which stays
+    byte-identical across runs apart from its date.
+    """
+    grain, headline = report["grain"], [tuple(item) for item in report["headline"]]
+    methods = sorted(aggregate["method"].unique())
+    table = marked(aggregate, report["alpha"])
+    frame = wide(table, grain, ALL_KINDS, headline, report["ci"], methods)
+    by_method = cost.set_index("method").reindex(methods)
+    for column, name, digits in (("ms_per_question", "ms/question", 1), ("query_s", "query-side s", 2),
+                                 ("index_s", "index-side s (once per corpus)", 2)):
+        frame[name] = by_method[column].map(lambda v, d=digits: "–" if pd.isna(v) else f"{v:.{d}f}").to_numpy()
+    frame["stages counted"] = by_method["stages"].fillna("").to_numpy()
+    return "\n".join([
+        f"# {dataset} — question-set version {qset}: cost beside quality", "",
+        markdown_grid(frame), "",
+        f"Quality: {grain} grain, all questions (marks as on the comparison page). ms/question: query-side seconds "
+        "of the method's own job and of its inputs' jobs (query embeddings, first stages) divided by the questions "
+        "of the version; index-side: corpus jobs, paid once per corpus. Seconds are wall-clock times from the "
+        "rules' benchmark files; a stage shared by two methods counts in full for each. They include process "
+        "start-up and model loading, so on a small question set they overstate the cost per question.", ""])
 
 
-def overall_table(aggregate: pd.DataFrame, grain: str, ks: Sequence[int]) -> pd.DataFrame:
-    """Methods × metric@k over all questions at one grain."""
-    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)
-                     & aggregate["metric"].isin(list(TABLE_METRICS)) & aggregate["k"].isin(list(ks))]
-    wide = rows.pivot(index="method", columns=["metric", "k"], values="mean")
-    columns = [(metric, k) for metric in TABLE_METRICS for k in ks if (metric, k) in wide.columns]
-    wide = wide[columns]
-    wide.columns = [metric_label(metric, k) for metric, k in columns]
-    wide.index.name = "method"
-    return wide
-
-
-def kind_table(aggregate: pd.DataFrame, grain: str, metric: str, k: int, kind_counts: Mapping[str, int]) -> pd.DataFrame:
-    """Methods × question kind for one metric@k; headings carry the number of questions evaluated."""
-    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] != ALL_KINDS)
-                     & (aggregate["metric"] == metric) & (aggregate["k"] == k)]
-    wide = rows.pivot(index="method", columns="kind", values="mean")
-    n = rows.groupby("kind")["n"].max()
-    wide = wide[sorted(wide.columns)]
-    wide.columns = [f"{kind} (n={n[kind]}/{kind_counts.get(kind, n[kind])})" for kind in wide.columns]
-    wide.index.name = "method"
-    return wide
-
-
-def comparison_markdown(aggregate: pd.DataFrame, questions: pd.DataFrame, manifest: Mapping[str, Any],
-                        dataset: str, ks: Sequence[int], settings: Mapping[str, Any], validation: str,
-                        unmapped: pd.DataFrame) -> str:
-    """The whole comparison page: header with versions and hash, overall and per-kind tables, label findings."""
-    kind_counts = questions["kind"].value_counts().to_dict()
-    evaluated = aggregate[(aggregate["kind"] == ALL_KINDS) & (aggregate["grain"] == "document")]["n"].max()
-    excluded = len(questions) - int(evaluated)
+def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.DataFrame,
+                    manifest: Mapping[str, Any], dataset: str, evaluation: Mapping[str, Any],
+                    report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str, config_sha256: str, date: str, method_types: Mapping[str, str]) -> str:
+    """The whole comparison page in Markdown; every number comes from the aggregate and the pairs."""
+    ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
+    headline = [tuple(item) for item in report["headline"]]
+    table = marked(aggregate, alpha)
+    methods = sorted(aggregate["method"].unique())
+    evaluated = int(aggregate[(aggregate["kind"] == ALL_KINDS) & (aggregate["grain"] == "document")]["n"].max())
+    experiment = json.loads(config_json).get("experiment", {})
+    baseline = evaluation.get("baseline")
     lines = [
         f"# {dataset} — question-set version {manifest['version']}",
         "",
-        f"- dataset: `{dataset}`; question-set version: `{manifest['version']}` "
-        f"(sha256 `{manifest['sha256']}`)",
-        f"- questions: {len(questions)}; evaluated (with a relevant label): {evaluated}; "
-        f"excluded (no relevant label, counted apart): {excluded}",
-        f"- relevant when grade >= {settings['relevance_threshold']}; nDCG gain {settings['gain']}; "
-        "ranked lists of depth {depth}; questions missing from a run score 0 (trec_eval -c)".format(**settings),
+        f"- dataset: `{dataset}`; question-set version: `{manifest['version']}` (sha256 `{manifest['sha256']}`)",
+        f"- questions: {len(questions)}; with a relevant label (evaluated): {evaluated}; "
+        f"excluded (no relevant label, counted apart): {len(questions) - evaluated}",
+        f"{DATE_PREFIX}{date}",
+        f"- config: sha256 `{config_sha256}` (the exact config is at the end of this page)",
+    ]
+    if experiment:
+        lines.append(f"- experiment: {experiment.get('label', '–')}" + (f" — {experiment['note']}"
+                                                                       if experiment.get("note") else ""))
+    lines += [
+        f"- relevant when grade >= {evaluation['relevance_threshold']}; nDCG gain {evaluation['gain']}; "
+        f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 (trec_eval -c); "
+        f"baseline: {baseline or 'none'}",
+        "",
+        f"## Headline ({grain} grain, all questions)",
+        "",
+        markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)),
+        "",
+        legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
+        "`cost.md` (timings vary from run to run, so they are kept off this page).",
         "",
     ]
-    for grain in ("document", "chunk"):
-        lines += [f"## All questions, {grain} grain", "", markdown_table(overall_table(aggregate, grain, ks)), ""]
-    for metric, k in KIND_METRICS:
-        if k in ks:
-            lines += [f"## Per question kind: {metric_label(metric, k)}, document grain", "",
-                      markdown_table(kind_table(aggregate, "document", metric, k, kind_counts)), ""]
+    lines += [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
+    lines += ["", "## Findings", ""]
+    lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha)]
+    lines.append("")
+    full = [(metric, k) for metric in TABLE_METRICS for k in ks]
+    for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
+        if (table["grain"] == g).any():
+            lines += [f"## All questions, {g} grain", "", markdown_grid(wide(table, g, ALL_KINDS, full, ci, methods)),
+                      ""]
+    kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
+    counts = questions["kind"].value_counts()
+    for metric, k in headline:
+        rows = table[(table["grain"] == grain) & (table["kind"] != ALL_KINDS)]
+        frame = pd.DataFrame(index=pd.Index(methods, name="method"))
+        for kind in kinds:
+            n = int(rows[rows["kind"] == kind]["n"].max())
+            frame[f"{kind} (n={n}/{counts.get(kind, n)})"] = wide(rows, grain, kind, [(metric, k)], ci,
+                                                                  methods).iloc[:, 0]
+        lines += [f"## Per question kind: {metric_label(metric, k)}, {grain} grain", "", markdown_grid(frame), ""]
     lines += ["## Labels", "", validation.replace("# Label validation", "### Label validation").strip(), ""]
     if not unmapped.empty:
         lines += [f"- **labels that map to no chunk**: {len(unmapped)} "
                   f"({', '.join(sorted(unmapped['qid'].unique()))})", ""]
+    lines += ["## Config", "", "```json", json.dumps(json.loads(config_json), indent=2, ensure_ascii=False,
+                                                     sort_keys=True), "```", ""]
     return "\n".join(lines)

@@ -9,8 +9,16 @@ from rankbench.config import (
     expand_methods,
     method_chunker,
 )
+from rankbench.cost import method_stages
 from rankbench.dense import IndexSpec
 from rankbench.frozen import read_lock
+from rankbench.provenance import (
+    canonical_config,
+    config_hash,
+    diff_pairs,
+    qset_config,
+    report_settings,
+)
 
 CONFIG_SOURCE = str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1])
 # Grids become one method per point (`name[key=value]`); everything below sees concrete methods only.
@@ -138,6 +146,12 @@ def all_outputs():
             f"{R}/{qset}/comparison.md",
             f"{R}/{qset}/leaks.parquet",
         ]
+        outputs += [f"{R}/{qset}/{page}.html" for page in ("failures", "calibration")]
+        outputs += [
+            f"{R}/{qset}/plots/{figure}.svg"
+            for figure in ("recall", "bars", "kinds", "grades")
+        ]
+    outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
     return outputs
 
 
@@ -169,3 +183,55 @@ wildcard_constraints:
     encoder=choice(config.get("encoders", {})),
     rewrite=choice(REWRITES),
     index=choice(FAISS_BUILDS),
+
+
+# The report: settings, provenance, and what each figure and cost row reads.
+CONFIG_JSON = {q: canonical_config(qset_config(config, q)) for q in QSETS}
+CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
+REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
+DIFFS = diff_pairs(config, CONFIG_SOURCE)
+HISTORY = f"{config.get('results', 'results')}/history.jsonl"
+FIGURES = ("recall", "bars", "kinds", "grades")
+
+
+def index_name(method):
+    """The BM25 or FAISS index a first-stage method searches."""
+    if METHOD_SPECS[method]["type"] == "bm25":
+        return bm25_index_name(method)
+    return dense_index(method).name
+
+
+def cost_plan(wildcards):
+    """Per method: (stage, side, benchmark file) of every benchmarked job its run needs (file names from the rules)."""
+    plan = {}
+    for method in METHODS:
+        plan[method] = [
+            [
+                stage,
+                side,
+                getattr(rules, stage).benchmark.format(qset=wildcards.qset, **values),
+            ]
+            for stage, side, values in method_stages(
+                METHOD_SPECS, method, chunker_of, index_name
+            )
+        ]
+    return plan
+
+
+def qrels_of(method, qset):
+    return f"{R}/{qset}/qrels/{chunker_of(method)}.parquet"
+
+
+def figure_outputs():
+    """PNG (shown in the report) and SVG of every figure of a version."""
+    outputs = {}
+    for figure in FIGURES:
+        path = f"{R}/{{qset}}/plots/{figure}"
+        outputs[f"{figure}_svg"] = f"{path}.svg"
+        outputs[f"{figure}_png"] = report(
+            f"{path}.png",
+            category="Plots",
+            subcategory="{qset}",
+            caption=f"../report/{figure}.rst",
+        )
+    return outputs

@@ -1,21 +1,52 @@
-"""Write the Markdown comparison table of one question-set version."""
+"""Write the comparison page of one question-set version (Markdown, HTML), its LaTeX and CSV tables, and the
+run's history record."""
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
+from rankbench.cost import cost_table, read_benchmark
 from rankbench.files import write_text
-from rankbench.report import comparison_markdown
+from rankbench.history import run_records
+from rankbench.pages import markdown_html
+from rankbench.report import comparison_page, cost_page
 from rankbench.scripting import run_script
+from rankbench.tables import TABLE_METRICS, csv_table, latex_table, legend, marked
 
 
 def main(snakemake):
+    p = snakemake.params
+    aggregate, pairs = pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.pairs)
+    questions = pd.read_parquet(snakemake.input.questions)
+    manifest = json.loads(Path(snakemake.input.manifest).read_text())
     unmapped = pd.concat([pd.read_parquet(path) for path in snakemake.input.unmapped], ignore_index=True)
-    page = comparison_markdown(
-        pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.questions),
-        json.loads(Path(snakemake.input.manifest).read_text()), snakemake.params.dataset, snakemake.params.ks,
-        snakemake.params.settings, Path(snakemake.input.validation).read_text(), unmapped)
+    seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
+    cost = cost_table(p.cost_plan, seconds, len(questions))
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
+                           Path(snakemake.input.validation).read_text(), unmapped, p.config_json,
+                           p.config_sha256, date, p.method_types)
+    table = marked(aggregate, p.report["alpha"])
+    headline = [tuple(item) for item in p.report["headline"]]
+    methods = sorted(aggregate["method"].unique())
+    caption = (f"{p.dataset}, question-set version {manifest['version']}: {len(methods)} methods. "
+               + legend(p.report["alpha"], p.evaluation.get("baseline")).replace("`", ""))
+    comments = [f"{p.dataset} question-set version {manifest['version']} sha256 {manifest['sha256']}",
+                f"config sha256 {p.config_sha256}"]
+    write_text(latex_table(table, headline, [g for g in ("document", "chunk") if (table["grain"] == g).any()],
+                           methods, p.report["ci"], caption, f"tab:{p.dataset}-{manifest['version']}", comments),
+               snakemake.output.latex)
+    metrics = sorted({(m, k) for m in TABLE_METRICS for k in p.evaluation["ks"]} | set(headline))
+    write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
+    records = run_records(aggregate, manifest, p.dataset, p.config_sha256, json.loads(p.config_json).get("experiment", {}),
+                          headline, p.report["grain"])
+    write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
+    costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
+    write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
+    write_text(costs, snakemake.output.cost)
+    write_text(markdown_html(page, f"{p.dataset} {manifest['version']}"), snakemake.output.html)
     write_text(page, snakemake.output.table)
 
 

@@ -1,0 +1,105 @@
+"""Plain-sentence findings computed from the aggregate and the pairs; each names the table cell it comes from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from rankbench.evaluation import ALL_KINDS
+from rankbench.tables import metric_label, pair_row
+
+FAMILIES = {"bm25": "lexical", "dense": "dense", "rrf": "fusion", "combsum": "fusion", "combmnz": "fusion",
+            "rerank": "reranked", "external": "external"}
+
+
+def _name(method: str, types: Mapping[str, str]) -> str:
+    family = FAMILIES.get(types.get(method, ""), types.get(method, ""))
+    return f"{method} ({family})" if family else method
+
+
+def _p(value: float) -> str:
+    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+
+
+def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int,
+                types: Mapping[str, str], alpha: float) -> str | None:
+    """Who is best on one metric over all questions, and whether the lead over the runner-up is significant."""
+    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)
+                     & (aggregate["metric"] == metric) & (aggregate["k"] == k)]
+    rows = rows.sort_values(["mean", "method"], ascending=[False, True])
+    where = f"(→ {grain} grain, all questions, {metric_label(metric, k)})"
+    if rows.empty:
+        return None
+    best = rows.iloc[0]
+    if len(rows) == 1:
+        return f"On {metric_label(metric, k)}, {best['method']} scores {best['mean']:.3f} {where}."
+    tied = rows[rows["mean"] == best["mean"]]["method"].tolist()
+    if len(tied) > 1:
+        return f"On {metric_label(metric, k)}, {', '.join(tied)} tie for best at {best['mean']:.3f} {where}."
+    second = rows.iloc[1]
+    pair = pair_row(pairs, grain, ALL_KINDS, metric, k, best["method"], second["method"])
+    lead = (f"On {metric_label(metric, k)}, {_name(best['method'], types)} is best with {best['mean']:.3f} "
+            f"(95% CI {best['ci_low']:.3f}–{best['ci_high']:.3f}); its lead of {best['mean'] - second['mean']:+.3f} "
+            f"over {second['method']} ({second['mean']:.3f})")
+    if pair is None:
+        return lead + f" was not tested {where}."
+    verdict = "is significant" if pair["p_holm"] < alpha else "is not significant"
+    detail = (f"Holm-corrected {_p(pair['p_holm'])}, {int(pair['wins'])} questions won, {int(pair['ties'])} tied, "
+              f"{int(pair['losses'])} lost")
+    near = "; it is smaller than one question's worth" if bool(pair["below_one_question"]) else ""
+    return f"{lead} {verdict} ({detail}){near} {where}."
+
+
+def kind_patterns(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metrics: Sequence[tuple[str, int]],
+                  types: Mapping[str, str], alpha: float) -> list[str]:
+    """Per question kind, every pair of methods whose difference survives Holm correction (metrics grouped)."""
+    found: dict[tuple[str, str, str], list[str]] = {}
+    for metric, k in metrics:
+        rows = pairs[(pairs["grain"] == grain) & (pairs["kind"] != ALL_KINDS) & (pairs["metric"] == metric)
+                     & (pairs["k"] == k) & (pairs["p_holm"] < alpha) & (pairs["diff"] != 0)]
+        for row in rows.itertuples(index=False):
+            winner, loser, a, b = ((row.method_a, row.method_b, row.mean_a, row.mean_b) if row.diff > 0
+                                   else (row.method_b, row.method_a, row.mean_b, row.mean_a))
+            found.setdefault((row.kind, winner, loser), []).append(
+                f"{metric_label(metric, k)} {a:.3f} vs {b:.3f}, Holm {_p(row.p_holm)}, n = {row.n}")
+    sentences = [f"On {kind} questions, {_name(winner, types)} beats {_name(loser, types)}: {'; '.join(values)} "
+                 f"(→ per-kind tables, {kind})." for (kind, winner, loser), values in sorted(found.items())]
+    if not sentences:
+        names = ", ".join(metric_label(m, k) for m, k in metrics)
+        sizes = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] != ALL_KINDS)]["n"]
+        span = f" (kinds have {sizes.min()}–{sizes.max()} questions)" if len(sizes) else ""
+        sentences.append(f"No per-kind difference between two methods survives Holm correction at α = {alpha:g} "
+                         f"on {names}{span}.")
+    return sentences
+
+
+def within_noise(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int,
+                 alpha: float) -> str | None:
+    """Which methods the best one cannot be told apart from, and which are significantly behind it."""
+    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)
+                     & (aggregate["metric"] == metric) & (aggregate["k"] == k)]
+    rows = rows.sort_values(["mean", "method"], ascending=[False, True])
+    if len(rows) < 2:
+        return None
+    best = rows.iloc[0]["method"]
+    noise, behind = [], []
+    for other in rows["method"].iloc[1:]:
+        pair = pair_row(pairs, grain, ALL_KINDS, metric, k, best, other)
+        if pair is not None:
+            (behind if pair["p_holm"] < alpha else noise).append(f"{other} (Holm {_p(pair['p_holm'])})")
+    parts = [f"On {metric_label(metric, k)}, "
+             + (f"{', '.join(noise)} cannot be told apart from {best}" if noise
+                else f"every other method is significantly behind {best}")]
+    if noise and behind:
+        parts.append(f"; {', '.join(behind)} {'is' if len(behind) == 1 else 'are'} significantly behind it")
+    return "".join(parts) + f" (→ {grain} grain, all questions, {metric_label(metric, k)})."
+
+
+def findings(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
+             types: Mapping[str, str], alpha: float) -> list[str]:
+    """Best method per headline metric, significant per-kind patterns, methods within noise of the best."""
+    sentences = [best_method(aggregate, pairs, grain, m, k, types, alpha) for m, k in headline]
+    sentences += kind_patterns(aggregate, pairs, grain, headline, types, alpha)
+    sentences.append(within_noise(aggregate, pairs, grain, *headline[0], alpha))
+    return [s for s in sentences if s]

@@ -1,0 +1,109 @@
+"""History across runs: one record per (question-set version, method) of every complete run, appended to a JSONL
+file under results/ only when it differs from that method's latest record (a no-op rerun adds nothing)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rankbench.errors import InputError
+from rankbench.evaluation import ALL_KINDS
+from rankbench.files import write_text
+from rankbench.tables import markdown_grid, metric_label
+
+KEY = ("dataset", "qset", "method")
+
+
+def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: str, config_sha256: str,
+                experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str) -> list[dict[str, Any]]:
+    """One record per method of one version: provenance, experiment label and note, headline metrics (no date)."""
+    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)].set_index(["method", "metric", "k"])
+    records = []
+    for method in sorted(aggregate["method"].unique()):
+        metrics = {f"{m}@{k}": round(float(rows.loc[(method, m, k), "mean"]), 6)
+                   for m, k in headline if (method, m, k) in rows.index}
+        records.append({"dataset": dataset, "qset": manifest["version"], "qset_sha256": manifest["sha256"],
+                        "config_sha256": config_sha256, "label": experiment.get("label"),
+                        "note": experiment.get("note"), "method": method, "grain": grain, "metrics": metrics})
+    return records
+
+
+def read_history(path: str | Path) -> list[dict[str, Any]]:
+    """Every record of a history file (none when it does not exist yet)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise InputError(path, f"line {number}", "is not a JSON record",
+                             "The history is append-only: restore the line or delete it.") from None
+    return records
+
+
+def append_records(path: str | Path, records: Sequence[Mapping[str, Any]], date: str) -> int:
+    """Append the records that differ (apart from date and run) from their method's latest one; return how many.
+
+    The file is rewritten atomically with the old lines unchanged and the new ones after them.
+    """
+    history = read_history(path)
+    latest = {tuple(r[k] for k in KEY): {k: v for k, v in r.items() if k not in ("date", "run")} for r in history}
+    new = [dict(record) for record in records if latest.get(tuple(record[k] for k in KEY)) != dict(record)]
+    if new:
+        run = max((r.get("run", 0) for r in history), default=0) + 1
+        lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in history]
+        lines += [json.dumps({"date": date, "run": run, **r}, ensure_ascii=False, sort_keys=True) for r in new]
+        write_text("\n".join(lines) + "\n", path)
+    return len(new)
+
+
+def history_frame(records: Sequence[Mapping[str, Any]], dataset: str) -> pd.DataFrame:
+    """One row per record of a dataset, its metrics as columns."""
+    rows = [{**{k: v for k, v in r.items() if k != "metrics"}, **r["metrics"]} for r in records
+            if r["dataset"] == dataset]
+    return pd.DataFrame(rows).fillna({"label": "", "note": ""}) if rows else pd.DataFrame()
+
+
+def history_markdown(frame: pd.DataFrame, metric: str) -> str:
+    """The history as a table of runs (date, version, config, label, note) with the metric of each method."""
+    name, _, k = metric.partition("@")
+    wide = frame.pivot_table(index=["run", "date", "qset", "qset_sha256", "config_sha256", "label", "note"],
+                             columns="method", values=metric, dropna=False, aggfunc="first")
+    wide = wide.reset_index().assign(qset_sha256=lambda f: f["qset_sha256"].str[:12],
+                                     config_sha256=lambda f: f["config_sha256"].str[:12])
+    wide = wide.rename(columns={"qset_sha256": "qset sha256", "config_sha256": "config sha256"}).set_index("run")
+    wide = wide.fillna("").map(lambda v: f"{v:.3f}" if isinstance(v, float) else v)
+    return (f"# History of runs: {metric_label(name, int(k) if k else 0)}\n\nOne row per run and question-set "
+            f"version; a method's value appears when its record changed in that run.\n\n{markdown_grid(wide)}\n")
+
+
+def record_run(record_paths: Mapping[str, str], current_configs: Mapping[str, str], history_path: str | Path,
+               dataset: str, metric: str, outputs: Mapping[str, str], date: str) -> int:
+    """After a successful run: append the records of every version made with the current config, then redraw.
+
+    record_paths and current_configs map each version to its record file and config sha256. Skips everything
+    when a record is missing or was made with another config (a partial run).
+    """
+    from rankbench.plots import history_plot, save
+
+    records = []
+    for qset, path in record_paths.items():
+        if not Path(path).exists():
+            return 0
+        found = json.loads(Path(path).read_text(encoding="utf-8"))
+        if any(r["config_sha256"] != current_configs[qset] for r in found):
+            return 0
+        records += found
+    added = append_records(history_path, records, date)
+    frame = history_frame(read_history(history_path), dataset)
+    if frame.empty or metric not in frame:
+        return added
+    write_text(history_markdown(frame, metric), outputs["markdown"])
+    save(history_plot(frame, metric, f"{dataset}: {metric} over runs"), outputs["png"], outputs["svg"])
+    return added

@@ -1,0 +1,20 @@
+"""Markdown pages rendered to standalone HTML for `snakemake --report` (which shows HTML, not Markdown)."""
+
+from __future__ import annotations
+
+import html
+
+from markdown_it import MarkdownIt
+
+STYLE = ("body{font-family:system-ui,sans-serif;margin:1.5em;max-width:110em;color:#222}"
+         "table{border-collapse:collapse;margin:.6em 0;font-size:.9em}"
+         "th,td{border:1px solid #ccc;padding:.25em .5em}th{background:#f2f2f2}"
+         "tr:nth-child(even) td{background:#fafafa}code{background:#f4f4f4;padding:0 .2em}"
+         "pre{background:#f4f4f4;padding:.6em;overflow:auto;max-height:30em}")
+
+
+def markdown_html(text: str, title: str) -> str:
+    """A whole HTML document for a Markdown page (CommonMark with pipe tables)."""
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{STYLE}</style></head><body>\n{body}</body></html>\n")

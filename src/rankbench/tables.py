@@ -1,0 +1,156 @@
+"""Comparison tables from the tidy aggregate: cells with marks (Holm-significant vs the baseline, within one
+question's worth), best values, and the same table as Markdown, LaTeX (booktabs) and CSV."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+
+import pandas as pd
+
+METRIC_NAMES = {"hit": "hit", "recall": "R", "precision": "P", "rr": "MRR", "ndcg": "nDCG", "ap": "AP",
+                "r_precision": "R-prec", "mean_grade": "grade", "judged": "judged", "rcap_recall": "R-cap",
+                "dcg": "DCG", "distinct_docs": "docs", "top_doc_share": "top-doc"}
+TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
+BETTER, WORSE, NEAR = "↑", "↓", "°"
+LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
+_NUMBER = re.compile(r"^(\*\*)?[-–+]?[\d.]*\d|^–$")
+CSV_COLUMNS = ["method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high", "n", "baseline", "diff",
+               "p_holm", "significant", "below_one_question", "best", "cell"]
+
+
+def metric_label(metric: str, k: int) -> str:
+    """Column heading such as nDCG@10 (k = 0 means no cut-off)."""
+    name = METRIC_NAMES.get(metric, metric)
+    return f"{name}@{k}" if k else name
+
+
+def legend(alpha: float, baseline: str | None) -> str:
+    """What the marks mean, in one sentence."""
+    if baseline is None:
+        return "Bold: best value of the column. No baseline is configured, so no significance marks."
+    return (f"Bold: best value of the column. {BETTER} / {WORSE}: better / worse than the baseline `{baseline}`, "
+            f"paired randomization test Holm-corrected over the methods, p < {alpha:g}. "
+            f"{NEAR}: differs from the baseline by less than one question's worth (1/n).")
+
+
+def marked(aggregate: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """The aggregate with `significant` (↑/↓/''), `near` (within 1/n of the baseline) and `best` per column."""
+    table = aggregate.copy()
+    compared = table["baseline"].notna() & (table["method"] != table["baseline"]) & table["p_holm"].notna()
+    significant = compared & (table["p_holm"] < alpha)
+    table["significant"] = ""
+    table.loc[significant & (table["diff"] > 0), "significant"] = BETTER
+    table.loc[significant & (table["diff"] < 0), "significant"] = WORSE
+    table["near"] = compared & table["below_one_question"].fillna(False).astype(bool)
+    group = ["grain", "kind", "metric", "k"]
+    top = table.groupby(group)["mean"].transform("max")
+    count = table.groupby(group)["mean"].transform("count")
+    table["best"] = (table["mean"] == top) & (count > 1)
+    return table
+
+
+def cell(row: pd.Series, ci: bool, latex: bool = False) -> str:
+    """One cell: the mean (bold when best), its CI on request, then the marks."""
+    text = f"{row['mean']:.3f}"
+    if row["best"]:
+        text = rf"\textbf{{{text}}}" if latex else f"**{text}**"
+    if ci:
+        text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    marks = row["significant"] + (NEAR if row["near"] else "")
+    return text + ("".join(LATEX_MARKS[m] for m in marks) if latex else marks)
+
+
+def wide(table: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]], ci: bool,
+         methods: Sequence[str], latex: bool = False) -> pd.DataFrame:
+    """Methods × metric@k cells of one grain and kind ('–' where a method has no value)."""
+    rows = table[(table["grain"] == grain) & (table["kind"] == kind)].set_index(["method", "metric", "k"])
+    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
+    for metric, k in metrics:
+        frame[metric_label(metric, k)] = [cell(rows.loc[(m, metric, k)], ci, latex) if (m, metric, k) in rows.index
+                                          else "–" for m in methods]
+    return frame
+
+
+def markdown_grid(frame: pd.DataFrame) -> str:
+    """A pipe table of text cells: columns of numbers right-aligned, the index and text columns left-aligned."""
+    numeric = [all(_NUMBER.match(str(v)) for v in frame[c]) for c in frame.columns]
+    lines = ["| " + " | ".join([frame.index.name or ""] + [str(c) for c in frame.columns]) + " |",
+             "|---|" + "".join("---:|" if n else "---|" for n in numeric)]
+    lines += [f"| {name} | " + " | ".join(str(v) for v in row) + " |" for name, row in frame.iterrows()]
+    return "\n".join(lines)
+
+
+def near_best(table: pd.DataFrame, pairs: pd.DataFrame, grain: str, kind: str,
+              metrics: Sequence[tuple[str, int]]) -> list[str]:
+    """Columns where the best method and the runner-up differ by less than one question's worth."""
+    notes = []
+    for metric, k in metrics:
+        rows = table[(table["grain"] == grain) & (table["kind"] == kind) & (table["metric"] == metric)
+                     & (table["k"] == k)].sort_values(["mean", "method"], ascending=[False, True])
+        if len(rows) < 2:
+            continue
+        (first, a), (second, b) = rows[["method", "mean"]].iloc[0], rows[["method", "mean"]].iloc[1]
+        pair = pair_row(pairs, grain, kind, metric, k, first, second)
+        if pair is not None and bool(pair["below_one_question"]):
+            notes.append(f"{metric_label(metric, k)}: {first} ({a:.3f}) and {second} ({b:.3f}) differ by less "
+                         f"than one question's worth (1/n = {1 / pair['n']:.3f})")
+    return notes
+
+
+def pair_row(pairs: pd.DataFrame, grain: str, kind: str, metric: str, k: int, x: str, y: str) -> pd.Series | None:
+    """The pairs row of methods x and y, seen from x: diff = x − y, wins/losses of x."""
+    rows = pairs[(pairs["grain"] == grain) & (pairs["kind"] == kind) & (pairs["metric"] == metric)
+                 & (pairs["k"] == k)]
+    direct = rows[(rows["method_a"] == x) & (rows["method_b"] == y)]
+    if len(direct):
+        return direct.iloc[0]
+    swapped = rows[(rows["method_a"] == y) & (rows["method_b"] == x)]
+    if not len(swapped):
+        return None
+    row = swapped.iloc[0].copy()
+    row["method_a"], row["method_b"], row["mean_a"], row["mean_b"] = x, y, row["mean_b"], row["mean_a"]
+    row["diff"], row["diff_low"], row["diff_high"] = -row["diff"], -row["diff_high"], -row["diff_low"]
+    row["wins"], row["losses"] = row["losses"], row["wins"]
+    return row
+
+
+def _latex_escape(text: str) -> str:
+    return "".join({"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}",
+                    "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}.get(c, c)
+                   for c in text)
+
+
+def latex_table(table: pd.DataFrame, metrics: Sequence[tuple[str, int]], grains: Sequence[str],
+                methods: Sequence[str], ci: bool, caption: str, label: str, comments: Sequence[str]) -> str:
+    """A booktabs table: methods × (grain × metric), best value bold, significance marks as superscripts."""
+    blocks = [wide(table, grain, "all", metrics, ci, methods, latex=True) for grain in grains]
+    width = len(metrics)
+    lines = [f"% {line}" for line in comments]
+    lines += [r"\begin{table}[t]", r"\centering", r"\small",
+              r"\begin{tabular}{l" + ("r" * width) * len(grains) + "}", r"\toprule"]
+    lines.append(" & " + " & ".join(rf"\multicolumn{{{width}}}{{c}}{{{grain} grain}}" for grain in grains) + r" \\")
+    lines.append("".join(rf"\cmidrule(lr){{{2 + i * width}-{1 + (i + 1) * width}}}" for i in range(len(grains))))
+    headings = [_latex_escape(metric_label(m, k)) for m, k in metrics] * len(grains)
+    lines += ["Method & " + " & ".join(headings) + r" \\", r"\midrule"]
+    for method in methods:
+        cells = [c for block in blocks for c in block.loc[method]]
+        lines.append(_latex_escape(method) + " & " + " & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}",
+              rf"\caption{{{_latex_escape(caption)}}}".replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$")
+              .replace("°", r"$^{\circ}$"),
+              rf"\label{{{label}}}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+def csv_table(table: pd.DataFrame, metrics: Sequence[tuple[str, int]], ci: bool) -> str:
+    """Tidy CSV of every cell the tables show (all kinds, both grains), with its marks."""
+    keep = pd.MultiIndex.from_frame(table[["metric", "k"]]).isin(list(metrics))
+    rows = table[keep].copy()
+    rows["cell"] = [cell(row, ci).replace("**", "") for _, row in rows.iterrows()]
+    rows["below_one_question"] = rows["near"]
+    rows = rows.sort_values(["grain", "kind", "metric", "k", "method"], ignore_index=True)[CSV_COLUMNS]
+    buffer = io.StringIO()
+    rows.to_csv(buffer, index=False, float_format="%.6f", lineterminator="\n")
+    return buffer.getvalue()

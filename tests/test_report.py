@@ -1,0 +1,256 @@
+"""Report pieces on small hand-made inputs: table cells and marks, findings, cost, failures, calibration, diffs,
+history and pooling; every expected value is worked out by hand."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankbench.calibration import separation, thresholds, top1_scores
+from rankbench.cost import cost_table, method_stages
+from rankbench.errors import InputError
+from rankbench.failures import RANKING, RECALL, analyse, stage_log
+from rankbench.findings import findings
+from rankbench.frozen import read_lock
+from rankbench.history import append_records, read_history
+from rankbench.pooling import import_labels, pool, read_filled, write_pool
+from rankbench.provenance import canonical_config, config_hash, report_settings
+from rankbench.qset_diff import diff_summary, flips, question_changes, version_metrics
+from rankbench.tables import csv_table, latex_table, marked, markdown_grid, wide
+
+
+def aggregate_row(method, mean, diff=np.nan, p_holm=np.nan, below=None, kind="all", metric="ndcg", k=10, n=40):
+    return {"dataset": "d", "qset": "v1", "method": method, "grain": "document", "kind": kind, "metric": metric,
+            "k": k, "mean": mean, "ci_low": mean - 0.1, "ci_high": mean + 0.1, "n": n, "n_excluded": 0,
+            "baseline": "bm25", "diff": diff, "diff_low": np.nan, "diff_high": np.nan, "p_randomization": p_holm,
+            "p_t": p_holm, "p_holm": p_holm, "wins": pd.NA, "ties": pd.NA, "losses": pd.NA,
+            "below_one_question": below}
+
+
+def pair_row(a, b, mean_a, mean_b, p_holm, kind="all", metric="ndcg", k=10, n=40, wins=5, ties=30, losses=5):
+    return {"dataset": "d", "qset": "v1", "grain": "document", "kind": kind, "metric": metric, "k": k,
+            "method_a": a, "method_b": b, "mean_a": mean_a, "mean_b": mean_b, "diff": mean_a - mean_b,
+            "diff_low": 0, "diff_high": 0, "p_randomization": p_holm, "p_t": p_holm, "p_holm": p_holm, "wins": wins,
+            "ties": ties, "losses": losses, "n": n, "below_one_question": abs(mean_a - mean_b) < 1 / n,
+            "is_baseline_pair": a == "bm25"}
+
+
+@pytest.fixture
+def tiny_aggregate() -> tuple[pd.DataFrame, pd.DataFrame]:
+    aggregate = pd.DataFrame([
+        aggregate_row("bm25", 0.60), aggregate_row("dense", 0.80, 0.20, 0.001, False),
+        aggregate_row("hybrid", 0.61, 0.01, 0.9, True),
+        aggregate_row("bm25", 1.00, kind="exact-code", n=8), aggregate_row("dense", 0.40, -0.6, 0.01, False,
+                                                                           kind="exact-code", n=8),
+        aggregate_row("hybrid", 0.90, -0.1, 0.5, False, kind="exact-code", n=8),
+    ])
+    pairs = pd.DataFrame([
+        pair_row("bm25", "dense", 0.60, 0.80, 0.001), pair_row("bm25", "hybrid", 0.60, 0.61, 0.9),
+        pair_row("dense", "hybrid", 0.80, 0.61, 0.003, wins=9, ties=28, losses=3),
+        pair_row("bm25", "dense", 1.00, 0.40, 0.01, kind="exact-code", n=8),
+        pair_row("bm25", "hybrid", 1.00, 0.90, 0.5, kind="exact-code", n=8),
+        pair_row("dense", "hybrid", 0.40, 0.90, 0.04, kind="exact-code", n=8),
+    ])
+    return aggregate, pairs
+
+
+def test_cells_carry_bold_best_significance_and_one_question_marks(tiny_aggregate) -> None:
+    table = marked(tiny_aggregate[0], alpha=0.05)
+    grid = wide(table, "document", "all", [("ndcg", 10)], ci=False, methods=["bm25", "dense", "hybrid"])
+    assert grid["nDCG@10"].tolist() == ["0.600", "**0.800**↑", "0.610°"]
+    with_ci = wide(table, "document", "all", [("ndcg", 10)], ci=True, methods=["dense"])
+    assert with_ci.iloc[0, 0] == "**0.800** [0.700, 0.900]↑"
+    per_kind = wide(table, "document", "exact-code", [("ndcg", 10)], ci=False, methods=["bm25", "dense"])
+    assert per_kind.iloc[:, 0].tolist() == ["**1.000**", "0.400↓"]
+    assert markdown_grid(grid).splitlines()[1] == "|---|---:|"
+
+
+def test_latex_is_booktabs_with_bold_best_and_superscript_marks(tiny_aggregate) -> None:
+    table = marked(tiny_aggregate[0], alpha=0.05)
+    tex = latex_table(table, [("ndcg", 10)], ["document"], ["bm25", "dense", "hybrid"], False, "Legend ↑ ↓ °",
+                      "tab:x", ["made by test"])
+    assert tex.startswith("% made by test\n")
+    for piece in (r"\toprule", r"\midrule", r"\bottomrule", r"dense & \textbf{0.800}$^{\uparrow}$ \\",
+                  r"hybrid & 0.610$^{\circ}$ \\", r"\caption{Legend $\uparrow$ $\downarrow$ $^{\circ}$}"):
+        assert piece in tex
+    rows = pd.read_csv(__import__("io").StringIO(csv_table(table, [("ndcg", 10)], False)))
+    dense = rows[(rows["method"] == "dense") & (rows["kind"] == "all")].iloc[0]
+    assert dense["significant"] == "↑" and bool(dense["best"]) and dense["cell"] == "0.800↑"
+
+
+def test_findings_name_the_best_method_its_significance_kind_patterns_and_noise(tiny_aggregate) -> None:
+    aggregate, pairs = tiny_aggregate
+    sentences = findings(aggregate, pairs, "document", [("ndcg", 10)], {"bm25": "bm25", "dense": "dense",
+                                                                        "hybrid": "rrf"}, 0.05)
+    assert sentences[0].startswith("On nDCG@10, dense (dense) is best with 0.800")
+    assert "lead of +0.190 over hybrid (0.610) is significant (Holm-corrected p = 0.003, 9 questions won" in sentences[0]
+    assert any(s.startswith("On exact-code questions, bm25 (lexical) beats dense (dense): nDCG@10 1.000 vs 0.400")
+               for s in sentences)
+    assert any(s.startswith("On exact-code questions, hybrid (fusion) beats dense (dense)") for s in sentences)
+    assert not any("bm25 (lexical) beats hybrid" in s for s in sentences)  # p = 0.5
+    assert sentences[-1].startswith("On nDCG@10, every other method is significantly behind dense")
+
+
+def test_cost_counts_a_method_and_its_inputs_once_each() -> None:
+    methods = {"bm25": {"type": "bm25"}, "dense": {"type": "dense", "encoder": "e5"},
+               "hybrid": {"type": "rrf", "inputs": ["bm25", "dense"]},
+               "rr": {"type": "rerank", "input": "bm25", "scorer": {"kind": "bi-encoder", "encoder": "e5"}}}
+    stages = method_stages(methods, "rr", lambda m: "sections", lambda m: "flat" if m == "dense" else m)
+    assert [s[0] for s in stages] == ["embed_corpus", "embed_queries", "rerank", "bm25_index", "retrieve_bm25"]
+    hybrid = method_stages(methods, "hybrid", lambda m: "sections", lambda m: "flat" if m == "dense" else m)
+    assert ("faiss_index", "index", {"chunker": "sections", "encoder": "e5", "index": "flat"}) in hybrid
+    assert {s[0] for s in hybrid} == {"fuse", "bm25_index", "retrieve_bm25", "embed_corpus", "faiss_index",
+                                      "embed_queries", "retrieve_dense"}
+    plan = {"rr": [["rerank", "query", "a"], ["retrieve_bm25", "query", "b"], ["bm25_index", "index", "c"]]}
+    cost = cost_table(plan, {"a": 3.0, "b": 1.0, "c": 5.0}, n_questions=40).iloc[0]
+    assert (cost["query_s"], cost["index_s"], cost["ms_per_question"]) == (4.0, 5.0, 100.0)
+    assert cost["stages"] == "rerank, retrieve_bm25, bm25_index (index)"
+
+
+def _run(rows):
+    return pd.DataFrame(rows, columns=["qid", "rank", "chunk_id", "doc_id", "score"])
+
+
+def test_failures_split_recall_and_ranking_failures_with_first_stage_ranks() -> None:
+    # q1: relevant doc r1 is 3rd in bm25 (inside the rerank pool of depth 3) and the reranker puts it 3rd: ranking.
+    # q2: relevant doc r2 is 4th in bm25, outside the pool of 3: recall failure. q3: found first everywhere.
+    first = _run([("q1", 1, "a#x", "a", 9), ("q1", 2, "b#x", "b", 8), ("q1", 3, "r1#x", "r1", 7),
+                  ("q2", 1, "a#x", "a", 9), ("q2", 2, "b#x", "b", 8), ("q2", 3, "c#x", "c", 7),
+                  ("q2", 4, "r2#x", "r2", 6), ("q3", 1, "r3#x", "r3", 9)])
+    rerank = _run([("q1", 1, "b#x", "b", 1), ("q1", 2, "a#x", "a", .9), ("q1", 3, "r1#x", "r1", .8),
+                   ("q2", 1, "c#x", "c", 1), ("q2", 2, "a#x", "a", .9), ("q2", 3, "b#x", "b", .8),
+                   ("q2", 4, "r2#x", "r2", 0), ("q3", 1, "r3#x", "r3", 1)])
+    qrels = pd.DataFrame({"grain": "document", "qid": ["q1", "q2", "q3"], "item_id": ["r1", "r2", "r3"],
+                          "grade": [3, 2, 1]})
+    questions = pd.DataFrame({"qid": ["q1", "q2", "q3"], "question": ["one?", "two?", "three?"], "kind": "x"})
+    labels = pd.DataFrame({"qid": ["q1", "q2", "q3"], "doc_id": ["r1", "r2", "r3"], "section": ["x", None, "x"],
+                           "grade": [3, 2, 1]})
+    specs = {"bm25": {"type": "bm25"}, "rr": {"type": "rerank", "input": "bm25", "depth": 3}}
+    failures = analyse({"bm25": first, "rr": rerank}, specs, {"bm25": qrels, "rr": qrels}, questions, labels,
+                       {"a": "Doc A", "b": "Doc B"}, "document", k=2)
+    rr = failures[failures["method"] == "rr"].set_index(["qid", "failure"])
+    assert rr.loc[("q1", "top 2"), "class"] == RANKING and rr.loc[("q1", "top 2"), "input_ranks"] == "bm25: rank 3"
+    assert rr.loc[("q2", "top 2"), "class"] == RECALL and rr.loc[("q2", "top 2"), "input_ranks"] == "bm25: rank 4"
+    assert rr.loc[("q1", "rank 1"), "returned"] == "1. b — Doc B; 2. a — Doc A; 3. r1 — "
+    assert rr.loc[("q1", "rank 1"), "expected"] == "r1#x (3)" and rr.loc[("q2", "rank 1"), "expected"] == "r2 (2)"
+    assert "q3" not in failures["qid"].tolist()
+    assert set(failures[failures["method"] == "bm25"]["class"]) == {""}
+    log = stage_log({"bm25": first, "rr": rerank}, specs, {}, depth=2)
+    assert log[(log["method"] == "rr") & (log["qid"] == "q2")][["stage", "chunk_id"]].values.tolist() == [
+        ["bm25", "a#x"], ["bm25", "b#x"], ["rr", "c#x"], ["rr", "a#x"]]
+
+
+def test_calibration_thresholds_count_shares_of_each_side() -> None:
+    run = _run([("a1", 1, "x", "x", 0.9), ("a2", 1, "x", "x", 0.8), ("a3", 1, "x", "x", 0.3),
+                ("u1", 1, "x", "x", 0.5)])  # u2 returned nothing
+    questions = pd.DataFrame({"qid": ["a1", "a2", "a3", "u1", "u2"], "kind": "k"})
+    top1 = top1_scores({"m": run}, questions, {"a1", "a2", "a3"})
+    assert np.isnan(top1.set_index("qid").loc["u2", "score"])
+    table = thresholds(top1, steps=3).set_index("threshold")
+    # quantiles 25/50/75% of [0.3, 0.5, 0.8, 0.9] = 0.45, 0.65, 0.825
+    assert table.index.tolist() == pytest.approx([0.45, 0.65, 0.825])
+    assert table["answerable_below"].tolist() == pytest.approx([1 / 3, 1 / 3, 2 / 3])
+    assert table["unanswerable_above"].tolist() == pytest.approx([0.5, 0.0, 0.0])
+    assert table["errors"].tolist() == [2, 1, 2]
+    assert separation(top1).iloc[0]["auc"] == pytest.approx(5 / 6)  # 6 pairs; a3 (0.3) loses to u1 (0.5)
+
+
+def _per_query(values):
+    return pd.DataFrame([{"qid": q, "kind": "k", "grain": "document", "metric": m, "k": k, "value": v}
+                         for q, m, k, v in values])
+
+
+def test_diff_reports_changes_metrics_on_common_questions_flips_and_rankings() -> None:
+    qa = pd.DataFrame({"qid": ["q1", "q2", "q3"], "question": ["a", "b", "c"], "kind": "k", "audience": "public",
+                       "as_of": "2025-01-01"})
+    qb = pd.DataFrame({"qid": ["q1", "q2", "q4"], "question": ["a", "B!", "d"], "kind": "k", "audience": "public",
+                       "as_of": "2025-01-01"})
+    la = pd.DataFrame({"qid": ["q1", "q2", "q3"], "doc_id": ["d1", "d2", "d3"], "section": None, "grade": [3, 3, 3]})
+    lb = pd.DataFrame({"qid": ["q1", "q2", "q4"], "doc_id": ["d9", "d2", "d4"], "section": None, "grade": [3, 3, 3]})
+    changes = question_changes(qa, la, qb, lb)
+    assert changes[["qid", "change"]].values.tolist() == [["q1", "labels"], ["q2", "text"], ["q3", "removed"],
+                                                           ["q4", "added"]]
+    assert changes.iloc[0]["before"] == "d1=3" and changes.iloc[0]["after"] == "d9=3"
+    a = {"x": _per_query([("q1", "hit", 1, 1), ("q2", "hit", 1, 1), ("q3", "hit", 1, 1)]),
+         "y": _per_query([("q1", "hit", 1, 0), ("q2", "hit", 1, 0), ("q3", "hit", 1, 1)])}
+    b = {"x": _per_query([("q1", "hit", 1, 0), ("q2", "hit", 1, 1), ("q4", "hit", 1, 0)]),
+         "y": _per_query([("q1", "hit", 1, 1), ("q2", "hit", 1, 1), ("q4", "hit", 1, 1)])}
+    table = version_metrics(a, b, "document", [("hit", 1)]).set_index("method")
+    assert table.loc["x", ["a_all", "b_all", "a_common", "b_common", "n_common"]].tolist() == [1, 1 / 3, 1, 0.5, 2]
+    flipped = flips(a, b, "document", [1])
+    assert flipped.values.tolist() == [["x", 1, "q1", "lost"], ["y", 1, "q1", "found"], ["y", 1, "q2", "found"]]
+    summary = diff_summary(changes, version_metrics(a, b, "document", [("hit", 1)]), flipped,
+                           {"version": "v1", "sha256": "a"}, {"version": "v2", "sha256": "b"}, [("hit", 1)])
+    assert summary["changes"] == {"added": ["q4"], "labels": ["q1"], "removed": ["q3"], "text": ["q2"]}
+    assert summary["flips"]["y"] == {"found@1": ["q1", "q2"], "lost@1": []}
+    assert summary["rankings"]["a_all"] == ["x", "y"] and summary["rankings"]["b_all"] == ["y", "x"]
+    assert summary["ranking_changed"] and summary["ranking_changed_on_common"]
+
+
+def test_history_appends_only_records_that_changed(tmp_path) -> None:
+    path = tmp_path / "history.jsonl"
+    record = {"dataset": "d", "qset": "v1", "method": "bm25", "config_sha256": "c1", "metrics": {"ndcg@10": 0.5}}
+    assert append_records(path, [record], "day 1") == 1
+    assert append_records(path, [record], "day 2") == 0  # a rerun with the same config and numbers
+    assert append_records(path, [{**record, "config_sha256": "c2"}], "day 3") == 1
+    assert append_records(path, [record], "day 4") == 1  # back to the first config: a new run, recorded
+    assert [(r["date"], r["run"], r["config_sha256"]) for r in read_history(path)] == [
+        ("day 1", 1, "c1"), ("day 3", 2, "c2"), ("day 4", 3, "c1")]
+
+
+def test_canonical_config_ignores_key_order_and_report_settings_check_metrics() -> None:
+    assert canonical_config({"b": 1, "a": [2, 1]}) == canonical_config({"a": [2, 1], "b": 1}) == '{"a":[2,1],"b":1}'
+    assert config_hash('{"a":1}') == "015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"
+    assert report_settings({}, [1, 5], "c")["headline"] == [["hit", 1]]
+    with pytest.raises(InputError, match="report.headline.*not in evaluation.ks"):
+        report_settings({"report": {"headline": ["ndcg@20"]}}, [1, 5], "c")
+    with pytest.raises(InputError, match="report.plot_metric"):
+        report_settings({"report": {"plot_metric": "bogus@3"}}, [3], "c")
+
+
+def test_pool_exports_unjudged_passages_and_import_makes_a_new_frozen_version(tmp_path) -> None:
+    runs = {"m1": _run([("q1", 1, "d1#s1", "d1", 2), ("q1", 2, "d2#s1", "d2", 1)]),
+            "m2": _run([("q1", 1, "d3#s1", "d3", 2), ("q1", 2, "d2#s1", "d2", 1)])}
+    questions = pd.DataFrame({"qid": ["q1"], "question": ["Q?"]})
+    qrels = pd.DataFrame({"grain": "chunk", "qid": ["q1"], "item_id": ["d1#s1"], "grade": [3]})
+    chunks = pd.DataFrame({"chunk_id": ["d1#s1", "d2#s1", "d3#s1"], "doc_id": ["d1", "d2", "d3"],
+                           "sections": [["s1"]] * 3, "title": ["T1", "T2", "T3"], "text": ["t1", "t2", "t3"]})
+    frame = pool(runs, questions, qrels, chunks, depth=2)
+    assert frame[["chunk_id", "methods", "best_rank"]].values.tolist() == [["d3#s1", "m2", 1], ["d2#s1", "m1, m2", 2]]
+    filled_path = tmp_path / "pool.csv"
+    write_pool(frame.assign(grade=["2", ""]), filled_path)
+    source = tmp_path / "v1.jsonl"
+    source.write_text(json.dumps({"qid": "q1", "question": "Q?", "labels": [{"doc_id": "d1", "section": "s1",
+                                                                              "grade": 3}]}) + "\n")
+    before = source.read_bytes()
+    lock = tmp_path / "frozen.lock"
+    added, digest = import_labels(read_filled(filled_path), source, tmp_path / "v2.jsonl", "v2", lock)
+    assert added == 1 and source.read_bytes() == before and read_lock(lock) == {"v2": digest}
+    labels = json.loads((tmp_path / "v2.jsonl").read_text())["labels"]
+    assert labels == [{"doc_id": "d1", "section": "s1", "grade": 3}, {"doc_id": "d3", "section": "s1", "grade": 2}]
+    with pytest.raises(InputError, match="already exists"):
+        import_labels(read_filled(filled_path), source, tmp_path / "v2.jsonl", "v2", lock)
+    write_pool(frame.assign(grade=["5", ""]), filled_path)
+    with pytest.raises(InputError, match=r"line 2 \(question q1, d3\).*grade '5'"):
+        read_filled(filled_path)
+
+
+def test_diff_pairs_must_name_two_configured_versions() -> None:
+    from rankbench.provenance import diff_pairs
+
+    config = {"qsets": {"v1": {}, "v2": {}}}
+    assert diff_pairs({**config, "diffs": [["v1", "v2"]]}, "c") == [("v1", "v2")]
+    with pytest.raises(InputError, match=r"diffs\[0\].*'v3' is not under `qsets`"):
+        diff_pairs({**config, "diffs": [["v1", "v3"]]}, "c")
+
+
+def test_a_versions_config_leaves_out_the_other_versions_and_the_diffs() -> None:
+    from rankbench.provenance import qset_config
+
+    config = {"qsets": {"v1": {"path": "a"}, "v2": {"path": "b"}}, "diffs": [["v1", "v2"]], "methods": {"m": 1}}
+    assert qset_config(config, "v1") == {"qsets": {"v1": {"path": "a"}}, "methods": {"m": 1}}
+    more = {**config, "qsets": {**config["qsets"], "v3": {"path": "c"}}}
+    assert canonical_config(qset_config(more, "v1")) == canonical_config(qset_config(config, "v1"))

@@ -1,0 +1,123 @@
+"""The report on the real demo run: tables agree with the aggregate, findings, failures, calibration, the v1→v2
+diff, plots, history and `snakemake --report`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from workflow_helpers import edit_config, snakemake
+
+pytestmark = pytest.mark.slow
+BASE = Path("results/demo")
+
+
+def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_provenance(demo: Path) -> None:
+    page = (demo / BASE / "v1/comparison.md").read_text()
+    manifest = json.loads((demo / BASE / "v1/qset.json").read_text())
+    assert f"(sha256 `{manifest['sha256']}`)" in page
+    assert "- questions: 50; with a relevant label (evaluated): 43; excluded (no relevant label, counted apart): 7" in page
+    assert sum(line.startswith("- date: ") for line in page.splitlines()) == 1
+    config = json.loads(page.split("```json\n")[1].split("```")[0])
+    assert config["methods"]["hybrid"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 60}
+    aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
+    rows = aggregate.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10").set_index("method")
+    headline = page.split("## Headline")[1].split("## Findings")[0]
+    for method, row in rows.iterrows():
+        line = next(x for x in headline.splitlines() if x.startswith(f"| {method} |"))
+        cell = line.split(" | ")[1]
+        assert cell.replace("**", "").startswith(f"{row['mean']:.3f}")
+        assert ("↑" in cell) == bool(method != "bm25" and row["p_holm"] < 0.05 and row["diff"] > 0)
+        assert ("**" in cell) == bool(row["mean"] == rows["mean"].max())
+    best = rows["mean"].idxmax()
+    findings = page.split("## Findings")[1].split("## All questions")[0]
+    assert f"On nDCG@10, {best} (dense) is best with {rows.loc[best, 'mean']:.3f}" in findings
+    cost = (demo / BASE / "v1/cost.md").read_text()
+    rerank = next(line for line in cost.splitlines() if line.startswith("| bm25+rerank-e5 |"))
+    assert rerank.split(" | ")[1].replace("**", "").startswith(f"{rows.loc['bm25+rerank-e5', 'mean']:.3f}")
+    assert "embed_queries, rerank, retrieve_bm25, embed_corpus (index), bm25_index (index)" in rerank
+
+
+def test_latex_and_csv_tables_carry_the_same_numbers(demo: Path) -> None:
+    tex = (demo / BASE / "v1/comparison.tex").read_text()
+    assert r"\toprule" in tex and r"\textbf{" in tex and r"$^{\uparrow}$" in tex
+    table = pd.read_csv(demo / BASE / "v1/comparison.csv")
+    aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
+    merged = table.merge(aggregate, on=["method", "grain", "kind", "metric", "k"], suffixes=("", "_agg"))
+    assert len(merged) == len(table) > 0
+    assert (merged["mean"] - merged["mean_agg"]).abs().max() < 1e-6
+
+
+def test_failures_of_the_reranker_are_split_by_its_first_stage(demo: Path) -> None:
+    failures = pd.read_parquet(demo / BASE / "v1/failures.parquet")
+    run = pd.read_parquet(demo / BASE / "v1/runs/bm25+rerank-e5.parquet")
+    qrels = pd.read_parquet(demo / BASE / "v1/qrels/sections.parquet").query("grain == 'document' and grade >= 1")
+    rerank = failures[failures["method"] == "bm25+rerank-e5"]
+    assert set(rerank["class"]) <= {"recall failure", "ranking failure"} and len(rerank)
+    relevant = run.merge(qrels, left_on=["qid", "doc_id"], right_on=["qid", "item_id"])
+    best_first_stage = relevant.groupby("qid")["first_stage_rank"].min()
+    for qid, verdict in zip(rerank["qid"], rerank["class"]):
+        in_pool = qid in best_first_stage.index and best_first_stage[qid] <= 30
+        assert verdict == ("ranking failure" if in_pool else "recall failure"), qid
+    page = (demo / BASE / "v1/failures.md").read_text()
+    assert "## bm25+rerank-e5:" in page and "recall failures" in page and "returned instead" in page
+    stages = pd.read_parquet(demo / BASE / "v1/stages.parquet")
+    assert set(stages.query("method == 'hybrid'")["stage"]) == {"bm25", "dense-e5", "hybrid"}
+
+
+def test_calibration_separates_the_unanswerable_questions(demo: Path) -> None:
+    top1 = pd.read_parquet(demo / BASE / "v1/calibration/top1.parquet")
+    questions = pd.read_parquet(demo / BASE / "v1/questions.parquet")
+    unanswerable = set(top1.loc[~top1["answerable"], "qid"])
+    assert unanswerable == set(questions.loc[questions["kind"] == "unanswerable", "qid"])
+    thresholds = pd.read_parquet(demo / BASE / "v1/calibration/thresholds.parquet")
+    bm25 = top1[top1["method"] == "bm25"]
+    row = thresholds[thresholds["method"] == "bm25"].iloc[0]
+    expected = (bm25[~bm25["answerable"]]["score"] >= row["threshold"]).mean()
+    assert row["unanswerable_above"] == pytest.approx(expected)
+    assert "| threshold | answerable below | unanswerable at or above |" in (demo / BASE / "v1/calibration.md").read_text()
+
+
+def test_v1_to_v2_diff_shows_added_questions_corrected_labels_and_the_ranking_change(demo: Path) -> None:
+    summary = json.loads((demo / BASE / "diffs/v1-vs-v2.json").read_text())
+    assert summary["changes"] == {"added": [f"q0{n}" for n in range(51, 59)], "labels": ["q005", "q009"]}
+    page = (demo / BASE / "diffs/v1-vs-v2.md").read_text()
+    assert "- changes: 8 added, 2 labels" in page
+    assert ("ranking of methods on ndcg@10 changed" in page) == summary["ranking_changed"]
+    assert summary["rankings"]["a_common"][0] == "dense-e5"
+
+
+def test_plots_are_png_and_deterministic_svg(demo: Path) -> None:
+    for figure in ("recall", "bars", "kinds", "grades", "calibration"):
+        assert (demo / BASE / f"v1/plots/{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        svg = (demo / BASE / f"v1/plots/{figure}.svg").read_text()
+        assert "<dc:date>" not in svg and "<svg" in svg
+
+
+def test_history_records_each_config_once_and_the_experiment_note(demo: Path) -> None:
+    history = demo / "results/history.jsonl"
+    records = [json.loads(line) for line in history.read_text().splitlines()]
+    assert {(r["qset"], r["method"]) for r in records} >= {("v1", "bm25"), ("v2", "hybrid")}
+    assert all(r["label"] == "demo-baseline" for r in records)
+    config = edit_config(demo, lambda c: c["experiment"].update(label="rrf-k-30", note="hybrid with k=30"),
+                         "config-note.yaml")
+    assert snakemake(demo, "--cores", "2", configfile=config).returncode == 0
+    after = [json.loads(line) for line in history.read_text().splitlines()]
+    assert after[:len(records)] == records  # append-only
+    new = after[len(records):]
+    assert len(new) == 10 and {r["note"] for r in new} == {"hybrid with k=30"}
+    assert snakemake(demo, "--cores", "2", configfile=config).returncode == 0  # nothing to do: nothing added
+    assert len(history.read_text().splitlines()) == len(after)
+    assert "| rrf-k-30 | hybrid with k=30 |" in (demo / BASE / "history.md").read_text()
+    assert snakemake(demo, "--cores", "2").returncode == 0  # back to the default config for the other tests
+
+
+def test_snakemake_report_includes_tables_plots_and_failures(demo: Path) -> None:
+    result = snakemake(demo, "--report", "report.html")
+    assert result.returncode == 0, result.stderr[-2000:]
+    html = (demo / "report.html").read_text()
+    for name in ("comparison.html", "failures.html", "calibration.html", "v1-vs-v2.html", "recall.png"):
+        assert name in html

@@ -1,0 +1,28 @@
+"""Abstention calibration of one question-set version: top-1 scores of answerable vs unanswerable questions."""
+
+import pandas as pd
+
+from rankbench.calibration import calibration_markdown, thresholds, top1_scores
+from rankbench.files import write_parquet, write_text
+from rankbench.pages import markdown_html
+from rankbench.plots import save, top1_distributions
+from rankbench.scripting import run_script
+
+
+def main(snakemake):
+    p, qset = snakemake.params, snakemake.wildcards.qset
+    runs = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.runs)}
+    questions, labels = pd.read_parquet(snakemake.input.questions), pd.read_parquet(snakemake.input.labels)
+    answerable = set(labels.loc[labels["grade"] >= p.relevance_threshold, "qid"])
+    top1 = top1_scores(runs, questions, answerable)
+    table = thresholds(top1)
+    page = calibration_markdown(top1, table, qset)
+    save(top1_distributions(top1, f"Top-1 score: answerable vs unanswerable — {qset}"), snakemake.output.png,
+         snakemake.output.svg)
+    write_parquet(top1, snakemake.output.top1)
+    write_parquet(table, snakemake.output.thresholds)
+    write_text(markdown_html(page, f"calibration {qset}"), snakemake.output.html)
+    write_text(page, snakemake.output.markdown)
+
+
+run_script(main, snakemake)

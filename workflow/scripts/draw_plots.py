@@ -1,0 +1,24 @@
+"""Draw the figures of one question-set version: recall@k curves, a metric with CIs, per-kind heatmap, grade by rank."""
+
+import pandas as pd
+
+from rankbench.plots import kind_heatmap, mean_grade_by_rank, metric_bars, recall_curves, save
+from rankbench.scripting import run_script
+from rankbench.tables import metric_label
+
+
+def main(snakemake):
+    aggregate = pd.read_parquet(snakemake.input.aggregate)
+    grades = {method: pd.read_parquet(path) for method, path in zip(snakemake.params.methods, snakemake.input.grades)}
+    grain, qset, out = snakemake.params.grain, snakemake.wildcards.qset, snakemake.output
+    metric, k = snakemake.params.plot_metric
+    heat_metric, heat_k = snakemake.params.headline[0]
+    save(recall_curves(aggregate, grain, f"recall@k by method — {qset}"), out.recall_png, out.recall_svg)
+    save(metric_bars(aggregate, grain, metric, k, f"{metric_label(metric, k)} with 95% CI — {qset}"),
+         out.bars_png, out.bars_svg)
+    save(kind_heatmap(aggregate, grain, heat_metric, heat_k, f"{metric_label(heat_metric, heat_k)} by question kind — {qset}"),
+         out.kinds_png, out.kinds_svg)
+    save(mean_grade_by_rank(grades, grain, f"Mean relevance grade by rank — {qset}"), out.grades_png, out.grades_svg)
+
+
+run_script(main, snakemake)

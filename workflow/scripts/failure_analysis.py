@@ -1,0 +1,27 @@
+"""Failures of every method on one question-set version, classified for multi-stage methods, and the stage log."""
+
+import pandas as pd
+
+from rankbench.failures import analyse, failures_markdown, stage_log
+from rankbench.files import write_parquet, write_text
+from rankbench.pages import markdown_html
+from rankbench.scripting import run_script
+
+
+def main(snakemake):
+    p = snakemake.params
+    runs = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.runs)}
+    qrels = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.qrels)}
+    questions, labels = pd.read_parquet(snakemake.input.questions), pd.read_parquet(snakemake.input.labels)
+    titles = pd.read_parquet(snakemake.input.documents).set_index("doc_id")["title"].to_dict()
+    failures = analyse(runs, p.specs, qrels, questions, labels, titles, p.grain, p.k, p.relevance_threshold)
+    relevant = labels[labels["grade"] >= p.relevance_threshold]
+    evaluated = int(questions["qid"].isin(relevant["qid"]).sum())
+    page = failures_markdown(failures, p.specs, p.grain, p.k, evaluated, snakemake.wildcards.qset)
+    write_parquet(failures, snakemake.output.failures)
+    write_parquet(stage_log(runs, p.specs, titles, p.k), snakemake.output.stages)
+    write_text(markdown_html(page, f"failures {snakemake.wildcards.qset}"), snakemake.output.html)
+    write_text(page, snakemake.output.markdown)
+
+
+run_script(main, snakemake)
