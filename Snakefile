@@ -19,6 +19,8 @@ include: "workflow/rules/queries.smk"
 include: "workflow/rules/retrieve.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/llm_common.smk"
+include: "workflow/rules/llm.smk"
 
 
 rule all:

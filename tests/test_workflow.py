@@ -60,11 +60,11 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
     freeze(questions / "v3.jsonl", "v3", questions / "frozen.lock")
     # Methods using the `llm` rewrites need them for every version: v3 brings its own, frozen with it.
     rewrite = {"qid": "q999", "query": "délai de remboursement"}
-    (questions / "v3.rewrites.llm.jsonl").write_text(
-        (questions / "v2.rewrites.llm.jsonl").read_text() + json.dumps(rewrite, ensure_ascii=False) + "\n")
-    freeze(questions / "v3.rewrites.llm.jsonl", "v3.rewrites.llm", questions / "frozen.lock")
+    (questions / "v3.rewrites.keywords.jsonl").write_text(
+        (questions / "v2.rewrites.keywords.jsonl").read_text() + json.dumps(rewrite, ensure_ascii=False) + "\n")
+    freeze(questions / "v3.rewrites.keywords.jsonl", "v3.rewrites.keywords", questions / "frozen.lock")
     config = edit_config(demo, lambda c: c["qsets"].update(v3={
-        "path": "data/demo/questions/v3.jsonl", "rewrites": {"llm": "data/demo/questions/v3.rewrites.llm.jsonl"}}),
+        "path": "data/demo/questions/v3.jsonl", "rewrites": {"keywords": "data/demo/questions/v3.rewrites.keywords.jsonl"}}),
                          "config-v3.yaml")
     jobs = planned_jobs(demo, config)
     assert not CORPUS_RULES & set(jobs), jobs

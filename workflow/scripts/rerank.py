@@ -1,4 +1,4 @@
-"""Re-score the top N of the input run with a bi-encoder or a CrossEncoder; a failing scorer degrades the run."""
+"""Re-score the top N of the input run with a bi-encoder, a CrossEncoder or an LLM; a failing scorer degrades the run."""
 
 import numpy as np
 import pandas as pd
@@ -18,8 +18,13 @@ def main(snakemake):
         if scorer["kind"] == "bi-encoder":
             return bi_encoder_scorer(queries["qid"], np.load(snakemake.input.query_embeddings),
                                      chunks["chunk_id"], np.load(snakemake.input.chunk_embeddings))
-        return cross_encoder_scorer(scorer["model"], dict(zip(queries["qid"], queries["question"])),
-                                    dict(zip(chunks["chunk_id"], passage_text(chunks))))
+        texts = dict(zip(queries["qid"], queries["question"])), dict(zip(chunks["chunk_id"], passage_text(chunks)))
+        if scorer["kind"] == "llm":
+            from rankbench.llm.chat import chat_from_spec
+            from rankbench.llm.rerank import llm_scorer
+
+            return llm_scorer(chat_from_spec(scorer["chat"]), *texts)
+        return cross_encoder_scorer(scorer["model"], *texts)
 
     reranked = rerank_or_fallback(pd.read_parquet(snakemake.input.run), snakemake.params.depth, make_scorer)
     write_parquet(reranked, snakemake.output.run)

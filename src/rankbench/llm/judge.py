@@ -1,0 +1,68 @@
+"""LLM relevance judgements (0–3) of the pooled top-k of every method, merged into a new question-set version."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from rankbench.chunking import passage_text
+from rankbench.evaluation import build_qrels
+from rankbench.llm.chat import Chat
+from rankbench.llm.prompts import judge_messages, parse_grade
+
+JUDGEMENT_COLUMNS = ["qid", "kind", "chunk_id", "doc_id", "section", "judge", "human", "seconds"]
+
+
+def pool(runs: Sequence[pd.DataFrame], depth: int) -> pd.DataFrame:
+    """Distinct (qid, chunk_id, doc_id) in the top `depth` of any run, sorted."""
+    heads = [run.loc[run["rank"] <= depth, ["qid", "chunk_id", "doc_id"]] for run in runs]
+    pooled = pd.concat(heads, ignore_index=True).drop_duplicates(["qid", "chunk_id"])
+    return pooled.sort_values(["qid", "chunk_id"]).reset_index(drop=True)
+
+
+def judge_pool(chat: Chat, pooled: pd.DataFrame, questions: pd.DataFrame, labels: pd.DataFrame,
+               chunks: pd.DataFrame) -> pd.DataFrame:
+    """One row per pooled pair: the judge's grade (NA when unparsable), the human grade (NA when unlabelled),
+    the chunk's section (NA when it spans several) and the seconds the request took (0 from the cache)."""
+    texts = dict(zip(chunks["chunk_id"], passage_text(chunks)))
+    sections = dict(zip(chunks["chunk_id"], chunks["sections"]))
+    asked = dict(zip(questions["qid"], questions["question"]))
+    grades, seconds = [], []
+    for number, (qid, chunk_id) in enumerate(zip(pooled["qid"], pooled["chunk_id"]), start=1):
+        start = time.perf_counter()
+        reply = chat.text(judge_messages(asked[qid], texts[chunk_id]), max_tokens=2)
+        seconds.append(time.perf_counter() - start)
+        grades.append(parse_grade(reply))
+        if number % 25 == 0:
+            logging.info("judged %d/%d pairs", number, len(pooled))
+    qrels, _ = build_qrels(labels, chunks)
+    human = qrels[qrels["grain"] == "chunk"].rename(columns={"item_id": "chunk_id", "grade": "human"})
+    judged = pooled.assign(judge=pd.array(grades, dtype="Int64"), seconds=seconds)
+    judged["section"] = [s[0] if len(s) == 1 else None for s in judged["chunk_id"].map(sections)]
+    judged = judged.merge(human[["qid", "chunk_id", "human"]], on=["qid", "chunk_id"], how="left")
+    judged["human"] = judged["human"].astype("Int64")
+    judged = judged.merge(questions[["qid", "kind"]], on="qid", how="left")
+    return judged[JUDGEMENT_COLUMNS]
+
+
+def merge_labels(labels: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
+    """Human labels, plus a judged label for each pooled (question, document, section) that no human label covers.
+
+    Human labels always win. Questions without any human label (unanswerable) keep none: a person decided that
+    nothing answers them. A section judged through several chunks takes its best grade; chunks that span several
+    sections (fixed windows) add nothing, since a label must name one section or the whole document.
+    """
+    labelled = set(labels["qid"])
+    covered = judged["human"].notna()
+    new = judged[~covered & judged["judge"].notna() & judged["section"].notna() & judged["qid"].isin(labelled)]
+    new = (new.groupby(["qid", "doc_id", "section"], as_index=False)["judge"].max()
+           .rename(columns={"judge": "grade"}))
+    existing = labels.set_index(["qid", "doc_id", "section"]).index
+    new = new[~new.set_index(["qid", "doc_id", "section"]).index.isin(existing)]
+    new["grade"] = new["grade"].astype(np.int64)
+    merged = pd.concat([labels, new[labels.columns]], ignore_index=True)
+    return merged.sort_values(["qid", "doc_id", "section"], na_position="first", kind="stable").reset_index(drop=True)

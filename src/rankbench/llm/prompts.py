@@ -1,0 +1,83 @@
+"""The prompts of every LLM step, and the parsing of their answers (kept together so a prompt change is one diff)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+GRADE_SCALE = (
+    "3 = the passage answers the question directly; 2 = relevant but only a partial answer; "
+    "1 = mentions the topic but does not answer; 0 = unrelated, or not in the question's language."
+)
+_GRADE = re.compile(r"[0-3]")
+_JSON_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
+
+
+def judge_messages(question: str, passage: str) -> list[dict[str, str]]:
+    """Ask for a 0–3 relevance grade as one digit."""
+    return [
+        {"role": "system", "content": "You grade search results. Reply with one digit only. " + GRADE_SCALE},
+        {"role": "user", "content": f"Question: {question}\n\nPassage:\n{passage}\n\nGrade (0-3):"},
+    ]
+
+
+def parse_grade(text: str) -> int | None:
+    """The first digit 0–3 of the reply, or None when there is none."""
+    match = _GRADE.search(text)
+    return int(match.group()) if match else None
+
+
+def relevance_messages(question: str, passage: str) -> list[dict[str, str]]:
+    """Ask a yes/no relevance question whose first token's probabilities give P(yes)."""
+    return [
+        {"role": "system", "content": "You judge search results. Answer with one word: yes or no."},
+        {"role": "user", "content": f"Question: {question}\n\nPassage:\n{passage}\n\n"
+                                    "Does the passage answer the question? Answer yes or no."},
+    ]
+
+
+def generation_messages(title: str, section: str, language: str) -> list[dict[str, str]]:
+    """Ask for one natural-language question and one keyword query that the section answers."""
+    return [
+        {"role": "system", "content": f"You write test questions for a search engine. Write in {language}. "
+                                      "Reply with a JSON object only."},
+        {"role": "user", "content": (
+            f"Document: {title}\n\nPassage:\n{section}\n\n"
+            f"Write, in {language}, a question a customer would ask that this passage answers, and a short "
+            "keyword query (2 to 5 words) for the same need. Do not copy sentences from the passage. "
+            'Reply as {"question": "...", "keywords": "..."}')},
+    ]
+
+
+def parse_generation(text: str) -> dict[str, str]:
+    """The `question` and `keywords` strings of the first JSON object in the reply (missing ones left out)."""
+    for candidate in _JSON_OBJECT.findall(text):
+        try:
+            parsed: Any = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict):
+            return {key: parsed[key].strip() for key in ("question", "keywords")
+                    if isinstance(parsed.get(key), str) and parsed[key].strip()}
+    return {}
+
+
+def rewrite_messages(question: str, language: str) -> list[dict[str, str]]:
+    """Ask for the question rewritten as a search query, in its own language."""
+    return [
+        {"role": "system", "content": "You rewrite user questions into search queries for a knowledge base. "
+                                      "Reply with the query only, on one line."},
+        {"role": "user", "content": f"Rewrite this question as a precise search query in {language}, keeping "
+                                    f"product names and codes exactly:\n{question}"},
+    ]
+
+
+def parse_rewrite(text: str) -> str:
+    """The first non-empty line of the reply, without quotes or a leading label."""
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(query|requête|requete)\s*:\s*", "", line.strip(), flags=re.IGNORECASE)
+        line = line.strip().strip("\"'«»` ").strip()
+        if line:
+            return line
+    return ""

@@ -1,0 +1,92 @@
+# The optional LLM stage; its helpers and the config checks are in llm_common.smk.
+
+
+rule llm:
+    input:
+        llm_outputs(),
+
+
+rule llm_generate_questions:
+    input:
+        documents=f"{R}/corpus/documents.parquet",
+    output:
+        questions=f"{R}/llm/generated/{{name}}.jsonl",
+    log:
+        f"logs/{DATASET['name']}/llm_generate_questions/{{name}}.log",
+    benchmark:
+        f"benchmarks/{DATASET['name']}/llm_generate_questions/{{name}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: llm_threads()
+    resources:
+        mem_mb=4000,
+    params:
+        llm=llm_chat(),
+        n_questions=lambda wildcards: LLM["generate"].get("count", 20),
+        seed=lambda wildcards: LLM["generate"].get("seed", 0),
+        qid_prefix=lambda wildcards: LLM["generate"].get("qid_prefix", "g"),
+        language=llm_language(),
+    script:
+        "../scripts/llm_generate_questions.py"
+
+
+rule llm_judge:
+    input:
+        runs=lambda wildcards: [run_path(m, wildcards.qset) for m in judged_methods()],
+        chunks=lambda wildcards: f"{R}/corpus/{LLM['judge'].get('chunker', config['chunker'])}/chunks.parquet",
+        questions=f"{R}/{{qset}}/questions.parquet",
+        labels=f"{R}/{{qset}}/labels.parquet",
+    output:
+        judgements=f"{R}/{{qset}}/llm/judgements.parquet",
+        version=f"{R}/{{qset}}/llm/judged.jsonl",
+    log:
+        f"logs/{DATASET['name']}/llm_judge/{{qset}}.log",
+    benchmark:
+        f"benchmarks/{DATASET['name']}/llm_judge/{{qset}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: llm_threads()
+    resources:
+        mem_mb=4000,
+    params:
+        llm=llm_chat(),
+        depth=lambda wildcards: LLM["judge"].get("depth", 5),
+    script:
+        "../scripts/llm_judge.py"
+
+
+rule llm_agreement:
+    input:
+        judgements=f"{R}/{{qset}}/llm/judgements.parquet",
+    output:
+        report=f"{R}/{{qset}}/llm/agreement.md",
+        agreement=f"{R}/{{qset}}/llm/agreement.parquet",
+        confusion=f"{R}/{{qset}}/llm/confusion.parquet",
+    log:
+        f"logs/{DATASET['name']}/llm_agreement/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    script:
+        "../scripts/llm_agreement.py"
+
+
+rule llm_rewrite:
+    input:
+        questions=f"{R}/{{qset}}/questions.parquet",
+    output:
+        rewrites=f"{R}/{{qset}}/llm/rewrites.jsonl",
+    log:
+        f"logs/{DATASET['name']}/llm_rewrite/{{qset}}.log",
+    benchmark:
+        f"benchmarks/{DATASET['name']}/llm_rewrite/{{qset}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: llm_threads()
+    resources:
+        mem_mb=4000,
+    params:
+        llm=llm_chat(),
+        language=llm_language(),
+    script:
+        "../scripts/llm_rewrite.py"

@@ -1,0 +1,54 @@
+# Helpers of the optional LLM stage (llm.smk): its rules run only when the config has an `llm` section and the
+# `llm` target (or one of its files) is requested. Everything it writes is a candidate file under results/;
+# `python -m rankbench.llm publish` freezes one next to the question sets (README, "LLM in the loop").
+from rankbench.errors import InputError
+
+LLM = config.get("llm", {})
+for _qset in LLM.get("judge", {}).get("qsets", []) + LLM.get("rewrite", {}).get(
+    "qsets", []
+):
+    if _qset not in config["qsets"]:
+        raise InputError(
+            CONFIG_SOURCE,
+            "llm",
+            f"names question-set version {_qset!r}, which is not under `qsets`",
+            f"Use one of: {', '.join(QSETS)}.",
+        )
+
+
+def llm_chat():
+    """The chat backend block, keys sorted (a plain params value)."""
+    return dict(sorted(LLM.get("chat", {}).items()))
+
+
+def llm_language():
+    """Language of generated questions and rewrites: `llm.language`, else the dataset's."""
+    return LLM.get("language") or DATASET.get("language", "english").capitalize()
+
+
+def llm_threads():
+    """CPU threads of an LLM job: the local model's, 1 for a remote endpoint."""
+    return (
+        LLM.get("chat", {}).get("threads", 2)
+        if LLM.get("chat", {}).get("backend") == "local"
+        else 1
+    )
+
+
+def judged_methods():
+    """Methods whose runs the judge pools (those on the judge's chunker)."""
+    judge = LLM.get("judge", {})
+    chunker = judge.get("chunker", config["chunker"])
+    return [m for m in judge.get("methods", METHODS) if chunker_of(m) == chunker]
+
+
+def llm_outputs():
+    """Every file the `llm` target asks for."""
+    outputs = []
+    if "generate" in LLM:
+        outputs.append(f"{R}/llm/generated/{LLM['generate']['name']}.jsonl")
+    for qset in LLM.get("judge", {}).get("qsets", []):
+        outputs += [f"{R}/{qset}/llm/agreement.md", f"{R}/{qset}/llm/judged.jsonl"]
+    for qset in LLM.get("rewrite", {}).get("qsets", []):
+        outputs.append(f"{R}/{qset}/llm/rewrites.jsonl")
+    return outputs

@@ -1,0 +1,19 @@
+"""Agreement of the LLM judge with the human labels, as Markdown and Parquet."""
+
+import pandas as pd
+
+from rankbench.files import write_parquet, write_text
+from rankbench.llm.agreement import agreement, agreement_markdown
+from rankbench.scripting import run_script
+
+
+def main(snakemake):
+    judged = pd.read_parquet(snakemake.input.judgements)
+    stats, cells = agreement(judged)
+    write_parquet(cells, snakemake.output.confusion)
+    write_parquet(stats, snakemake.output.agreement)
+    write_text(agreement_markdown(stats, cells, judged, f"question-set version {snakemake.wildcards.qset}"),
+               snakemake.output.report)
+
+
+run_script(main, snakemake)
