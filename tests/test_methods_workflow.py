@@ -140,6 +140,9 @@ def test_the_cross_encoder_reranks_and_a_hub_model_degrades(workdir: Path) -> No
     pd.testing.assert_frame_equal(degraded[["qid", "rank", "chunk_id"]], first_stage[["qid", "rank", "chunk_id"]])
     log = (workdir / "logs" / "mini" / "retrieve" / "v1" / "ce-hub.log").read_text()
     assert "degraded run" in log
+    table = (results(workdir) / "comparison.md").read_text()
+    assert "**ce-hub is degraded**" in table and "org/hub-only" in table
+    assert "**ce[depth=4] is degraded**" not in table
 
 
 def test_a_changed_rewrites_file_is_caught_like_a_changed_version(workdir: Path) -> None:

@@ -125,3 +125,18 @@ def test_demo_metrics_equal_pytrec_eval(demo: Path, qset: str) -> None:
                 for measure, (metric, k) in measures.items():
                     expected = reference.get(qid, {}).get(measure, 0.0)
                     assert mine[(qid, metric, k)] == pytest.approx(expected, abs=1e-9), (method, grain, qid, measure)
+
+
+def test_every_table_reports_leaks_for_every_method(demo: Path) -> None:
+    for qset in demo_config(demo)["qsets"]:
+        base = demo / "results" / "demo" / qset
+        leaks = pd.read_parquet(base / "leaks.parquet")
+        section = (base / "comparison.md").read_text().split("## Leaks", 1)[1].split("## Findings", 1)[0]
+        for method in demo_methods(demo):
+            row = next(line for line in section.splitlines() if line.startswith(f"| {method} |"))
+            staff = leaks[(leaks["method"] == method) & (leaks["leak"] == "staff") & (leaks["k"] == 10)].iloc[0]
+            assert f"{staff['n_with_leak']}/{staff['n_questions']}" in row
+        filtered = [m for m, spec in demo_config(demo)["methods"].items() if "audience" in spec.get("filters", [])]
+        unfiltered = leaks[(leaks["leak"] == "staff") & ~leaks["method"].isin(filtered)]
+        assert filtered and unfiltered["n_with_leak"].max() > 0
+        assert (leaks[(leaks["leak"] == "staff") & leaks["method"].isin(filtered)]["n_with_leak"] == 0).all()

@@ -42,10 +42,35 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         "start-up and model loading, so on a small question set they overstate the cost per question.", ""])
 
 
+LEAK_HEADINGS = {"staff": "staff-only in top {k}", "outdated": "out of date in top {k}"}
+
+
+def leaks_section(leaks: pd.DataFrame, methods: list[str]) -> list[str]:
+    """Markdown lines: per method and k, questions shown at least one staff-only chunk (public questions only) or
+    one chunk not in force at their as_of, out of the questions it applies to, with the mean count per question."""
+    frame = pd.DataFrame(index=pd.Index(methods, name="method"))
+    for leak in ("staff", "outdated"):
+        for k in sorted(leaks["k"].unique()):
+            rows = leaks[(leaks["leak"] == leak) & (leaks["k"] == k)].set_index("method")
+            frame[LEAK_HEADINGS[leak].format(k=k)] = [
+                f"{rows.at[m, 'n_with_leak']}/{rows.at[m, 'n_questions']} ({rows.at[m, 'mean']:.2f})"
+                if m in rows.index else "–" for m in methods]
+    lines = ["## Leaks", "",
+             "Questions with at least one leaked chunk in the top k, out of the questions concerned "
+             "(staff-only: public questions; out of date: questions with an `as_of`), and in brackets the mean "
+             "number of leaked chunks per question. A method with `filters` should show 0.", ""]
+    header = "| method | " + " | ".join(frame.columns) + " |"
+    lines += [header, "|---|" + "---:|" * len(frame.columns)]
+    lines += [f"| {method} | " + " | ".join(row) + " |" for method, row in zip(frame.index, frame.to_numpy())]
+    return lines + [""]
+
+
 def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.DataFrame,
                     manifest: Mapping[str, Any], dataset: str, evaluation: Mapping[str, Any],
-                    report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str, config_sha256: str, date: str, method_types: Mapping[str, str]) -> str:
-    """The whole comparison page in Markdown; every number comes from the aggregate and the pairs."""
+                    report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str,
+                    config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
+                    degraded: Mapping[str, str]) -> str:
+    """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks."""
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
     table = marked(aggregate, alpha)
@@ -79,7 +104,10 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         "",
     ]
     lines += [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
-    lines += ["", "## Findings", ""]
+    lines += [f"- **{method} is degraded**: its scorer failed ({reason}), so the run is its input run's order."
+              for method, reason in sorted(degraded.items())]
+    lines += ["", *leaks_section(leaks, methods)]
+    lines += ["## Findings", ""]
     lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha)]
     lines.append("")
     full = [(metric, k) for metric in TABLE_METRICS for k in ks]

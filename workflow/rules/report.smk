@@ -10,6 +10,10 @@ rule comparison_table:
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
+        leaks=f"{R}/{{qset}}/leaks.parquet",
+        reranked=lambda wildcards: [
+            run_path(m, wildcards.qset) for m in methods_of_type("rerank")
+        ],
         unmapped=lambda wildcards: sorted(
             {
                 f"{R}/{wildcards.qset}/qrels/{chunker_of(m)}.unmapped.parquet"
@@ -59,6 +63,7 @@ rule comparison_table:
         config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
         config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        reranked_methods=methods_of_type("rerank"),
         cost_plan=cost_plan,
     script:
         "../scripts/comparison_table.py"

@@ -25,9 +25,14 @@ def main(snakemake):
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
     cost = cost_table(p.cost_plan, seconds, len(questions))
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    degraded = {}
+    for method, path in zip(p.reranked_methods, snakemake.input.reranked):
+        flags = pd.read_parquet(path, columns=["degraded", "degraded_reason"])
+        if flags["degraded"].any():
+            degraded[method] = "; ".join(sorted(set(flags.loc[flags["degraded"], "degraded_reason"])))
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
                            Path(snakemake.input.validation).read_text(), unmapped, p.config_json,
-                           p.config_sha256, date, p.method_types)
+                           p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks), degraded)
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
