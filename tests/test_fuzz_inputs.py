@@ -99,3 +99,26 @@ def test_label_targets_are_found_or_named_in_the_error(doc_id: str, section: str
         check_label_targets(labels, documents, Path("v1.jsonl"))
     except InputError as error:
         assert "v1.jsonl" in str(error) and "qid 'q1'" in str(error)
+
+
+_trec_fields = st.one_of(_ids.map(str), st.sampled_from(["Q0", "0", "1", "3", "-1", "2.5", "nan", "1e309", "x"]))
+
+
+@FUZZ
+@given(lines=st.lists(st.lists(_trec_fields, max_size=7).map(" ".join), max_size=6),
+       raw=st.binary(max_size=20), kind=st.sampled_from(["run", "qrels"]))
+def test_trec_runs_and_qrels_load_or_raise_input_error(tmp_path: Path, lines: list[str], raw: bytes,
+                                                       kind: str) -> None:
+    from rankbench.trec import read_trec_qrels, read_trec_run
+
+    path = tmp_path / f"file.{kind}"
+    path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass") + raw)
+    try:
+        frame = read_trec_run(path) if kind == "run" else read_trec_qrels(path)
+    except InputError as error:
+        assert str(path) in str(error)
+    else:
+        if kind == "run":
+            assert not frame.duplicated(["qid", "doc_id"]).any() and frame["score"].notna().all()
+        else:
+            assert frame["grade"].between(0, 3).all()

@@ -113,3 +113,13 @@ def test_config_paths_cannot_escape_the_project(tmp_path: Path, key: str, value:
 def test_no_rule_passes_config_values_to_a_shell() -> None:
     rules = "".join(path.read_text() for path in (REPO / "workflow/rules").glob("*.smk"))
     assert not re.search(r"^\s+(shell|run):", rules, flags=re.MULTILINE)
+
+
+def test_yaml_tags_in_a_config_cannot_run_code(tmp_path: Path) -> None:
+    workdir = copy_dataset(Path("tests/fixtures/mini/config.yaml"), [Path("tests/fixtures/mini")], tmp_path)
+    marker = tmp_path / "pwned"
+    evil = f'evil: !!python/object/apply:os.system ["touch {marker}"]\n'
+    (workdir / "evil.yaml").write_text(evil + (workdir / "config.yaml").read_text())
+    result = snakemake(workdir, "--dry-run", configfile="evil.yaml")
+    assert result.returncode != 0
+    assert not marker.exists()

@@ -29,18 +29,21 @@ def file_format(path: str | Path) -> str:
 def _fields(path: Path, expected: int, layout: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, whitespace-separated fields) of each non-blank line; a wrong field count is an InputError."""
     try:
-        handle = open(path, encoding="utf-8")
+        raw = Path(path).read_bytes()
     except OSError as error:
         raise InputError(path, None, f"cannot be read ({error.strerror})", "Check the path.") from None
-    with handle:
-        for number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) != expected:
-                raise InputError(path, f"line {number}", f"has {len(fields)} fields, expected {expected}",
-                                 f"Each line must read `{layout}` (whitespace-separated).")
-            yield number, fields
+    for number, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
+        try:
+            fields = line.decode("utf-8").split()
+        except UnicodeDecodeError as error:
+            raise InputError(path, f"line {number}", f"is not valid UTF-8 (byte {error.start})",
+                             "Save the file as UTF-8.") from None
+        if not fields:
+            continue
+        if len(fields) != expected:
+            raise InputError(path, f"line {number}", f"has {len(fields)} fields, expected {expected}",
+                             f"Each line must read `{layout}` (whitespace-separated).")
+        yield number, fields
 
 
 def _first_repeat(frame: pd.DataFrame, columns: list[str]) -> tuple[int, int] | None:
