@@ -22,9 +22,10 @@ plt.rcParams.update({"svg.hashsalt": "rankbench", "font.size": 10, "axes.spines.
 
 
 def colors(methods: Sequence[str]) -> dict[str, tuple]:
-    """One stable colour per method (sorted names), the same in every figure."""
-    palette = plt.get_cmap("tab10")
-    return {m: palette(i % 10) for i, m in enumerate(sorted(methods))}
+    """One stable colour per method (sorted names), the same in every figure; up to 20 stay distinct."""
+    names = sorted(methods)
+    palette = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return {m: palette(i % palette.N) for i, m in enumerate(names)}
 
 
 def save(figure: plt.Figure, png: str | Path, svg: str | Path) -> None:
