@@ -8,11 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
+from rankbench.config import expand_methods
+from rankbench.findings import FAMILIES
 from workflow_helpers import edit_config, snakemake
 
 pytestmark = pytest.mark.slow
 BASE = Path("results/demo")
+RERANK = "bm25+rerank-e5[depth=30]"  # the demo's reranker over BM25's top 30
 
 
 def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_provenance(demo: Path) -> None:
@@ -22,7 +26,7 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
     assert "- questions: 50; with a relevant label (evaluated): 43; excluded (no relevant label, counted apart): 7" in page
     assert sum(line.startswith("- date: ") for line in page.splitlines()) == 1
     config = json.loads(page.split("```json\n")[1].split("```")[0])
-    assert config["methods"]["hybrid"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 60}
+    assert config["methods"]["hybrid"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "grid": {"k": [10, 60]}}
     aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
     rows = aggregate.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10").set_index("method")
     headline = page.split("## Headline")[1].split("## Findings")[0]
@@ -34,10 +38,11 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
         assert ("**" in cell) == bool(row["mean"] == rows["mean"].max())
     best = rows["mean"].idxmax()
     findings = page.split("## Findings")[1].split("## All questions")[0]
-    assert f"On nDCG@10, {best} (dense) is best with {rows.loc[best, 'mean']:.3f}" in findings
+    family = FAMILIES[config["methods"][best]["type"]]
+    assert f"On nDCG@10, {best} ({family}) is best with {rows.loc[best, 'mean']:.3f}" in findings
     cost = (demo / BASE / "v1/cost.md").read_text()
-    rerank = next(line for line in cost.splitlines() if line.startswith("| bm25+rerank-e5 |"))
-    assert rerank.split(" | ")[1].replace("**", "").startswith(f"{rows.loc['bm25+rerank-e5', 'mean']:.3f}")
+    rerank = next(line for line in cost.splitlines() if line.startswith(f"| {RERANK} |"))
+    assert rerank.split(" | ")[1].replace("**", "").startswith(f"{rows.loc[RERANK, 'mean']:.3f}")
     assert "embed_queries, rerank, retrieve_bm25, embed_corpus (index), bm25_index (index)" in rerank
 
 
@@ -53,9 +58,9 @@ def test_latex_and_csv_tables_carry_the_same_numbers(demo: Path) -> None:
 
 def test_failures_of_the_reranker_are_split_by_its_first_stage(demo: Path) -> None:
     failures = pd.read_parquet(demo / BASE / "v1/failures.parquet")
-    run = pd.read_parquet(demo / BASE / "v1/runs/bm25+rerank-e5.parquet")
+    run = pd.read_parquet(demo / BASE / f"v1/runs/{RERANK}.parquet")
     qrels = pd.read_parquet(demo / BASE / "v1/qrels/sections.parquet").query("grain == 'document' and grade >= 1")
-    rerank = failures[failures["method"] == "bm25+rerank-e5"]
+    rerank = failures[failures["method"] == RERANK]
     assert set(rerank["class"]) <= {"recall failure", "ranking failure"} and len(rerank)
     relevant = run.merge(qrels, left_on=["qid", "doc_id"], right_on=["qid", "item_id"])
     best_first_stage = relevant.groupby("qid")["first_stage_rank"].min()
@@ -63,9 +68,9 @@ def test_failures_of_the_reranker_are_split_by_its_first_stage(demo: Path) -> No
         in_pool = qid in best_first_stage.index and best_first_stage[qid] <= 30
         assert verdict == ("ranking failure" if in_pool else "recall failure"), qid
     page = (demo / BASE / "v1/failures.md").read_text()
-    assert "## bm25+rerank-e5:" in page and "recall failures" in page and "returned instead" in page
+    assert f"## {RERANK}:" in page and "recall failures" in page and "returned instead" in page
     stages = pd.read_parquet(demo / BASE / "v1/stages.parquet")
-    assert set(stages.query("method == 'hybrid'")["stage"]) == {"bm25", "dense-e5", "hybrid"}
+    assert set(stages[stages["method"] == "hybrid[k=60]"]["stage"]) == {"bm25", "dense-e5", "hybrid[k=60]"}
 
 
 def test_calibration_separates_the_unanswerable_questions(demo: Path) -> None:
@@ -87,7 +92,10 @@ def test_v1_to_v2_diff_shows_added_questions_corrected_labels_and_the_ranking_ch
     page = (demo / BASE / "diffs/v1-vs-v2.md").read_text()
     assert "- changes: 8 added, 2 labels" in page
     assert ("ranking of methods on ndcg@10 changed" in page) == summary["ranking_changed"]
-    assert summary["rankings"]["a_common"][0] == "dense-e5"
+    # v2 only adds questions, so v1's common questions are all of v1's: the top method is v1's best on nDCG@10.
+    v1 = pd.read_parquet(demo / BASE / "v1/aggregate.parquet").query(
+        "grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+    assert summary["rankings"]["a_common"][0] == v1.sort_values(["mean", "method"], ascending=[False, True]).iloc[0]["method"]
 
 
 def test_plots_are_png_and_deterministic_svg(demo: Path) -> None:
@@ -100,7 +108,7 @@ def test_plots_are_png_and_deterministic_svg(demo: Path) -> None:
 def test_history_records_each_config_once_and_the_experiment_note(demo: Path) -> None:
     history = demo / "results/history.jsonl"
     records = [json.loads(line) for line in history.read_text().splitlines()]
-    assert {(r["qset"], r["method"]) for r in records} >= {("v1", "bm25"), ("v2", "hybrid")}
+    assert {(r["qset"], r["method"]) for r in records} >= {("v1", "bm25"), ("v2", "hybrid[k=60]")}
     assert all(r["label"] == "demo-baseline" for r in records)
     config = edit_config(demo, lambda c: c["experiment"].update(label="rrf-k-30", note="hybrid with k=30"),
                          "config-note.yaml")
@@ -108,7 +116,8 @@ def test_history_records_each_config_once_and_the_experiment_note(demo: Path) ->
     after = [json.loads(line) for line in history.read_text().splitlines()]
     assert after[:len(records)] == records  # append-only
     new = after[len(records):]
-    assert len(new) == 10 and {r["note"] for r in new} == {"hybrid with k=30"}
+    n_methods = len(expand_methods(yaml.safe_load((demo / "config.yaml").read_text())["methods"], "config.yaml"))
+    assert len(new) == 2 * n_methods and {r["note"] for r in new} == {"hybrid with k=30"}
     assert snakemake(demo, "--cores", "2", configfile=config).returncode == 0  # nothing to do: nothing added
     assert len(history.read_text().splitlines()) == len(after)
     assert "| rrf-k-30 | hybrid with k=30 |" in (demo / BASE / "history.md").read_text()
