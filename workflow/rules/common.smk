@@ -9,6 +9,7 @@ from rankbench.config import (
     expand_methods,
     method_chunker,
 )
+from rankbench.corpus_embedding import DEFAULT_SHARDS
 from rankbench.cost import method_stages
 from rankbench.dense import IndexSpec
 from rankbench.frozen import read_lock
@@ -58,7 +59,19 @@ def method_spec(method):
 
 
 def encoder_spec(encoder):
-    return dict(sorted(config["encoders"][encoder].items()))
+    """An encoder's settings for EncoderSpec (how many shards embed the corpus is the workflow's business)."""
+    return dict(
+        sorted((k, v) for k, v in config["encoders"][encoder].items() if k != "shards")
+    )
+
+
+def encoder_shards(encoder):
+    return config["encoders"][encoder].get("shards", DEFAULT_SHARDS)
+
+
+def embedding_cache(chunker, encoder):
+    """Chunk vectors of the last corpus embedding, reused by content (not a workflow output: see README)."""
+    return f"{R}/cache/embeddings/{chunker}/{encoder}"
 
 
 def rewrite_lock_key(qset, rewrite):
@@ -202,17 +215,23 @@ def index_name(method):
 
 
 def cost_plan(wildcards):
-    """Per method: (stage, side, benchmark file) of every benchmarked job its run needs (file names from the rules)."""
+    """Per method: (stage, side, benchmark file) of every benchmarked job its run needs (file names from the rules;
+    corpus embedding counts each of its shards)."""
     plan = {}
     for method in METHODS:
         plan[method] = [
             [
                 stage,
                 side,
-                getattr(rules, stage).benchmark.format(qset=wildcards.qset, **values),
+                getattr(rules, stage).benchmark.format(
+                    qset=wildcards.qset, shard=shard, **values
+                ),
             ]
             for stage, side, values in method_stages(
                 METHOD_SPECS, method, chunker_of, index_name
+            )
+            for shard in range(
+                encoder_shards(values["encoder"]) if stage == "embed_corpus" else 1
             )
         ]
     return plan

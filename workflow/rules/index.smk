@@ -14,6 +14,7 @@ rule bm25_index:
     threads: 1
     resources:
         mem_mb=2000,
+        runtime=60,
     params:
         spec=lambda wildcards: index_keys(METHOD_SPECS[wildcards.method]),
         language=DATASET.get("language", "english"),
@@ -25,20 +26,54 @@ rule embed_corpus:
     input:
         chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
     output:
-        embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
+        embeddings=temp(
+            f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}/shard-{{shard}}.npy"
+        ),
     log:
-        f"logs/{DATASET['name']}/embed_corpus/{{chunker}}/{{encoder}}.log",
+        f"logs/{DATASET['name']}/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.log",
     benchmark:
-        f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}.tsv"
+        f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.tsv"
+    wildcard_constraints:
+        shard=r"\d+",
     conda:
         "../../environment.yml"
     threads: 2
     resources:
         mem_mb=4000,
+        runtime=120,
     params:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+        shards=lambda wildcards: encoder_shards(wildcards.encoder),
+        # Read if present, never declared: written by merge_embeddings, it only saves work (see README).
+        cache=lambda wildcards: embedding_cache(wildcards.chunker, wildcards.encoder),
     script:
         "../scripts/embed_corpus.py"
+
+
+rule merge_embeddings:
+    input:
+        chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
+        shards=lambda wildcards: [
+            f"{R}/corpus/{wildcards.chunker}/embeddings/{wildcards.encoder}/shard-{shard}.npy"
+            for shard in range(encoder_shards(wildcards.encoder))
+        ],
+    output:
+        embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
+    log:
+        f"logs/{DATASET['name']}/merge_embeddings/{{chunker}}/{{encoder}}.log",
+    benchmark:
+        f"{R}/benchmarks/merge_embeddings/{{chunker}}/{{encoder}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+        cache=lambda wildcards: embedding_cache(wildcards.chunker, wildcards.encoder),
+    script:
+        "../scripts/merge_embeddings.py"
 
 
 rule faiss_index:
@@ -55,6 +90,7 @@ rule faiss_index:
     threads: 1
     resources:
         mem_mb=2000,
+        runtime=60,
     params:
         spec=lambda wildcards: FAISS_BUILDS[wildcards.index],
     script:

@@ -20,6 +20,7 @@ rule llm_generate_questions:
     threads: llm_threads()
     resources:
         mem_mb=4000,
+        runtime=60,
     params:
         llm=llm_chat(),
         n_questions=lambda wildcards: LLM["generate"].get("count", 20),
@@ -48,6 +49,7 @@ rule llm_judge:
     threads: llm_threads()
     resources:
         mem_mb=4000,
+        runtime=60,
     params:
         llm=llm_chat(),
         depth=lambda wildcards: LLM["judge"].get("depth", 5),
@@ -85,6 +87,7 @@ rule llm_rewrite:
     threads: llm_threads()
     resources:
         mem_mb=4000,
+        runtime=60,
     params:
         llm=llm_chat(),
         language=llm_language(),

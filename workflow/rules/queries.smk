@@ -35,6 +35,7 @@ rule embed_queries:
     threads: 2
     resources:
         mem_mb=4000,
+        runtime=60,
     params:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
     script:
@@ -94,6 +95,7 @@ rule embed_rewritten_queries:
     threads: 2
     resources:
         mem_mb=4000,
+        runtime=60,
     params:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
     script:

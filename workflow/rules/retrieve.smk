@@ -19,6 +19,7 @@ rule retrieve_bm25:
     threads: 1
     resources:
         mem_mb=2000,
+        runtime=60,
     params:
         depth=EVALUATION["depth"],
         filters=lambda wildcards: sorted(
@@ -52,6 +53,7 @@ rule retrieve_dense:
     threads: 1
     resources:
         mem_mb=2000,
+        runtime=60,
     params:
         depth=EVALUATION["depth"],
         index=lambda wildcards: dict(
@@ -137,6 +139,7 @@ rule rerank:
     threads: 1
     resources:
         mem_mb=4000,
+        runtime=60,
     params:
         depth=lambda wildcards: METHOD_SPECS[wildcards.method].get("depth", 30),
         scorer=lambda wildcards: dict(

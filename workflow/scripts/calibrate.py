@@ -11,7 +11,9 @@ from rankbench.scripting import run_script
 
 def main(snakemake):
     p, qset = snakemake.params, snakemake.wildcards.qset
-    runs = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.runs)}
+    # Only the top-1 rows: one per question and method, however deep and many the runs.
+    runs = {method: pd.read_parquet(path, columns=["qid", "rank", "score"], filters=[("rank", "==", 1)])
+            for method, path in zip(p.methods, snakemake.input.runs)}
     questions, labels = pd.read_parquet(snakemake.input.questions), pd.read_parquet(snakemake.input.labels)
     answerable = set(labels.loc[labels["grade"] >= p.relevance_threshold, "qid"])
     top1 = top1_scores(runs, questions, answerable)

@@ -1,9 +1,14 @@
-"""Encode every chunk with one encoder (normalized float32)."""
+"""Encode one contiguous shard of the chunks with one encoder (normalized float32), reusing cached vectors of
+chunks whose text is unchanged."""
+
+import logging
+from dataclasses import asdict
 
 import pandas as pd
 import torch
 
 from rankbench.chunking import passage_text
+from rankbench.corpus_embedding import cache_key, embed_passages, load_cache, shard_bounds
 from rankbench.encoders import EncoderSpec, load_encoder
 from rankbench.files import write_npy
 from rankbench.scripting import run_script
@@ -11,9 +16,16 @@ from rankbench.scripting import run_script
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
-    encoder = load_encoder(EncoderSpec(**snakemake.params.encoder))
-    chunks = pd.read_parquet(snakemake.input.chunks)
-    write_npy(encoder.encode_passages(passage_text(chunks)), snakemake.output.embeddings)
+    spec = EncoderSpec(**snakemake.params.encoder)
+    chunks = pd.read_parquet(snakemake.input.chunks, columns=["title", "text"])
+    shard, shards = int(snakemake.wildcards.shard), snakemake.params.shards
+    start, stop = shard_bounds(len(chunks), shards, shard)
+    texts = passage_text(chunks.iloc[start:stop])
+    cached_hashes, cached_vectors = load_cache(snakemake.params.cache, cache_key(asdict(spec)))
+    vectors, encoded = embed_passages(load_encoder(spec), texts, cached_hashes, cached_vectors)
+    logging.info("shard %d of %d: chunks %d-%d; encoded %d of %d chunks, %d from the cache",
+                 shard + 1, shards, start, stop, encoded, len(texts), len(texts) - encoded)
+    write_npy(vectors, snakemake.output.embeddings)
 
 
 run_script(main, snakemake)

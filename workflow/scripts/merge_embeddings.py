@@ -1,0 +1,25 @@
+"""Concatenate the shards' vectors in chunk order, and keep them as the content cache of the next embedding."""
+
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+
+from rankbench.chunking import passage_text
+from rankbench.corpus_embedding import cache_key, save_cache, text_hashes
+from rankbench.encoders import EncoderSpec
+from rankbench.files import write_npy
+from rankbench.scripting import run_script
+
+
+def main(snakemake):
+    vectors = np.concatenate([np.load(path) for path in snakemake.input.shards])
+    chunks = pd.read_parquet(snakemake.input.chunks, columns=["title", "text"])
+    if len(vectors) != len(chunks):
+        raise RuntimeError(f"{len(vectors)} vectors for {len(chunks)} chunks: the shards do not cover the corpus")
+    write_npy(vectors, snakemake.output.embeddings)
+    key = cache_key(asdict(EncoderSpec(**snakemake.params.encoder)))
+    save_cache(snakemake.params.cache, key, text_hashes(passage_text(chunks)), vectors)
+
+
+run_script(main, snakemake)
