@@ -1,0 +1,34 @@
+"""Pins agree: environment.yml lists exactly pyproject.toml's runtime pins, and requirements.lock has the same."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _pins(lines: list[str]) -> dict[str, str]:
+    """name (lower case, '_' as '-') -> version, for every `name==version` line."""
+    pins = {}
+    for line in lines:
+        name, sep, version = line.strip().partition("==")
+        if sep:
+            pins[name.lower().replace("_", "-")] = version
+    return pins
+
+
+def test_environment_yml_has_the_pins_of_pyproject() -> None:
+    pyproject = _pins(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
+    environment = yaml.safe_load((REPO / "environment.yml").read_text())
+    pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
+    assert _pins(pip) == pyproject
+    assert "python=3.11" in environment["dependencies"]
+
+
+def test_requirements_lock_installs_the_same_versions() -> None:
+    pyproject = _pins(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
+    lock = _pins((REPO / "requirements.lock").read_text().splitlines())
+    assert {name: lock.get(name) for name in pyproject} == pyproject
