@@ -118,6 +118,15 @@ def pool_import_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def publish_command(args: argparse.Namespace) -> int:
+    """`rankbench publish`: copy an LLM output next to the data and register its sha256 (never replaces a file)."""
+    from rankbench.llm.versions import publish
+
+    digest = publish(args.source, args.dest, args.version, args.lock)
+    print(f"{args.version}: {args.dest} frozen, sha256 {digest} registered in {args.lock}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rankbench` command."""
     parser = argparse.ArgumentParser(prog="rankbench", description=__doc__)
@@ -154,8 +163,15 @@ def main(argv: list[str] | None = None) -> int:
     import_parser.add_argument("--version", required=True, help="name of the new version")
     import_parser.add_argument("--output", type=Path, required=True, help="JSONL of the new version (must not exist)")
     import_parser.add_argument("--lock", type=Path, required=True, help="the lock file the new version is frozen in")
+    publish_parser = commands.add_parser("publish", help="copy an LLM output into the data folder and freeze it")
+    publish_parser.add_argument("source", type=Path, help="the file the `llm` target wrote under results/")
+    publish_parser.add_argument("--version", required=True, help="name in the lock (and in config `qsets`)")
+    publish_parser.add_argument("--dest", type=Path, required=True, help="where the frozen file lives (never replaced)")
+    publish_parser.add_argument("--lock", type=Path, required=True, help="the dataset's lock file")
     args = parser.parse_args(argv)
     try:
+        if args.command == "publish":
+            return publish_command(args)
         if args.command == "eval":
             return evaluate_command(args)
         if args.command == "pool-export":

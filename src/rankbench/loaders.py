@@ -107,14 +107,19 @@ def load_corpus(path: Path, schema: Mapping[str, Any]) -> pd.DataFrame:
     return _documents_frame(rows, ids, path)
 
 
-def _documents_frame(rows: list[dict[str, Any]], ids: list[tuple[int, str]], path: Path) -> pd.DataFrame:
-    if not rows:
-        raise InputError(path, None, "holds no document", "Point the config at a corpus with at least one document.")
+def _check_ids(ids: list[tuple[int, str]], path: Path, field: str, empty: tuple[str, str], repeat_fix: str) -> None:
+    """At least one record, and no id on two lines (the error names both lines)."""
+    if not ids:
+        raise InputError(path, None, *empty)
     duplicate = _first_duplicate(ids)
     if duplicate:
         first, second, value = duplicate
-        raise InputError(path, f"lines {first} and {second}", f"repeat doc_id {value!r}",
-                         "Document ids must be unique: give one of them another id (e.g. with a version suffix).")
+        raise InputError(path, f"lines {first} and {second}", f"repeat {field} {value!r}", repeat_fix)
+
+
+def _documents_frame(rows: list[dict[str, Any]], ids: list[tuple[int, str]], path: Path) -> pd.DataFrame:
+    _check_ids(ids, path, "doc_id", ("holds no document", "Point the config at a corpus with at least one document."),
+               "Document ids must be unique: give one of them another id (e.g. with a version suffix).")
     return pd.DataFrame(rows, columns=DOCUMENT_COLUMNS)
 
 
@@ -137,13 +142,8 @@ def load_questions(path: Path, schema: Mapping[str, Any]) -> tuple[pd.DataFrame,
                              "Keep one label per document and section, with one grade.")
         labels.extend({"qid": record["qid"], "doc_id": label["doc_id"], "section": label.get("section"),
                        "grade": int(label["grade"])} for label in record["labels"])
-    if not questions:
-        raise InputError(path, None, "holds no question", "A question-set version needs at least one question.")
-    duplicate = _first_duplicate(ids)
-    if duplicate:
-        first, second, value = duplicate
-        raise InputError(path, f"lines {first} and {second}", f"repeat qid {value!r}",
-                         "Question ids must be unique within a version: renumber one of them.")
+    _check_ids(ids, path, "qid", ("holds no question", "A question-set version needs at least one question."),
+               "Question ids must be unique within a version: renumber one of them.")
     return pd.DataFrame(questions, columns=QUESTION_COLUMNS), pd.DataFrame(labels, columns=LABEL_COLUMNS)
 
 
