@@ -14,7 +14,6 @@ from rankbench.metrics import (
     METRICS_FULL,
     grades_by_rank,
     per_query_metrics,
-    pollution,
     questions_without_relevant,
 )
 
@@ -265,7 +264,7 @@ def test_new_metrics_match_a_plain_loop(seed: int) -> None:
     # Documents of items: three items per document, so rankings repeat documents.
     doc_of = {d: f"D{int(d[1:]) // 3}" for d in set(run["item_id"])}
     doc_run = run.assign(doc_id=run["item_id"].map(doc_of))
-    polluted = as_dict(pollution(doc_run, KS, list(qids)))
+    polluted = as_dict(per_query_metrics(doc_run, qrels, KS, metrics=["distinct_docs", "top_doc_share"]))
     checked = 0
     for row, q in enumerate(qids):
         items = ranked.get(q, [])
@@ -420,3 +419,8 @@ def test_bad_options_raise() -> None:
     assert not per_query_metrics(RUN, QRELS, [], metrics=["r_precision"]).empty
     with pytest.raises(ValueError, match="cutoff"):
         per_query_metrics(RUN, QRELS, [], metrics=["ndcg"])
+    with pytest.raises(ValueError, match=r"lacks column.*doc_id"):
+        per_query_metrics(RUN, QRELS, [1], metrics=["distinct_docs"])
+    with pytest.raises(ValueError, match=r"missing doc_id.*'a'"):
+        per_query_metrics(RUN.assign(doc_id=None), QRELS, [1], metrics=["top_doc_share"])
+    assert not set(per_query_metrics(RUN, QRELS, [1])["metric"]) & {"distinct_docs", "top_doc_share"}

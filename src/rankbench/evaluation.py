@@ -8,7 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.metrics import GRADE_LABELS, grades_by_rank, per_query_metrics, pollution
+from rankbench.metrics import (
+    GRADE_LABELS,
+    METRICS_AT_K,
+    METRICS_FULL,
+    POLLUTION_METRICS,
+    grades_by_rank,
+    per_query_metrics,
+)
 from rankbench.runs import collapse_to_documents
 from rankbench.stats import COMPARISON_COLUMNS, method_pairs, bootstrap_ci, holm, paired_comparison
 
@@ -78,10 +85,11 @@ def evaluate_run(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame
     """
     frames = []
     for grain, grain_run in _grain_runs(run, grains).items():
-        values = per_query_metrics(grain_run[["qid", "item_id", "rank", "score"]], _grain_qrels(qrels, grain), ks,
-                                   relevance_threshold=relevance_threshold, gain=gain)
+        columns, metrics = ["qid", "item_id", "rank", "score"], list(METRICS_AT_K + METRICS_FULL)
         if grain == "chunk":
-            values = pd.concat([values, pollution(grain_run, ks, values["qid"].unique())], ignore_index=True)
+            columns, metrics = columns + ["doc_id"], metrics + list(POLLUTION_METRICS)
+        values = per_query_metrics(grain_run[columns], _grain_qrels(qrels, grain), ks,
+                                   relevance_threshold=relevance_threshold, gain=gain, metrics=metrics)
         frames.append(values.assign(grain=grain))
     per_query = pd.concat(frames, ignore_index=True).merge(questions[["qid", "kind"]], on="qid", how="left")
     return per_query.sort_values(["grain", "qid", "metric", "k"], ignore_index=True)[PER_QUERY_COLUMNS]

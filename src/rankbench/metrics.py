@@ -64,10 +64,13 @@ def _validated_ks(ks: Sequence[int]) -> np.ndarray:
 
 
 def _validated_metrics(metrics: Sequence[str] | None) -> tuple[str, ...]:
-    """Requested metric names (all by default), sorted and checked against the known ones."""
-    known = METRICS_AT_K + METRICS_FULL
+    """Requested metric names, sorted and checked against the known ones.
+
+    By default every metric but the pollution ones, which need a doc_id column and mean something at chunk grain only.
+    """
+    known = METRICS_AT_K + METRICS_FULL + POLLUTION_METRICS
     if metrics is None:
-        return tuple(sorted(known))
+        return tuple(sorted(METRICS_AT_K + METRICS_FULL))
     if isinstance(metrics, str):
         metrics = [metrics]
     unknown = sorted(set(metrics) - set(known))
@@ -171,12 +174,14 @@ def _deduplicated_labels(qrels: pd.DataFrame, keys: np.ndarray, grade: np.ndarra
     return keep
 
 
-def _check_run_duplicates(run: pd.DataFrame, keys: np.ndarray) -> None:
-    """Raise, naming the question and item, when a run lists the same (qid, item_id) twice."""
-    repeated = pd.Series(keys).duplicated().to_numpy()
-    if repeated.any():
-        i = int(np.flatnonzero(repeated)[0])
+def _run_rows_of(run: pd.DataFrame, run_keys: np.ndarray, label_keys: np.ndarray) -> np.ndarray:
+    """Run row holding each label's (question, item) key, -1 when not retrieved; a run listing the same
+    (qid, item_id) twice raises. One hash table serves both the duplicate check and the lookup."""
+    index = pd.Index(run_keys)
+    if not index.is_unique:
+        i = int(np.flatnonzero(index.duplicated())[0])
         raise ValueError(f"run lists the same item twice: {_row_name(run, i)}")
+    return index.get_indexer(label_keys)
 
 
 def _rank_order(run: pd.DataFrame, run_q: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
@@ -197,14 +202,6 @@ def _group_positions(sorted_groups: np.ndarray, n_groups: int) -> tuple[np.ndarr
     counts = np.bincount(sorted_groups, minlength=n_groups)
     starts = np.cumsum(counts) - counts
     return np.arange(len(sorted_groups), dtype=np.int64) - np.repeat(starts, counts), counts
-
-
-def _lookup(sorted_keys: np.ndarray, values: np.ndarray, keys: np.ndarray, missing: int) -> np.ndarray:
-    """values[j] where sorted_keys[j] == key, `missing` where a key is absent."""
-    if len(sorted_keys) == 0:
-        return np.full(len(keys), missing, dtype=values.dtype)
-    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
-    return np.where(sorted_keys[at] == keys, values[at], missing)
 
 
 # --------------------------------------------------------------------------- matrices
@@ -327,12 +324,17 @@ class _Judged:
     n_rel: np.ndarray  # relevant labels per question
     label_out: np.ndarray  # row of each (deduplicated) label's question, -1 when not evaluated
     label_grade: np.ndarray  # grade of each (deduplicated) label
+    documents: np.ndarray | None  # [question, position] document code of each result (-1: none), when asked for
 
 
 def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold: int,
-           through_r: bool = False) -> _Judged:
+           through_r: bool = False, with_documents: bool = False) -> _Judged:
     """Integer-code run and labels, validate them, and build the grade matrix down to depth_wanted
-    (or to the largest number of relevant labels when through_r, as R-precision reads rank R)."""
+    (or to the largest number of relevant labels when through_r, as R-precision reads rank R).
+
+    with_documents also codes the run's doc_id column into a matrix of the same shape, for the pollution
+    metrics: done here so that questions, ranks and positions are coded once for all metrics.
+    """
     label_grade = _checked_grades(qrels)
     rank = _checked_ranks(run)
 
@@ -340,9 +342,14 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
     run_q, label_q, qid_vocab = _shared_codes(_ids(run, "qid", "run"), _ids(qrels, "qid", "qrels"))
     run_i, label_i, item_vocab = _shared_codes(_ids(run, "item_id", "run"), _ids(qrels, "item_id", "qrels"))
     n_items = len(item_vocab)
-    keep_label = _deduplicated_labels(qrels, _pair_keys(label_q, label_i, n_items), label_grade)
-    label_q, label_i, label_grade = label_q[keep_label], label_i[keep_label], label_grade[keep_label]
-    _check_run_duplicates(run, _pair_keys(run_q, run_i, n_items))
+    label_keys = _pair_keys(label_q, label_i, n_items)
+    keep_label = _deduplicated_labels(qrels, label_keys, label_grade)
+    label_q, label_keys, label_grade = label_q[keep_label], label_keys[keep_label], label_grade[keep_label]
+    # Grade of each run row: its label's, _UNJUDGED when it has none.
+    label_row = _run_rows_of(run, _pair_keys(run_q, run_i, n_items), label_keys)
+    row_grade = np.full(len(run), _UNJUDGED, dtype=np.int8)
+    retrieved = label_row >= 0
+    row_grade[label_row[retrieved]] = label_grade[retrieved]
 
     # Questions evaluated: those with a relevant label, in qid order; out[code] = their row.
     relevant_codes = np.unique(label_q[label_grade >= threshold])
@@ -357,7 +364,7 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
 
     # Run rows in (question, rank) order, their positions, and how deep the matrix must go.
     order = _rank_order(run, run_q, rank)
-    rows_q, rows_i = (run_q, run_i) if order is None else (run_q[order], run_i[order])
+    rows_q = run_q if order is None else run_q[order]
     pos, counts = _group_positions(rows_q, len(qid_vocab))
     run_length = np.zeros(n_q, dtype=np.int64)
     evaluated = out_of_code >= 0
@@ -366,16 +373,15 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
     depth = int(max(1, min(wanted, run_length.max(initial=0))))
     rows_out = out_of_code[rows_q]
     kept = (rows_out >= 0) & (pos < depth)
-    rows_out, pos, rows_i = rows_out[kept], pos[kept], rows_i[kept]
-
-    # Grade of each kept row: look its (question, item) key up among the sorted label keys.
-    usable = label_out >= 0
-    label_keys = _pair_keys(label_out[usable], label_i[usable], n_items)
-    by_key = np.argsort(label_keys)
-    row_grades = _lookup(label_keys[by_key], label_grade[usable][by_key],
-                         _pair_keys(rows_out, rows_i, n_items), _UNJUDGED)
-    grades = _grade_matrix(rows_out, pos, row_grades.astype(np.int8), n_q, depth)
-    return _Judged(questions, grades, run_length, n_rel, label_out, label_grade)
+    rows = np.flatnonzero(kept) if order is None else order[kept]  # run row of each matrix cell filled
+    rows_out, pos = rows_out[kept], pos[kept]
+    grades = _grade_matrix(rows_out, pos, row_grade[rows], n_q, depth)
+    documents = None
+    if with_documents:
+        _require_columns(run, ("doc_id",), "run")
+        documents = np.full((n_q, depth), -1, dtype=np.int32)
+        documents[rows_out, pos] = pd.factorize(_ids(run, "doc_id", "run"))[0][rows]
+    return _Judged(questions, grades, run_length, n_rel, label_out, label_grade, documents)
 
 
 def per_query_metrics(
@@ -387,20 +393,28 @@ def per_query_metrics(
     gain: Literal["linear", "exponential"] = "linear",
     metrics: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """Long table qid, metric, k, value for every question with at least one relevant label."""
+    """Long table qid, metric, k, value for every question with at least one relevant label.
+
+    The pollution metrics (POLLUTION_METRICS) are computed only when asked for in `metrics`; they read the
+    run's doc_id column. A labelled question absent from the run scores 0 on every metric.
+    """
     ks_arr = _validated_ks(ks)
     names = _validated_metrics(metrics)
     threshold = _validated_threshold(relevance_threshold)
     gain_of = _gain_table(gain)
-    if any(n in METRICS_AT_K for n in names) and len(ks_arr) == 0:
-        raise ValueError(f"metrics {[n for n in names if n in METRICS_AT_K]} need at least one cutoff k")
+    at_k = [n for n in names if n in METRICS_AT_K + POLLUTION_METRICS]
+    if at_k and len(ks_arr) == 0:
+        raise ValueError(f"metrics {at_k} need at least one cutoff k")
     max_k = int(ks_arr.max()) if len(ks_arr) else 1
-    judged = _judge(run, qrels, max_k, threshold, through_r="r_precision" in names)
+    polluted = tuple(n for n in names if n in POLLUTION_METRICS)
+    judged = _judge(run, qrels, max_k, threshold, through_r="r_precision" in names, with_documents=bool(polluted))
     n_q = len(judged.questions)
     ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain_of) if "ndcg" in names
              else np.zeros((n_q, 1)))
     values = _metric_values(judged.grades, judged.run_length, ideal, judged.n_rel, ks_arr, threshold, gain_of,
                             names)
+    if judged.documents is not None:
+        values |= _pollution_values(judged.documents, judged.run_length, ks_arr, polluted)
     return _long_table(judged.questions, names, ks_arr, values)
 
 
@@ -420,43 +434,28 @@ def grades_by_rank(run: pd.DataFrame, qrels: pd.DataFrame, depth: int, *,
     return judged.questions, codes
 
 
-def pollution(run: pd.DataFrame, ks: Sequence[int], questions: Sequence[str]) -> pd.DataFrame:
-    """Long table qid, metric, k, value of distinct_docs@k and top_doc_share@k for `questions` (chunk runs).
+def _pollution_values(documents: np.ndarray, run_length: np.ndarray, ks: np.ndarray,
+                      names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """distinct_docs@k (documents among the top k) and top_doc_share@k (results of the most frequent
+    document / min(k, retrieved)) from the [question, position] document codes, as [question, len(ks)] arrays.
 
-    distinct_docs@k: documents among the top k chunks; top_doc_share@k: chunks of the most frequent
-    document / min(k, chunks retrieved). A question absent from the run scores 0 on both.
+    Each question's top k is sorted so that one document's results sit together (-1, nothing, first):
+    a document starts where the code changes, and its count is the length of its stretch.
     """
-    ks_arr = _validated_ks(ks)
-    _require_columns(run, ("qid", "rank", "doc_id"), "run")
-    frame = run[["qid", "rank", "doc_id"]].rename(columns={"doc_id": "item_id"})
-    qids = pd.Series(sorted({str(q) for q in questions}), dtype="str")
-    run_q, run_qids = pd.factorize(_ids(frame, "qid", "run"))
-    out = pd.Index(qids).get_indexer(run_qids)[run_q]  # row of each result's question, -1 when not wanted
-    keep = out >= 0
-    rank = _integers(frame, "rank", "run")[keep]
-    docs = pd.factorize(_ids(frame, "item_id", "run")[keep])[0].astype(np.int64)
-    out = out[keep].astype(np.int64)
-    order = np.lexsort((rank, out))
-    out, docs = out[order], docs[order]
-    pos, run_length = _group_positions(out, len(qids))
-    depth = int(max(1, min(ks_arr.max(), run_length.max(initial=0))))
-    shallow = pos < depth
-    out, docs, pos = out[shallow], docs[shallow], pos[shallow]
-    # Occurrence number of each (question, document) pair in rank order (a stable sort keeps rank order).
-    keys = _pair_keys(out, docs, int(docs.max(initial=0)) + 1)
-    by_pair = np.argsort(keys, kind="stable")
-    pair = np.cumsum(np.r_[True, keys[by_pair][1:] != keys[by_pair][:-1]]) - 1 if len(keys) else keys
-    occurrence = np.empty(len(keys), dtype=np.int64)
-    occurrence[by_pair] = _group_positions(pair, int(pair.max(initial=-1)) + 1)[0]
-    first = np.zeros((len(qids), depth), dtype=np.int32)
-    first[out, pos] = occurrence == 0
-    seen = np.zeros((len(qids), depth), dtype=np.int32)
-    seen[out, pos] = occurrence + 1
-    shown = np.minimum(run_length[:, None], ks_arr[None, :]).astype(np.float64)
-    values = {"distinct_docs": _at(np.cumsum(first, axis=1), ks_arr).astype(np.float64),
-              "top_doc_share": _safe_divide(_at(np.maximum.accumulate(seen, axis=1), ks_arr).astype(np.float64),
-                                            shown)}
-    return _long_table(qids, POLLUTION_METRICS, ks_arr, values)
+    distinct = np.zeros((len(documents), len(ks)), dtype=np.float64)
+    top_count = np.zeros((len(documents), len(ks)), dtype=np.float64)
+    for column, k in enumerate(ks.tolist()):
+        top = np.sort(documents[:, :k], axis=1)
+        present = top >= 0
+        starts = present.copy()
+        starts[:, 1:] &= top[:, 1:] != top[:, :-1]
+        distinct[:, column] = starts.sum(axis=1)
+        position = np.arange(top.shape[1])
+        stretch_start = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+        top_count[:, column] = np.where(present, position - stretch_start + 1, 0).max(axis=1, initial=0)
+    shown = np.minimum(run_length[:, None], ks[None, :]).astype(np.float64)
+    values = {"distinct_docs": distinct, "top_doc_share": _safe_divide(top_count, shown)}
+    return {name: values[name] for name in names}
 
 
 def questions_without_relevant(qrels: pd.DataFrame, qids: Iterable[str], relevance_threshold: int = 1) -> list[str]:
