@@ -14,7 +14,7 @@ rule llm_generate_questions:
     log:
         f"logs/{DATASET['name']}/llm_generate_questions/{{name}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/llm_generate_questions/{{name}}.tsv"
+        f"{R}/benchmarks/llm_generate_questions/{{name}}.tsv"
     conda:
         "../../environment.yml"
     threads: llm_threads()
@@ -43,7 +43,7 @@ rule llm_judge:
     log:
         f"logs/{DATASET['name']}/llm_judge/{{qset}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/llm_judge/{{qset}}.tsv"
+        f"{R}/benchmarks/llm_judge/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: llm_threads()
@@ -81,7 +81,7 @@ rule llm_rewrite:
     log:
         f"logs/{DATASET['name']}/llm_rewrite/{{qset}}.log",
     benchmark:
-        f"benchmarks/{DATASET['name']}/llm_rewrite/{{qset}}.tsv"
+        f"{R}/benchmarks/llm_rewrite/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: llm_threads()
