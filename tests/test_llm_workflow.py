@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -59,6 +60,7 @@ def test_generate_judge_rewrite_publish_and_evaluate(server: ChatServer, tmp_pat
     rerun = snakemake(workdir, "--forcerun", "llm_judge", "llm_rewrite", "--cores", "1", "llm")
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert len(server.requests) == sent  # the rerun was answered by the request cache
+    assert "(all from the cache)" in (out / "v1" / "llm" / "agreement.md").read_text()
 
     data = workdir / "tests" / "fixtures" / "mini" / "questions"
     publish(out / "llm" / "generated" / "gen1.jsonl", data / "gen1.jsonl", "gen1", data / "frozen.lock")
@@ -82,3 +84,18 @@ def test_generate_judge_rewrite_publish_and_evaluate(server: ChatServer, tmp_pat
     assert len(human.merge(labels, on=["qid", "doc_id", "section", "grade"])) == len(human)
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     assert "llm" in config and planned_jobs(workdir) == {}
+
+
+def test_the_llm_demo_config_plans_llm_rewriting_and_reranking(tmp_path: Path) -> None:
+    """config/llm-demo.yaml reads the frozen LLM rewrites of every version and gives the local LLM reranker the
+    model's threads (a dry run: no model needed)."""
+    workdir = copy_dataset(Path("config/llm-demo.yaml"), [Path("data/demo")], tmp_path)
+    jobs = planned_jobs(workdir)
+    assert jobs["rerank"] == 3 and jobs["prepare_rewrites"] == 3 and jobs["embed_rewritten_queries"] == 3
+    plan = snakemake(workdir, "--dry-run", "--forceall", "--cores", "2")
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    jobs_text = re.split(r"\n(?=(?:local)?rule \w+:)", plan.stdout)
+    rerank_jobs = [job for job in jobs_text if job.startswith(("rule rerank:", "localrule rerank:"))]
+    assert len(rerank_jobs) == 3 and all("threads: 2" in job for job in rerank_jobs)
+    rewritten = [job for job in jobs_text if re.search(r"output: [^\n]*runs/bm25-llm-rewrite\.parquet", job)]
+    assert len(rewritten) == 3 and all(re.search(r"input: [^\n]*rewrites/llm\.parquet", job) for job in rewritten)

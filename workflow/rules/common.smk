@@ -173,6 +173,16 @@ def scorer_encoder(method):
     return scorer.get("encoder") if scorer["kind"] == "bi-encoder" else None
 
 
+def chat_threads(chat):
+    """CPU threads of a job talking to this chat block: the local model's, 1 for a remote endpoint."""
+    return chat.get("threads", 2) if chat.get("backend") == "local" else 1
+
+
+def rerank_threads(wildcards):
+    """CPU threads of a rerank job: a local LLM scorer's, else 1."""
+    return chat_threads(METHOD_SPECS[wildcards.method]["scorer"].get("chat", {}))
+
+
 def rerank_inputs(wildcards):
     method, qset = wildcards.method, wildcards.qset
     spec = METHOD_SPECS[method]

@@ -27,12 +27,8 @@ def llm_language():
 
 
 def llm_threads():
-    """CPU threads of an LLM job: the local model's, 1 for a remote endpoint."""
-    return (
-        LLM.get("chat", {}).get("threads", 2)
-        if LLM.get("chat", {}).get("backend") == "local"
-        else 1
-    )
+    """CPU threads of an LLM job (chat_threads of `llm.chat`)."""
+    return chat_threads(LLM.get("chat", {}))
 
 
 def judged_methods():

@@ -136,7 +136,7 @@ rule rerank:
         method=choice(methods_of_type("rerank")),
     conda:
         "../../environment.yml"
-    threads: 1
+    threads: rerank_threads
     resources:
         mem_mb=4000,
         runtime=60,

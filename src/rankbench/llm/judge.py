@@ -33,9 +33,9 @@ def judge_pool(chat: Chat, pooled: pd.DataFrame, questions: pd.DataFrame, labels
     asked = dict(zip(questions["qid"], questions["question"]))
     grades, seconds = [], []
     for number, (qid, chunk_id) in enumerate(zip(pooled["qid"], pooled["chunk_id"]), start=1):
-        start = time.perf_counter()
+        start, sent_before = time.perf_counter(), chat.sent
         reply = chat.text(judge_messages(asked[qid], texts[chunk_id]), max_tokens=2)
-        seconds.append(time.perf_counter() - start)
+        seconds.append(time.perf_counter() - start if chat.sent > sent_before else 0.0)
         grades.append(parse_grade(reply))
         if number % 25 == 0:
             logging.info("judged %d/%d pairs", number, len(pooled))
