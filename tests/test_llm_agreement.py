@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from rankbench.llm.agreement import agreement, agreement_markdown, confusion, weighted_kappa
+from rankbench.llm.agreement import agreement, agreement_markdown, confusion, kappa_interval, weighted_kappa
 
 LABELS = [0, 1, 2, 3]
 
@@ -52,3 +52,27 @@ def test_agreement_per_kind_counts_only_pairs_graded_by_both() -> None:
     assert all_cells[(3, 3)] == 1 and all_cells[(0, 3)] == 1 and all_cells.sum() == 4
     report = agreement_markdown(stats, cells, judged, "v1")
     assert "| all | 4 | 0.500 |" in report and "1.33 s per pair" in report
+    low, high = by_kind.loc["all", ["kappa_quadratic_low", "kappa_quadratic_high"]]
+    assert low <= by_kind.loc["all", "kappa_quadratic"] <= high and f"{low:.2f} to {high:.2f}" in report
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_kappa_interval_is_the_percentile_bootstrap_of_sklearn_kappas(seed: int) -> None:
+    """The vectorized interval equals a plain loop: sklearn's kappa on each documented resample, percentiles."""
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(5, 40))
+    human = rng.integers(0, 4, n)
+    judge = np.where(rng.random(n) < 0.6, human, rng.integers(0, 4, n))
+    draws = np.random.default_rng(seed).integers(0, n, (300, n))
+    kappas = [cohen_kappa_score(human[d], judge[d], labels=LABELS, weights="quadratic") for d in draws]
+    kappas = [k for k in kappas if not np.isnan(k)]
+    low, high = kappa_interval(human, judge, resamples=300, seed=seed)
+    assert low == pytest.approx(np.percentile(kappas, 2.5), abs=1e-12)
+    assert high == pytest.approx(np.percentile(kappas, 97.5), abs=1e-12)
+    assert low <= weighted_kappa(confusion(human, judge), "quadratic") <= high
+
+
+def test_kappa_interval_of_perfect_and_tiny_samples() -> None:
+    grades = np.array([0, 1, 2, 3, 3, 1])
+    assert kappa_interval(grades, grades) == (1.0, 1.0)
+    assert all(np.isnan(kappa_interval(np.array([2]), np.array([3]))))

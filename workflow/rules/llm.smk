@@ -69,6 +69,9 @@ rule llm_agreement:
     conda:
         "../../environment.yml"
     threads: 1
+    params:
+        resamples=EVALUATION["bootstrap_resamples"],
+        seed=EVALUATION["seed"],
     script:
         "../scripts/llm_agreement.py"
 

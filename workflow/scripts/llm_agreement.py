@@ -9,7 +9,7 @@ from rankbench.scripting import run_script
 
 def main(snakemake):
     judged = pd.read_parquet(snakemake.input.judgements)
-    stats, cells = agreement(judged)
+    stats, cells = agreement(judged, snakemake.params.resamples, snakemake.params.seed)
     write_parquet(cells, snakemake.output.confusion)
     write_parquet(stats, snakemake.output.agreement)
     write_text(agreement_markdown(stats, cells, judged, f"question-set version {snakemake.wildcards.qset}"),
