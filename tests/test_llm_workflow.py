@@ -76,6 +76,10 @@ def test_generate_judge_rewrite_publish_and_evaluate(server: ChatServer, tmp_pat
     for qset in ("gen1", "v1-judged"):
         table = (out / qset / "comparison.md").read_text()
         assert "| bm25+llm |" in table and f"question-set version {qset}" in table
+        assert "LLM judge agreement" not in table  # only the judged version's page has it
+    agreement = pd.read_parquet(out / "v1" / "llm" / "agreement.parquet").set_index("kind")
+    page = (out / "v1" / "comparison.md").read_text().split("### LLM judge agreement with these labels")[1]
+    assert f"| all | {agreement.loc['all', 'n']} | {agreement.loc['all', 'exact']:.3f} |" in page
     generated = pd.read_parquet(out / "gen1" / "questions.parquet")
     assert set(generated["kind"]) == {"generated"} and len(generated) == 2
     labels = pd.read_parquet(out / "v1-judged" / "labels.parquet")

@@ -19,6 +19,7 @@ from rankbench.history import append_records, read_history
 from rankbench.pooling import import_labels, pool, read_filled, write_pool
 from rankbench.provenance import canonical_config, config_hash, report_settings
 from rankbench.qset_diff import diff_summary, flips, question_changes, version_metrics
+from rankbench.report import judge_section
 from rankbench.tables import csv_table, latex_table, marked, markdown_grid, wide
 
 
@@ -254,3 +255,13 @@ def test_a_versions_config_leaves_out_the_other_versions_and_the_diffs() -> None
     assert qset_config(config, "v1") == {"qsets": {"v1": {"path": "a"}}, "methods": {"m": 1}}
     more = {**config, "qsets": {**config["qsets"], "v3": {"path": "c"}}}
     assert canonical_config(qset_config(more, "v1")) == canonical_config(qset_config(config, "v1"))
+
+
+def test_judge_section_shows_the_agreement_or_says_how_to_measure_it() -> None:
+    """The comparison page of a judged version: the kappa with its interval, or the command that measures it."""
+    agreement = pd.DataFrame({"kind": ["all", "paraphrase"], "n": [27, 1], "exact": [0.593, 0.0],
+                              "kappa_quadratic": [-0.072, 0.0], "kappa_quadratic_low": [-0.31, np.nan],
+                              "kappa_quadratic_high": [0.28, np.nan]})
+    lines = "\n".join(judge_section(agreement))
+    assert "| all | 27 | 0.593 | -0.072 | -0.31 to 0.28 |" in lines and "| paraphrase | 1 | 0.000 | 0.000 | – |" in lines
+    assert "snakemake llm" in "\n".join(judge_section(None))

@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rankbench.evaluation import ALL_KINDS
@@ -65,12 +66,35 @@ def leaks_section(leaks: pd.DataFrame, methods: list[str]) -> list[str]:
     return lines + [""]
 
 
+def judge_section(agreement: pd.DataFrame | None) -> list[str]:
+    """How far the config's LLM judge agrees with these human labels (from `llm/agreement.parquet`)."""
+    lines = ["### LLM judge agreement with these labels", ""]
+    if agreement is None:
+        return lines + ["The config's LLM judge grades this version, but its agreement has not been measured yet: "
+                        "run `snakemake llm` (the `llm` target), then this page again.", ""]
+    frame = pd.DataFrame({
+        "n pairs": agreement["n"].to_numpy(),
+        "exact": agreement["exact"].map("{:.3f}".format).to_numpy(),
+        "kappa (quadratic)": agreement["kappa_quadratic"].map("{:.3f}".format).to_numpy(),
+        "95% CI": [("–" if np.isnan(low) else f"{low:.2f} to {high:.2f}")
+                   for low, high in zip(agreement["kappa_quadratic_low"], agreement["kappa_quadratic_high"])],
+    }, index=pd.Index(agreement["kind"], name="kind"))
+    return lines + ["Over the pooled pairs graded both by people and by the judge (`llm/agreement.md` has the "
+                    "confusion matrix). A low kappa means the judged labels of a version built from this judge "
+                    "need review.", "", markdown_grid(frame), ""]
+
+
 def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.DataFrame,
                     manifest: Mapping[str, Any], dataset: str, evaluation: Mapping[str, Any],
                     report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str,
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
-                    degraded: Mapping[str, str]) -> str:
-    """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks."""
+                    degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
+                    judged: bool = False) -> str:
+    """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
+
+    judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
+    once the `llm` target has run.
+    """
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
     table = marked(aggregate, alpha)
@@ -129,6 +153,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     if not unmapped.empty:
         lines += [f"- **labels that map to no chunk**: {len(unmapped)} "
                   f"({', '.join(sorted(unmapped['qid'].unique()))})", ""]
+    if judged:
+        lines += judge_section(judge_agreement)
     lines += ["## Config", "", "```json", json.dumps(json.loads(config_json), indent=2, ensure_ascii=False,
                                                      sort_keys=True), "```", ""]
     return "\n".join(lines)

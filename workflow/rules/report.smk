@@ -65,6 +65,7 @@ rule comparison_table:
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
         reranked_methods=methods_of_type("rerank"),
         cost_plan=cost_plan,
+        judge_agreement=lambda wildcards: judge_agreement_path(wildcards.qset),
     script:
         "../scripts/comparison_table.py"
 

@@ -30,9 +30,12 @@ def main(snakemake):
         flags = pd.read_parquet(path, columns=["degraded", "degraded_reason"])
         if flags["degraded"].any():
             degraded[method] = "; ".join(sorted(set(flags.loc[flags["degraded"], "degraded_reason"])))
+    agreement = Path(p.judge_agreement) if p.judge_agreement else None
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
                            Path(snakemake.input.validation).read_text(), unmapped, p.config_json,
-                           p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks), degraded)
+                           p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks), degraded,
+                           pd.read_parquet(agreement) if agreement and agreement.exists() else None,
+                           judged=agreement is not None)
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
