@@ -31,6 +31,13 @@ check_paths(config, CONFIG_SOURCE)
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 DATASET = config["dataset"]
 R = f"{config.get('results', 'results')}/{DATASET['name']}"
+# Job logs: logs/<dataset>/ beside the default results folder; inside any other results folder, so that two
+# configs of one dataset with different `results` (the demo and the LLM demo) never share log files.
+LOGS = (
+    f"logs/{DATASET['name']}"
+    if config.get("results", "results") == "results"
+    else f"{R}/logs"
+)
 EVALUATION = evaluation_settings(config)
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)

@@ -5,7 +5,7 @@ rule load_corpus:
     output:
         documents=f"{R}/corpus/documents.parquet",
     log:
-        f"logs/{DATASET['name']}/load_corpus.log",
+        f"{LOGS}/load_corpus.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -21,7 +21,7 @@ rule chunk:
     output:
         chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
     log:
-        f"logs/{DATASET['name']}/chunk/{{chunker}}.log",
+        f"{LOGS}/chunk/{{chunker}}.log",
     conda:
         "../../environment.yml"
     threads: 1

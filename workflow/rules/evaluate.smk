@@ -10,7 +10,7 @@ rule evaluate:
         metrics=f"{R}/{{qset}}/metrics/{{method}}.parquet",
         grades=f"{R}/{{qset}}/grades/{{method}}.parquet",
     log:
-        f"logs/{DATASET['name']}/evaluate/{{qset}}/{{method}}.log",
+        f"{LOGS}/evaluate/{{qset}}/{{method}}.log",
     wildcard_constraints:
         method=choice(METHODS),
     conda:
@@ -33,7 +33,7 @@ rule aggregate:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
     log:
-        f"logs/{DATASET['name']}/aggregate/{{qset}}.log",
+        f"{LOGS}/aggregate/{{qset}}.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -53,7 +53,7 @@ rule export_trec:
     output:
         run=f"{R}/{{qset}}/runs/{{method}}.trec",
     log:
-        f"logs/{DATASET['name']}/export_trec/{{qset}}/{{method}}.log",
+        f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
     wildcard_constraints:
         method=choice(METHODS),
     conda:
@@ -71,7 +71,7 @@ rule leaks:
     output:
         leaks=f"{R}/{{qset}}/leaks/{{method}}.parquet",
     log:
-        f"logs/{DATASET['name']}/leaks/{{qset}}/{{method}}.log",
+        f"{LOGS}/leaks/{{qset}}/{{method}}.log",
     wildcard_constraints:
         method=choice(METHODS),
     conda:
@@ -89,7 +89,7 @@ rule leak_summary:
     output:
         summary=f"{R}/{{qset}}/leaks.parquet",
     log:
-        f"logs/{DATASET['name']}/leak_summary/{{qset}}.log",
+        f"{LOGS}/leak_summary/{{qset}}.log",
     conda:
         "../../environment.yml"
     threads: 1

@@ -4,7 +4,7 @@ rule bm25_index:
     output:
         index=f"{R}/corpus/{{chunker}}/bm25/{{method}}.npz",
     log:
-        f"logs/{DATASET['name']}/bm25_index/{{chunker}}/{{method}}.log",
+        f"{LOGS}/bm25_index/{{chunker}}/{{method}}.log",
     benchmark:
         f"{R}/benchmarks/bm25_index/{{chunker}}/{{method}}.tsv"
     wildcard_constraints:
@@ -30,7 +30,7 @@ rule embed_corpus:
             f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}/shard-{{shard}}.npy"
         ),
     log:
-        f"logs/{DATASET['name']}/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.log",
+        f"{LOGS}/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.log",
     benchmark:
         f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.tsv"
     wildcard_constraints:
@@ -60,7 +60,7 @@ rule merge_embeddings:
     output:
         embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
     log:
-        f"logs/{DATASET['name']}/merge_embeddings/{{chunker}}/{{encoder}}.log",
+        f"{LOGS}/merge_embeddings/{{chunker}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/merge_embeddings/{{chunker}}/{{encoder}}.tsv"
     conda:
@@ -82,7 +82,7 @@ rule faiss_index:
     output:
         index=f"{R}/corpus/{{chunker}}/faiss/{{encoder}}/{{index}}.faiss",
     log:
-        f"logs/{DATASET['name']}/faiss_index/{{chunker}}/{{encoder}}/{{index}}.log",
+        f"{LOGS}/faiss_index/{{chunker}}/{{encoder}}/{{index}}.log",
     benchmark:
         f"{R}/benchmarks/faiss_index/{{chunker}}/{{encoder}}/{{index}}.tsv"
     conda:

@@ -12,7 +12,7 @@ rule llm_generate_questions:
     output:
         questions=f"{R}/llm/generated/{{name}}.jsonl",
     log:
-        f"logs/{DATASET['name']}/llm_generate_questions/{{name}}.log",
+        f"{LOGS}/llm_generate_questions/{{name}}.log",
     benchmark:
         f"{R}/benchmarks/llm_generate_questions/{{name}}.tsv"
     conda:
@@ -41,7 +41,7 @@ rule llm_judge:
         judgements=f"{R}/{{qset}}/llm/judgements.parquet",
         version=f"{R}/{{qset}}/llm/judged.jsonl",
     log:
-        f"logs/{DATASET['name']}/llm_judge/{{qset}}.log",
+        f"{LOGS}/llm_judge/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/llm_judge/{{qset}}.tsv"
     conda:
@@ -65,7 +65,7 @@ rule llm_agreement:
         agreement=f"{R}/{{qset}}/llm/agreement.parquet",
         confusion=f"{R}/{{qset}}/llm/confusion.parquet",
     log:
-        f"logs/{DATASET['name']}/llm_agreement/{{qset}}.log",
+        f"{LOGS}/llm_agreement/{{qset}}.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -82,7 +82,7 @@ rule llm_rewrite:
     output:
         rewrites=f"{R}/{{qset}}/llm/rewrites.jsonl",
     log:
-        f"logs/{DATASET['name']}/llm_rewrite/{{qset}}.log",
+        f"{LOGS}/llm_rewrite/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/llm_rewrite/{{qset}}.tsv"
     conda:

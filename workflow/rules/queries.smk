@@ -9,7 +9,7 @@ rule prepare_questions:
         manifest=f"{R}/{{qset}}/qset.json",
         validation=f"{R}/{{qset}}/validation.md",
     log:
-        f"logs/{DATASET['name']}/prepare_questions/{{qset}}.log",
+        f"{LOGS}/prepare_questions/{{qset}}.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -27,7 +27,7 @@ rule embed_queries:
     output:
         embeddings=f"{R}/{{qset}}/query-embeddings/{{encoder}}.npy",
     log:
-        f"logs/{DATASET['name']}/embed_queries/{{qset}}/{{encoder}}.log",
+        f"{LOGS}/embed_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{encoder}}.tsv"
     conda:
@@ -50,7 +50,7 @@ rule qrels:
         qrels=f"{R}/{{qset}}/qrels/{{chunker}}.parquet",
         unmapped=f"{R}/{{qset}}/qrels/{{chunker}}.unmapped.parquet",
     log:
-        f"logs/{DATASET['name']}/qrels/{{qset}}/{{chunker}}.log",
+        f"{LOGS}/qrels/{{qset}}/{{chunker}}.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -67,7 +67,7 @@ rule prepare_rewrites:
     output:
         queries=f"{R}/{{qset}}/rewrites/{{rewrite}}.parquet",
     log:
-        f"logs/{DATASET['name']}/prepare_rewrites/{{qset}}/{{rewrite}}.log",
+        f"{LOGS}/prepare_rewrites/{{qset}}/{{rewrite}}.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -87,7 +87,7 @@ rule embed_rewritten_queries:
     output:
         embeddings=f"{R}/{{qset}}/query-embeddings/{{rewrite}}/{{encoder}}.npy",
     log:
-        f"logs/{DATASET['name']}/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
+        f"{LOGS}/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
     conda:

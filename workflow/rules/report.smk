@@ -52,7 +52,7 @@ rule comparison_table:
         ),
         record=f"{R}/{{qset}}/history-record.json",
     log:
-        f"logs/{DATASET['name']}/comparison_table/{{qset}}.log",
+        f"{LOGS}/comparison_table/{{qset}}.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -77,7 +77,7 @@ rule plots:
     output:
         **figure_outputs(),
     log:
-        f"logs/{DATASET['name']}/plots/{{qset}}.log",
+        f"{LOGS}/plots/{{qset}}.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -108,7 +108,7 @@ rule failures:
         failures=f"{R}/{{qset}}/failures.parquet",
         stages=f"{R}/{{qset}}/stages.parquet",
     log:
-        f"logs/{DATASET['name']}/failures/{{qset}}.log",
+        f"{LOGS}/failures/{{qset}}.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -145,7 +145,7 @@ rule calibration:
         top1=f"{R}/{{qset}}/calibration/top1.parquet",
         thresholds=f"{R}/{{qset}}/calibration/thresholds.parquet",
     log:
-        f"logs/{DATASET['name']}/calibration/{{qset}}.log",
+        f"{LOGS}/calibration/{{qset}}.log",
     conda:
         "../../environment.yml"
     threads: 1
@@ -176,7 +176,7 @@ rule qset_diff:
         summary=f"{R}/diffs/{{a}}-vs-{{b}}.json",
         changes=f"{R}/diffs/{{a}}-vs-{{b}}.changes.parquet",
     log:
-        f"logs/{DATASET['name']}/qset_diff/{{a}}-vs-{{b}}.log",
+        f"{LOGS}/qset_diff/{{a}}-vs-{{b}}.log",
     wildcard_constraints:
         a=choice(QSETS),
         b=choice(QSETS),

@@ -9,7 +9,7 @@ rule retrieve_bm25:
     output:
         run=run_path("{method}"),
     log:
-        f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
@@ -43,7 +43,7 @@ rule retrieve_dense:
     output:
         run=run_path("{method}"),
     log:
-        f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
@@ -79,7 +79,7 @@ rule ann_recall:
         recall=f"{R}/{{qset}}/ann-recall/{{method}}.parquet",
         table=f"{R}/{{qset}}/ann-recall/{{method}}.md",
     log:
-        f"logs/{DATASET['name']}/ann_recall/{{qset}}/{{method}}.log",
+        f"{LOGS}/ann_recall/{{qset}}/{{method}}.log",
     wildcard_constraints:
         method=choice(approximate_methods()),
     conda:
@@ -103,7 +103,7 @@ rule fuse:
     output:
         run=run_path("{method}"),
     log:
-        f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
@@ -129,7 +129,7 @@ rule rerank:
     output:
         run=run_path("{method}"),
     log:
-        f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
@@ -157,7 +157,7 @@ rule import_run:
     output:
         run=run_path("{method}"),
     log:
-        f"logs/{DATASET['name']}/retrieve/{{qset}}/{{method}}.log",
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     wildcard_constraints:
         method=choice(methods_of_type("external")),
     conda:
