@@ -49,3 +49,10 @@ def test_the_local_reranker_prefers_the_answer(chat: Chat) -> None:
     scores = score(pd.DataFrame({"qid": ["q", "q"], "chunk_id": ["answer", "colours"]}))
     assert 0.0 <= scores.min() and scores.max() <= 1.0  # P(yes): the backend returns logprobs
     assert scores[0] > scores[1]
+
+
+def test_the_local_model_keeps_the_console_quiet(chat: Chat, capfd: pytest.CaptureFixture[str]) -> None:
+    """llama.cpp logs errors only: its per-request info lines once flooded the workflow's console."""
+    chat.text(judge_messages(QUESTION, UNRELATED + "\nLivraison offerte dès 1 000 €."), 2)
+    out, err = capfd.readouterr()
+    assert "print_timing" not in out + err and "slot" not in out + err

@@ -130,6 +130,7 @@ class LocalModel:
         params.sampling.seed = self.seed
         params.sampling.temp = 0.0
         params.warmup = False
+        params.verbosity = 1  # llama.cpp errors only: its info lines (several per request) flooded the console
         return xllamacpp.Server(params)
 
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
