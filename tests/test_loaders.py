@@ -44,22 +44,22 @@ def write_lines(path: Path, lines: list[object]) -> Path:
     return path
 
 
-def corpus_error(tmp_path: Path, lines: list[object]) -> str:
-    path = write_lines(tmp_path / "corpus.jsonl", lines)
+def load_error(loader, schema: dict, path: Path, lines: list[object]) -> str:
+    """The InputError message of loading these lines; it must name the file."""
+    write_lines(path, lines)
     with pytest.raises(InputError) as info:
-        load_corpus(path, CORPUS_SCHEMA)
+        loader(path, schema)
     message = str(info.value)
     assert str(path) in message, message
     return message
+
+
+def corpus_error(tmp_path: Path, lines: list[object]) -> str:
+    return load_error(load_corpus, CORPUS_SCHEMA, tmp_path / "corpus.jsonl", lines)
 
 
 def questions_error(tmp_path: Path, lines: list[object]) -> str:
-    path = write_lines(tmp_path / "v1.jsonl", lines)
-    with pytest.raises(InputError) as info:
-        load_questions(path, QUESTIONS_SCHEMA)
-    message = str(info.value)
-    assert str(path) in message, message
-    return message
+    return load_error(load_questions, QUESTIONS_SCHEMA, tmp_path / "v1.jsonl", lines)
 
 
 # --------------------------------------------------------------------------- native corpus: accepted input
