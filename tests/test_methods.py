@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from rankbench.fusion import normalize_scores, reciprocal_rank_fusion, score_fus
 from rankbench.leaks import leak_counts, leak_summary
 from rankbench.rerank import cross_encoder_scorer, rerank_or_fallback
 from rankbench.rewrite import RM3, load_rewrites, rm3_queries
+from rankbench.runs import order_by_trec_rule
 
 
 def run_frame(rows: list[tuple[str, str, float]]) -> pd.DataFrame:
@@ -103,12 +105,93 @@ def test_combsum_and_combmnz_with_minmax() -> None:
 
 def test_zscore_normalization() -> None:
     scores = pd.Series([3.0, 2.0, 0.0, 5.0])
-    normalized = normalize_scores(scores, pd.Series(["q1", "q1", "q1", "q2"]), "zscore")
+    normalized = normalize_scores(scores, [pd.Series(["q1", "q1", "q1", "q2"])], "zscore")
     q1 = np.array([3.0, 2.0, 0.0])
     np.testing.assert_allclose(normalized[:3], (q1 - q1.mean()) / q1.std())
     assert normalized[3] == 0.0
     with pytest.raises(ValueError, match="unknown normalization"):
-        normalize_scores(scores, pd.Series(["q"] * 4), "softmax")
+        normalize_scores(scores, [pd.Series(["q"] * 4)], "softmax")
+
+
+def test_score_fusion_of_two_full_runs_of_equal_length() -> None:
+    """Two runs of the same length (two dense runs, or BM25 filling `depth`) share a 0..n-1 index: a per-run
+    `groupby.apply` then came back wide and CombSUM/CombMNZ crashed ("Columns must be same length as key")."""
+    first = run_frame([("q1", "a", 3.0), ("q1", "b", 2.0), ("q2", "a", 1.0), ("q2", "c", 0.5)])
+    second = run_frame([("q1", "b", 0.9), ("q1", "c", 0.1), ("q2", "c", 0.7), ("q2", "a", 0.2)])
+    for normalization in ("minmax", "zscore"):
+        for method in ("combsum", "combmnz"):
+            fused = score_fusion([first, second], method, normalization)
+            assert len(fused) == 5 and fused.groupby("qid")["rank"].max().to_dict() == {"q1": 3, "q2": 2}
+    combsum = fused_scores(score_fusion([first, second], "combsum", "minmax"))
+    assert combsum == pytest.approx({("q1", "a"): 1.0, ("q1", "b"): 1.0, ("q1", "c"): 0.0,
+                                     ("q2", "a"): 1.0, ("q2", "c"): 1.0})
+
+
+def random_run(rng: np.random.Generator, n_queries: int, n_chunks: int, depth: int) -> pd.DataFrame:
+    """A run over chunks c0..c{n_chunks-1}: per query a random subset (some queries absent), scores rounded so
+    that ties and constant queries occur, in trec_eval order."""
+    rows = []
+    for q in range(n_queries):
+        size = int(rng.integers(0, min(depth, n_chunks) + 1))
+        for chunk in rng.choice(n_chunks, size=size, replace=False):
+            rows.append((f"q{q}", f"c{chunk}", float(rng.integers(-3, 4)) / 2))
+    frame = run_frame(rows) if rows else run_frame([]).astype({"score": np.float64})
+    return order_by_trec_rule(frame)
+
+
+def reference_fusion(runs: list[pd.DataFrame], method: str, normalization: str, weights: list[float],
+                     k: int) -> dict[tuple[str, str], float]:
+    """Fused scores computed row by row in plain Python (the textbook definitions)."""
+    total: dict[tuple[str, str], float] = {}
+    hits: dict[tuple[str, str], int] = {}
+    for run, weight in zip(runs, weights):
+        by_query: dict[str, list[tuple[str, int, float]]] = {}
+        for q, chunk, rank, score in zip(run["qid"], run["chunk_id"], run["rank"], run["score"]):
+            by_query.setdefault(q, []).append((chunk, int(rank), float(score)))
+        for q, rows in by_query.items():
+            scores = [s for _, _, s in rows]
+            low, high = min(scores), max(scores)
+            mean = statistics.fmean(scores)
+            std = statistics.pstdev(scores)
+            for chunk, rank, score in rows:
+                if method == "rrf":
+                    value = 1 / (k + rank)
+                elif normalization == "minmax":
+                    value = (score - low) / (high - low) if high > low else 1.0
+                else:
+                    value = (score - mean) / std if high > low else 0.0
+                total[(q, chunk)] = total.get((q, chunk), 0.0) + weight * value
+                hits[(q, chunk)] = hits.get((q, chunk), 0) + 1
+    if method == "combmnz":
+        total = {key: value * hits[key] for key, value in total.items()}
+    return total
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fusion_matches_plain_python_on_random_runs(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n_runs, depth = int(rng.integers(1, 4)), int(rng.integers(1, 7))
+    equal = seed % 2 == 0  # even seeds: every run lists `depth` results for every query (equal lengths)
+    if equal:
+        runs = [order_by_trec_rule(run_frame([(f"q{q}", f"c{c}", float(rng.integers(-3, 4)) / 2)
+                                               for q in range(4) for c in rng.choice(8, size=depth, replace=False)]))
+                for _ in range(n_runs)]
+        assert len({len(run) for run in runs}) == 1
+    else:
+        runs = [random_run(rng, 4, 8, depth) for _ in range(n_runs)]
+    weights = [float(w) for w in rng.uniform(0.5, 2.0, size=n_runs)]
+    cases = [("rrf", "minmax")] + [(m, n) for m in ("combsum", "combmnz") for n in ("minmax", "zscore")]
+    for method, normalization in cases:
+        if method == "rrf":
+            fused = reciprocal_rank_fusion(runs, k=5, depth=100, weights=weights)
+        else:
+            fused = score_fusion(runs, method, normalization, depth=100, weights=weights)
+        expected = reference_fusion(runs, method, normalization, weights, k=5)
+        got = fused_scores(fused)
+        assert got.keys() == expected.keys(), (method, normalization)
+        for key, value in expected.items():
+            assert got[key] == pytest.approx(value, abs=1e-9), (method, normalization, key)
+        assert fused.equals(order_by_trec_rule(fused)), "fused run is in trec_eval order with ranks from 1"
 
 
 # --------------------------------------------------------------------------- FAISS

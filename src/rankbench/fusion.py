@@ -15,14 +15,14 @@ _KEYS = ["qid", "chunk_id", "doc_id"]
 
 
 def _stack(runs: Sequence[pd.DataFrame], weights: Sequence[float] | None) -> pd.DataFrame:
-    """All input rows, each with its run's weight."""
+    """All input rows under one fresh 0..n-1 index, each with its run's position and weight."""
     if not runs:
         raise ValueError("fusion needs at least one input run")
     weights = [1.0] * len(runs) if weights is None else list(weights)
     if len(weights) != len(runs):
         raise ValueError(f"{len(weights)} weights for {len(runs)} runs")
-    return pd.concat([run[_KEYS + ["rank", "score"]].assign(weight=float(w)) for run, w in zip(runs, weights)],
-                     keys=range(len(runs)), names=["run", None]).reset_index(level=0)
+    return pd.concat([run[_KEYS + ["rank", "score"]].assign(run=i, weight=float(w))
+                      for i, (run, w) in enumerate(zip(runs, weights))], ignore_index=True)
 
 
 def reciprocal_rank_fusion(runs: Sequence[pd.DataFrame], k: int = 60, depth: int = 100,
@@ -34,17 +34,18 @@ def reciprocal_rank_fusion(runs: Sequence[pd.DataFrame], k: int = 60, depth: int
     return order_by_trec_rule(fused, depth=depth)
 
 
-def normalize_scores(run_scores: pd.Series, qids: pd.Series, method: str) -> pd.Series:
-    """Per-query normalized scores: min-max to [0, 1] (all equal -> 1), or z-score (constant -> 0)."""
+def normalize_scores(scores: pd.Series, groups: Sequence[pd.Series | np.ndarray], method: str) -> pd.Series:
+    """Scores normalized within each group of rows sharing all `groups` keys: min-max to [0, 1] (all equal -> 1),
+    or z-score (all equal -> 0). Group-wise transforms only, so the result is always aligned with `scores`."""
     if method not in NORMALIZATIONS:
         raise ValueError(f"unknown normalization {method!r}; use one of {', '.join(NORMALIZATIONS)}")
-    grouped = run_scores.groupby(qids.to_numpy(), sort=False)
+    grouped = scores.groupby([np.asarray(keys) for keys in groups], sort=False)
+    low, high = grouped.transform("min"), grouped.transform("max")
+    constant = high <= low  # tested on the extremes: a mean or std of equal floats may be off by an ulp
     if method == "minmax":
-        low, high = grouped.transform("min"), grouped.transform("max")
-        span = high - low
-        return ((run_scores - low) / span.where(span > 0, np.nan)).fillna(1.0)
+        return ((scores - low) / (high - low).mask(constant)).fillna(1.0)
     mean, std = grouped.transform("mean"), grouped.transform("std", ddof=0)
-    return ((run_scores - mean) / std.where(std > 0, np.nan)).fillna(0.0)
+    return ((scores - mean) / std.mask(constant)).fillna(0.0)
 
 
 def score_fusion(runs: Sequence[pd.DataFrame], method: str = "combsum", normalization: str = "minmax",
@@ -54,8 +55,7 @@ def score_fusion(runs: Sequence[pd.DataFrame], method: str = "combsum", normaliz
     if method not in ("combsum", "combmnz"):
         raise ValueError(f"unknown score fusion {method!r}; use combsum or combmnz")
     stacked = _stack(runs, weights)
-    normalized = stacked.groupby("run", group_keys=False, sort=True).apply(
-        lambda run: normalize_scores(run["score"], run["qid"], normalization), include_groups=False)
+    normalized = normalize_scores(stacked["score"], [stacked["run"], stacked["qid"]], normalization)
     stacked["score"] = stacked["weight"] * normalized
     fused = stacked.groupby(_KEYS, as_index=False, sort=False).agg(score=("score", "sum"), hits=("run", "nunique"))
     if method == "combmnz":
