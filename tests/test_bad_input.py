@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import pytrec_eval
 import yaml
 
 from workflow_helpers import copy_dataset, edit_config, snakemake
@@ -143,9 +144,37 @@ def test_an_external_run_joins_the_comparison_at_document_grain(mini: Path) -> N
     outside = aggregate[aggregate["method"] == "outside"]
     assert set(outside["grain"]) == {"document"}
     assert outside[["diff", "p_randomization", "p_holm"]].notna().all().all()
-    assert (base / "runs" / "outside.trec").exists() and (base / "runs" / "bm25.trec").exists()
+    # TREC exports named by grain; an external run has no chunk grain.
+    assert (base / "runs" / "outside.docs.trec").exists() and not (base / "runs" / "outside.chunks.trec").exists()
+    assert (base / "runs" / "bm25.docs.trec").exists() and (base / "runs" / "bm25.chunks.trec").exists()
+    # The document-grain export holds doc ids: trec_eval with the dataset's own (document) qrels scores what the
+    # workflow scores at document grain (the chunk-id export scored them all 0).
+    qrels = pd.read_parquet(base / "qrels" / "sections.parquet").query("grain == 'document'")
+    trec_qrels: dict[str, dict[str, int]] = {}
+    for q, d, g in zip(qrels["qid"], qrels["item_id"], qrels["grade"]):
+        trec_qrels.setdefault(q, {})[d] = int(g)
+    with open(base / "runs" / "bm25.docs.trec") as handle:
+        ref = pytrec_eval.RelevanceEvaluator(trec_qrels, {"ndcg_cut.3"}).evaluate(pytrec_eval.parse_run(handle))
+    ours = pd.read_parquet(base / "metrics" / "bm25.parquet").query("grain == 'document' and metric == 'ndcg' and k == 3")
+    assert len(ours) >= 3 and ours["value"].max() > 0
+    for q, value in zip(ours["qid"], ours["value"]):
+        assert value == pytest.approx(ref[q]["ndcg_cut_3"], abs=1e-12), q
     pairs = pd.read_parquet(base / "pairs.parquet")
     assert {("bm25", "outside")} == set(zip(pairs["method_a"], pairs["method_b"]))
+
+
+def test_a_run_that_matches_no_label_is_named_in_its_logs_and_on_the_page(mini: Path) -> None:
+    """A foreign run scores 0 on every metric: that must be said, not shown as a plain row of zeros."""
+    add_external_run(mini, ["q1 Q0 elsewhere-1 1 2.0 ext", "q2 Q0 elsewhere-2 1 1.0 ext"])
+    result = snakemake(mini, "--cores", "1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    imported = next(mini.rglob("retrieve/v1/outside.log")).read_text()
+    assert "names no document of the corpus" in imported and "'elsewhere-1'" in imported
+    evaluated = next(mini.rglob("evaluate/v1/outside.log")).read_text()
+    assert "WARNING" in evaluated and "document grain" in evaluated and "matches no label" in evaluated
+    assert "matches no label" not in next(mini.rglob("evaluate/v1/bm25.log")).read_text()
+    page = (mini / "results" / "mini" / "v1" / "comparison.md").read_text()
+    assert "**outside matches no label**" in page and "**bm25 matches no label**" not in page
 
 
 def test_a_bad_external_run_fails_cleanly(mini: Path) -> None:

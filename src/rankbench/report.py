@@ -130,6 +130,9 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     lines += [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
     lines += [f"- **{method} is degraded**: its scorer failed ({reason}), so the run is its input run's order."
               for method, reason in sorted(degraded.items())]
+    lines += [f"- **{method} matches no label**: none of its results in the top {max(ks)} of any question is labelled "
+              "(foreign ids, or an empty run; its log says more), so its zeros say nothing about its ranking."
+              for method in unlabelled_methods(aggregate)]
     lines += ["", *leaks_section(leaks, methods)]
     lines += ["## Findings", ""]
     lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha)]
@@ -158,3 +161,9 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     lines += ["## Config", "", "```json", json.dumps(json.loads(config_json), indent=2, ensure_ascii=False,
                                                      sort_keys=True), "```", ""]
     return "\n".join(lines)
+
+
+def unlabelled_methods(aggregate: pd.DataFrame) -> list[str]:
+    """Methods whose Judged@k is 0 over all questions at every k and grain: their ids match no label."""
+    judged = aggregate[(aggregate["metric"] == "judged") & (aggregate["kind"] == ALL_KINDS) & (aggregate["n"] > 0)]
+    return sorted(method for method, rows in judged.groupby("method", sort=True) if (rows["mean"] == 0).all())

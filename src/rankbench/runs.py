@@ -43,3 +43,20 @@ def collapse_to_documents(run: pd.DataFrame) -> pd.DataFrame:
     ordered = run.sort_values(["qid", "rank"], kind="stable")
     first = ordered.drop_duplicates(["qid", "doc_id"], keep="first")
     return first.assign(rank=first.groupby("qid", sort=False).cumcount() + 1).reset_index(drop=True)
+
+
+def unmatched(run: pd.DataFrame, qrels: pd.DataFrame, id_column: str) -> str | None:
+    """Why a run scores 0 against these qrels (qid, item_id) whatever its order, else None: it is empty, or none of
+    its questions or none of its ids appears in them (foreign ids, or chunk ids scored as document ids)."""
+    if run.empty:
+        return "holds no result"
+    names = {"qid": "question id", "doc_id": "document id", "chunk_id": "chunk id"}
+    for column, labelled in (("qid", "qid"), (id_column, "item_id")):
+        ours = pd.unique(run[column].astype(str))
+        theirs = pd.unique(qrels[labelled].astype(str))
+        if not np.isin(ours, theirs).any():
+            shown = ", ".join(repr(v) for v in sorted(ours)[:2])
+            labelled_shown = ", ".join(repr(v) for v in sorted(theirs)[:2]) or "nothing"
+            return (f"matches no label: none of its {len(ours)} {names.get(column, column)}s ({shown}, ...) is in "
+                    f"the qrels (which have e.g. {labelled_shown})")
+    return None

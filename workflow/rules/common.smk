@@ -158,7 +158,12 @@ def all_outputs():
     outputs = []
     for qset in QSETS:
         outputs += [run_path(method, qset) for method in METHODS]
-        outputs += [f"{R}/{qset}/runs/{method}.trec" for method in METHODS]
+        outputs += [f"{R}/{qset}/runs/{method}.docs.trec" for method in METHODS]
+        outputs += [
+            f"{R}/{qset}/runs/{method}.chunks.trec"
+            for method in METHODS
+            if method not in methods_of_type("external")
+        ]
         outputs += [f"{R}/{qset}/leaks/{method}.parquet" for method in METHODS]
         outputs += [f"{R}/{qset}/ann-recall/{m}.md" for m in approximate_methods()]
         outputs += [

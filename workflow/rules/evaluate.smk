@@ -47,15 +47,34 @@ rule aggregate:
         "../scripts/aggregate.py"
 
 
+# TREC files named by grain: chunk ids score against chunk qrels only, document ids against the dataset's own qrels.
 rule export_trec:
     input:
         run=run_path("{method}"),
     output:
-        run=f"{R}/{{qset}}/runs/{{method}}.trec",
+        chunks=f"{R}/{{qset}}/runs/{{method}}.chunks.trec",
+        docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
     log:
         f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
     wildcard_constraints:
-        method=choice(METHODS),
+        method=choice(set(METHODS) - set(methods_of_type("external"))),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    script:
+        "../scripts/export_trec.py"
+
+
+# External runs rank documents: they have no chunk grain.
+rule export_trec_documents:
+    input:
+        run=run_path("{method}"),
+    output:
+        docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
+    log:
+        f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
+    wildcard_constraints:
+        method=choice(methods_of_type("external")),
     conda:
         "../../environment.yml"
     threads: 1

@@ -154,6 +154,7 @@ rule import_run:
         run=lambda wildcards: METHOD_SPECS[wildcards.method]["path"].format(
             qset=wildcards.qset
         ),
+        documents=f"{R}/corpus/documents.parquet",
     output:
         run=run_path("{method}"),
     log:

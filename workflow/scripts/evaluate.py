@@ -1,15 +1,24 @@
-"""Per-query metrics of one run at its grains, and the share of each grade at each rank."""
+"""Per-query metrics of one run at its grains, and the share of each grade at each rank; a run that matches no
+label (empty, or foreign ids) is named in the log, as its zeros say nothing about its ranking."""
+
+import logging
 
 import pandas as pd
 
 from rankbench.evaluation import evaluate_run, grade_distribution
 from rankbench.files import write_parquet
+from rankbench.runs import unmatched
 from rankbench.scripting import run_script
 
 
 def main(snakemake):
     run, questions = pd.read_parquet(snakemake.input.run), pd.read_parquet(snakemake.input.questions)
     qrels, params = pd.read_parquet(snakemake.input.qrels), snakemake.params
+    for grain in params.grains:
+        problem = unmatched(run, qrels[qrels["grain"] == grain], "doc_id" if grain == "document" else "chunk_id")
+        if problem:
+            logging.warning("method %s, %s grain: the run %s; it scores 0 on every metric", snakemake.wildcards.method,
+                            grain, problem)
     per_query = evaluate_run(run, questions, qrels, params.ks, relevance_threshold=params.relevance_threshold,
                              gain=params.gain, grains=params.grains)
     grades = grade_distribution(run, questions, qrels, max(params.ks),

@@ -1,13 +1,18 @@
-"""Write a run as a TREC run file whose scores make trec_eval reproduce our order (ties included)."""
+"""Write a run as TREC run files whose scores make trec_eval reproduce our order (ties included): at document grain
+(each document at its first chunk's rank: doc ids, scored by the dataset's own qrels) and, when asked, chunk grain."""
 
 import pandas as pd
 
+from rankbench.runs import collapse_to_documents
 from rankbench.scripting import run_script
 from rankbench.trec import write_trec_run
 
 
 def main(snakemake):
-    write_trec_run(pd.read_parquet(snakemake.input.run), snakemake.output.run, tag=snakemake.wildcards.method)
+    run, tag = pd.read_parquet(snakemake.input.run), snakemake.wildcards.method
+    write_trec_run(collapse_to_documents(run), snakemake.output.docs, tag=tag, id_column="doc_id")
+    if "chunks" in snakemake.output.keys():
+        write_trec_run(run, snakemake.output.chunks, tag=tag, id_column="chunk_id")
 
 
 run_script(main, snakemake)
