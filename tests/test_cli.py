@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,8 @@ import pandas as pd
 import pytest
 import pytrec_eval
 
-from rankbench.cli import main, parse_metrics
+from rankbench.cli import METRIC_ALIASES, main, parse_metrics
+from rankbench.metrics import METRICS_AT_K, METRICS_FULL, POLLUTION_METRICS
 
 
 def write_case(tmp_path: Path) -> tuple[Path, list[Path]]:
@@ -68,7 +70,7 @@ def test_metric_names_and_errors(tmp_path: Path, capsys) -> None:
         ("ndcg", 10), ("precision", 5), ("ap", 100), ("rr", 10), ("hit", 1), ("r_precision", 0), ("mean_grade", 3)]
     qrels, runs = write_case(tmp_path)
     with pytest.raises(SystemExit):
-        main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", "ndcg"])  # needs @k
+        main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", "P"])  # needs a cutoff
     bad = tmp_path / "bad.trec"
     bad.write_text("q1 Q0 d1 1 1.0 x\nq1 Q0 d1 2 0.5 x\n")
     out = tmp_path / "never.parquet"
@@ -76,3 +78,104 @@ def test_metric_names_and_errors(tmp_path: Path, capsys) -> None:
     message = capsys.readouterr().err
     assert "bad.trec, lines 1 and 2" in message and "'q1' lists id 'd1' twice" in message
     assert not out.exists()
+
+
+# trec_eval's own names (as printed, and as given to -m) -> pytrec_eval measure, with our (metric, k).
+TREC_NAMES = {"map": ("map", ("ap", 0)), "recip_rank": ("recip_rank", ("rr", 0)), "ndcg": ("ndcg", ("ndcg", 0)),
+              "P_5": ("P_5", ("precision", 5)), "ndcg_cut_10": ("ndcg_cut_10", ("ndcg", 10)),
+              "map_cut_100": ("map_cut_100", ("ap", 100)), "Rprec": ("Rprec", ("r_precision", 0)),
+              "recall_100": ("recall_100", ("recall", 100)), "success_1": ("success_1", ("hit", 1)),
+              "ndcg_cut.3": ("ndcg_cut_3", ("ndcg", 3)), "map_cut_5": ("map_cut_5", ("ap", 5))}
+
+
+def test_trec_eval_names_are_accepted_and_equal_pytrec_eval(tmp_path: Path) -> None:
+    """The README promises trec_eval's names; uncut map, recip_rank and ndcg are over the whole run (15 results
+    here, so map differs from map_cut_5 and the check can fail)."""
+    assert parse_metrics(",".join(TREC_NAMES)) == [ours for _, ours in TREC_NAMES.values()]
+    qrels, runs = write_case(tmp_path)
+    out = tmp_path / "summary.parquet"
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", ",".join(TREC_NAMES),
+                 "--resamples", "50", "--per-query", "--output", str(out)]) == 0
+    ours = pd.read_parquet(out)
+    with open(qrels) as handle:
+        trec_qrels = pytrec_eval.parse_qrel(handle)
+    with open(runs[0]) as handle:
+        measures = {"map", "recip_rank", "ndcg", "P_5", "ndcg_cut_10", "map_cut_100", "Rprec", "recall_100",
+                    "success_1", "ndcg_cut_3", "map_cut_5"}
+        ref = pytrec_eval.RelevanceEvaluator(trec_qrels, measures).evaluate(pytrec_eval.parse_run(handle))
+    compared = 0
+    for measure, (metric, k) in TREC_NAMES.values():
+        rows = ours[(ours["metric"] == metric) & (ours["k"] == k)]
+        assert len(rows) == 30, measure
+        for q, value in zip(rows["qid"], rows["value"]):
+            assert value == pytest.approx(ref.get(q, {}).get(measure, 0.0), abs=1e-12), (measure, q)
+            compared += 1
+    assert compared == 30 * len(TREC_NAMES)
+    uncut, cut = ours[(ours["metric"] == "ap") & (ours["k"] == 0)], ours[(ours["metric"] == "ap") & (ours["k"] == 5)]
+    assert not np.allclose(uncut["value"].to_numpy(), cut["value"].to_numpy())
+
+
+def test_an_unknown_metric_error_lists_everything_accepted() -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as error:
+        parse_metrics("ndcg@10,bpref")
+    message = str(error.value)
+    assert "'bpref'" in message
+    for name in METRICS_AT_K + POLLUTION_METRICS + METRICS_FULL + tuple(METRIC_ALIASES):
+        assert name in message, name
+    for alias, metric in METRIC_ALIASES.items():  # every advertised alias is accepted
+        assert parse_metrics(f"{alias}@5" if alias not in ("rprec", "r-precision") else alias)[0][0] == metric
+
+
+def test_identical_runs_never_print_negative_zero(tmp_path: Path, capsys) -> None:
+    qrels, runs = write_case(tmp_path)
+    twin = tmp_path / "twin.trec"
+    twin.write_text(runs[0].read_text())
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--run", str(twin), "--resamples", "200"]) == 0
+    printed = capsys.readouterr().out
+    assert "+0.0000 [+0.0000, +0.0000]" in printed and "-0.0" not in printed
+
+
+@pytest.mark.parametrize("option, value", [("--resamples", "0"), ("--resamples", "-3"), ("--seed", "-1"),
+                                           ("--relevance-threshold", "0")])
+def test_bad_numeric_options_are_refused_by_name(tmp_path: Path, capsys, option: str, value: str) -> None:
+    qrels, runs = write_case(tmp_path)
+    with pytest.raises(SystemExit) as exit_code:
+        main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), option, value])
+    assert exit_code.value.code == 2
+    assert f"argument {option}: must be a whole number" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, fragment", [("", "holds no judgement"), ("\n\n", "holds no judgement"),
+                                               ("q1 0 d1 0\nq2 0 d2 0\n", "has no label with grade >= 1")])
+def test_qrels_that_evaluate_nothing_are_a_clear_error(tmp_path: Path, capsys, content: str, fragment: str) -> None:
+    _, runs = write_case(tmp_path)
+    qrels = tmp_path / "nothing.qrels"
+    qrels.write_text(content)
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0])]) == 1
+    message = capsys.readouterr().err
+    assert "nothing.qrels" in message and fragment in message and "Traceback" not in message
+
+
+def test_a_run_that_matches_no_label_is_warned_about_or_refused(tmp_path: Path, capsys) -> None:
+    """Chunk ids (as a workflow's chunk-grain export holds) against document qrels, and an empty run, score 0
+    whatever their order: say so, and fail with --strict."""
+    qrels, runs = write_case(tmp_path)
+    chunky = tmp_path / "chunky.trec"
+    chunky.write_text("".join(f"{q} Q0 {d}#_intro {r} {score} chunky\n"
+                              for q, _, d, r, score, _ in map(str.split, runs[0].read_text().splitlines())))
+    empty = tmp_path / "empty.trec"
+    empty.write_text("")
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--run", str(chunky), "--run", str(empty),
+                 "--resamples", "50"]) == 0
+    warnings = capsys.readouterr().err
+    assert "warning: run chunky" in warnings and "none of its" in warnings and "#_intro" in warnings
+    assert "docs.trec" in warnings and "warning: run empty" in warnings and "holds no result" in warnings
+    assert "warning: run base" not in warnings
+    out = tmp_path / "never.parquet"
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--run", str(chunky), "--strict",
+                 "--output", str(out)]) == 1
+    assert "chunky.trec" in capsys.readouterr().err and not out.exists()
+    foreign = tmp_path / "foreign.trec"
+    foreign.write_text("x1 Q0 d1 1 1.0 f\n")
+    assert main(["eval", "--qrels", str(qrels), "--run", str(foreign), "--strict"]) == 1
+    assert "question id" in capsys.readouterr().err

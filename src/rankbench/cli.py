@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -14,50 +15,102 @@ from rankbench.evaluation import GRAINS, score_runs
 from rankbench.files import write_parquet
 from rankbench.frozen import freeze
 from rankbench.metrics import GAINS, METRICS_AT_K, METRICS_FULL, POLLUTION_METRICS
+from rankbench.runs import unmatched
 from rankbench.trec import read_qrels, read_run
 
-# trec_eval / ir-measures names accepted for ours (case-insensitive).
+# trec_eval / ir-measures names accepted for ours (case-insensitive); trec_eval's cut families need a cutoff.
 METRIC_ALIASES = {"p": "precision", "map": "ap", "map_cut": "ap", "mrr": "rr", "recip_rank": "rr",
                   "success": "hit", "ndcg_cut": "ndcg", "rprec": "r_precision", "r-precision": "r_precision",
                   "r": "recall"}
+UNMATCHED_HINT = ("A workflow run at chunk grain (runs/<method>.chunks.trec) holds chunk ids: score "
+                  "runs/<method>.docs.trec against document qrels, or the Parquet run with --grain chunk.")
+CUT_FAMILIES = ("map_cut", "ndcg_cut", "p", "success")
+# Without a cutoff these are computed over the whole run, as trec_eval's map, recip_rank and ndcg are.
+UNCUT = ("ap", "rr", "ndcg")
+_TREC_CUT = re.compile(r"^(.+?)[_.](\d+)$")  # trec_eval's P_5, ndcg_cut_10 (as printed) or P.5 (as in -m)
+
+
+def _split_cutoff(item: str) -> tuple[str, str]:
+    """('ndcg', '10') from ndcg@10, ndcg_cut_10 or ndcg_cut.10; (name, '') without a cutoff."""
+    name, at, cut = item.partition("@")
+    if at:
+        return name.lower(), cut
+    match = _TREC_CUT.match(item.lower())
+    if match and (match.group(1) in METRIC_ALIASES or match.group(1) in _all_metrics()):
+        return match.group(1), match.group(2)
+    return item.lower(), ""
+
+
+def _all_metrics() -> tuple[str, ...]:
+    return METRICS_AT_K + POLLUTION_METRICS + METRICS_FULL
+
+
+def known_metrics_text() -> str:
+    """Every metric name --metrics accepts, for its help and its error."""
+    aliases = ", ".join(f"{alias} = {metric}" for alias, metric in METRIC_ALIASES.items())
+    return (f"with a cutoff k (NAME@k, or trec_eval's NAME_k / NAME.k): {', '.join(METRICS_AT_K + POLLUTION_METRICS)}; "
+            f"without a cutoff (whole run): {', '.join(UNCUT + METRICS_FULL)}; aliases (case-insensitive): {aliases}; "
+            f"{', '.join(CUT_FAMILIES)} need a cutoff")
 
 
 def parse_metrics(text: str) -> list[tuple[str, int]]:
-    """'ndcg@10,P@5,Rprec' -> [('ndcg', 10), ('precision', 5), ('r_precision', 0)]; names with @k need a k."""
+    """'ndcg@10,P_5,map,Rprec' -> [('ndcg', 10), ('precision', 5), ('ap', 0), ('r_precision', 0)]; k = 0 means the
+    whole run (trec_eval's uncut map, recip_rank, ndcg, Rprec)."""
     parsed = []
     for item in filter(None, (part.strip() for part in text.split(","))):
-        name, _, cut = item.partition("@")
-        metric = METRIC_ALIASES.get(name.lower(), name.lower())
+        name, cut = _split_cutoff(item)
+        metric = METRIC_ALIASES.get(name, name)
         if metric in METRICS_FULL and not cut:
+            parsed.append((metric, 0))
+        elif metric in UNCUT and name not in CUT_FAMILIES and not cut:
             parsed.append((metric, 0))
         elif metric in METRICS_AT_K + POLLUTION_METRICS and cut.isdigit() and int(cut) > 0:
             parsed.append((metric, int(cut)))
         else:
-            known = [f"{m}@k" for m in METRICS_AT_K + POLLUTION_METRICS] + list(METRICS_FULL)
-            raise argparse.ArgumentTypeError(f"cannot read metric {item!r}; use e.g. ndcg@10 (known: {', '.join(known)})")
+            raise argparse.ArgumentTypeError(f"cannot read metric {item!r}; known: {known_metrics_text()}")
     if not parsed:
         raise argparse.ArgumentTypeError("give at least one metric, e.g. ndcg@10,recall@100")
     return parsed
+
+
+def _positive(text: str) -> int:
+    """An integer >= 1 (argparse type)."""
+    if not text.strip().lstrip("+").isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return int(text)
+
+
+def _non_negative(text: str) -> int:
+    """An integer >= 0 (argparse type)."""
+    if not text.strip().lstrip("+").isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
+    return int(text)
 
 
 def _label(metric: str, k: int) -> str:
     return f"{metric}@{k}" if k else metric
 
 
+def _number(value: float, signed: bool = False) -> str:
+    """A value to 4 decimals, never as -0.0000 (a difference of exactly or nearly 0 prints as 0.0000)."""
+    value = round(float(value), 4) + 0.0  # + 0.0 turns -0.0 into 0.0
+    return f"{value:+.4f}" if signed else f"{value:.4f}"
+
+
 def summary_text(summary: pd.DataFrame) -> str:
     """The summary as an aligned text table: mean and CI per run and metric, the baseline comparison beside."""
     table = pd.DataFrame({
         "metric": [_label(m, k) for m, k in zip(summary["metric"], summary["k"])],
-        "run": summary["method"], "n": summary["n"], "mean": summary["mean"].map("{:.4f}".format),
-        "95% CI": [f"[{lo:.4f}, {hi:.4f}]" for lo, hi in zip(summary["ci_low"], summary["ci_high"])],
+        "run": summary["method"], "n": summary["n"], "mean": summary["mean"].map(_number),
+        "95% CI": [f"[{_number(lo)}, {_number(hi)}]" for lo, hi in zip(summary["ci_low"], summary["ci_high"])],
     })
     if summary["diff"].notna().any():
         compared = summary["diff"].notna()
-        table["diff"] = summary["diff"].map("{:+.4f}".format).where(compared, "")
-        table["diff 95% CI"] = [f"[{lo:+.4f}, {hi:+.4f}]" if ok else "" for lo, hi, ok in
+        table["diff"] = [_number(d, signed=True) if ok else "" for d, ok in zip(summary["diff"], compared)]
+        table["diff 95% CI"] = [f"[{_number(lo, True)}, {_number(hi, True)}]" if ok else "" for lo, hi, ok in
                                 zip(summary["diff_low"], summary["diff_high"], compared)]
         for column in ("p_randomization", "p_holm", "p_t"):
-            table[column] = summary[column].map("{:.4f}".format).where(compared, "")
+            table[column] = [_number(p) if ok else "" for p, ok in zip(summary[column], compared)]
         table["W/T/L"] = [f"{w}/{t}/{loss}" if ok else "(baseline)" for w, t, loss, ok in
                           zip(summary["wins"], summary["ties"], summary["losses"], compared)]
         table["<1q"] = summary["below_one_question"].map({True: "yes", False: ""}).fillna("").astype(str)
@@ -65,7 +118,10 @@ def summary_text(summary: pd.DataFrame) -> str:
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
-    """`rankbench eval`: score TREC/Parquet runs against qrels, print a table, optionally write tidy Parquet."""
+    """`rankbench eval`: score TREC/Parquet runs against qrels, print a table, optionally write tidy Parquet.
+
+    A run that cannot score above 0 (empty, or sharing no question or id with the qrels) is named in a warning,
+    or refused with --strict, before anything is scored."""
     names = [Path(path).stem for path in args.run]
     if len(set(names)) != len(names):
         raise InputError(None, "--run", f"two runs share a file name ({', '.join(names)})",
@@ -74,13 +130,25 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if baseline is not None and baseline not in names:
         raise InputError(None, "--baseline", f"names {baseline!r}, which is not a run", f"Use one of: {', '.join(names)}.")
     qrels = read_qrels(args.qrels, args.grain)
+    if not (qrels["grade"] >= args.relevance_threshold).any():
+        raise InputError(args.qrels, None, f"has no label with grade >= {args.relevance_threshold}, so no question "
+                         "can be evaluated", "Check the grades, or lower --relevance-threshold.")
     runs = {name: read_run(path) for name, path in zip(names, args.run)}
+    id_column = "doc_id" if args.grain == "document" else "chunk_id"
+    for (name, run), path in zip(runs.items(), args.run):
+        problem = unmatched(run, qrels, id_column)
+        hint = "Check that the file is the run you meant." if run.empty else UNMATCHED_HINT
+        if problem and args.strict:
+            raise InputError(path, None, f"{problem}; every metric would be 0", hint)
+        if problem:
+            print(f"rankbench: warning: run {name} ({path}) {problem}; it scores 0 on every metric. {hint}",
+                  file=sys.stderr)
     per_query, summary = score_runs(runs, qrels, args.metrics, grain=args.grain,
                                     relevance_threshold=args.relevance_threshold, gain=args.gain, baseline=baseline,
                                     n_resamples=args.resamples, seed=args.seed)
     if args.per_query:
         for row in per_query.itertuples(index=False):
-            print(f"{_label(row.metric, row.k):<16} {row.method:<20} {row.qid:<20} {row.value:.4f}")
+            print(f"{_label(row.metric, row.k):<16} {row.method:<20} {row.qid:<20} {_number(row.value)}")
         print()
     excluded = int(summary["n_excluded"].max()) if len(summary) else 0
     print(f"{args.grain} grain; relevant when grade >= {args.relevance_threshold}; gain {args.gain}; "
@@ -140,16 +208,22 @@ def main(argv: list[str] | None = None) -> int:
     eval_parser.add_argument("--run", type=Path, action="append", required=True,
                              help="TREC run (qid Q0 docno rank score tag) or .parquet; repeat for several")
     eval_parser.add_argument("--metrics", type=parse_metrics, default=parse_metrics("ndcg@10,recall@100,rr@10,ap@100"),
-                             help="comma-separated, e.g. ndcg@10,P@5,recall@100,Rprec (default: ndcg@10,recall@100,rr@10,ap@100)")
+                             help="comma-separated, e.g. ndcg@10,P_5,map,recip_rank,Rprec (default: "
+                                  f"ndcg@10,recall@100,rr@10,ap@100); {known_metrics_text()}")
     eval_parser.add_argument("--per-query", action="store_true", help="print (and write) per-question values")
-    eval_parser.add_argument("--relevance-threshold", type=int, default=1, choices=[1, 2, 3])
+    eval_parser.add_argument("--relevance-threshold", type=_positive, default=1,
+                             help="a result is relevant when its grade is at least this (default: 1)")
     eval_parser.add_argument("--gain", choices=GAINS, default="linear", help="nDCG gain (default: linear)")
     eval_parser.add_argument("--grain", choices=GRAINS, default="document",
                              help="document (default) or chunk: which ids of a Parquet run and qrels are scored")
     eval_parser.add_argument("--baseline", help="run name (its file name) the others are tested against "
                                                 "(default: the first run)")
-    eval_parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap / randomization resamples")
-    eval_parser.add_argument("--seed", type=int, default=0)
+    eval_parser.add_argument("--resamples", type=_positive, default=10_000,
+                             help="bootstrap / randomization resamples (default: 10000)")
+    eval_parser.add_argument("--seed", type=_non_negative, default=0)
+    eval_parser.add_argument("--strict", action="store_true",
+                             help="fail, instead of warning, when a run is empty or shares no question or id with the "
+                                  "qrels (it would score 0 whatever its order)")
     eval_parser.add_argument("--output", type=Path, help="write the tidy summary (or per-query values) as Parquet")
     export_parser = commands.add_parser("pool-export", help="unjudged passages in the top k of every method, to grade")
     export_parser.add_argument("--results", type=Path, required=True, help="the dataset's results folder, e.g. results/demo")

@@ -123,8 +123,10 @@ def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.Dat
 def _baseline_view(pairs: pd.DataFrame, by: Sequence[str], baseline: str) -> pd.DataFrame:
     """The baseline pairs seen from the other method: diff = method - baseline, Holm over that family."""
     view = pairs[pairs["is_baseline_pair"]].copy()
-    view = view.assign(method=view["method_b"], baseline=baseline, diff=-view["diff"], diff_low=-view["diff_high"],
-                       diff_high=-view["diff_low"], wins=view["losses"], losses=view["wins"])
+    # 0.0 - x, not -x: a difference of 0 stays 0.0 instead of becoming -0.0 (printed "-0.0000")
+    view = view.assign(method=view["method_b"], baseline=baseline, diff=0.0 - view["diff"],
+                       diff_low=0.0 - view["diff_high"], diff_high=0.0 - view["diff_low"], wins=view["losses"],
+                       losses=view["wins"])
     family = list(by) + ["metric", "k"]
     view["p_holm"] = view.groupby(family, sort=False)["p_randomization"].transform(lambda p: holm(p.to_numpy()))
     return view[["method"] + family + BASELINE_COLUMNS]
@@ -220,14 +222,20 @@ def score_runs(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: S
 
     Returns the per-query values (method, qid, metric, k, value) of the requested (metric, k) pairs and their
     summary (method, metric, k, mean, ci_low, ci_high, n, n_excluded and BASELINE_COLUMNS against `baseline`).
+    k = 0 asks for a cutoff metric over the whole run (trec_eval's uncut map, recip_rank, ndcg).
     """
     ks = sorted({k for _, k in metrics if k > 0}) or [1]
+    uncut = [m for m, k in metrics if k == 0 and m in METRICS_AT_K]
     questions = pd.DataFrame({"qid": pd.unique(qrels["qid"]), "kind": ALL_KINDS})
     grain_qrels = qrels.assign(grain=grain)
     wanted = pd.DataFrame(list(metrics), columns=["metric", "k"]).drop_duplicates()
     frames = []
     for method, run in runs.items():
         values = evaluate_run(run, questions, grain_qrels, ks, relevance_threshold, gain, grains=[grain])
+        if uncut:  # a cutoff beyond every question's results and labels cuts nothing
+            whole = evaluate_run(run, questions, grain_qrels, [len(run) + len(qrels) + 1], relevance_threshold, gain,
+                                 grains=[grain])
+            values = pd.concat([values, whole[whole["metric"].isin(uncut)].assign(k=0)], ignore_index=True)
         frames.append(values.merge(wanted, on=["metric", "k"]).assign(method=method))
     per_query = pd.concat(frames, ignore_index=True)[["method", "qid", "metric", "k", "value"]]
     summary, _ = summarize(per_query, [], baseline, n_resamples=n_resamples, seed=seed)

@@ -152,9 +152,12 @@ def read_run(path: str | Path, fmt: str | None = None) -> pd.DataFrame:
 
 def read_qrels(path: str | Path, grain: str = "document") -> pd.DataFrame:
     """TREC qrels, or Parquet qrels (qid, item_id or doc_id, grade; rows of other grains dropped when it has
-    a grain column, as the workflow's qrels do), as validated qid, item_id, grade."""
+    a grain column, as the workflow's qrels do), as validated qid, item_id, grade; qrels holding none raise."""
     if file_format(path) == "trec":
-        return read_trec_qrels(path)
+        qrels = read_trec_qrels(path)
+        if qrels.empty:
+            raise InputError(path, None, "holds no judgement", "Each line must read `qid iteration docno grade`.")
+        return qrels
     path = Path(path)
     try:
         frame = pd.read_parquet(path)
@@ -170,6 +173,9 @@ def read_qrels(path: str | Path, grain: str = "document") -> pd.DataFrame:
     if "grain" in frame:
         keep = (frame["grain"] == grain).to_numpy()
         frame, where = frame[keep], [w for w, k in zip(where, keep) if k]
+    if frame.empty:
+        raise InputError(path, None, "holds no judgement" + (f" at {grain} grain" if "grain" in frame else ""),
+                         "Give qrels with one row per judged (qid, item_id).")
     frame = frame.assign(qid=frame["qid"].astype(str), item_id=frame["item_id"].astype(str))
     return check_qrels(frame[["qid", "item_id", "grade"]], path, where)
 
