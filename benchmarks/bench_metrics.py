@@ -78,6 +78,14 @@ def pytrec_dicts(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[dict, dict]:
     return run_dict, qrels_dict
 
 
+def ranx_frames(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Qrels and run as ranx's from_df asserts them: ids of dtype object (pandas 3 infers its string dtype, which
+    ranx refuses), grades int64, scores float64."""
+    ids = {"qid": object, "item_id": object}
+    return (qrels[["qid", "item_id", "grade"]].astype(ids | {"grade": np.int64}),
+            run[["qid", "item_id", "score"]].astype(ids | {"score": np.float64}))
+
+
 def main() -> None:
     """Time ours vs the references and print the figures."""
     run, qrels = synthetic()
@@ -109,16 +117,19 @@ def main() -> None:
     try:
         import ranx  # noqa: F401
     except ImportError:
-        print("ranx not importable: skipped (note: ranx's first call in a process also pays numba compilation)")
+        print("ranx not installed (it is no dependency of rankbench): skipped; `pip install ranx` to time it too "
+              "(its first call in a process also pays numba compilation)")
     else:
         from ranx import Qrels, Run, evaluate as ranx_evaluate
 
         ranx_metrics = [f"{m}@{k}" for m in ("precision", "recall", "ndcg", "map", "hit_rate", "mrr") for k in KS]
         ranx_metrics.append("r-precision")
 
+        ranx_qrels, ranx_run = ranx_frames(run, qrels)
+
         def ranx_build() -> tuple:
-            return (Qrels.from_df(qrels, q_id_col="qid", doc_id_col="item_id", score_col="grade"),
-                    Run.from_df(run, q_id_col="qid", doc_id_col="item_id", score_col="score"))
+            return (Qrels.from_df(ranx_qrels, q_id_col="qid", doc_id_col="item_id", score_col="grade"),
+                    Run.from_df(ranx_run, q_id_col="qid", doc_id_col="item_id", score_col="score"))
 
         start = time.perf_counter()
         r_qrels, r_run = ranx_build()
