@@ -12,6 +12,7 @@ from rankbench.metrics import (
     GRADE_LABELS,
     METRICS_AT_K,
     METRICS_FULL,
+    grade_labels,
     grades_by_rank,
     per_query_metrics,
     questions_without_relevant,
@@ -31,7 +32,12 @@ TREC_AT_K = {"precision": "P", "recall": "recall", "ndcg": "ndcg_cut", "ap": "ma
 # --------------------------------------------------------------------------- random cases
 
 
-def random_case(seed: int, n_queries: int = N_QUERIES) -> tuple[pd.DataFrame, pd.DataFrame]:
+# Grades trec_eval takes and we must too: negative (non-relevant, like 0) and above 3.
+WIDE_GRADES = (-2, -1, 0, 1, 2, 3, 4)
+
+
+def random_case(seed: int, n_queries: int = N_QUERIES,
+                grade_values: tuple[int, ...] = (0, 1, 2, 3)) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Random graded qrels and a run with many tied scores, questions missing from the run,
     questions without labels or without relevant labels, and runs shorter than most k.
 
@@ -45,7 +51,8 @@ def random_case(seed: int, n_queries: int = N_QUERIES) -> tuple[pd.DataFrame, pd
         pool = [f"d{j}" for j in rng.choice(400, 160, replace=False)]
         n_labels = int(rng.integers(0, 16))
         labelled = pool[:n_labels]
-        grades = rng.choice(4, n_labels, p=[0.4, 0.25, 0.2, 0.15])
+        grades = (rng.choice(4, n_labels, p=[0.4, 0.25, 0.2, 0.15]) if grade_values == (0, 1, 2, 3)
+                  else rng.choice(np.array(grade_values), n_labels))
         if rng.random() < 0.1:
             grades[:] = 0  # labels, none relevant
         qrel_rows += [(qid, item, int(g)) for item, g in zip(labelled, grades)]
@@ -82,12 +89,20 @@ def trec_run(run: pd.DataFrame, k: int | None = None) -> dict[str, dict[str, flo
 
 
 def trec_qrels(qrels: pd.DataFrame, gain: str = "linear") -> dict[str, dict[str, int]]:
-    """pytrec_eval's qrels dict; exponential maps grade g to 2^g - 1 (trec_eval's linear gain
-    on those values is exactly the exponential-gain nDCG: an independent check of ours)."""
+    """pytrec_eval's qrels dict; exponential maps grade g > 0 to 2^g - 1 (trec_eval's linear gain
+    on those values is exactly the exponential-gain nDCG: an independent check of ours); grades below 0 become
+    -1 (see reference_grade)."""
     out: dict[str, dict[str, int]] = {}
     for q, d, g in zip(qrels["qid"], qrels["item_id"], qrels["grade"]):
-        out.setdefault(q, {})[d] = int(g) if gain == "linear" else 2 ** int(g) - 1
+        out.setdefault(q, {})[d] = reference_grade(int(g)) if gain == "linear" or g <= 0 else 2 ** int(g) - 1
     return out
+
+
+def reference_grade(grade: int) -> int:
+    """The grade handed to trec_eval: below -1 it becomes -1. trec_eval indexes arrays by grade, so -2 (its own
+    code for "in the pool, unjudged") and below corrupt memory (pytrec_eval segfaults); -1 it reads safely. Every
+    negative grade is non-relevant with gain 0 in trec_eval's measures and in ours, so -1 stands for them all."""
+    return max(grade, -1)
 
 
 def as_dict(table: pd.DataFrame) -> dict[tuple[str, str, int], float]:
@@ -144,7 +159,22 @@ def naive_rcap(run: pd.DataFrame, qrels: pd.DataFrame, threshold: int) -> dict[t
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize(("threshold", "gain"), [(1, "linear"), (2, "linear"), (1, "exponential")])
 def test_matches_pytrec_eval(seed: int, threshold: int, gain: str) -> None:
-    run, qrels = random_case(seed)
+    assert_matches_pytrec_eval(*random_case(seed), threshold, gain, minimum=10_000)
+
+
+@pytest.mark.parametrize("seed", (40, 41))
+@pytest.mark.parametrize(("threshold", "gain"), [(1, "linear"), (2, "linear"), (4, "linear"), (1, "exponential"),
+                                                 (2, "exponential")])
+def test_any_integer_grade_matches_pytrec_eval(seed: int, threshold: int, gain: str) -> None:
+    """Grades -2..4, as trec_eval takes them: negative and 0 are not relevant and gain 0; the threshold decides."""
+    run, qrels = random_case(seed, 300, WIDE_GRADES)
+    assert set(qrels["grade"]) == set(WIDE_GRADES)
+    assert_matches_pytrec_eval(run, qrels, threshold, gain, minimum=1_000)
+
+
+def assert_matches_pytrec_eval(run: pd.DataFrame, qrels: pd.DataFrame, threshold: int, gain: str,
+                               minimum: int) -> None:
+    """Every metric pytrec_eval computes, per question, equal to ours to TOL (rcap_recall against a plain loop)."""
     ours = as_dict(per_query_metrics(run, qrels, KS, relevance_threshold=threshold, gain=gain))
     ref = reference(run, qrels, threshold, gain)
     relevant_qids = set(qrels.loc[qrels["grade"] >= threshold, "qid"])
@@ -169,7 +199,7 @@ def test_matches_pytrec_eval(seed: int, threshold: int, gain: str) -> None:
                 assert math.isclose(ours[(q, name, k)], value, abs_tol=TOL), (q, name, k, ours[(q, name, k)], value)
                 checked += 1
         assert math.isclose(ours[(q, "r_precision", 0)], r["Rprec"], abs_tol=TOL), (q, "Rprec")
-    assert checked > 10_000
+    assert checked > minimum
 
 
 def test_full_depth_rr_matches_recip_rank() -> None:
@@ -196,8 +226,9 @@ def test_exponential_ndcg_matches_ir_measures() -> None:
 
 
 def to_ir_qrels(qrels: pd.DataFrame) -> pd.DataFrame:
-    """qrels in ir_measures' column names."""
-    return qrels.rename(columns={"qid": "query_id", "item_id": "doc_id", "grade": "relevance"})
+    """qrels in ir_measures' column names (grades through reference_grade: ir_measures runs trec_eval)."""
+    return pd.DataFrame({"query_id": qrels["qid"], "doc_id": qrels["item_id"],
+                         "relevance": qrels["grade"].map(reference_grade)})
 
 
 def to_ir_run(run: pd.DataFrame) -> pd.DataFrame:
@@ -211,10 +242,11 @@ IR_MEASURES_AT_K = {"precision": "P", "recall": "R", "ndcg": "nDCG", "ap": "AP",
                     "judged": "Judged"}
 
 
-@pytest.mark.parametrize("seed", (20, 21, 22))
+@pytest.mark.parametrize(("seed", "grade_values"), [(20, (0, 1, 2, 3)), (21, (0, 1, 2, 3)), (22, (0, 1, 2, 3)),
+                                                    (23, WIDE_GRADES)])
 @pytest.mark.parametrize("threshold", (1, 2))
-def test_every_shared_metric_matches_ir_measures(seed: int, threshold: int) -> None:
-    run, qrels = random_case(seed, 500)
+def test_every_shared_metric_matches_ir_measures(seed: int, grade_values: tuple[int, ...], threshold: int) -> None:
+    run, qrels = random_case(seed, 500, grade_values)
     ks = (1, 3, 5, 10, 20, 100)
     measures = [ir_measures.parse_measure(_ir_key(name, k, threshold)) for name in IR_MEASURES_AT_K for k in ks]
     measures.append(ir_measures.parse_measure(_ir_key("r_precision", 0, threshold)))
@@ -251,15 +283,19 @@ def ranked_lists(run: pd.DataFrame) -> dict[str, list[str]]:
     return ranked
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_new_metrics_match_a_plain_loop(seed: int) -> None:
+@pytest.mark.parametrize(("seed", "grade_values"), [(s, (0, 1, 2, 3)) for s in SEEDS] + [(50, WIDE_GRADES)])
+def test_new_metrics_match_a_plain_loop(seed: int, grade_values: tuple[int, ...]) -> None:
     """mean_grade@k, grades by rank and the pollution metrics: no reference tool computes them (trec_eval,
-    pytrec_eval, ir-measures, ranx have none), so each is checked against a loop written one question at a time."""
-    run, qrels = random_case(seed)
+    pytrec_eval, ir-measures, ranx have none), so each is checked against a loop written one question at a time.
+    Negative grades count 0 in mean_grade, like unjudged results; grades by rank keep every grade apart."""
+    run, qrels = random_case(seed, N_QUERIES, grade_values)
     grade = {(q, d): int(g) for q, d, g in zip(qrels["qid"], qrels["item_id"], qrels["grade"])}
     ranked = ranked_lists(run)
     table = as_dict(per_query_metrics(run, qrels, KS, metrics=["mean_grade"]))
     qids, codes = grades_by_rank(run, qrels, 12)
+    labels = grade_labels(qrels)
+    assert labels == (GRADE_LABELS if grade_values == (0, 1, 2, 3) else
+                      ("-2", "-1", "0", "1", "2", "3", "4", "unjudged", "none"))
     assert list(qids) == sorted({q for q, _, _ in table})
     # Documents of items: three items per document, so rankings repeat documents.
     doc_of = {d: f"D{int(d[1:]) // 3}" for d in set(run["item_id"])}
@@ -283,7 +319,7 @@ def test_new_metrics_match_a_plain_loop(seed: int) -> None:
             else:
                 g = grade.get((q, items[position]))
                 expected = "unjudged" if g is None else str(g)
-            assert GRADE_LABELS[codes[row, position]] == expected
+            assert labels[codes[row, position]] == expected
     assert checked > 5_000
 
 
@@ -391,8 +427,8 @@ def test_empty_inputs() -> None:
     (frame_run([("a", "x", 0, 1.0)]), QRELS, r"rank.*'a'.*'x'"),
     (frame_run([("a", "x", 1.5, 1.0)]), QRELS, r"integer.*'a'.*'x'"),
     (RUN, frame_qrels([("a", "y", 2), ("a", "y", 1)]), r"conflicting.*'a'.*'y'"),
-    (RUN, frame_qrels([("a", "y", 4)]), r"0\.\.3.*'a'.*'y'"),
-    (RUN, frame_qrels([("a", "y", -1)]), r"0\.\.3.*'a'.*'y'"),
+    (RUN, frame_qrels([("a", "y", 2**31)]), r"2147483646.*'a'.*'y'"),
+    (RUN, frame_qrels([("a", "y", -(2**31))]), r"2147483646.*'a'.*'y'"),
     (RUN, pd.DataFrame({"qid": ["a"], "item_id": ["y"], "grade": [1.5]}), r"integer.*'a'.*'y'"),
     (RUN, pd.DataFrame({"qid": ["a"], "item_id": ["y"], "grade": ["high"]}), r"integer.*'a'.*'y'"),
 ])
@@ -412,6 +448,9 @@ def test_bad_options_raise() -> None:
         per_query_metrics(RUN, QRELS, [1], metrics=["mrr"])
     with pytest.raises(ValueError, match="gain"):
         per_query_metrics(RUN, QRELS, [1], gain="cubic")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="overflows above grade 1023"):
+        per_query_metrics(RUN, frame_qrels([("a", "y", 1024)]), [1], gain="exponential")
+    assert not per_query_metrics(RUN, frame_qrels([("a", "y", 1024)]), [1]).empty  # linear gain: fine
     with pytest.raises(ValueError, match="relevance_threshold"):
         per_query_metrics(RUN, QRELS, [1], relevance_threshold=0)
     with pytest.raises(ValueError, match="column"):

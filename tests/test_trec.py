@@ -101,9 +101,9 @@ RUN_ERRORS = {
 }
 QRELS_ERRORS = {
     "conflicting grades": (["q1 0 d1 1", "q1 0 d2 0", "q1 0 d1 2"], ["lines 1 and 3", "'q1'", "'d1'", "1 and 2"]),
-    "grade above the scale": (["q1 0 d1 4"], ["line 1", "'q1'", "'d1'", "0..3"]),
-    "negative grade": (["q1 0 d1 -1"], ["line 1", "0..3"]),
-    "text grade": (["q1 0 d1 yes"], ["line 1", "0..3"]),
+    "fractional grade": (["q1 0 d1 1.5"], ["line 1", "'q1'", "'d1'", "not an integer"]),
+    "huge grade": (["q1 0 d1 99999999999"], ["line 1", "not an integer (of at most 2,147,483,646"]),
+    "text grade": (["q1 0 d1 yes"], ["line 1", "not an integer"]),
     "field count": (["q1 d1 1"], ["line 1", "3 fields, expected 4"]),
 }
 
@@ -120,6 +120,12 @@ def test_bad_trec_files(tmp_path: Path, case: str) -> None:
         reader(path)
     for fragment in [str(path)] + fragments:
         assert fragment in str(error.value), (fragment, str(error.value))
+
+
+def test_any_integer_grade_is_read_as_trec_eval_reads_it(tmp_path: Path) -> None:
+    """Negative grades (e.g. -2 for spam) and grades above 3 are grades: 0 and below are simply not relevant."""
+    path = write_lines(tmp_path / "qrels.txt", ["q1 0 d1 -2", "q1 0 d2 4", "q1 0 d3 -1", "q1 0 d4 0"])
+    assert read_qrels(path)["grade"].tolist() == [-2, 4, -1, 0]
 
 
 def test_exact_repeats_in_qrels_are_kept_once(tmp_path: Path) -> None:
@@ -146,7 +152,9 @@ def test_parquet_runs_and_qrels(tmp_path: Path) -> None:
         read_run(nan)
     qrels = tmp_path / "qrels.parquet"
     pd.DataFrame({"grain": ["chunk", "document", "document"], "qid": ["a", "a", "a"],
-                  "item_id": ["x#1", "x", "y"], "grade": [3, 3, 7]}).to_parquet(qrels)
+                  "item_id": ["x#1", "x", "y"], "grade": [3, 3, 2.5]}).to_parquet(qrels)
     assert read_qrels(qrels, "chunk").to_dict("list") == {"qid": ["a"], "item_id": ["x#1"], "grade": [3]}
-    with pytest.raises(InputError, match=r"row 3 .*'y'.*0\.\.3"):
+    with pytest.raises(InputError, match=r"row 3 .*'y'.*not an integer"):
         read_qrels(qrels, "document")
+    with pytest.raises(InputError, match=r"holds no judgement at passage grain"):
+        read_qrels(qrels, "passage")

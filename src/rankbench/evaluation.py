@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 
 from rankbench.metrics import (
-    GRADE_LABELS,
     METRICS_AT_K,
     METRICS_FULL,
     POLLUTION_METRICS,
+    grade_labels,
     grades_by_rank,
     per_query_metrics,
 )
@@ -97,7 +97,8 @@ def evaluate_run(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame
 
 def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame, depth: int,
                        relevance_threshold: int = 1, grains: Sequence[str] = GRAINS) -> pd.DataFrame:
-    """Share of each grade (0..3, unjudged, none retrieved) at each rank 1..depth, per grain and kind (incl. 'all').
+    """Share of each grade (0..3 and any other grade the qrels hold, unjudged, none retrieved) at each rank 1..depth,
+    per grain and kind (incl. 'all').
 
     Over the questions the metrics evaluate (with a relevant label); shares at one rank sum to 1.
     """
@@ -105,14 +106,15 @@ def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.Dat
     for grain, grain_run in _grain_runs(run, grains).items():
         qids, codes = grades_by_rank(grain_run[["qid", "item_id", "rank", "score"]], _grain_qrels(qrels, grain),
                                      depth, relevance_threshold=relevance_threshold)
+        labels = grade_labels(_grain_qrels(qrels, grain))
         kinds = qids.map(questions.set_index("qid")["kind"]).to_numpy(dtype=object)
         for kind in [ALL_KINDS] + sorted(set(kinds.tolist())):
             selected = codes if kind == ALL_KINDS else codes[kinds == kind]
-            counts = np.stack([(selected == code).sum(axis=0) for code in range(len(GRADE_LABELS))])
+            counts = np.stack([(selected == code).sum(axis=0) for code in range(len(labels))])
             rows.append(pd.DataFrame({
                 "grain": grain, "kind": kind,
-                "rank": np.repeat(np.arange(1, codes.shape[1] + 1), len(GRADE_LABELS)),
-                "grade": np.tile(np.array(GRADE_LABELS, dtype=object), codes.shape[1]),
+                "rank": np.repeat(np.arange(1, codes.shape[1] + 1), len(labels)),
+                "grade": np.tile(np.array(labels, dtype=object), codes.shape[1]),
                 "count": counts.T.reshape(-1).astype(np.int64), "n": len(selected),
             }))
     table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=GRADES_COLUMNS)

@@ -1,15 +1,16 @@
 """Per-question retrieval metrics, trec_eval-exact, vectorized over all questions with numpy.
 
-Conventions (DESIGN.md, "Metric conventions"): a result is relevant when its grade is
->= ``relevance_threshold``; (n)DCG uses every positive grade whatever the threshold, as
-trec_eval's ``ndcg_cut`` does; questions without a relevant label are left out (count them
+Conventions (DESIGN.md, "Metric conventions"): grades are any integers, as in trec_eval (0 and
+negative grades are judged non-relevant); a result is relevant when its grade is
+>= ``relevance_threshold``; (n)DCG uses every positive grade whatever the threshold (negative
+grades gain 0), as trec_eval's ``ndcg_cut`` does; questions without a relevant label are left out (count them
 with :func:`questions_without_relevant`); a labelled question missing from the run scores 0
 (``trec_eval -c``). A question's results are ordered by its ``rank`` column and the i-th of
 them (1-based) is at rank i for every metric, as in trec_eval, which re-sorts and ignores
 the rank column (so gaps in ranks are closed up).
 
 How it runs: ids are integer-coded once, the run becomes a ``[question, position]`` matrix
-of grades (-1 retrieved but unlabelled, -2 nothing retrieved there), the labels become a
+of grades (two codes below any grade: retrieved but unlabelled, nothing retrieved there), the labels become a
 ``[question, position]`` matrix of ideal gains, and each metric is a column read of a
 cumulative sum over those matrices. No Python loop runs per question or per row.
 """
@@ -27,13 +28,17 @@ METRICS_AT_K = ("hit", "recall", "rcap_recall", "precision", "rr", "ndcg", "dcg"
 METRICS_FULL = ("r_precision",)  # reported with k = 0, meaning "no cutoff"
 # Chunk grain only: how many distinct documents the top k shows, and how much of it one document takes.
 POLLUTION_METRICS = ("distinct_docs", "top_doc_share")
-# Labels of grades_by_rank's codes: the grades, then retrieved-but-unlabelled, then nothing retrieved there.
+# Labels of grades_by_rank's codes when the grades are 0..3 (see grade_labels): the grades, then
+# retrieved-but-unlabelled, then nothing retrieved there.
 GRADE_LABELS = ("0", "1", "2", "3", "unjudged", "none")
-GRADE_MIN, GRADE_MAX = 0, 3
 GAINS = ("linear", "exponential")
 
-_UNJUDGED = -1  # retrieved, no label for this (question, item)
-_EMPTY = -2  # nothing retrieved at this position
+GRADE_BOUND = 2**31 - 2  # grades are integers in -GRADE_BOUND..GRADE_BOUND (the grade matrix's dtype holds them)
+
+_GRADES = np.int32  # dtype of the grade matrix: its two lowest values, below every grade, are codes
+_EMPTY = int(np.iinfo(_GRADES).min)  # nothing retrieved at this position
+_UNJUDGED = _EMPTY + 1  # retrieved, no label for this (question, item)
+_EXP_GAIN_MAX = 1023  # 2^grade - 1 is finite in float64 up to here
 _RUN_COLUMNS = ("qid", "item_id", "rank", "score")
 _QRELS_COLUMNS = ("qid", "item_id", "grade")
 
@@ -87,14 +92,17 @@ def _validated_threshold(relevance_threshold: int) -> int:
     return int(relevance_threshold)
 
 
-def _gain_table(gain: str) -> np.ndarray:
-    """Gain of each grade 0..3: the grade itself (trec_eval) or 2^grade - 1 (Burges et al.)."""
-    grades = np.arange(GRADE_MIN, GRADE_MAX + 1, dtype=np.float64)
-    if gain == "linear":
-        return grades
-    if gain == "exponential":
-        return np.exp2(grades) - 1.0
-    raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+def _validated_gain(gain: str) -> str:
+    if gain not in GAINS:
+        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+    return gain
+
+
+def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
+    """Gain of each grade: the grade itself (trec_eval) or 2^grade - 1 (Burges et al.); grades <= 0 and the
+    codes below them gain 0."""
+    positive = np.maximum(grades, 0).astype(np.float64)
+    return positive if gain == "linear" else np.exp2(positive) - 1.0
 
 
 def _ids(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
@@ -121,13 +129,13 @@ def _integers(frame: pd.DataFrame, column: str, what: str) -> np.ndarray:
 
 
 def _checked_grades(qrels: pd.DataFrame) -> np.ndarray:
-    """Grades as int64, each an integer in GRADE_MIN..GRADE_MAX."""
+    """Grades as int64: any integers (as trec_eval takes them) that the grade matrix can hold."""
     _require_columns(qrels, _QRELS_COLUMNS, "qrels")
     grade = _integers(qrels, "grade", "qrels")
-    bad = (grade < GRADE_MIN) | (grade > GRADE_MAX)
+    bad = np.abs(grade) > GRADE_BOUND
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"qrels grade must be in {GRADE_MIN}..{GRADE_MAX}: {_row_name(qrels, i)} has {grade[i]}")
+        raise ValueError(f"qrels grade must be in -{GRADE_BOUND}..{GRADE_BOUND}: {_row_name(qrels, i)} has {grade[i]}")
     return grade
 
 
@@ -208,14 +216,14 @@ def _group_positions(sorted_groups: np.ndarray, n_groups: int) -> tuple[np.ndarr
 
 
 def _grade_matrix(out: np.ndarray, pos: np.ndarray, grades: np.ndarray, n_q: int, depth: int) -> np.ndarray:
-    """[question, position] int8 matrix of the grades retrieved, _EMPTY where nothing was."""
-    matrix = np.full((n_q, depth), _EMPTY, dtype=np.int8)
+    """[question, position] matrix of the grades retrieved, _EMPTY where nothing was."""
+    matrix = np.full((n_q, depth), _EMPTY, dtype=_GRADES)
     matrix[out, pos] = grades
     return matrix
 
 
 def _ideal_gains(label_out: np.ndarray, label_grade: np.ndarray, n_q: int, depth_wanted: int,
-                 gain_of: np.ndarray) -> np.ndarray:
+                 gain: str) -> np.ndarray:
     """[question, position] gains of the ideal ranking: all positive labels, grade desc."""
     positive = (label_out >= 0) & (label_grade > 0)
     q, g = label_out[positive], label_grade[positive]
@@ -225,7 +233,7 @@ def _ideal_gains(label_out: np.ndarray, label_grade: np.ndarray, n_q: int, depth
     depth = int(max(1, min(depth_wanted, counts.max(initial=0))))
     keep = pos < depth
     ideal = np.zeros((n_q, depth), dtype=np.float64)
-    ideal[q[keep], pos[keep]] = gain_of[g[keep]]
+    ideal[q[keep], pos[keep]] = _gains(g[keep], gain)
     return ideal
 
 
@@ -253,7 +261,7 @@ def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
 
 def _metric_values(
     grades: np.ndarray, run_length: np.ndarray, ideal: np.ndarray, n_rel: np.ndarray,
-    ks: np.ndarray, threshold: int, gain_of: np.ndarray, names: tuple[str, ...],
+    ks: np.ndarray, threshold: int, gain: str, names: tuple[str, ...],
 ) -> dict[str, np.ndarray]:
     """Every requested metric as a [question, len(ks)] array ([question, 1] for r_precision)."""
     rel = grades >= threshold
@@ -277,17 +285,17 @@ def _metric_values(
             found = (first > 0) & (first <= ks[None, :])
             values[name] = _safe_divide(found.astype(np.float64), first.astype(np.float64))
         elif name in ("dcg", "ndcg"):  # every positive grade counts, whatever the threshold
-            dcg = _at(_cumulative_dcg(gain_of[np.maximum(grades, 0)]), ks)
+            dcg = _at(_cumulative_dcg(_gains(grades, gain)), ks)
             values[name] = dcg if name == "dcg" else _safe_divide(dcg, _at(_cumulative_dcg(ideal), ks))
         elif name == "ap":  # trec_eval map_cut.k: divides by all relevant
             positions = np.arange(1, grades.shape[1] + 1, dtype=np.float64)
             precision_at_rel = np.where(rel, cum_rel / positions, 0.0)
             values[name] = _at(np.cumsum(precision_at_rel, axis=1), ks) / n_rel_col
-        elif name == "judged":  # ir_measures Judged@k: divides by min(k, number retrieved)
-            judged_at_k = _at(np.cumsum(grades >= 0, axis=1, dtype=np.int32), ks).astype(np.float64)
+        elif name == "judged":  # ir_measures Judged@k (any grade, negative too): divides by min(k, retrieved)
+            judged_at_k = _at(np.cumsum(grades > _UNJUDGED, axis=1, dtype=np.int32), ks).astype(np.float64)
             values[name] = _safe_divide(judged_at_k, shown)
-        elif name == "mean_grade":  # mean grade of the results shown (min(k, retrieved)); unjudged count 0
-            grade_sum = _at(np.cumsum(np.maximum(grades, 0), axis=1, dtype=np.int32), ks).astype(np.float64)
+        elif name == "mean_grade":  # mean grade of the results shown (min(k, retrieved)); unjudged, negative count 0
+            grade_sum = _at(np.cumsum(np.maximum(grades, 0), axis=1, dtype=np.int64), ks).astype(np.float64)
             values[name] = _safe_divide(grade_sum, shown)
         elif name == "r_precision":  # trec_eval Rprec: precision at rank R = number relevant
             at_r = np.minimum(n_rel, grades.shape[1]) - 1
@@ -319,7 +327,7 @@ class _Judged:
     """A run read against its labels: one row per evaluated question (qid order), one column per position."""
 
     questions: pd.Series  # qids with at least one relevant label, sorted
-    grades: np.ndarray  # [question, position] int8: grade, _UNJUDGED or _EMPTY
+    grades: np.ndarray  # [question, position] _GRADES: grade, _UNJUDGED or _EMPTY
     run_length: np.ndarray  # results retrieved per question
     n_rel: np.ndarray  # relevant labels per question
     label_out: np.ndarray  # row of each (deduplicated) label's question, -1 when not evaluated
@@ -347,7 +355,7 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
     label_q, label_keys, label_grade = label_q[keep_label], label_keys[keep_label], label_grade[keep_label]
     # Grade of each run row: its label's, _UNJUDGED when it has none.
     label_row = _run_rows_of(run, _pair_keys(run_q, run_i, n_items), label_keys)
-    row_grade = np.full(len(run), _UNJUDGED, dtype=np.int8)
+    row_grade = np.full(len(run), _UNJUDGED, dtype=_GRADES)
     retrieved = label_row >= 0
     row_grade[label_row[retrieved]] = label_grade[retrieved]
 
@@ -401,7 +409,7 @@ def per_query_metrics(
     ks_arr = _validated_ks(ks)
     names = _validated_metrics(metrics)
     threshold = _validated_threshold(relevance_threshold)
-    gain_of = _gain_table(gain)
+    gain = _validated_gain(gain)
     at_k = [n for n in names if n in METRICS_AT_K + POLLUTION_METRICS]
     if at_k and len(ks_arr) == 0:
         raise ValueError(f"metrics {at_k} need at least one cutoff k")
@@ -409,28 +417,41 @@ def per_query_metrics(
     polluted = tuple(n for n in names if n in POLLUTION_METRICS)
     judged = _judge(run, qrels, max_k, threshold, through_r="r_precision" in names, with_documents=bool(polluted))
     n_q = len(judged.questions)
-    ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain_of) if "ndcg" in names
+    if gain == "exponential" and judged.label_grade.max(initial=0) > _EXP_GAIN_MAX:
+        raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {_EXP_GAIN_MAX}: "
+                         f"qrels hold grade {judged.label_grade.max()}; use the linear gain")
+    ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain) if "ndcg" in names
              else np.zeros((n_q, 1)))
-    values = _metric_values(judged.grades, judged.run_length, ideal, judged.n_rel, ks_arr, threshold, gain_of,
+    values = _metric_values(judged.grades, judged.run_length, ideal, judged.n_rel, ks_arr, threshold, gain,
                             names)
     if judged.documents is not None:
         values |= _pollution_values(judged.documents, judged.run_length, ks_arr, polluted)
     return _long_table(judged.questions, names, ks_arr, values)
 
 
+def grade_labels(qrels: pd.DataFrame) -> tuple[str, ...]:
+    """Labels of grades_by_rank's codes for these qrels: grades 0..3 and any other grade they hold, ascending, then
+    "unjudged" and "none" (GRADE_LABELS when every grade is in 0..3)."""
+    grades = sorted({0, 1, 2, 3} | set(_checked_grades(qrels).tolist()))
+    return tuple(str(g) for g in grades) + ("unjudged", "none")
+
+
 def grades_by_rank(run: pd.DataFrame, qrels: pd.DataFrame, depth: int, *,
                    relevance_threshold: int = 1) -> tuple[pd.Series, np.ndarray]:
-    """The evaluated questions (qid order) and a [question, rank 1..depth] matrix of codes into GRADE_LABELS.
+    """The evaluated questions (qid order) and a [question, rank 1..depth] matrix of codes into grade_labels(qrels).
 
-    Code g in 0..3 is the grade retrieved there, 4 a result without a label, 5 no result (short run or
+    With grades 0..3, code g is the grade retrieved there, 4 a result without a label, 5 no result (short run or
     question missing from the run). Questions are those per_query_metrics evaluates.
     """
     depth = int(_validated_ks([depth])[0])
     judged = _judge(run, qrels, depth, _validated_threshold(relevance_threshold))
-    codes = np.full((len(judged.questions), depth), GRADE_LABELS.index("none"), dtype=np.int8)
+    labels = grade_labels(qrels)
+    values = np.array([int(g) for g in labels[:-2]], dtype=np.int64)
+    codes = np.full((len(judged.questions), depth), labels.index("none"), dtype=np.int32)
     grades = judged.grades
-    codes[:, : grades.shape[1]] = np.where(grades == _UNJUDGED, GRADE_LABELS.index("unjudged"),
-                                           np.where(grades == _EMPTY, GRADE_LABELS.index("none"), grades))
+    codes[:, : grades.shape[1]] = np.where(grades == _UNJUDGED, labels.index("unjudged"),
+                                           np.where(grades == _EMPTY, labels.index("none"),
+                                                    np.searchsorted(values, grades)))
     return judged.questions, codes
 
 
@@ -462,7 +483,7 @@ def questions_without_relevant(qrels: pd.DataFrame, qids: Iterable[str], relevan
     """Questions (from qids) that have no label with grade >= threshold: excluded from averages, counted apart.
 
     Returned sorted and without repeats, so the count and the listing are deterministic.
-    The labels are validated like per_query_metrics does (grades 0..3, no conflicting grades).
+    The labels are validated like per_query_metrics does (integer grades, no conflicting grades).
     """
     threshold = _validated_threshold(relevance_threshold)
     grade = _checked_grades(qrels)
