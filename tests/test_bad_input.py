@@ -155,7 +155,8 @@ def test_an_external_run_joins_the_comparison_at_document_grain(mini: Path) -> N
         trec_qrels.setdefault(q, {})[d] = int(g)
     with open(base / "runs" / "bm25.docs.trec") as handle:
         ref = pytrec_eval.RelevanceEvaluator(trec_qrels, {"ndcg_cut.3"}).evaluate(pytrec_eval.parse_run(handle))
-    ours = pd.read_parquet(base / "metrics" / "bm25.parquet").query("grain == 'document' and metric == 'ndcg' and k == 3")
+    ours = pd.read_parquet(base / "metrics" / "bm25.parquet").query(
+        "grain == 'document' and metric == 'ndcg' and k == 3")
     assert len(ours) >= 3 and ours["value"].max() > 0
     for q, value in zip(ours["qid"], ours["value"]):
         assert value == pytest.approx(ref[q]["ndcg_cut_3"], abs=1e-12), q
