@@ -161,10 +161,6 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
         kind = spec["type"]
         if kind not in METHOD_TYPES:
             raise InputError(source, where, f"has unknown type {kind!r}", f"Use one of: {', '.join(METHOD_TYPES)}.")
-        needs = "inputs" if kind in FUSION_TYPES else "input" if kind == "rerank" else None
-        if needs and needs not in spec:
-            raise InputError(source, where, f"is a {kind} method without `{needs}`",
-                             "Name the method(s) whose runs it consumes.")
         for input_name in method_inputs(spec):
             if input_name not in methods:
                 raise InputError(source, where, f"consumes the run of {input_name!r}, which is not a method",
@@ -175,9 +171,6 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
                              "Give one weight per input, in the order of `inputs`.")
         _check_keys_apply(spec, where, source)
         encoder_names = [spec.get("encoder")] if kind == "dense" else []
-        if kind == "rerank" and "scorer" not in spec:
-            raise InputError(source, where, "is a rerank method without a `scorer`",
-                             "Give e.g. `scorer: {kind: bi-encoder, encoder: NAME}` (see config/README.md).")
         if kind == "rerank" and spec["scorer"]["kind"] == "bi-encoder":
             encoder_names.append(spec["scorer"].get("encoder"))
         for encoder in encoder_names:
