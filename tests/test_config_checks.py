@@ -203,11 +203,18 @@ def mini(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("text, fragments", [
     ("evil: !!python/name:os.system\n", ["evil.yaml, line", "python/name:os.system"]),
+    ('evil: !!python/object/apply:os.system ["true"]\n', ["evil.yaml, line", "python/object/apply"]),
     (bomb("list"), ["evil.yaml, l4", "YAML nodes"]),
+    (bomb("dict", 8), ["evil.yaml, l4", "YAML nodes"]),
     ("methods:\n  bm25: {type: bm25}\n", ["evil.yaml, line", "'methods' is given twice"]),
+    ("evil:\n\t- x\n", ["evil.yaml, line", "not tabs"]),
+    (None, ["evil.yaml: is empty"]),
+    ("- a\n", ["evil.yaml, top level: is a list"]),
 ])
-def test_snakemake_runs_the_safe_loader_before_anything(mini: Path, text: str, fragments: list[str]) -> None:
-    (mini / "evil.yaml").write_text((mini / "config.yaml").read_text() + text)
+def test_snakemake_runs_the_safe_loader_before_anything(mini: Path, text: str | None, fragments: list[str]) -> None:
+    """Snakemake reads --configfile before the Snakefile runs: the logger-plugin hook puts the safe loader first."""
+    config = (mini / "config.yaml").read_text()
+    (mini / "evil.yaml").write_text("" if text is None else text if text.startswith("-") else config + text)
     result = snakemake(mini, "--dry-run", configfile="evil.yaml")
     assert result.returncode != 0
     for fragment in fragments:
