@@ -49,6 +49,7 @@ def bomb(kind: str, levels: int = 9) -> str:
     ("# only a comment\n", ["is empty"]),
     ("- a\n- b\n", ["top level", "is a list, not a mapping"]),
     ("a: &a [*a]\n", ["line 1", "a loop"]),
+    ("a: " + "[" * 5000 + "]" * 5000 + "\n", ["line 1", "nest deeper than 50 levels"]),
     (bomb("list"), ["l4", f"more than {MAX_CONFIG_NODES:,} YAML nodes"]),
     (bomb("dict"), ["l4", f"more than {MAX_CONFIG_NODES:,} YAML nodes"]),
 ])
@@ -123,6 +124,10 @@ CASES = {
                               "not a method parameter"),
     "grid value with a slash": (grid("dense", encoder=["minilm/../x"]),
                                 "methods.dense.grid.encoder[0]", "cannot be part of a method name"),
+    "grid point name too long": (lambda c: c["methods"].update({"b" * 100: {"type": "bm25", "grid": {
+        "variant": ["bm25l"], "k1": [0.123456789012], "b": [0.123456789012], "delta": [0.123456789012],
+        "stopwords": [False], "stemming": [False], "fold_accents": [False]}}}),
+        f"methods.{'b' * 100}.grid", "longer than the 200 characters"),
     "grid over a key also set": (set_key("methods.hybrid.grid", {"k": [10]}), "methods.hybrid.grid.k",
                                  "which the method also sets"),
     "grid key the type ignores": (grid("hybrid", k1=[1.0]), "methods.hybrid[k1=1.0]",
@@ -156,6 +161,9 @@ CASES = {
                             "is not an existing folder"),
     "missing external run": (set_key("methods.ext", {"type": "external", "path": "runs/{qset}.trec", "format": "trec"}),
                              "methods.ext.path", "'runs/v1.trec' is not an existing file"),
+    "missing GGUF file": (set_key("methods.rerank.scorer", {"kind": "llm", "chat": {"backend": "local",
+                                                                                 "model_path": "m.gguf"}}),
+                          "methods.rerank.scorer.chat.model_path", "'m.gguf' is not an existing file"),
     # every other config mistake
     "beir without path": (set_key("dataset.format", "beir"), "dataset.path", "a beir dataset needs `path`"),
     "native without lock": (lambda c: c["dataset"].pop("lock"), "dataset.lock", "needs `corpus` and `lock`"),

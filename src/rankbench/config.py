@@ -25,6 +25,8 @@ FILTERS = ("audience", "validity")
 _STRUCTURAL_KEYS = ("type", "inputs", "input", "grid")
 # Methods once grids are expanded (each is a run per version, a row of every table, and its jobs).
 MAX_METHODS = 1_000
+# A method name (grid point names included) is a file name stem: runs/<method>.parquet, benchmarks, logs.
+MAX_NAME_LENGTH = 200
 # A grid value becomes part of a file name (`runs/name[key=value].parquet`).
 _GRID_VALUE = re.compile(r"^[A-Za-z0-9_.+-]{1,100}$")
 
@@ -127,7 +129,12 @@ def expand_methods(methods: Mapping[str, Mapping[str, Any]], source: str) -> dic
         for values in itertools.product(*(grid[key] for key in keys)):
             point = dict(zip(keys, values))
             base = {key: value for key, value in spec.items() if key != "grid"}
-            expanded[grid_point_name(name, point)] = {**base, **point}
+            point_name = grid_point_name(name, point)
+            if len(point_name) > MAX_NAME_LENGTH:
+                raise InputError(source, f"methods.{name}.grid", f"names a point {point_name!r}, longer than the "
+                                 f"{MAX_NAME_LENGTH} characters a method name may have (it names files)",
+                                 "Use a shorter method name or fewer, shorter grid values.")
+            expanded[point_name] = {**base, **point}
     if len(expanded) > MAX_METHODS:
         raise InputError(source, "methods", f"has {len(expanded):,} methods, more than the {MAX_METHODS:,} a "
                          "config may have", "Compare fewer methods at once.")
@@ -310,6 +317,10 @@ def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
               for name, spec in config["qsets"].items() for rewrite, path in spec.get("rewrites", {}).items()]
     paths += [(f"methods.{name}.path", spec["path"].replace("{qset}", qset), False)
               for name, spec in config["methods"].items() if spec["type"] == "external" for qset in config["qsets"]]
+    chats = [("llm.chat", config.get("llm", {}).get("chat", {}))]
+    chats += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
+              for name, spec in config["methods"].items() if spec["type"] == "rerank"]
+    paths += [(f"{where}.model_path", chat["model_path"], False) for where, chat in chats if "model_path" in chat]
     return paths
 
 

@@ -13,6 +13,8 @@ from rankbench.errors import InputError
 MAX_CONFIG_BYTES = 1_000_000
 # YAML nodes of a config once every alias is expanded (the demo config has about 250).
 MAX_CONFIG_NODES = 100_000
+# Nesting levels (the demo config has 5); PyYAML composes recursively, so deeper files would hit Python's limit.
+MAX_CONFIG_DEPTH = 50
 
 
 class _BoundedLoader(yaml.SafeLoader):
@@ -21,13 +23,21 @@ class _BoundedLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self.composed = 0
+        self.depth = 0
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
-        """Every node written in the file, counted before the file can grow past the bound."""
+        """Every node written in the file, counted (and its nesting measured) before either can pass its bound."""
         self.composed += 1
         if self.composed > MAX_CONFIG_NODES:
             raise _TooLarge(None, self.peek_event().start_mark)
-        return super().compose_node(parent, index)
+        if self.depth >= MAX_CONFIG_DEPTH:
+            raise yaml.composer.ComposerError(None, None, f"values nest deeper than {MAX_CONFIG_DEPTH} levels",
+                                              self.peek_event().start_mark)
+        self.depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
@@ -144,6 +154,8 @@ def _yaml_error(path: Path, error: yaml.MarkedYAMLError) -> InputError:
         return InputError(path, where, problem, "Indent with spaces, not tabs.")
     if "given twice" in problem:
         return InputError(path, where, problem, "Keep one of them (or rename the second).")
+    if "levels" in problem:
+        return InputError(path, where, problem, "A config is a few levels of keys and lists; write it out plainly.")
     if "a loop" in problem:
         return InputError(path, where, problem, "Remove the alias.")
     return InputError(path, where, problem, "Fix the YAML syntax (quote values that contain `: ` or `#`).")
