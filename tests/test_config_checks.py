@@ -177,7 +177,8 @@ CASES = {
     "missing encoder folder": (set_key("encoders.minilm.model", "models/none"), "encoders.minilm.model",
                                "neither a packaged model"),
     "key of another type": (set_key("methods.hybrid.k1", 0.9), "methods.hybrid", "sets `k1`"),
-    "rerank without input": (lambda c: c["methods"]["rerank"].pop("input"), "methods.rerank", "'input' is a required property"),
+    "rerank without input": (lambda c: c["methods"]["rerank"].pop("input"), "methods.rerank",
+                             "'input' is a required property"),
 }
 
 

@@ -44,7 +44,7 @@ def _schema_error(error: jsonschema.ValidationError, source: str) -> InputError:
     where = where.lstrip(".") or "top level"
     problem, fix = error.message, "See config/README.md for what this key accepts."
     if where == "results":
-        fix = "Give a folder name without {…} (Snakemake would read it as a wildcard)."
+        fix = "Name a folder, e.g. `results`, without {…} (Snakemake would read it as a wildcard)."
     elif error.validator == "not":
         problem = f"{error.instance!r} is reserved: it is a folder of results/<dataset>/"
         fix = "Choose another name."
@@ -64,8 +64,9 @@ def check_grids(methods: Mapping[str, Mapping[str, Any]], schema: Mapping[str, A
             if key in _STRUCTURAL_KEYS:
                 continue  # expand_methods says why
             if key not in method_schema["properties"]:
+                parameters = sorted(set(method_schema["properties"]) - set(_STRUCTURAL_KEYS))
                 raise InputError(source, where, f"varies {key!r}, which is not a method parameter",
-                                 f"Vary one of: {', '.join(sorted(set(method_schema['properties']) - set(_STRUCTURAL_KEYS)))}.")
+                                 f"Vary one of: {', '.join(parameters)}.")
             if key in spec:
                 raise InputError(source, where, f"varies {key!r}, which the method also sets",
                                  f"Remove `methods.{name}.{key}` or the grid over it.")
