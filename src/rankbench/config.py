@@ -49,8 +49,8 @@ def _schema_error(error: jsonschema.ValidationError, source: str) -> InputError:
         problem = f"{error.instance!r} is reserved: it is a folder of results/<dataset>/"
         fix = "Choose another name."
     elif error.validator == "pattern":
-        fix = ("Names become folder and file names: letters, digits and _ . + - (not first), "
-               "at most 100 characters.")
+        fix = ("Names become folder and file names: letters, digits and _ . + - "
+               "(the last three not first), at most 100 characters.")
     return InputError(source, where, problem, fix)
 
 
