@@ -89,6 +89,7 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     expanded = {**config, "methods": methods}
     check_methods(expanded, source)
     check_settings(expanded, source)
+    check_llm(expanded, source)
     check_paths(expanded, source)
     check_inputs(expanded, source)
     return methods
@@ -294,6 +295,24 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither a packaged model "
                              f"({', '.join(PACKAGED_MODELS)}) nor an existing folder",
                              "rankbench never downloads models: download it beforehand and give its folder.")
+
+
+def check_llm(config: Mapping[str, Any], source: str) -> None:
+    """The LLM stage's references: versions, methods and chunker it names exist (methods expanded)."""
+    llm = config.get("llm", {})
+    for task in ("judge", "rewrite"):
+        for number, qset in enumerate(llm.get(task, {}).get("qsets", [])):
+            if qset not in config["qsets"]:
+                raise InputError(source, f"llm.{task}.qsets[{number}]", f"names {qset!r}, which is not under `qsets`",
+                                 f"Name one of: {', '.join(sorted(config['qsets']))}.")
+    judge = llm.get("judge", {})
+    for number, method in enumerate(judge.get("methods", [])):
+        if method not in config["methods"]:
+            raise InputError(source, f"llm.judge.methods[{number}]", f"names {method!r}, which is not a method",
+                             f"Name one of: {', '.join(config['methods'])}.")
+    if judge.get("chunker", config["chunker"]) not in config["chunkers"]:
+        raise InputError(source, "llm.judge.chunker", f"names {judge['chunker']!r}, which is not under `chunkers`",
+                         f"Use one of: {', '.join(sorted(config['chunkers']))}.")
 
 
 def _escapes(path: str, roots: list[str]) -> bool:
