@@ -150,6 +150,8 @@ CASES = {
     "wildcard in results": (set_key("results", "results/{x}"), "results", "Snakemake would read it as a wildcard"),
     "rewrites outside the dataset root": (set_key("qsets.v1.rewrites", {"llm": "../../x.jsonl"}),
                                           "qsets.v1.rewrites.llm", "leads outside the project"),
+    "wildcard in an input": (set_key("dataset.corpus", "tests/{x}/corpus.jsonl"), "dataset.corpus",
+                             "which Snakemake reads as a wildcard"),
     "missing corpus": (set_key("dataset.corpus", "tests/fixtures/mini/nope.jsonl"), "dataset.corpus",
                        "is not an existing file"),
     "missing version file": (set_key("qsets.v1.path", "tests/fixtures/mini/questions/v9.jsonl"), "qsets.v1.path",

@@ -366,6 +366,9 @@ def check_paths(config: Mapping[str, Any], source: str) -> None:
 def check_inputs(config: Mapping[str, Any], source: str) -> None:
     """Every file and folder the config reads exists, whatever results are already there."""
     for where, path, folder in input_paths(config):
+        if "{" in path or "}" in path:
+            raise InputError(source, where, f"{path!r} contains {{…}}, which Snakemake reads as a wildcard",
+                             "Rename the file or folder without braces (`{qset}` only in an external run's path).")
         if not (Path(path).is_dir() if folder else Path(path).is_file()):
             raise InputError(source, where, f"{path!r} is not an existing {'folder' if folder else 'file'}",
                              "Fix the path (relative paths start from the project folder).")
