@@ -1,15 +1,19 @@
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
+
+from rankbench.config_file import read_configs
 
 min_version("9.0")
 
 
-# The demo config, unless the user gives their own with --configfile (which would otherwise be merged into it).
-if not workflow.overwrite_configfiles:
-
-    configfile: "config/config.yaml"
-
-
-validate(config, "workflow/schemas/config.schema.yaml")
+# The demo config, unless the user gives their own with --configfile (which replaces it; several are merged).
+CONFIG_FILES = [str(path) for path in workflow.overwrite_configfiles] or [
+    "config/config.yaml"
+]
+CONFIG_SOURCE = CONFIG_FILES[-1]
+# Every config file read again with a bounded safe YAML loader, replacing what Snakemake's own loader built
+# (it accepts python/name tags and keeps the last of duplicate keys): see README, "Safe by construction".
+config.clear()
+config.update(read_configs(CONFIG_FILES, workflow.config_settings.config))
 
 
 include: "workflow/rules/common.smk"
@@ -21,6 +25,9 @@ include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/llm_common.smk"
 include: "workflow/rules/llm.smk"
+
+
+check_outputs(all_outputs(), config.get("results", "results"), CONFIG_SOURCE)
 
 
 rule all:

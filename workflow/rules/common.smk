@@ -2,11 +2,12 @@ import re
 from pathlib import Path
 
 from rankbench.bm25 import index_keys
+import yaml
+
 from rankbench.config import (
-    check_methods,
-    check_paths,
+    check_config,
+    check_outputs,
     evaluation_settings,
-    expand_methods,
     method_chunker,
 )
 from rankbench.corpus_embedding import DEFAULT_SHARDS
@@ -21,14 +22,15 @@ from rankbench.provenance import (
     report_settings,
 )
 
-CONFIG_SOURCE = str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1])
-# Grids become one method per point (`name[key=value]`); everything below sees concrete methods only.
-METHOD_SPECS = expand_methods(config["methods"], CONFIG_SOURCE)
-EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
-check_methods(EXPANDED_CONFIG, CONFIG_SOURCE)
-check_paths(config, CONFIG_SOURCE)
-
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
+# The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
+# one method per point (`name[key=value]`), so everything below sees concrete methods only.
+METHOD_SPECS = check_config(
+    config,
+    yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text()),
+    CONFIG_SOURCE,
+)
+EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
 DATASET = config["dataset"]
 R = f"{config.get('results', 'results')}/{DATASET['name']}"
 # Job logs: logs/<dataset>/ beside the default results folder; inside any other results folder, so that two

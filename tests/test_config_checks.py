@@ -1,0 +1,258 @@
+"""Config mistakes and hostile configs fail at start with the file and the key: safe bounded YAML, names, limits,
+grid values, inputs that must exist (direct calls, and dry runs of the real Snakefile)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rankbench.config import MAX_METHODS, check_config
+from rankbench.config_file import MAX_CONFIG_NODES, load_config_file
+from rankbench.errors import InputError
+from workflow_helpers import REPO, copy_dataset, snakemake
+
+MINI = REPO / "tests/fixtures/mini/config.yaml"
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+
+
+def load_error(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        load_config_file(path)
+    assert str(path) in str(error.value)
+    return str(error.value)
+
+
+def bomb(kind: str, levels: int = 9) -> str:
+    """A YAML alias bomb: a few lines, 10**levels leaves once every alias is expanded."""
+    def block(i: int, item: str) -> str:
+        if kind == "list":
+            return f"[{', '.join([item] * 10)}]"
+        return "{" + ", ".join(f"k{j}: {item}" for j in range(10)) + "}"
+    lines = [f"l0: &l0 {block(0, 'x')}"]
+    lines += [f"l{i}: &l{i} {block(i, f'*l{i - 1}')}" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("text, fragments", [
+    ("a: !!python/name:os.system\n", ["line 1", "python/name:os.system", "not plain data"]),
+    ('a: !!python/object/apply:os.system ["true"]\n', ["line 1", "python/object/apply", "not plain data"]),
+    ("a: 1\nb:\n\t- x\n", ["line 3", "Indent with spaces, not tabs"]),
+    ("methods:\n  bm25: {type: bm25}\n  bm25: {type: bm25, k1: 2}\n", ["line 3", "'bm25' is given twice", "line 2"]),
+    ("", ["is empty"]),
+    ("# only a comment\n", ["is empty"]),
+    ("- a\n- b\n", ["top level", "is a list, not a mapping"]),
+    ("a: &a [*a]\n", ["line 1", "a loop"]),
+    ("a: " + "[" * 5000 + "]" * 5000 + "\n", ["line 1", "nest deeper than 50 levels"]),
+    (bomb("list"), ["l4", f"more than {MAX_CONFIG_NODES:,} YAML nodes"]),
+    (bomb("dict"), ["l4", f"more than {MAX_CONFIG_NODES:,} YAML nodes"]),
+])
+def test_config_files_are_plain_bounded_yaml(tmp_path: Path, text: str, fragments: list[str]) -> None:
+    message = load_error(tmp_path, text)
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+
+
+def test_a_huge_plain_config_is_refused_while_composing(tmp_path: Path) -> None:
+    lines = "".join(f"- {i}\n" for i in range(MAX_CONFIG_NODES + 10))
+    assert "YAML nodes" in load_error(tmp_path, f"a:\n{lines}".replace("\n- ", "\n  - "))
+
+
+def test_merge_keys_and_plain_anchors_still_load(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("base: &b {k1: 1.2, b: 0.75}\nbm25: {<<: *b, k1: 0.9}\n")
+    assert load_config_file(path) == {"base": {"k1": 1.2, "b": 0.75}, "bm25": {"k1": 0.9, "b": 0.75}}
+
+
+def mini_config() -> dict[str, Any]:
+    return yaml.safe_load(MINI.read_text())
+
+
+def set_key(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """An edit that sets a dotted key (creating mappings on the way)."""
+    def edit(config: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        for part in parents:
+            config = config.setdefault(part, {})
+        config[last] = value
+    return edit
+
+
+def rename(section: str, old: str, new: str) -> Callable[[dict[str, Any]], None]:
+    def edit(config: dict[str, Any]) -> None:
+        config[section][new] = config[section].pop(old)
+        if section == "chunkers":
+            config["chunker"] = new
+        if section == "encoders":
+            config["methods"]["dense"]["encoder"] = config["methods"]["rerank"]["scorer"]["encoder"] = new
+    return edit
+
+
+def grid(method: str, **values: list[Any]) -> Callable[[dict[str, Any]], None]:
+    """An edit that makes a method a grid over these values (the plain keys they replace removed)."""
+    def edit(config: dict[str, Any]) -> None:
+        spec = config["methods"][method]
+        for key in values:
+            spec.pop(key, None)
+        spec["grid"] = values
+    return edit
+
+
+CASES = {
+    # limits (ks, depth, grids)
+    "huge cutoff": (set_key("evaluation.ks", [1, 10_000_000]), "evaluation.ks[1]", "maximum of 10000"),
+    "huge depth": (set_key("evaluation.depth", 10_000_000), "evaluation.depth", "maximum of 10000"),
+    "huge rerank depth": (set_key("methods.rerank.depth", 50_000), "methods.rerank.depth", "maximum of 10000"),
+    "huge grid": (grid("bm25", k1=[i / 10 for i in range(40)], b=[i / 40 for i in range(40)]),
+                  "methods.bm25.grid", f"1,600 methods, more than the {MAX_METHODS:,}"),
+    # grid values and keys are validated like the keys they stand for
+    "negative rrf k in a grid": (grid("hybrid", k=[60, -1]), "methods.hybrid.grid.k[1]",
+                                 "-1 is less than the minimum of 0"),
+    "rerank depth 0 in a grid": (grid("rerank", depth=[0, 5]), "methods.rerank.grid.depth[0]",
+                                 "0 is less than the minimum of 1"),
+    "string for a number in a grid": (grid("bm25", k1=["high"]), "methods.bm25.grid.k1[0]",
+                                      "'high' is not of type 'number'"),
+    "unknown variant in a grid": (grid("bm25", variant=["bm26"]),
+                                  "methods.bm25.grid.variant[0]", "'bm26' is not one of"),
+    "grid key with a slash": (set_key("methods.bm25.grid", {"../k1": [1]}), "methods.bm25.grid.../k1",
+                              "not a method parameter"),
+    "grid value with a slash": (grid("dense", encoder=["minilm/../x"]),
+                                "methods.dense.grid.encoder[0]", "cannot be part of a method name"),
+    "grid point name too long": (lambda c: c["methods"].update({"b" * 100: {"type": "bm25", "grid": {
+        "variant": ["bm25l"], "k1": [0.123456789012], "b": [0.123456789012], "delta": [0.123456789012],
+        "stopwords": [False], "stemming": [False], "fold_accents": [False]}}}),
+        f"methods.{'b' * 100}.grid", "longer than the 200 characters"),
+    "grid over a key also set": (set_key("methods.hybrid.grid", {"k": [10]}), "methods.hybrid.grid.k",
+                                 "which the method also sets"),
+    "grid key the type ignores": (grid("hybrid", k1=[1.0]), "methods.hybrid[k1=1.0]",
+                                  "a rrf method does not use"),
+    # names that become path components
+    "dataset ..": (set_key("dataset.name", ".."), "dataset.name", "does not match"),
+    "qset ..": (rename("qsets", "v1", ".."), "qsets", "does not match"),
+    "qset with a slash": (rename("qsets", "v1", "a/b"), "qsets", "does not match"),
+    "reserved qset name": (rename("qsets", "v1", "diffs"), "qsets", "reserved"),
+    "chunker ..": (rename("chunkers", "sections", ".."), "chunkers", "does not match"),
+    "encoder with a slash": (rename("encoders", "minilm", "a/b"), "encoders", "does not match"),
+    "method ..": (rename("methods", "bm25", ".."), "methods", "does not match"),
+    "rewrite name": (set_key("qsets.v1.rewrites", {"../x": "tests/fixtures/mini/corpus.jsonl"}), "qsets.v1.rewrites",
+                     "does not match"),
+    "beir split": (lambda c: c.update(dataset={"name": "b", "format": "beir", "path": "tests/fixtures/mini"},
+                                      qsets={"test": {"split": "../../x"}}), "qsets.test.split", "does not match"),
+    # results and input paths
+    "empty results": (set_key("results", ""), "results", "should be non-empty"),
+    "results is the project": (set_key("results", "."), "results", "is the project folder itself"),
+    "wildcard in results": (set_key("results", "results/{x}"), "results", "Snakemake would read it as a wildcard"),
+    "rewrites outside the dataset root": (set_key("qsets.v1.rewrites", {"llm": "../../x.jsonl"}),
+                                          "qsets.v1.rewrites.llm", "leads outside the project"),
+    "wildcard in an input": (set_key("dataset.corpus", "tests/{x}/corpus.jsonl"), "dataset.corpus",
+                             "which Snakemake reads as a wildcard"),
+    "missing corpus": (set_key("dataset.corpus", "tests/fixtures/mini/nope.jsonl"), "dataset.corpus",
+                       "is not an existing file"),
+    "missing version file": (set_key("qsets.v1.path", "tests/fixtures/mini/questions/v9.jsonl"), "qsets.v1.path",
+                             "is not an existing file"),
+    "missing rewrites file": (set_key("qsets.v1.rewrites", {"llm": "tests/fixtures/mini/v1.llm.jsonl"}),
+                              "qsets.v1.rewrites.llm", "is not an existing file"),
+    "missing beir folder": (lambda c: c.update(dataset={"name": "b", "format": "beir", "path": "no/such"},
+                                               qsets={"test": {"split": "test"}}), "dataset.path",
+                            "is not an existing folder"),
+    "missing external run": (set_key("methods.ext", {"type": "external", "path": "runs/{qset}.trec", "format": "trec"}),
+                             "methods.ext.path", "'runs/v1.trec' is not an existing file"),
+    "missing GGUF file": (set_key("methods.rerank.scorer", {"kind": "llm", "chat": {"backend": "local",
+                                                                                 "model_path": "m.gguf"}}),
+                          "methods.rerank.scorer.chat.model_path", "'m.gguf' is not an existing file"),
+    # every other config mistake
+    "judge of an unknown method": (set_key("llm", {"chat": {"backend": "local"}, "judge": {"qsets": ["v1"],
+                                                                                         "methods": ["nope"]}}),
+                                   "llm.judge.methods[0]", "'nope', which is not a method"),
+    "judge over an unknown chunker": (set_key("llm", {"chat": {"backend": "local"}, "judge": {"qsets": ["v1"],
+                                                                                            "chunker": "nope"}}),
+                                      "llm.judge.chunker", "'nope', which is not under `chunkers`"),
+    "rewrite of an unknown version": (set_key("llm", {"chat": {"backend": "local"}, "rewrite": {"qsets": ["v9"]}}),
+                                      "llm.rewrite.qsets[0]", "'v9', which is not under `qsets`"),
+    "openai without model": (set_key("llm", {"chat": {"backend": "openai", "base_url": "http://x/v1"}}), "llm.chat",
+                             "'model' is a required property"),
+    "beir without path": (set_key("dataset.format", "beir"), "dataset.path", "a beir dataset needs `path`"),
+    "native without lock": (lambda c: c["dataset"].pop("lock"), "dataset.lock", "needs `corpus` and `lock`"),
+    "unknown language": (set_key("dataset.language", "klingon"), "dataset.language", "does not know"),
+    "no stopword list": (set_key("dataset.language", "arabic"), "methods.bm25", "no stopword list"),
+    "overlap >= size": (set_key("chunkers.sections", {"kind": "sections", "size": 100, "overlap": 100}),
+                        "chunkers.sections", "smaller than size"),
+    "fixed without size": (set_key("chunkers.sections", {"kind": "fixed", "size": None}), "chunkers.sections",
+                           "needs a size"),
+    "default chunker unknown": (set_key("chunker", "fixed"), "chunker", "not under `chunkers`"),
+    "missing encoder folder": (set_key("encoders.minilm.model", "models/none"), "encoders.minilm.model",
+                               "neither a packaged model"),
+    "key of another type": (set_key("methods.hybrid.k1", 0.9), "methods.hybrid", "sets `k1`"),
+    "rerank without input": (lambda c: c["methods"]["rerank"].pop("input"), "methods.rerank",
+                             "'input' is a required property"),
+}
+
+
+@pytest.mark.parametrize("edit, where, problem", CASES.values(), ids=CASES.keys())
+def test_config_mistakes_name_the_file_and_key(monkeypatch: pytest.MonkeyPatch, edit, where: str,
+                                               problem: str) -> None:
+    monkeypatch.chdir(REPO)
+    config = mini_config()
+    edit(config)
+    with pytest.raises(InputError) as error:
+        check_config(config, SCHEMA, "my.yaml")
+    assert error.value.path == "my.yaml" and error.value.where == where, str(error.value)
+    assert problem in str(error.value)
+
+
+def test_the_shipped_configs_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    for name in ("config/config.yaml", "config/llm-demo.yaml", "tests/fixtures/mini/config.yaml"):
+        methods = check_config(load_config_file(name), SCHEMA, name)
+        assert methods
+    scifact = load_config_file("config/scifact.yaml")
+    scifact["dataset"]["path"] = "tests/fixtures/beir"
+    with pytest.raises(InputError, match="dataset.path: 'tests/fixtures/beir' is not an existing folder"):
+        check_config(scifact, SCHEMA, "config/scifact.yaml")
+
+
+@pytest.fixture
+def mini(tmp_path: Path) -> Path:
+    return copy_dataset(Path("tests/fixtures/mini/config.yaml"), [Path("tests/fixtures/mini")], tmp_path)
+
+
+@pytest.mark.parametrize("text, fragments", [
+    ("evil: !!python/name:os.system\n", ["evil.yaml, line", "python/name:os.system"]),
+    ('evil: !!python/object/apply:os.system ["true"]\n', ["evil.yaml, line", "python/object/apply"]),
+    (bomb("list"), ["evil.yaml, l4", "YAML nodes"]),
+    (bomb("dict", 8), ["evil.yaml, l4", "YAML nodes"]),
+    ("methods:\n  bm25: {type: bm25}\n", ["evil.yaml, line", "'methods' is given twice"]),
+    ("evil:\n\t- x\n", ["evil.yaml, line", "not tabs"]),
+    (None, ["evil.yaml: is empty"]),
+    ("- a\n", ["evil.yaml, top level: is a list"]),
+])
+def test_snakemake_runs_the_safe_loader_before_anything(mini: Path, text: str | None, fragments: list[str]) -> None:
+    """Snakemake reads --configfile before the Snakefile runs: the logger-plugin hook puts the safe loader first."""
+    config = (mini / "config.yaml").read_text()
+    (mini / "evil.yaml").write_text("" if text is None else text if text.startswith("-") else config + text)
+    result = snakemake(mini, "--dry-run", configfile="evil.yaml")
+    assert result.returncode != 0
+    for fragment in fragments:
+        assert fragment in result.stdout + result.stderr, (fragment, result.stdout[-2000:])
+
+
+def test_a_missing_input_stops_the_run_even_when_results_exist(mini: Path) -> None:
+    """Every output already there (touched in dependency order), then the corpus removed: the run must fail."""
+    summary = snakemake(mini, "--summary")
+    assert summary.returncode == 0, summary.stderr
+    outputs = [line.split("\t")[0] for line in summary.stdout.splitlines()[1:] if "\t" in line]
+    for age, output in enumerate(reversed(outputs)):
+        path = mini / output
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+        os.utime(path, (1_700_000_000 + age, 1_700_000_000 + age))
+    (mini / "tests/fixtures/mini/corpus.jsonl").unlink()
+    result = snakemake(mini, "--dry-run")
+    assert result.returncode != 0
+    assert "config.yaml, dataset.corpus: 'tests/fixtures/mini/corpus.jsonl' is not an existing file" in result.stdout
