@@ -265,3 +265,13 @@ def test_judge_section_shows_the_agreement_or_says_how_to_measure_it() -> None:
     lines = "\n".join(judge_section(agreement))
     assert "| all | 27 | 0.593 | -0.072 | -0.31 to 0.28 |" in lines and "| paraphrase | 1 | 0.000 | 0.000 | – |" in lines
     assert "snakemake llm" in "\n".join(judge_section(None))
+
+
+def test_diff_treats_missing_fields_as_equal_and_shows_them_empty() -> None:
+    """BEIR questions have no as_of (None): two versions sharing a question must not differ on it."""
+    qa = pd.DataFrame({"qid": ["1", "2"], "question": ["a", "b"], "kind": "beir", "audience": "public",
+                       "as_of": None})
+    qb = qa.assign(as_of=[None, "2025-01-01"])
+    labels = pd.DataFrame({"qid": ["1", "2"], "doc_id": ["d1", "d2"], "section": None, "grade": [1, 1]})
+    changes = question_changes(qa, labels, qb, labels)
+    assert changes.values.tolist() == [["2", "as_of", "", "2025-01-01"]]

@@ -15,6 +15,11 @@ CHANGE_COLUMNS = ["qid", "change", "before", "after"]
 FIELDS = ("question", "kind", "audience", "as_of")
 
 
+def _text(values: pd.Series) -> pd.Series:
+    """Values as text with missing ones (None, NaN) as "": astype(str) turns None into NaN, and NaN != NaN."""
+    return values.map(lambda v: "" if pd.isna(v) else str(v))
+
+
 def _labels_text(labels: pd.DataFrame) -> pd.Series:
     rows = labels.sort_values(["qid", "doc_id", "section", "grade"], na_position="first")
     text = rows["doc_id"] + rows["section"].map(lambda s: f"#{s}" if isinstance(s, str) and s else "") \
@@ -31,9 +36,10 @@ def question_changes(questions_a: pd.DataFrame, labels_a: pd.DataFrame, question
              for q in a.index.difference(b.index)]
     common = a.index.intersection(b.index)
     for field in FIELDS:
-        changed = common[(a.loc[common, field].astype(str) != b.loc[common, field].astype(str)).to_numpy()]
-        rows += [{"qid": q, "change": "text" if field == "question" else field, "before": str(a.loc[q, field]),
-                  "after": str(b.loc[q, field])} for q in changed]
+        before, after = _text(a.loc[common, field]), _text(b.loc[common, field])
+        changed = common[(before != after).to_numpy()]
+        rows += [{"qid": q, "change": "text" if field == "question" else field, "before": before[q],
+                  "after": after[q]} for q in changed]
     la, lb = _labels_text(labels_a).reindex(common).fillna(""), _labels_text(labels_b).reindex(common).fillna("")
     rows += [{"qid": q, "change": "labels", "before": la[q], "after": lb[q]} for q in common[(la != lb).to_numpy()]]
     return pd.DataFrame(rows, columns=CHANGE_COLUMNS).sort_values(["qid", "change"], ignore_index=True)
