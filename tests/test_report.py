@@ -4,6 +4,7 @@ history and pooling; every expected value is worked out by hand."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,7 @@ from rankbench.errors import InputError
 from rankbench.failures import RANKING, RECALL, analyse, stage_log
 from rankbench.findings import findings
 from rankbench.frozen import read_lock
-from rankbench.history import append_records, read_history
+from rankbench.history import append_records, history_frame, history_markdown, read_history
 from rankbench.pooling import import_labels, pool, read_filled, write_pool
 from rankbench.provenance import canonical_config, config_hash, report_settings
 from rankbench.qset_diff import diff_summary, flips, question_changes, version_metrics
@@ -275,3 +276,37 @@ def test_diff_treats_missing_fields_as_equal_and_shows_them_empty() -> None:
     labels = pd.DataFrame({"qid": ["1", "2"], "doc_id": ["d1", "d2"], "section": None, "grade": [1, 1]})
     changes = question_changes(qa, labels, qb, labels)
     assert changes.values.tolist() == [["2", "as_of", "", "2025-01-01"]]
+
+
+def _append_many(path: str, writer: int, count: int) -> None:
+    for i in range(count):
+        record = {"dataset": "d", "qset": "v1", "method": f"m{writer}-{i}", "config_sha256": "c",
+                  "metrics": {"ndcg@10": i / count}}
+        append_records(path, [record], f"writer {writer}")
+
+
+def test_concurrent_appends_lose_and_corrupt_no_record(tmp_path) -> None:
+    """Runs of several configs share results/history.jsonl: real processes appending at once lose nothing."""
+    path, writers, count = str(tmp_path / "history.jsonl"), 4, 25
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_append_many, args=(path, w, count)) for w in range(writers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    records = read_history(path)  # every line parses
+    assert sorted(r["method"] for r in records) == sorted(f"m{w}-{i}" for w in range(writers) for i in range(count))
+    assert sorted(r["run"] for r in records) == list(range(1, writers * count + 1))
+
+
+def test_history_page_has_one_row_per_run_and_version() -> None:
+    """Three runs of two versions and two methods: six rows, not the product of runs, dates, configs and labels."""
+    records = [{"dataset": "d", "qset": qset, "qset_sha256": f"s-{qset}", "config_sha256": f"c{run}",
+                "label": f"try {run}" if run != 2 else None, "note": None, "method": method, "grain": "document",
+                "metrics": {"rr@10": run / 10}, "date": f"2026-01-0{run}", "run": run}
+               for run in (1, 2, 3) for qset in ("v1", "v2") for method in ("bm25", "dense")]
+    page = history_markdown(history_frame(records, "d"), "rr@10")
+    rows = [line for line in page.splitlines() if line.startswith("| ") and not line.startswith("| run")]
+    assert len(rows) == 6
+    assert rows[2].split(" | ")[1:] == ["2026-01-02", "v1", "s-v1", "c2", "", "", "0.200", "0.200 |"]

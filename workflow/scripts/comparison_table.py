@@ -48,8 +48,9 @@ def main(snakemake):
                snakemake.output.latex)
     metrics = sorted({(m, k) for m in TABLE_METRICS for k in p.evaluation["ks"]} | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
+    recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, json.loads(p.config_json).get("experiment", {}),
-                          headline, p.report["grain"])
+                          recorded, p.report["grain"])
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
     costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
