@@ -21,6 +21,7 @@ from rankbench.pooling import import_labels, pool, read_filled, write_pool
 from rankbench.provenance import canonical_config, config_hash, report_settings
 from rankbench.qset_diff import diff_summary, flips, question_changes, version_metrics
 from rankbench.report import judge_section
+from rankbench.stats import format_p
 from rankbench.tables import csv_table, latex_table, marked, markdown_grid, wide
 
 
@@ -86,7 +87,7 @@ def test_latex_is_booktabs_with_bold_best_and_superscript_marks(tiny_aggregate) 
 def test_findings_name_the_best_method_its_significance_kind_patterns_and_noise(tiny_aggregate) -> None:
     aggregate, pairs = tiny_aggregate
     sentences = findings(aggregate, pairs, "document", [("ndcg", 10)], {"bm25": "bm25", "dense": "dense",
-                                                                        "hybrid": "rrf"}, 0.05)
+                                                                        "hybrid": "rrf"}, 0.05, 10000)
     assert sentences[0].startswith("On nDCG@10, dense (dense) is best with 0.800")
     assert "lead of +0.190 over hybrid (0.610) is significant (Holm-corrected p = 0.003, 9 questions won" in sentences[0]
     assert any(s.startswith("On exact-code questions, bm25 (lexical) beats dense (dense): nDCG@10 1.000 vs 0.400")
@@ -94,6 +95,19 @@ def test_findings_name_the_best_method_its_significance_kind_patterns_and_noise(
     assert any(s.startswith("On exact-code questions, hybrid (fusion) beats dense (dense)") for s in sentences)
     assert not any("bm25 (lexical) beats hybrid" in s for s in sentences)  # p = 0.5
     assert sentences[-1].startswith("On nDCG@10, every other method is significantly behind dense")
+
+
+def test_p_values_at_the_resampling_floor_print_as_bounds(tiny_aggregate) -> None:
+    """1,000 resamples: no sign flip as extreme gives p = 1/1001, which Holm doubles; neither is a measured value."""
+    assert format_p(1 / 1001, 1 / 1001, 1000) == "< 0.001"
+    assert format_p(2 / 1001, 1 / 1001, 1000) == "≤ 0.002"
+    assert format_p(0.0123, 0.0123, 1000) == "0.012"
+    assert format_p(1 / 11, 1 / 11, 10) == "≤ 0.091"  # the floor itself when it is above the printed precision
+    aggregate, pairs = tiny_aggregate
+    pairs = pairs.assign(p_randomization=pairs["p_randomization"].where(pairs["p_holm"] != 0.003, 1 / 1001),
+                         p_holm=pairs["p_holm"].where(pairs["p_holm"] != 0.003, 3 / 1001))
+    sentences = findings(aggregate, pairs, "document", [("ndcg", 10)], {}, 0.05, 1000)
+    assert "is significant (Holm-corrected p ≤ 0.003, 9 questions won" in sentences[0]
 
 
 def test_cost_counts_a_method_and_its_inputs_once_each() -> None:

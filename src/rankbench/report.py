@@ -132,7 +132,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
               for method, reason in sorted(degraded.items())]
     lines += ["", *leaks_section(leaks, methods)]
     lines += ["## Findings", ""]
-    lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha)]
+    lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha,
+                                                                    evaluation["bootstrap_resamples"])]
     lines.append("")
     full = [(metric, k) for metric in TABLE_METRICS for k in ks]
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):

@@ -303,6 +303,19 @@ def paired_comparison(
     }
 
 
+def format_p(p: float, p_raw: float, n_resamples: int, digits: int = 3) -> str:
+    """A p-value as text. When the raw Monte Carlo p sits at its floor 1/(resamples + 1), no resample was as extreme,
+    so p (Holm-scaled or not) is only a bound: "< 0.001" below the printed precision, else "≤ bound", never as a measured value."""
+    if np.isnan(p):
+        return "–"
+    unit = 10.0 ** -digits
+    if p < unit:
+        return f"< {unit:.{digits}f}"
+    if p_raw <= (1.0 + 1e-9) / (n_resamples + 1):
+        return f"≤ {np.ceil(p / unit - 1e-9) * unit:.{digits}f}"
+    return f"{p:.{digits}f}"
+
+
 def _empty_comparison() -> pd.DataFrame:
     """The comparison table with its columns and dtypes but no rows."""
     dtypes = {
