@@ -51,7 +51,7 @@ def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric
     detail = (f"Holm-corrected {_p(pair['p_holm'], pair['p_randomization'], resamples)}, "
               f"{int(pair['wins'])} questions won, {int(pair['ties'])} tied, "
               f"{int(pair['losses'])} lost")
-    near = "; it is smaller than one question's worth" if bool(pair["below_one_question"]) else ""
+    near = "; one question alone accounts for it" if bool(pair["below_one_question"]) else ""
     return f"{lead} {verdict} ({detail}){near} {where}."
 
 
