@@ -13,7 +13,7 @@ import pytest
 from rankbench.calibration import separation, thresholds, top1_scores
 from rankbench.cost import cost_table, method_stages
 from rankbench.errors import InputError
-from rankbench.failures import RANKING, RECALL, analyse, stage_log
+from rankbench.failures import RANKING, RECALL, analyse, failures_markdown, stage_log
 from rankbench.findings import findings
 from rankbench.frozen import read_lock
 from rankbench.history import append_records, history_frame, history_markdown, read_history
@@ -150,13 +150,30 @@ def test_failures_split_recall_and_ranking_failures_with_first_stage_ranks() -> 
     rr = failures[failures["method"] == "rr"].set_index(["qid", "failure"])
     assert rr.loc[("q1", "top 2"), "class"] == RANKING and rr.loc[("q1", "top 2"), "input_ranks"] == "bm25: rank 3"
     assert rr.loc[("q2", "top 2"), "class"] == RECALL and rr.loc[("q2", "top 2"), "input_ranks"] == "bm25: rank 4"
-    assert rr.loc[("q1", "rank 1"), "returned"] == "1. b — Doc B; 2. a — Doc A; 3. r1 — "
+    assert rr.loc[("q1", "rank 1"), "returned"] == "1. b — Doc B; 2. a — Doc A; 3. r1"  # no title: the id alone
     assert rr.loc[("q1", "rank 1"), "expected"] == "r1#x (3)" and rr.loc[("q2", "rank 1"), "expected"] == "r2 (2)"
     assert "q3" not in failures["qid"].tolist()
     assert set(failures[failures["method"] == "bm25"]["class"]) == {""}
     log = stage_log({"bm25": first, "rr": rerank}, specs, {}, depth=2)
     assert log[(log["method"] == "rr") & (log["qid"] == "q2")][["stage", "chunk_id"]].values.tolist() == [
         ["bm25", "a#x"], ["bm25", "b#x"], ["rr", "c#x"], ["rr", "a#x"]]
+
+
+def test_failures_page_is_capped_lists_a_question_once_and_sorts_numeric_ids_as_numbers() -> None:
+    """BEIR-like: numeric ids, empty titles, 30 questions that all miss the top 1 (so fail at rank 1 too)."""
+    qids = [str(q) for q in range(1, 31)]
+    run = _run([(q, 1, "x#", "x", 1.0) for q in qids])
+    qrels = pd.DataFrame({"grain": "document", "qid": qids, "item_id": "r", "grade": 1})
+    questions = pd.DataFrame({"qid": qids, "question": "?", "kind": "beir"})
+    labels = pd.DataFrame({"qid": qids, "doc_id": "r", "section": None, "grade": 1})
+    specs = {"bm25": {"type": "bm25"}}
+    failures = analyse({"bm25": run}, specs, {"bm25": qrels}, questions, labels, {"x": ""}, "document", k=1)
+    assert failures["qid"].tolist()[:11] == [str(q) for q in range(1, 12)]
+    page = failures_markdown(failures, specs, "document", 1, 30, "test")
+    rows = [line for line in page.splitlines() if line.startswith("| ") and not line.startswith("| qid")]
+    assert [row.split(" | ")[0][2:] for row in rows] == [str(q) for q in range(1, 21)]
+    assert "… and 10 more failing questions" in page and "| beir |" not in page
+    assert rows[0].endswith("| 1. x |")
 
 
 def test_calibration_thresholds_count_shares_of_each_side() -> None:

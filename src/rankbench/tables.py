@@ -20,6 +20,12 @@ CSV_COLUMNS = ["method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_h
                "p_holm", "significant", "below_one_question", "best", "cell"]
 
 
+def natural_order(values: pd.Series) -> pd.Series:
+    """Sort key for ids: digit runs compare as numbers (2 before 10, q2 before q10); a sort_values `key`."""
+    return values.map(lambda v: tuple(int(part) if i % 2 else part
+                                      for i, part in enumerate(re.split(r"(\d+)", str(v)))))
+
+
 def metric_label(metric: str, k: int) -> str:
     """Column heading such as nDCG@10 (k = 0 means no cut-off)."""
     name = METRIC_NAMES.get(metric, metric)
