@@ -303,10 +303,11 @@ def test_diff_treats_missing_fields_as_equal_and_shows_them_empty() -> None:
     """BEIR questions have no as_of (None): two versions sharing a question must not differ on it."""
     qa = pd.DataFrame({"qid": ["1", "2"], "question": ["a", "b"], "kind": "beir", "audience": "public",
                        "as_of": None})
-    qb = qa.assign(as_of=[None, "2025-01-01"])
+    qb = pd.concat([qa.assign(as_of=[None, "2025-01-01"]),
+                    pd.DataFrame({"qid": ["10"], "question": ["c"], "kind": "beir", "audience": "public"})])
     labels = pd.DataFrame({"qid": ["1", "2"], "doc_id": ["d1", "d2"], "section": None, "grade": [1, 1]})
     changes = question_changes(qa, labels, qb, labels)
-    assert changes.values.tolist() == [["2", "as_of", "", "2025-01-01"]]
+    assert changes.values.tolist() == [["2", "as_of", "", "2025-01-01"], ["10", "added", "", "c"]]  # 2 before 10
 
 
 def _append_many(path: str, writer: int, count: int) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from rankbench.tables import markdown_grid, metric_label
+from rankbench.tables import markdown_grid, metric_label, natural_key, natural_order
 
 CHANGE_COLUMNS = ["qid", "change", "before", "after"]
 FIELDS = ("question", "kind", "audience", "as_of")
@@ -42,7 +42,8 @@ def question_changes(questions_a: pd.DataFrame, labels_a: pd.DataFrame, question
                   "after": after[q]} for q in changed]
     la, lb = _labels_text(labels_a).reindex(common).fillna(""), _labels_text(labels_b).reindex(common).fillna("")
     rows += [{"qid": q, "change": "labels", "before": la[q], "after": lb[q]} for q in common[(la != lb).to_numpy()]]
-    return pd.DataFrame(rows, columns=CHANGE_COLUMNS).sort_values(["qid", "change"], ignore_index=True)
+    return pd.DataFrame(rows, columns=CHANGE_COLUMNS).sort_values(["qid", "change"], key=natural_order,
+                                                                   ignore_index=True)
 
 
 def _values(per_query: pd.DataFrame, grain: str, metric: str, k: int) -> pd.Series:
@@ -91,8 +92,10 @@ def diff_summary(changes: pd.DataFrame, table: pd.DataFrame, flipped: pd.DataFra
     order = rankings(table, metric, k)
     return {
         "a": {"version": a["version"], "sha256": a["sha256"]}, "b": {"version": b["version"], "sha256": b["sha256"]},
-        "changes": {change: sorted(changes[changes["change"] == change]["qid"]) for change in sorted(set(changes["change"]))},
-        "flips": {method: {f"{flip}@{k}": sorted(group[(group["flip"] == flip) & (group["k"] == k)]["qid"])
+        "changes": {change: sorted(changes[changes["change"] == change]["qid"], key=natural_key)
+                    for change in sorted(set(changes["change"]))},
+        "flips": {method: {f"{flip}@{k}": sorted(group[(group["flip"] == flip) & (group["k"] == k)]["qid"],
+                                                 key=natural_key)
                            for k in sorted(set(group["k"])) for flip in ("found", "lost")}
                   for method, group in flipped.groupby("method")},
         "ranking_metric": f"{metric}@{k}", "rankings": order,

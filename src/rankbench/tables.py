@@ -20,10 +20,14 @@ CSV_COLUMNS = ["method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_h
                "p_holm", "significant", "below_one_question", "best", "cell"]
 
 
+def natural_key(value: object) -> tuple:
+    """Sort key for an id: its digit runs compare as numbers (2 before 10, q2 before q10)."""
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(re.split(r"(\d+)", str(value))))
+
+
 def natural_order(values: pd.Series) -> pd.Series:
-    """Sort key for ids: digit runs compare as numbers (2 before 10, q2 before q10); a sort_values `key`."""
-    return values.map(lambda v: tuple(int(part) if i % 2 else part
-                                      for i, part in enumerate(re.split(r"(\d+)", str(v)))))
+    """natural_key of every value: a sort_values `key`."""
+    return values.map(natural_key)
 
 
 def metric_label(metric: str, k: int) -> str:
