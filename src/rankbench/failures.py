@@ -11,7 +11,7 @@ import pandas as pd
 
 from rankbench.config import method_inputs
 from rankbench.runs import collapse_to_documents
-from rankbench.tables import markdown_grid, natural_order
+from rankbench.tables import markdown_grid, natural_key, natural_order
 
 FAILURE_COLUMNS = ["method", "qid", "kind", "question", "failure", "first_relevant_rank", "expected", "returned",
                    "class", "input_ranks"]
@@ -39,11 +39,15 @@ def pool_depth(spec: Mapping[str, Any]) -> int | None:
     return spec.get("depth", 30) if spec["type"] == "rerank" else None
 
 
-def _expected(labels: pd.DataFrame, threshold: int) -> pd.Series:
-    rows = labels[labels["grade"] >= threshold].sort_values(["qid", "grade", "doc_id"], ascending=[True, False, True])
+def _expected(labels: pd.DataFrame, threshold: int, shown: int = 5) -> pd.Series:
+    """Per question, its relevant labels (best grade first, ids in natural order), the first `shown` then a count."""
+    rows = labels[labels["grade"] >= threshold]
+    rows = rows.assign(natural=rows["doc_id"].map(natural_key)).sort_values(
+        ["qid", "grade", "natural"], ascending=[True, False, True])
     text = rows["doc_id"] + rows["section"].map(lambda s: f"#{s}" if isinstance(s, str) and s else "") \
         + " (" + rows["grade"].astype(str) + ")"
-    return text.groupby(rows["qid"]).agg(", ".join)
+    return text.groupby(rows["qid"]).agg(
+        lambda items: ", ".join(items[:shown]) + (f", … {len(items) - shown} more" if len(items) > shown else ""))
 
 
 def _returned(run: pd.DataFrame, grain: str, titles: Mapping[str, str], n: int) -> pd.Series:

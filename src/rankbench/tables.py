@@ -15,7 +15,8 @@ METRIC_NAMES = {"hit": "hit", "recall": "R", "precision": "P", "rr": "MRR", "ndc
 TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
 BETTER, WORSE, NEAR = "↑", "↓", "°"
 LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
-_NUMBER = re.compile(r"^(\*\*)?[-–+]?[\d.]*\d|^–$")
+# A cell that is a number: bold, marks, a CI or (n=…) may surround it; "1. doc — title" or a date is text.
+_NUMBER = re.compile(r"^(\*\*)?[-–+]?\d[\d.]*%?(\*\*)?[↑↓°]*( \[[^\]]*\]| \(n=\d+\))?[↑↓°]*$|^–$")
 CSV_COLUMNS = ["method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high", "n", "baseline", "diff",
                "p_holm", "significant", "below_one_question", "best", "cell"]
 
