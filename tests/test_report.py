@@ -10,17 +10,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.calibration import separation, thresholds, top1_scores
+from rankbench.calibration import calibration_markdown, separation, thresholds, top1_scores
 from rankbench.cost import cost_table, method_stages
 from rankbench.errors import InputError
 from rankbench.failures import RANKING, RECALL, analyse, failures_markdown, stage_log
-from rankbench.findings import findings
+from rankbench.findings import findings, kind_patterns
 from rankbench.frozen import read_lock
 from rankbench.history import append_records, history_frame, history_markdown, read_history
 from rankbench.pooling import import_labels, pool, read_filled, write_pool
 from rankbench.provenance import canonical_config, config_hash, report_settings
 from rankbench.qset_diff import diff_summary, flips, question_changes, version_metrics
-from rankbench.report import judge_section
+from rankbench.report import judge_section, labels_section, leaks_section
 from rankbench.stats import format_p
 from rankbench.tables import csv_table, latex_table, marked, markdown_grid, wide
 
@@ -86,6 +86,8 @@ def test_latex_is_booktabs_with_bold_best_and_superscript_marks(tiny_aggregate) 
 
 def test_findings_name_the_best_method_its_significance_kind_patterns_and_noise(tiny_aggregate) -> None:
     aggregate, pairs = tiny_aggregate
+    aggregate = pd.concat([aggregate, pd.DataFrame([aggregate_row(m, 0.7, kind="paraphrase", n=32)
+                                                    for m in ("bm25", "dense", "hybrid")])], ignore_index=True)
     sentences = findings(aggregate, pairs, "document", [("ndcg", 10)], {"bm25": "bm25", "dense": "dense",
                                                                         "hybrid": "rrf"}, 0.05, 10000)
     assert sentences[0].startswith("On nDCG@10, dense (dense) is best with 0.800")
@@ -342,3 +344,27 @@ def test_history_page_has_one_row_per_run_and_version() -> None:
     rows = [line for line in page.splitlines() if line.startswith("| ") and not line.startswith("| run")]
     assert len(rows) == 6
     assert rows[2].split(" | ")[1:] == ["2026-01-02", "v1", "s-v1", "c2", "", "", "0.200", "0.200 |"]
+
+
+def test_pages_say_not_applicable_for_what_the_data_lacks(tiny_aggregate) -> None:
+    """BEIR-like data: no staff-only document, no as_of, one question kind, no unanswerable question."""
+    leaks = pd.DataFrame([{"method": m, "leak": "staff", "k": k, "mean": 0.0, "n_with_leak": 0, "n_questions": 12}
+                          for m in ("bm25", "dense") for k in (1, 10)])
+    assert leaks_section(leaks, ["bm25", "dense"], staff_documents=0) == [
+        "## Leaks", "", "Not applicable (no staff-only document, no question with an `as_of`).", ""]
+    shown = "\n".join(leaks_section(leaks, ["bm25", "dense"], staff_documents=3))
+    assert "| bm25 | 0/12 (0.00) | 0/12 (0.00) |" in shown and "Out of date: not applicable" in shown
+    top1 = pd.DataFrame({"method": "bm25", "qid": ["1", "2"], "kind": "beir", "answerable": True, "score": [2.0, 1.0]})
+    page = calibration_markdown(top1, thresholds(top1), "test")
+    assert "Not applicable (no unanswerable question" in page and "nan%" not in page and "**" not in page
+    aggregate, pairs = tiny_aggregate
+    one_kind = aggregate[aggregate["kind"] == "all"]
+    assert kind_patterns(one_kind, pairs, "document", [("ndcg", 10)], {}, 0.05, 1000) == []
+
+
+def test_labels_section_never_says_no_findings_beside_a_lost_label() -> None:
+    validation = "# Label validation: question-set version v1\n\nNo findings.\n"
+    unmapped = pd.DataFrame({"qid": ["q10", "q2"], "doc_id": ["d1", "d2"], "section": ["gone", "gone"], "grade": 2})
+    text = "\n".join(labels_section(validation, unmapped))
+    assert "No findings" not in text and "- **labels that map to no chunk**: 2 (q2, q10)" in text
+    assert "No findings." in "\n".join(labels_section(validation, unmapped.iloc[:0]))

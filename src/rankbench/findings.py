@@ -57,7 +57,10 @@ def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric
 
 def kind_patterns(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metrics: Sequence[tuple[str, int]],
                   types: Mapping[str, str], alpha: float, resamples: int) -> list[str]:
-    """Per question kind, every pair of methods whose difference survives Holm correction (metrics grouped)."""
+    """Per question kind, every pair of methods whose difference survives Holm correction (metrics grouped);
+    nothing when the questions are all of one kind (the all-questions findings say it already)."""
+    if len(set(aggregate["kind"]) - {ALL_KINDS}) < 2:
+        return []
     found: dict[tuple[str, str, str], list[str]] = {}
     for metric, k in metrics:
         rows = pairs[(pairs["grain"] == grain) & (pairs["kind"] != ALL_KINDS) & (pairs["metric"] == metric)

@@ -6,6 +6,7 @@ rule comparison_table:
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
         leaks=f"{R}/{{qset}}/leaks.parquet",
+        documents=f"{R}/corpus/documents.parquet",
         reranked=lambda wildcards: [
             run_path(m, wildcards.qset) for m in methods_of_type("rerank")
         ],

@@ -20,6 +20,7 @@ def main(snakemake):
     p = snakemake.params
     aggregate, pairs = pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.pairs)
     questions = pd.read_parquet(snakemake.input.questions)
+    documents = pd.read_parquet(snakemake.input.documents, columns=["audience"])
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     unmapped = pd.concat([pd.read_parquet(path) for path in snakemake.input.unmapped], ignore_index=True)
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
@@ -33,7 +34,8 @@ def main(snakemake):
     agreement = Path(p.judge_agreement) if p.judge_agreement else None
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
                            Path(snakemake.input.validation).read_text(), unmapped, p.config_json,
-                           p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks), degraded,
+                           p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
+                           int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
                            judged=agreement is not None)
     table = marked(aggregate, p.report["alpha"])
