@@ -19,7 +19,8 @@ from rankbench.frozen import read_lock
 from rankbench.history import append_records, history_frame, history_markdown, read_history
 from rankbench.pooling import import_labels, pool, read_filled, write_pool
 from rankbench.provenance import canonical_config, config_hash, report_settings
-from rankbench.qset_diff import diff_summary, flips, question_changes, version_metrics
+from rankbench.qset_diff import (CHANGE_COLUMNS, diff_markdown, diff_summary, flips, question_changes,
+                                 version_metrics)
 from rankbench.report import judge_section, labels_section, leaks_section
 from rankbench.stats import format_p
 from rankbench.tables import csv_table, latex_table, marked, markdown_grid, wide
@@ -368,3 +369,14 @@ def test_labels_section_never_says_no_findings_beside_a_lost_label() -> None:
     text = "\n".join(labels_section(validation, unmapped))
     assert "No findings" not in text and "- **labels that map to no chunk**: 2 (q2, q10)" in text
     assert "No findings." in "\n".join(labels_section(validation, unmapped.iloc[:0]))
+
+
+def test_diff_page_shows_tied_methods_as_equal_under_the_metric_label() -> None:
+    same = _per_query([("1", "ndcg", 10, 0.5), ("2", "ndcg", 10, 1.0)])
+    a = {"bm25": same, "bm25-rm3": same, "dense": _per_query([("1", "ndcg", 10, 0.1), ("2", "ndcg", 10, 0.2)])}
+    table = version_metrics(a, a, "document", [("ndcg", 10)])
+    changes, flipped = pd.DataFrame(columns=CHANGE_COLUMNS), flips(a, a, "document", [10])
+    summary = diff_summary(changes, table, flipped, {"version": "v1", "sha256": "a"}, {"version": "v2", "sha256": "b"},
+                           [("ndcg", 10)])
+    page = diff_markdown(summary, changes, table, flipped, "document")
+    assert "on nDCG@10 is the same on both versions: bm25 = bm25-rm3 > dense" in page

@@ -104,6 +104,15 @@ def diff_summary(changes: pd.DataFrame, table: pd.DataFrame, flipped: pd.DataFra
     }
 
 
+def _ranking_text(table: pd.DataFrame, column: str, metric: str, k: int) -> str:
+    """Methods best first on one column, "=" between equal means (to 3 decimals, as printed), ">" otherwise."""
+    rows = table[(table["metric"] == metric) & (table["k"] == k)].sort_values([column, "method"],
+                                                                            ascending=[False, True])
+    means = [f"{v:.3f}" for v in rows[column]]
+    return "".join(("" if i == 0 else " = " if means[i] == means[i - 1] else " > ") + method
+                   for i, method in enumerate(rows["method"]))
+
+
 def diff_markdown(summary: Mapping[str, Any], changes: pd.DataFrame, table: pd.DataFrame, flipped: pd.DataFrame,
                   grain: str) -> str:
     """The diff page: what changed in the questions, what it does to each method, and to the ranking."""
@@ -112,15 +121,17 @@ def diff_markdown(summary: Mapping[str, Any], changes: pd.DataFrame, table: pd.D
     lines = [f"# Question-set versions {va} → {vb}", "",
              f"- {va}: sha256 `{summary['a']['sha256']}`", f"- {vb}: sha256 `{summary['b']['sha256']}`",
              f"- changes: {counts}", ""]
-    metric_name = summary["ranking_metric"]
+    metric, _, k = summary["ranking_metric"].partition("@")
+    metric_name = metric_label(metric, int(k))
+    order = {column: _ranking_text(table, column, metric, int(k))
+             for column in ("a_all", "b_all", "a_common", "b_common")}
     if summary["ranking_changed"]:
-        lines.append(f"- **the ranking of methods on {metric_name} changed**: {va}: {' > '.join(summary['rankings']['a_all'])}; "
-                     f"{vb}: {' > '.join(summary['rankings']['b_all'])}")
+        lines.append(f"- **the ranking of methods on {metric_name} changed**: {va}: {order['a_all']}; "
+                     f"{vb}: {order['b_all']}")
     else:
-        lines.append(f"- the ranking of methods on {metric_name} is the same on both versions: "
-                     f"{' > '.join(summary['rankings']['a_all'])}")
+        lines.append(f"- the ranking of methods on {metric_name} is the same on both versions: {order['a_all']}")
     lines.append(f"- on the questions common to both: {'changed' if summary['ranking_changed_on_common'] else 'same'} "
-                 f"({va}: {' > '.join(summary['rankings']['a_common'])}; {vb}: {' > '.join(summary['rankings']['b_common'])})")
+                 f"({va}: {order['a_common']}; {vb}: {order['b_common']})")
     lines += ["", "## Questions", ""]
     if changes.empty:
         lines += ["No question was added, removed or changed.", ""]
