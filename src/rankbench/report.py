@@ -150,10 +150,11 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         "`cost.md` (timings vary from run to run, so they are kept off this page).",
         "",
     ]
-    lines += [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
-    lines += [f"- **{method} is degraded**: its scorer failed ({reason}), so the run is its input run's order."
+    notes = [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
+    notes += [f"- **{method} is degraded**: its scorer failed ({reason}), so the run is its input run's order."
               for method, reason in sorted(degraded.items())]
-    lines += ["", *leaks_section(leaks, methods, staff_documents)]
+    lines += [*notes, ""] if notes else []
+    lines += leaks_section(leaks, methods, staff_documents)
     lines += ["## Findings", ""]
     lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha,
                                                                     evaluation["bootstrap_resamples"])]
