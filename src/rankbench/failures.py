@@ -154,5 +154,6 @@ def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, A
         frame = table[list(columns)].rename(columns=columns).map(_cell).set_index("qid")
         lines += [markdown_grid(frame), ""]
         if len(once) > shown:
-            lines += [f"… and {len(once) - shown} more failing questions (`failures.parquet`).", ""]
+            rest = len(once) - shown
+            lines += [f"… and {rest} more failing question{'s' if rest > 1 else ''} (`failures.parquet`).", ""]
     return "\n".join(lines)
