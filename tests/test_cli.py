@@ -55,6 +55,21 @@ def test_eval_prints_and_writes_means_equal_to_pytrec_eval(tmp_path: Path, capsy
     assert other[["diff", "p_randomization", "p_holm", "p_t"]].notna().all().all()
 
 
+def test_eval_prints_a_p_at_the_resampling_floor_as_a_bound(tmp_path: Path, capsys) -> None:
+    """30 questions all better: no sign flip of 100 is as extreme, p = 1/101 is a bound, not a measured 0.0099."""
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("".join(f"q{q} 0 d1 1\n" for q in range(30)))
+    runs = []
+    for name, rank in (("base", 5), ("better", 1)):
+        runs.append(tmp_path / f"{name}.trec")
+        runs[-1].write_text("".join(f"q{q} Q0 d{d} {r} {10 - r} {name}\n" for q in range(30)
+                                    for r, d in enumerate([9, 8, 7, 6, 5][:rank - 1] + [1], 1)))
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--run", str(runs[1]), "--metrics", "rr@10",
+                 "--resamples", "100"]) == 0
+    printed = capsys.readouterr().out
+    assert "≤ 0.0100" in printed and "0.0099" not in printed
+
+
 def test_eval_per_query(tmp_path: Path, capsys) -> None:
     qrels, runs = write_case(tmp_path)
     out = tmp_path / "per_query.parquet"

@@ -4,22 +4,25 @@ history and pooling; every expected value is worked out by hand."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.calibration import separation, thresholds, top1_scores
+from rankbench.calibration import calibration_markdown, separation, thresholds, top1_scores
 from rankbench.cost import cost_table, method_stages
 from rankbench.errors import InputError
-from rankbench.failures import RANKING, RECALL, analyse, stage_log
-from rankbench.findings import findings
+from rankbench.failures import RANKING, RECALL, analyse, failures_markdown, stage_log
+from rankbench.findings import findings, kind_patterns
 from rankbench.frozen import read_lock
-from rankbench.history import append_records, read_history
+from rankbench.history import append_records, history_frame, history_markdown, read_history
 from rankbench.pooling import import_labels, pool, read_filled, write_pool
 from rankbench.provenance import canonical_config, config_hash, report_settings
-from rankbench.qset_diff import diff_summary, flips, question_changes, version_metrics
-from rankbench.report import judge_section
+from rankbench.qset_diff import (CHANGE_COLUMNS, diff_markdown, diff_summary, flips, question_changes,
+                                 version_metrics)
+from rankbench.report import judge_section, labels_section, leaks_section
+from rankbench.stats import format_p
 from rankbench.tables import csv_table, latex_table, marked, markdown_grid, wide
 
 
@@ -84,8 +87,10 @@ def test_latex_is_booktabs_with_bold_best_and_superscript_marks(tiny_aggregate) 
 
 def test_findings_name_the_best_method_its_significance_kind_patterns_and_noise(tiny_aggregate) -> None:
     aggregate, pairs = tiny_aggregate
+    aggregate = pd.concat([aggregate, pd.DataFrame([aggregate_row(m, 0.7, kind="paraphrase", n=32)
+                                                    for m in ("bm25", "dense", "hybrid")])], ignore_index=True)
     sentences = findings(aggregate, pairs, "document", [("ndcg", 10)], {"bm25": "bm25", "dense": "dense",
-                                                                        "hybrid": "rrf"}, 0.05)
+                                                                        "hybrid": "rrf"}, 0.05, 10000)
     assert sentences[0].startswith("On nDCG@10, dense (dense) is best with 0.800")
     assert "lead of +0.190 over hybrid (0.610) is significant (Holm-corrected p = 0.003, 9 questions won" in sentences[0]
     assert any(s.startswith("On exact-code questions, bm25 (lexical) beats dense (dense): nDCG@10 1.000 vs 0.400")
@@ -93,6 +98,19 @@ def test_findings_name_the_best_method_its_significance_kind_patterns_and_noise(
     assert any(s.startswith("On exact-code questions, hybrid (fusion) beats dense (dense)") for s in sentences)
     assert not any("bm25 (lexical) beats hybrid" in s for s in sentences)  # p = 0.5
     assert sentences[-1].startswith("On nDCG@10, every other method is significantly behind dense")
+
+
+def test_p_values_at_the_resampling_floor_print_as_bounds(tiny_aggregate) -> None:
+    """1,000 resamples: no sign flip as extreme gives p = 1/1001, which Holm doubles; neither is a measured value."""
+    assert format_p(1 / 1001, 1 / 1001, 1000) == "< 0.001"
+    assert format_p(2 / 1001, 1 / 1001, 1000) == "≤ 0.002"
+    assert format_p(0.0123, 0.0123, 1000) == "0.012"
+    assert format_p(1 / 11, 1 / 11, 10) == "≤ 0.091"  # the floor itself when it is above the printed precision
+    aggregate, pairs = tiny_aggregate
+    pairs = pairs.assign(p_randomization=pairs["p_randomization"].where(pairs["p_holm"] != 0.003, 1 / 1001),
+                         p_holm=pairs["p_holm"].where(pairs["p_holm"] != 0.003, 3 / 1001))
+    sentences = findings(aggregate, pairs, "document", [("ndcg", 10)], {}, 0.05, 1000)
+    assert "is significant (Holm-corrected p ≤ 0.003, 9 questions won" in sentences[0]
 
 
 def test_cost_counts_a_method_and_its_inputs_once_each() -> None:
@@ -135,13 +153,30 @@ def test_failures_split_recall_and_ranking_failures_with_first_stage_ranks() -> 
     rr = failures[failures["method"] == "rr"].set_index(["qid", "failure"])
     assert rr.loc[("q1", "top 2"), "class"] == RANKING and rr.loc[("q1", "top 2"), "input_ranks"] == "bm25: rank 3"
     assert rr.loc[("q2", "top 2"), "class"] == RECALL and rr.loc[("q2", "top 2"), "input_ranks"] == "bm25: rank 4"
-    assert rr.loc[("q1", "rank 1"), "returned"] == "1. b — Doc B; 2. a — Doc A; 3. r1 — "
+    assert rr.loc[("q1", "rank 1"), "returned"] == "1. b — Doc B; 2. a — Doc A; 3. r1"  # no title: the id alone
     assert rr.loc[("q1", "rank 1"), "expected"] == "r1#x (3)" and rr.loc[("q2", "rank 1"), "expected"] == "r2 (2)"
     assert "q3" not in failures["qid"].tolist()
     assert set(failures[failures["method"] == "bm25"]["class"]) == {""}
     log = stage_log({"bm25": first, "rr": rerank}, specs, {}, depth=2)
     assert log[(log["method"] == "rr") & (log["qid"] == "q2")][["stage", "chunk_id"]].values.tolist() == [
         ["bm25", "a#x"], ["bm25", "b#x"], ["rr", "c#x"], ["rr", "a#x"]]
+
+
+def test_failures_page_is_capped_lists_a_question_once_and_sorts_numeric_ids_as_numbers() -> None:
+    """BEIR-like: numeric ids, empty titles, 30 questions that all miss the top 1 (so fail at rank 1 too)."""
+    qids = [str(q) for q in range(1, 31)]
+    run = _run([(q, 1, "x#", "x", 1.0) for q in qids])
+    qrels = pd.DataFrame({"grain": "document", "qid": qids, "item_id": "r", "grade": 1})
+    questions = pd.DataFrame({"qid": qids, "question": "?", "kind": "beir"})
+    labels = pd.DataFrame({"qid": qids, "doc_id": "r", "section": None, "grade": 1})
+    specs = {"bm25": {"type": "bm25"}}
+    failures = analyse({"bm25": run}, specs, {"bm25": qrels}, questions, labels, {"x": ""}, "document", k=1)
+    assert failures["qid"].tolist()[:11] == [str(q) for q in range(1, 12)]
+    page = failures_markdown(failures, specs, "document", 1, 30, "test")
+    rows = [line for line in page.splitlines() if line.startswith("| ") and not line.startswith("| qid")]
+    assert [row.split(" | ")[0][2:] for row in rows] == [str(q) for q in range(1, 21)]
+    assert "… and 10 more failing questions" in page and "| beir |" not in page
+    assert rows[0].endswith("| 1. x |")
 
 
 def test_calibration_thresholds_count_shares_of_each_side() -> None:
@@ -265,3 +300,83 @@ def test_judge_section_shows_the_agreement_or_says_how_to_measure_it() -> None:
     lines = "\n".join(judge_section(agreement))
     assert "| all | 27 | 0.593 | -0.072 | -0.31 to 0.28 |" in lines and "| paraphrase | 1 | 0.000 | 0.000 | – |" in lines
     assert "snakemake llm" in "\n".join(judge_section(None))
+
+
+def test_diff_treats_missing_fields_as_equal_and_shows_them_empty() -> None:
+    """BEIR questions have no as_of (None): two versions sharing a question must not differ on it."""
+    qa = pd.DataFrame({"qid": ["1", "2"], "question": ["a", "b"], "kind": "beir", "audience": "public",
+                       "as_of": None})
+    qb = pd.concat([qa.assign(as_of=[None, "2025-01-01"]),
+                    pd.DataFrame({"qid": ["10"], "question": ["c"], "kind": "beir", "audience": "public"})])
+    labels = pd.DataFrame({"qid": ["1", "2"], "doc_id": ["d1", "d2"], "section": None, "grade": [1, 1]})
+    changes = question_changes(qa, labels, qb, labels)
+    assert changes.values.tolist() == [["2", "as_of", "", "2025-01-01"], ["10", "added", "", "c"]]  # 2 before 10
+
+
+def _append_many(path: str, writer: int, count: int) -> None:
+    for i in range(count):
+        record = {"dataset": "d", "qset": "v1", "method": f"m{writer}-{i}", "config_sha256": "c",
+                  "metrics": {"ndcg@10": i / count}}
+        append_records(path, [record], f"writer {writer}")
+
+
+def test_concurrent_appends_lose_and_corrupt_no_record(tmp_path) -> None:
+    """Runs of several configs share results/history.jsonl: real processes appending at once lose nothing."""
+    path, writers, count = str(tmp_path / "history.jsonl"), 4, 25
+    context = multiprocessing.get_context("fork")
+    processes = [context.Process(target=_append_many, args=(path, w, count)) for w in range(writers)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    records = read_history(path)  # every line parses
+    assert sorted(r["method"] for r in records) == sorted(f"m{w}-{i}" for w in range(writers) for i in range(count))
+    assert sorted(r["run"] for r in records) == list(range(1, writers * count + 1))
+
+
+def test_history_page_has_one_row_per_run_and_version() -> None:
+    """Three runs of two versions and two methods: six rows, not the product of runs, dates, configs and labels."""
+    records = [{"dataset": "d", "qset": qset, "qset_sha256": f"s-{qset}", "config_sha256": f"c{run}",
+                "label": f"try {run}" if run != 2 else None, "note": None, "method": method, "grain": "document",
+                "metrics": {"rr@10": run / 10}, "date": f"2026-01-0{run}", "run": run}
+               for run in (1, 2, 3) for qset in ("v1", "v2") for method in ("bm25", "dense")]
+    page = history_markdown(history_frame(records, "d"), "rr@10")
+    rows = [line for line in page.splitlines() if line.startswith("| ") and not line.startswith("| run")]
+    assert len(rows) == 6
+    assert rows[2].split(" | ")[1:] == ["2026-01-02", "v1", "s-v1", "c2", "", "", "0.200", "0.200 |"]
+
+
+def test_pages_say_not_applicable_for_what_the_data_lacks(tiny_aggregate) -> None:
+    """BEIR-like data: no staff-only document, no as_of, one question kind, no unanswerable question."""
+    leaks = pd.DataFrame([{"method": m, "leak": "staff", "k": k, "mean": 0.0, "n_with_leak": 0, "n_questions": 12}
+                          for m in ("bm25", "dense") for k in (1, 10)])
+    assert leaks_section(leaks, ["bm25", "dense"], staff_documents=0) == [
+        "## Leaks", "", "Not applicable (no staff-only document, no question with an `as_of`).", ""]
+    shown = "\n".join(leaks_section(leaks, ["bm25", "dense"], staff_documents=3))
+    assert "| bm25 | 0/12 (0.00) | 0/12 (0.00) |" in shown and "Out of date: not applicable" in shown
+    top1 = pd.DataFrame({"method": "bm25", "qid": ["1", "2"], "kind": "beir", "answerable": True, "score": [2.0, 1.0]})
+    page = calibration_markdown(top1, thresholds(top1), "test")
+    assert "Not applicable (no unanswerable question" in page and "nan%" not in page and "**" not in page
+    aggregate, pairs = tiny_aggregate
+    one_kind = aggregate[aggregate["kind"] == "all"]
+    assert kind_patterns(one_kind, pairs, "document", [("ndcg", 10)], {}, 0.05, 1000) == []
+
+
+def test_labels_section_never_says_no_findings_beside_a_lost_label() -> None:
+    validation = "# Label validation: question-set version v1\n\nNo findings.\n"
+    unmapped = pd.DataFrame({"qid": ["q10", "q2"], "doc_id": ["d1", "d2"], "section": ["gone", "gone"], "grade": 2})
+    text = "\n".join(labels_section(validation, unmapped))
+    assert "No findings" not in text and "- **labels that map to no chunk**: 2 (q2, q10)" in text
+    assert "No findings." in "\n".join(labels_section(validation, unmapped.iloc[:0]))
+
+
+def test_diff_page_shows_tied_methods_as_equal_under_the_metric_label() -> None:
+    same = _per_query([("1", "ndcg", 10, 0.5), ("2", "ndcg", 10, 1.0)])
+    a = {"bm25": same, "bm25-rm3": same, "dense": _per_query([("1", "ndcg", 10, 0.1), ("2", "ndcg", 10, 0.2)])}
+    table = version_metrics(a, a, "document", [("ndcg", 10)])
+    changes, flipped = pd.DataFrame(columns=CHANGE_COLUMNS), flips(a, a, "document", [10])
+    summary = diff_summary(changes, table, flipped, {"version": "v1", "sha256": "a"}, {"version": "v2", "sha256": "b"},
+                           [("ndcg", 10)])
+    page = diff_markdown(summary, changes, table, flipped, "document")
+    assert "on nDCG@10 is the same on both versions: bm25 = bm25-rm3 > dense" in page

@@ -91,7 +91,7 @@ def test_v1_to_v2_diff_shows_added_questions_corrected_labels_and_the_ranking_ch
     assert summary["changes"] == {"added": [f"q0{n}" for n in range(51, 59)], "labels": ["q005", "q009"]}
     page = (demo / BASE / "diffs/v1-vs-v2.md").read_text()
     assert "- changes: 8 added, 2 labels" in page
-    assert ("ranking of methods on ndcg@10 changed" in page) == summary["ranking_changed"]
+    assert ("ranking of methods on nDCG@10 changed" in page) == summary["ranking_changed"]
     # v2 only adds questions, so v1's common questions are all of v1's: the top method is v1's best on nDCG@10.
     v1 = pd.read_parquet(demo / BASE / "v1/aggregate.parquet").query(
         "grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")

@@ -66,11 +66,19 @@ def separation(top1: pd.DataFrame) -> pd.DataFrame:
 
 
 def calibration_markdown(top1: pd.DataFrame, table: pd.DataFrame, qset: str) -> str:
-    """Separation per method, then each method's threshold table with its fewest-errors threshold in bold."""
+    """Separation per method, then each method's threshold table with its fewest-errors threshold in bold; one line
+    when the version has no unanswerable (or no answerable) question, as there is nothing to separate."""
+    title = f"# Abstention calibration: question-set version {qset}"
+    answerable = top1.drop_duplicates("qid")["answerable"]
+    if answerable.all() or not answerable.any():
+        missing = "unanswerable" if answerable.all() else "answerable"
+        return (f"{title}\n\nNot applicable (no {missing} question: every question of this version "
+                f"{'has' if missing == 'unanswerable' else 'lacks'} a relevant label), so no abstention threshold "
+                "can be calibrated.\n")
     summary = separation(top1).set_index("method")
     for column in ("median_answerable", "median_unanswerable", "auc"):
         summary[column] = summary[column].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}")
-    lines = [f"# Abstention calibration: question-set version {qset}", "",
+    lines = [title, "",
              "Answerable: questions with a relevant label; unanswerable: without one. A method that should say "
              "\"I don't know\" below a top-1 score threshold wrongly abstains on the answerable questions below it "
              "and wrongly answers the unanswerable ones at or above it. AUC: chance that an answerable question's "

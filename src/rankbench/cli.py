@@ -16,6 +16,7 @@ from rankbench.files import write_parquet
 from rankbench.frozen import freeze
 from rankbench.metrics import GAINS, METRICS_AT_K, METRICS_FULL, POLLUTION_METRICS
 from rankbench.runs import unmatched
+from rankbench.stats import format_p
 from rankbench.trec import read_qrels, read_run
 
 # trec_eval / ir-measures names accepted for ours (case-insensitive); trec_eval's cut families need a cutoff.
@@ -97,8 +98,9 @@ def _number(value: float, signed: bool = False) -> str:
     return f"{value:+.4f}" if signed else f"{value:.4f}"
 
 
-def summary_text(summary: pd.DataFrame) -> str:
-    """The summary as an aligned text table: mean and CI per run and metric, the baseline comparison beside."""
+def summary_text(summary: pd.DataFrame, resamples: int) -> str:
+    """The summary as an aligned text table: mean and CI per run and metric, the baseline comparison beside
+    (randomization p-values at the resampling floor of `resamples` printed as bounds)."""
     table = pd.DataFrame({
         "metric": [_label(m, k) for m, k in zip(summary["metric"], summary["k"])],
         "run": summary["method"], "n": summary["n"], "mean": summary["mean"].map(_number),
@@ -109,8 +111,10 @@ def summary_text(summary: pd.DataFrame) -> str:
         table["diff"] = [_number(d, signed=True) if ok else "" for d, ok in zip(summary["diff"], compared)]
         table["diff 95% CI"] = [f"[{_number(lo, True)}, {_number(hi, True)}]" if ok else "" for lo, hi, ok in
                                 zip(summary["diff_low"], summary["diff_high"], compared)]
-        for column in ("p_randomization", "p_holm", "p_t"):
-            table[column] = [_number(p) if ok else "" for p, ok in zip(summary[column], compared)]
+        for column in ("p_randomization", "p_holm"):
+            table[column] = [format_p(p, raw, resamples, 4) if ok else "" for p, raw, ok in
+                             zip(summary[column], summary["p_randomization"], compared)]
+        table["p_t"] = [_number(p) if ok else "" for p, ok in zip(summary["p_t"], compared)]
         table["W/T/L"] = [f"{w}/{t}/{loss}" if ok else "(baseline)" for w, t, loss, ok in
                           zip(summary["wins"], summary["ties"], summary["losses"], compared)]
         table["<1q"] = summary["below_one_question"].map({True: "yes", False: ""}).fillna("").astype(str)
@@ -153,7 +157,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
     excluded = int(summary["n_excluded"].max()) if len(summary) else 0
     print(f"{args.grain} grain; relevant when grade >= {args.relevance_threshold}; gain {args.gain}; "
           f"{excluded} question(s) without a relevant label excluded; baseline: {baseline or 'none'}")
-    print(summary_text(summary))
+    print(summary_text(summary, args.resamples))
     if args.output:
         write_parquet(per_query if args.per_query else summary, args.output)
     return 0

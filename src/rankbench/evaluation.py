@@ -25,7 +25,7 @@ QRELS_COLUMNS = ["grain", "qid", "item_id", "grade"]
 PER_QUERY_COLUMNS = ["qid", "kind", "grain", "metric", "k", "value"]
 # Against the configured baseline (NaN on the baseline's own rows and without a baseline): diff = method -
 # baseline with its bootstrap CI, p-values (p_holm: Holm over the non-baseline methods of one grain, kind,
-# metric, k), wins/ties/losses of the method, and whether |diff| is below one question's worth (1/n).
+# metric, k), wins/ties/losses of the method, and whether one question alone accounts for diff.
 BASELINE_COLUMNS = ["baseline", "diff", "diff_low", "diff_high", "p_randomization", "p_t", "p_holm", "wins", "ties",
                     "losses", "below_one_question"]
 BASELINE_DTYPES = {"baseline": object, "diff": np.float64, "diff_low": np.float64, "diff_high": np.float64,

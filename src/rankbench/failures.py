@@ -11,12 +11,13 @@ import pandas as pd
 
 from rankbench.config import method_inputs
 from rankbench.runs import collapse_to_documents
-from rankbench.tables import markdown_grid
+from rankbench.tables import markdown_grid, natural_key, natural_order
 
 FAILURE_COLUMNS = ["method", "qid", "kind", "question", "failure", "first_relevant_rank", "expected", "returned",
                    "class", "input_ranks"]
 STAGE_COLUMNS = ["qid", "method", "stage", "rank", "chunk_id", "doc_id", "title", "score"]
 RECALL, RANKING = "recall failure", "ranking failure"
+SHOWN_PER_METHOD = 20
 
 
 def grain_ranks(run: pd.DataFrame, grain: str) -> pd.DataFrame:
@@ -38,18 +39,23 @@ def pool_depth(spec: Mapping[str, Any]) -> int | None:
     return spec.get("depth", 30) if spec["type"] == "rerank" else None
 
 
-def _expected(labels: pd.DataFrame, threshold: int) -> pd.Series:
-    rows = labels[labels["grade"] >= threshold].sort_values(["qid", "grade", "doc_id"], ascending=[True, False, True])
+def _expected(labels: pd.DataFrame, threshold: int, shown: int = 5) -> pd.Series:
+    """Per question, its relevant labels (best grade first, ids in natural order), the first `shown` then a count."""
+    rows = labels[labels["grade"] >= threshold]
+    rows = rows.assign(natural=rows["doc_id"].map(natural_key)).sort_values(
+        ["qid", "grade", "natural"], ascending=[True, False, True])
     text = rows["doc_id"] + rows["section"].map(lambda s: f"#{s}" if isinstance(s, str) and s else "") \
         + " (" + rows["grade"].astype(str) + ")"
-    return text.groupby(rows["qid"]).agg(", ".join)
+    return text.groupby(rows["qid"]).agg(
+        lambda items: ", ".join(items[:shown]) + (f", … {len(items) - shown} more" if len(items) > shown else ""))
 
 
 def _returned(run: pd.DataFrame, grain: str, titles: Mapping[str, str], n: int) -> pd.Series:
     ranked = collapse_to_documents(run) if grain == "document" else run
     top = ranked[ranked["rank"] <= n]
     ids = top["doc_id" if grain == "document" else "chunk_id"]
-    text = top["rank"].astype(str) + ". " + ids + " — " + top["doc_id"].map(titles).fillna("")
+    title = top["doc_id"].map(titles).fillna("")
+    text = top["rank"].astype(str) + ". " + ids + title.map(lambda t: f" — {t}" if t else "")
     return text.groupby(top["qid"]).agg("; ".join)
 
 
@@ -83,7 +89,7 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
                              "class": (RANKING if pooled else RECALL) if inputs else "", "input_ranks": ranks})
     frame = pd.DataFrame(rows, columns=FAILURE_COLUMNS)
     frame["first_relevant_rank"] = frame["first_relevant_rank"].astype("Int64")
-    return frame
+    return frame.sort_values(["method", "failure", "qid"], key=natural_order, kind="stable", ignore_index=True)
 
 
 def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]], titles: Mapping[str, str],
@@ -109,14 +115,17 @@ def _cell(text: Any) -> str:
 
 
 def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]], grain: str, k: int,
-                      n_evaluated: int, qset: str) -> str:
-    """Per method: counts, the recall/ranking split of multi-stage methods, and one row per failing question."""
+                      n_evaluated: int, qset: str, shown: int = SHOWN_PER_METHOD) -> str:
+    """Per method: counts, the recall/ranking split of multi-stage methods, and one row per failing question (a
+    question missing the top k also fails at rank 1: it is listed once), the first `shown` by id, the rest counted."""
     lines = [f"# Failure analysis: question-set version {qset}", "",
              f"At {grain} grain, over the {n_evaluated} questions with a relevant label. *rank 1*: the first result "
              f"is not relevant; *top {k}*: no relevant result in the top {k}. For a multi-stage method, a "
              f"**{RECALL}** means no relevant result entered the candidates it was given (rerank: the input's top "
              f"depth; fusion: the input runs), a **{RANKING}** that one did but was ranked too low; the inputs' "
-             "ranks of the first relevant result are given.", ""]
+             f"ranks of the first relevant result are given. Each method lists its first {shown} failing questions "
+             "(those missing the top k, then those failing at rank 1 only, by id); `failures.parquet` has them all.",
+             ""]
     for method in sorted(specs):
         rows = failures[failures["method"] == method]
         counts = rows["failure"].value_counts()
@@ -132,11 +141,19 @@ def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, A
         if rows.empty:
             lines += ["No failure.", ""]
             continue
-        table = rows.assign(rank=rows["first_relevant_rank"].map(lambda r: "–" if pd.isna(r) else str(r)))
+        missed = rows[rows["failure"] == f"top {k}"]
+        once = pd.concat([missed, rows[(rows["failure"] == "rank 1") & ~rows["qid"].isin(missed["qid"])]])
+        table = once.head(shown)
+        table = table.assign(rank=table["first_relevant_rank"].map(lambda r: "–" if pd.isna(r) else str(r)))
         columns = {"qid": "qid", "kind": "kind", "failure": "failure", "rank": "first relevant at",
                    "question": "question", "expected": "expected (grade)", "returned": "returned instead"}
+        if failures["kind"].nunique() == 1:
+            del columns["kind"]
         if method_inputs(specs[method]):
             columns.update({"class": "class", "input_ranks": "inputs' ranks"})
         frame = table[list(columns)].rename(columns=columns).map(_cell).set_index("qid")
         lines += [markdown_grid(frame), ""]
+        if len(once) > shown:
+            rest = len(once) - shown
+            lines += [f"… and {rest} more failing question{'s' if rest > 1 else ''} (`failures.parquet`).", ""]
     return "\n".join(lines)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from rankbench.evaluation import ALL_KINDS
+from rankbench.stats import format_p
 from rankbench.tables import metric_label, pair_row
 
 FAMILIES = {"bm25": "lexical", "dense": "dense", "rrf": "fusion", "combsum": "fusion", "combmnz": "fusion",
@@ -18,12 +19,14 @@ def _name(method: str, types: Mapping[str, str]) -> str:
     return f"{method} ({family})" if family else method
 
 
-def _p(value: float) -> str:
-    return "p < 0.001" if value < 0.001 else f"p = {value:.3f}"
+def _p(p_holm: float, p_raw: float, resamples: int) -> str:
+    """A Holm-corrected p (a bound when its raw p is at the resampling floor)."""
+    text = format_p(p_holm, p_raw, resamples)
+    return f"p {text}" if text.startswith(("<", "≤")) else f"p = {text}"
 
 
 def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int,
-                types: Mapping[str, str], alpha: float) -> str | None:
+                types: Mapping[str, str], alpha: float, resamples: int) -> str | None:
     """Who is best on one metric over all questions, and whether the lead over the runner-up is significant."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)
                      & (aggregate["metric"] == metric) & (aggregate["k"] == k)]
@@ -45,15 +48,19 @@ def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric
     if pair is None:
         return lead + f" was not tested {where}."
     verdict = "is significant" if pair["p_holm"] < alpha else "is not significant"
-    detail = (f"Holm-corrected {_p(pair['p_holm'])}, {int(pair['wins'])} questions won, {int(pair['ties'])} tied, "
+    detail = (f"Holm-corrected {_p(pair['p_holm'], pair['p_randomization'], resamples)}, "
+              f"{int(pair['wins'])} questions won, {int(pair['ties'])} tied, "
               f"{int(pair['losses'])} lost")
-    near = "; it is smaller than one question's worth" if bool(pair["below_one_question"]) else ""
+    near = "; one question alone accounts for it" if bool(pair["below_one_question"]) else ""
     return f"{lead} {verdict} ({detail}){near} {where}."
 
 
 def kind_patterns(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metrics: Sequence[tuple[str, int]],
-                  types: Mapping[str, str], alpha: float) -> list[str]:
-    """Per question kind, every pair of methods whose difference survives Holm correction (metrics grouped)."""
+                  types: Mapping[str, str], alpha: float, resamples: int) -> list[str]:
+    """Per question kind, every pair of methods whose difference survives Holm correction (metrics grouped);
+    nothing when the questions are all of one kind (the all-questions findings say it already)."""
+    if len(set(aggregate["kind"]) - {ALL_KINDS}) < 2:
+        return []
     found: dict[tuple[str, str, str], list[str]] = {}
     for metric, k in metrics:
         rows = pairs[(pairs["grain"] == grain) & (pairs["kind"] != ALL_KINDS) & (pairs["metric"] == metric)
@@ -62,7 +69,8 @@ def kind_patterns(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metr
             winner, loser, a, b = ((row.method_a, row.method_b, row.mean_a, row.mean_b) if row.diff > 0
                                    else (row.method_b, row.method_a, row.mean_b, row.mean_a))
             found.setdefault((row.kind, winner, loser), []).append(
-                f"{metric_label(metric, k)} {a:.3f} vs {b:.3f}, Holm {_p(row.p_holm)}, n = {row.n}")
+                f"{metric_label(metric, k)} {a:.3f} vs {b:.3f}, "
+                f"Holm {_p(row.p_holm, row.p_randomization, resamples)}, n = {row.n}")
     sentences = [f"On {kind} questions, {_name(winner, types)} beats {_name(loser, types)}: {'; '.join(values)} "
                  f"(→ per-kind tables, {kind})." for (kind, winner, loser), values in sorted(found.items())]
     if not sentences:
@@ -75,7 +83,7 @@ def kind_patterns(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metr
 
 
 def within_noise(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int,
-                 alpha: float) -> str | None:
+                 alpha: float, resamples: int) -> str | None:
     """Which methods the best one cannot be told apart from, and which are significantly behind it."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)
                      & (aggregate["metric"] == metric) & (aggregate["k"] == k)]
@@ -87,7 +95,8 @@ def within_noise(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metri
     for other in rows["method"].iloc[1:]:
         pair = pair_row(pairs, grain, ALL_KINDS, metric, k, best, other)
         if pair is not None:
-            (behind if pair["p_holm"] < alpha else noise).append(f"{other} (Holm {_p(pair['p_holm'])})")
+            p = _p(pair["p_holm"], pair["p_randomization"], resamples)
+            (behind if pair["p_holm"] < alpha else noise).append(f"{other} (Holm {p})")
     parts = [f"On {metric_label(metric, k)}, "
              + (f"{', '.join(noise)} cannot be told apart from {best}" if noise
                 else f"every other method is significantly behind {best}")]
@@ -97,9 +106,12 @@ def within_noise(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metri
 
 
 def findings(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
-             types: Mapping[str, str], alpha: float) -> list[str]:
-    """Best method per headline metric, significant per-kind patterns, methods within noise of the best."""
-    sentences = [best_method(aggregate, pairs, grain, m, k, types, alpha) for m, k in headline]
-    sentences += kind_patterns(aggregate, pairs, grain, headline, types, alpha)
-    sentences.append(within_noise(aggregate, pairs, grain, *headline[0], alpha))
+             types: Mapping[str, str], alpha: float, resamples: int) -> list[str]:
+    """Best method per headline metric, significant per-kind patterns, methods within noise of the best.
+
+    resamples: of the randomization test, whose floor 1/(resamples + 1) makes a p there a bound.
+    """
+    sentences = [best_method(aggregate, pairs, grain, m, k, types, alpha, resamples) for m, k in headline]
+    sentences += kind_patterns(aggregate, pairs, grain, headline, types, alpha, resamples)
+    sentences.append(within_noise(aggregate, pairs, grain, *headline[0], alpha, resamples))
     return [s for s in sentences if s]

@@ -9,10 +9,15 @@ from typing import Any
 
 import pandas as pd
 
-from rankbench.tables import markdown_grid, metric_label
+from rankbench.tables import markdown_grid, metric_label, natural_key, natural_order
 
 CHANGE_COLUMNS = ["qid", "change", "before", "after"]
 FIELDS = ("question", "kind", "audience", "as_of")
+
+
+def _text(values: pd.Series) -> pd.Series:
+    """Values as text with missing ones (None, NaN) as "": astype(str) turns None into NaN, and NaN != NaN."""
+    return values.map(lambda v: "" if pd.isna(v) else str(v))
 
 
 def _labels_text(labels: pd.DataFrame) -> pd.Series:
@@ -31,12 +36,14 @@ def question_changes(questions_a: pd.DataFrame, labels_a: pd.DataFrame, question
              for q in a.index.difference(b.index)]
     common = a.index.intersection(b.index)
     for field in FIELDS:
-        changed = common[(a.loc[common, field].astype(str) != b.loc[common, field].astype(str)).to_numpy()]
-        rows += [{"qid": q, "change": "text" if field == "question" else field, "before": str(a.loc[q, field]),
-                  "after": str(b.loc[q, field])} for q in changed]
+        before, after = _text(a.loc[common, field]), _text(b.loc[common, field])
+        changed = common[(before != after).to_numpy()]
+        rows += [{"qid": q, "change": "text" if field == "question" else field, "before": before[q],
+                  "after": after[q]} for q in changed]
     la, lb = _labels_text(labels_a).reindex(common).fillna(""), _labels_text(labels_b).reindex(common).fillna("")
     rows += [{"qid": q, "change": "labels", "before": la[q], "after": lb[q]} for q in common[(la != lb).to_numpy()]]
-    return pd.DataFrame(rows, columns=CHANGE_COLUMNS).sort_values(["qid", "change"], ignore_index=True)
+    return pd.DataFrame(rows, columns=CHANGE_COLUMNS).sort_values(["qid", "change"], key=natural_order,
+                                                                   ignore_index=True)
 
 
 def _values(per_query: pd.DataFrame, grain: str, metric: str, k: int) -> pd.Series:
@@ -85,14 +92,25 @@ def diff_summary(changes: pd.DataFrame, table: pd.DataFrame, flipped: pd.DataFra
     order = rankings(table, metric, k)
     return {
         "a": {"version": a["version"], "sha256": a["sha256"]}, "b": {"version": b["version"], "sha256": b["sha256"]},
-        "changes": {change: sorted(changes[changes["change"] == change]["qid"]) for change in sorted(set(changes["change"]))},
-        "flips": {method: {f"{flip}@{k}": sorted(group[(group["flip"] == flip) & (group["k"] == k)]["qid"])
+        "changes": {change: sorted(changes[changes["change"] == change]["qid"], key=natural_key)
+                    for change in sorted(set(changes["change"]))},
+        "flips": {method: {f"{flip}@{k}": sorted(group[(group["flip"] == flip) & (group["k"] == k)]["qid"],
+                                                 key=natural_key)
                            for k in sorted(set(group["k"])) for flip in ("found", "lost")}
                   for method, group in flipped.groupby("method")},
         "ranking_metric": f"{metric}@{k}", "rankings": order,
         "ranking_changed": order["a_all"] != order["b_all"],
         "ranking_changed_on_common": order["a_common"] != order["b_common"],
     }
+
+
+def _ranking_text(table: pd.DataFrame, column: str, metric: str, k: int) -> str:
+    """Methods best first on one column, "=" between equal means (to 3 decimals, as printed), ">" otherwise."""
+    rows = table[(table["metric"] == metric) & (table["k"] == k)].sort_values([column, "method"],
+                                                                            ascending=[False, True])
+    means = [f"{v:.3f}" for v in rows[column]]
+    return "".join(("" if i == 0 else " = " if means[i] == means[i - 1] else " > ") + method
+                   for i, method in enumerate(rows["method"]))
 
 
 def diff_markdown(summary: Mapping[str, Any], changes: pd.DataFrame, table: pd.DataFrame, flipped: pd.DataFrame,
@@ -103,15 +121,17 @@ def diff_markdown(summary: Mapping[str, Any], changes: pd.DataFrame, table: pd.D
     lines = [f"# Question-set versions {va} → {vb}", "",
              f"- {va}: sha256 `{summary['a']['sha256']}`", f"- {vb}: sha256 `{summary['b']['sha256']}`",
              f"- changes: {counts}", ""]
-    metric_name = summary["ranking_metric"]
+    metric, _, k = summary["ranking_metric"].partition("@")
+    metric_name = metric_label(metric, int(k))
+    order = {column: _ranking_text(table, column, metric, int(k))
+             for column in ("a_all", "b_all", "a_common", "b_common")}
     if summary["ranking_changed"]:
-        lines.append(f"- **the ranking of methods on {metric_name} changed**: {va}: {' > '.join(summary['rankings']['a_all'])}; "
-                     f"{vb}: {' > '.join(summary['rankings']['b_all'])}")
+        lines.append(f"- **the ranking of methods on {metric_name} changed**: {va}: {order['a_all']}; "
+                     f"{vb}: {order['b_all']}")
     else:
-        lines.append(f"- the ranking of methods on {metric_name} is the same on both versions: "
-                     f"{' > '.join(summary['rankings']['a_all'])}")
+        lines.append(f"- the ranking of methods on {metric_name} is the same on both versions: {order['a_all']}")
     lines.append(f"- on the questions common to both: {'changed' if summary['ranking_changed_on_common'] else 'same'} "
-                 f"({va}: {' > '.join(summary['rankings']['a_common'])}; {vb}: {' > '.join(summary['rankings']['b_common'])})")
+                 f"({va}: {order['a_common']}; {vb}: {order['b_common']})")
     lines += ["", "## Questions", ""]
     if changes.empty:
         lines += ["No question was added, removed or changed.", ""]

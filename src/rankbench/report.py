@@ -12,7 +12,8 @@ import pandas as pd
 
 from rankbench.evaluation import ALL_KINDS
 from rankbench.findings import findings
-from rankbench.tables import TABLE_METRICS, legend, markdown_grid, marked, metric_label, near_best, wide
+from rankbench.tables import (TABLE_METRICS, legend, markdown_grid, marked, metric_label, natural_key, near_best,
+                              wide)
 
 DATE_PREFIX = "- date: "
 
@@ -44,13 +45,21 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
 
 
 LEAK_HEADINGS = {"staff": "staff-only in top {k}", "outdated": "out of date in top {k}"}
+LEAK_NAMES = {"staff": "Staff-only", "outdated": "Out of date"}
 
 
-def leaks_section(leaks: pd.DataFrame, methods: list[str]) -> list[str]:
+def leaks_section(leaks: pd.DataFrame, methods: list[str], staff_documents: int) -> list[str]:
     """Markdown lines: per method and k, questions shown at least one staff-only chunk (public questions only) or
-    one chunk not in force at their as_of, out of the questions it applies to, with the mean count per question."""
+    one chunk not in force at their as_of, out of the questions it applies to, with the mean count per question.
+    A leak type that cannot happen (no staff-only document; no question with an as_of) is one line, not zeros."""
+    asked = leaks.groupby("leak")["n_questions"].sum()
+    absent = {"staff": "no staff-only document" if staff_documents == 0
+              else "no public question" if asked.get("staff", 0) == 0 else None,
+              "outdated": "no question with an `as_of`" if asked.get("outdated", 0) == 0 else None}
+    if all(absent.values()):
+        return ["## Leaks", "", f"Not applicable ({absent['staff']}, {absent['outdated']}).", ""]
     frame = pd.DataFrame(index=pd.Index(methods, name="method"))
-    for leak in ("staff", "outdated"):
+    for leak in [leak for leak in ("staff", "outdated") if not absent[leak]]:
         for k in sorted(leaks["k"].unique()):
             rows = leaks[(leaks["leak"] == leak) & (leaks["k"] == k)].set_index("method")
             frame[LEAK_HEADINGS[leak].format(k=k)] = [
@@ -59,11 +68,24 @@ def leaks_section(leaks: pd.DataFrame, methods: list[str]) -> list[str]:
     lines = ["## Leaks", "",
              "Questions with at least one leaked chunk in the top k, out of the questions concerned "
              "(staff-only: public questions; out of date: questions with an `as_of`), and in brackets the mean "
-             "number of leaked chunks per question. A method with `filters` should show 0.", ""]
+             "number of leaked chunks per question. A method with `filters` should show 0."
+             + "".join(f" {LEAK_NAMES[leak]}: not applicable ({why})." for leak, why in absent.items() if why),
+             ""]
     header = "| method | " + " | ".join(frame.columns) + " |"
     lines += [header, "|---|" + "---:|" * len(frame.columns)]
     lines += [f"| {method} | " + " | ".join(row) + " |" for method, row in zip(frame.index, frame.to_numpy())]
     return lines + [""]
+
+
+def labels_section(validation: str, unmapped: pd.DataFrame) -> list[str]:
+    """validation.md's findings and the labels the chunker lost, as one list: "No findings." only when both are empty
+    (validation.md is written before chunking, so it cannot know the latter)."""
+    text = validation.replace("# Label validation", "### Label validation").strip()
+    if unmapped.empty:
+        return [text, ""]
+    qids = ", ".join(sorted(unmapped["qid"].unique(), key=natural_key))
+    return [text.removesuffix("No findings.").rstrip(), "",
+            f"- **labels that map to no chunk**: {len(unmapped)} ({qids})", ""]
 
 
 def judge_section(agreement: pd.DataFrame | None) -> list[str]:
@@ -88,10 +110,11 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                     manifest: Mapping[str, Any], dataset: str, evaluation: Mapping[str, Any],
                     report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str,
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
-                    degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
+                    staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
                     judged: bool = False) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
 
+    staff_documents: staff-only documents in the corpus (none: the staff leak cannot happen).
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
     once the `llm` target has run.
     """
@@ -127,15 +150,17 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         "`cost.md` (timings vary from run to run, so they are kept off this page).",
         "",
     ]
-    lines += [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
-    lines += [f"- **{method} is degraded**: its scorer failed ({reason}), so the run is its input run's order."
+    notes = [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
+    notes += [f"- **{method} is degraded**: its scorer failed ({reason}), so the run is its input run's order."
               for method, reason in sorted(degraded.items())]
-    lines += [f"- **{method} matches no label**: none of its results in the top {max(ks)} of any question is labelled "
+    notes += [f"- **{method} matches no label**: none of its results in the top {max(ks)} of any question is labelled "
               "(foreign ids, or an empty run; its log says more), so its zeros say nothing about its ranking."
               for method in unlabelled_methods(aggregate)]
-    lines += ["", *leaks_section(leaks, methods)]
+    lines += [*notes, ""] if notes else []
+    lines += leaks_section(leaks, methods, staff_documents)
     lines += ["## Findings", ""]
-    lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha)]
+    lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha,
+                                                                    evaluation["bootstrap_resamples"])]
     lines.append("")
     full = [(metric, k) for metric in TABLE_METRICS for k in ks]
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
@@ -144,7 +169,10 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                       ""]
     kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
     counts = questions["kind"].value_counts()
-    for metric, k in headline:
+    if len(kinds) < 2:
+        lines += ["## Per question kind", "", f"Not applicable (every question is of one kind: {', '.join(kinds)}).",
+                  ""]
+    for metric, k in headline if len(kinds) > 1 else []:
         rows = table[(table["grain"] == grain) & (table["kind"] != ALL_KINDS)]
         frame = pd.DataFrame(index=pd.Index(methods, name="method"))
         for kind in kinds:
@@ -152,10 +180,7 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
             frame[f"{kind} (n={n}/{counts.get(kind, n)})"] = wide(rows, grain, kind, [(metric, k)], ci,
                                                                   methods).iloc[:, 0]
         lines += [f"## Per question kind: {metric_label(metric, k)}, {grain} grain", "", markdown_grid(frame), ""]
-    lines += ["## Labels", "", validation.replace("# Label validation", "### Label validation").strip(), ""]
-    if not unmapped.empty:
-        lines += [f"- **labels that map to no chunk**: {len(unmapped)} "
-                  f"({', '.join(sorted(unmapped['qid'].unique()))})", ""]
+    lines += ["## Labels", "", *labels_section(validation, unmapped)]
     if judged:
         lines += judge_section(judge_agreement)
     lines += ["## Config", "", "```json", json.dumps(json.loads(config_json), indent=2, ensure_ascii=False,

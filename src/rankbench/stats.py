@@ -274,8 +274,8 @@ def paired_comparison(
     """Row by row, a vs b over the same questions ([rows, n_queries] each): effect size with its CI, p-values, W/T/L.
 
     Returns arrays diff (mean a - mean b), diff_low/diff_high (percentile bootstrap CI of the mean
-    paired difference), p_randomization, p_t, wins/ties/losses and below_one_question (|diff| < 1/n,
-    with a 1e-9 relative slack for float rounding). Resampled indices and sign flips come from the
+    paired difference), p_randomization, p_t, wins/ties/losses and below_one_question (one question alone
+    accounts for the difference, see below_one_question). Resampled indices and sign flips come from the
     seed alone (two independent children of it) and are shared by all rows: a row's numbers do not
     depend on the other rows, and every pair of methods is compared on the same resamples.
     """
@@ -299,8 +299,33 @@ def paired_comparison(
         "wins": wins,
         "ties": n - wins - losses,
         "losses": losses,
-        "below_one_question": np.abs(diff) < (1.0 / n) * (1.0 - 1e-9),
+        "below_one_question": below_one_question(d),
     }
+
+
+def format_p(p: float, p_raw: float, n_resamples: int, digits: int = 3) -> str:
+    """A p-value as text. When the raw Monte Carlo p sits at its floor 1/(resamples + 1), no resample was as extreme,
+    so p (Holm-scaled or not) is only a bound: "< 0.001" below the printed precision, else "≤ bound", never as a measured value."""
+    if np.isnan(p):
+        return "–"
+    unit = 10.0 ** -digits
+    if p < unit:
+        return f"< {unit:.{digits}f}"
+    if p_raw <= (1.0 + 1e-9) / (n_resamples + 1):
+        return f"≤ {np.ceil(p / unit - 1e-9) * unit:.{digits}f}"
+    return f"{p:.{digits}f}"
+
+
+def below_one_question(differences: np.ndarray) -> np.ndarray:
+    """Per row of [rows, n_queries] paired differences: is the net difference non-zero yet no larger than one question's
+    own difference (0 < |sum d| <= max |d_q|, 1e-9 relative slack), i.e. one question alone accounts for it?
+
+    The yardstick is each metric's own: a P@100 question moves by steps of 0.01, an nDCG one by up to 1. It cannot
+    disagree with significance: pairing every sign pattern of the other questions with both signs of the largest
+    difference d gives |A + d| or |A - d| >= |d| >= |sum d|, so the exact two-sided randomization p is >= 1/2.
+    """
+    net, largest = np.abs(differences.sum(axis=1)), np.abs(differences).max(axis=1)
+    return (net > TIE_TOLERANCE) & (net <= largest * (1.0 + 1e-9))
 
 
 def _empty_comparison() -> pd.DataFrame:
@@ -339,8 +364,8 @@ def compare_methods(
     ``per_query`` is wide: indexed by qid, one column per method, one metric's values. One row per
     unordered pair: baseline pairs first with the baseline as method_a, then the remaining pairs in
     column order. diff = mean_a - mean_b with a percentile bootstrap CI of the mean paired
-    difference; p_holm adjusts p_randomization over all rows; below_one_question marks
-    |diff| < 1/n (less than one question's worth, with a 1e-9 relative slack for float rounding).
+    difference; p_holm adjusts p_randomization over all rows; below_one_question marks a difference
+    that one question alone accounts for (never significant, see below_one_question).
     All pairs are computed at once by paired_comparison (shared resamples, so a pair's numbers do
     not depend on the other methods; only the Holm adjustment does).
     """

@@ -15,9 +15,20 @@ METRIC_NAMES = {"hit": "hit", "recall": "R", "precision": "P", "rr": "MRR", "ndc
 TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
 BETTER, WORSE, NEAR = "↑", "↓", "°"
 LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
-_NUMBER = re.compile(r"^(\*\*)?[-–+]?[\d.]*\d|^–$")
+# A cell that is a number: bold, marks, a CI or (n=…) may surround it; "1. doc — title" or a date is text.
+_NUMBER = re.compile(r"^(\*\*)?[-–+]?\d[\d.]*%?(\*\*)?[↑↓°]*( \[[^\]]*\]| \(n=\d+\))?[↑↓°]*$|^–$")
 CSV_COLUMNS = ["method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high", "n", "baseline", "diff",
                "p_holm", "significant", "below_one_question", "best", "cell"]
+
+
+def natural_key(value: object) -> tuple:
+    """Sort key for an id: its digit runs compare as numbers (2 before 10, q2 before q10)."""
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(re.split(r"(\d+)", str(value))))
+
+
+def natural_order(values: pd.Series) -> pd.Series:
+    """natural_key of every value: a sort_values `key`."""
+    return values.map(natural_key)
 
 
 def metric_label(metric: str, k: int) -> str:
@@ -32,11 +43,11 @@ def legend(alpha: float, baseline: str | None) -> str:
         return "Bold: best value of the column. No baseline is configured, so no significance marks."
     return (f"Bold: best value of the column. {BETTER} / {WORSE}: better / worse than the baseline `{baseline}`, "
             f"paired randomization test Holm-corrected over the methods, p < {alpha:g}. "
-            f"{NEAR}: differs from the baseline by less than one question's worth (1/n).")
+            f"{NEAR}: within one question's worth of the baseline (one question alone accounts for the difference).")
 
 
 def marked(aggregate: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    """The aggregate with `significant` (↑/↓/''), `near` (within 1/n of the baseline) and `best` per column."""
+    """The aggregate with `significant` (↑/↓/''), `near` (within one question's worth of the baseline) and `best`."""
     table = aggregate.copy()
     compared = table["baseline"].notna() & (table["method"] != table["baseline"]) & table["p_holm"].notna()
     significant = compared & (table["p_holm"] < alpha)
@@ -84,7 +95,7 @@ def markdown_grid(frame: pd.DataFrame) -> str:
 
 def near_best(table: pd.DataFrame, pairs: pd.DataFrame, grain: str, kind: str,
               metrics: Sequence[tuple[str, int]]) -> list[str]:
-    """Columns where the best method and the runner-up differ by less than one question's worth."""
+    """Columns where one question alone accounts for the lead of the best method over the runner-up."""
     notes = []
     for metric, k in metrics:
         rows = table[(table["grain"] == grain) & (table["kind"] == kind) & (table["metric"] == metric)
@@ -94,8 +105,8 @@ def near_best(table: pd.DataFrame, pairs: pd.DataFrame, grain: str, kind: str,
         (first, a), (second, b) = rows[["method", "mean"]].iloc[0], rows[["method", "mean"]].iloc[1]
         pair = pair_row(pairs, grain, kind, metric, k, first, second)
         if pair is not None and bool(pair["below_one_question"]):
-            notes.append(f"{metric_label(metric, k)}: {first} ({a:.3f}) and {second} ({b:.3f}) differ by less "
-                         f"than one question's worth (1/n = {1 / pair['n']:.3f})")
+            notes.append(f"{metric_label(metric, k)}: {first} ({a:.3f}) and {second} ({b:.3f}) are within one "
+                         f"question's worth: one question alone accounts for the difference")
     return notes
 
 

@@ -179,6 +179,7 @@ def all_outputs():
             for figure in ("recall", "bars", "kinds", "grades")
         ]
     outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
+    outputs.append(f"{R}/history.md")
     return outputs
 
 

@@ -1,8 +1,3 @@
-from datetime import datetime, timezone
-
-from rankbench.history import record_run
-
-
 rule comparison_table:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
@@ -11,6 +6,7 @@ rule comparison_table:
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
         leaks=f"{R}/{{qset}}/leaks.parquet",
+        documents=f"{R}/corpus/documents.parquet",
         reranked=lambda wildcards: [
             run_path(m, wildcards.qset) for m in methods_of_type("rerank")
         ],
@@ -192,17 +188,21 @@ rule qset_diff:
         "../scripts/diff_qsets.py"
 
 
-onsuccess:
-    record_run(
-        {qset: f"{R}/{qset}/history-record.json" for qset in QSETS},
-        CONFIG_SHA256,
-        HISTORY,
-        DATASET["name"],
-        "{}@{}".format(*REPORT["plot_metric"]),
-        {
-            "markdown": f"{R}/history.md",
-            "png": f"{R}/history.png",
-            "svg": f"{R}/history.svg",
-        },
-        datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    )
+rule history:
+    input:
+        records=expand(f"{R}/{{qset}}/history-record.json", qset=QSETS),
+    output:
+        markdown=f"{R}/history.md",
+        png=f"{R}/history.png",
+        svg=f"{R}/history.svg",
+    log:
+        f"{LOGS}/history.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        history=HISTORY,
+        dataset=DATASET["name"],
+        metric="{}@{}".format(*REPORT["plot_metric"]),
+    script:
+        "../scripts/record_history.py"

@@ -20,6 +20,7 @@ def main(snakemake):
     p = snakemake.params
     aggregate, pairs = pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.pairs)
     questions = pd.read_parquet(snakemake.input.questions)
+    documents = pd.read_parquet(snakemake.input.documents, columns=["audience"])
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     unmapped = pd.concat([pd.read_parquet(path) for path in snakemake.input.unmapped], ignore_index=True)
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
@@ -33,7 +34,8 @@ def main(snakemake):
     agreement = Path(p.judge_agreement) if p.judge_agreement else None
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
                            Path(snakemake.input.validation).read_text(), unmapped, p.config_json,
-                           p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks), degraded,
+                           p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
+                           int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
                            judged=agreement is not None)
     table = marked(aggregate, p.report["alpha"])
@@ -48,8 +50,9 @@ def main(snakemake):
                snakemake.output.latex)
     metrics = sorted({(m, k) for m in TABLE_METRICS for k in p.evaluation["ks"]} | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
+    recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, json.loads(p.config_json).get("experiment", {}),
-                          headline, p.report["grain"])
+                          recorded, p.report["grain"])
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
     costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
