@@ -6,6 +6,7 @@ import json
 import re
 
 import numpy as np
+import pandas as pd
 
 from explorer_helpers import SETTINGS, payload_args, tiny_inputs
 from rankbench import explorer
@@ -42,6 +43,17 @@ def test_results_carry_grades_leaks_failure_classes_and_first_relevant_ranks() -
     assert payload["questions"]["answerable"] == [1, 1, 0, 1]
     assert payload["questions"]["labels"][0] == [["A", "a1", 3], ["D", "", 0]]
     assert payload["chunks"]["snippet"][chunk_ids.index("C#c1")] == "Gamma old text"
+    assert payload["titles"] == {"A": "Doc A", "B": "Doc B", "C": "Doc C", "D": "Doc D"}
+
+
+def test_only_the_titles_of_shown_or_labelled_documents_are_carried() -> None:
+    inputs = tiny_inputs()
+    extra = pd.DataFrame({"chunk_id": ["E#e1"], "doc_id": ["E"], "sections": [["e1"]], "title": ["Doc E"],
+                          "text": ["never retrieved"], "audience": ["public"], "valid_from": [None],
+                          "valid_to": [None]})
+    inputs["chunks"] = {"sections": pd.concat([inputs["chunks"]["sections"], extra], ignore_index=True)}
+    payload = explorer_payload(*payload_args(inputs))
+    assert "E" not in payload["titles"] and "E#e1" not in payload["chunks"]["id"]
 
 
 def test_metric_codes_decode_to_the_workflows_per_question_values_exactly() -> None:

@@ -152,7 +152,6 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
     label_lists = {qid: group[["doc_id", "section", "grade"]].values.tolist()
                    for qid, group in ordered.groupby("qid", sort=False)}
     answerable = set(labels.loc[labels["grade"] >= threshold, "qid"])
-    titles = {doc: title for frame in chunks.values() for doc, title in zip(frame["doc_id"], frame["title"])}
     values = {method: _method_values(metrics[method], grain) for method in methods}
     distinct = {item: np.unique(np.concatenate([[]] + [values[m][item].to_numpy(dtype=np.float64)
                                                        for m in methods if item in values[m]]))
@@ -179,6 +178,9 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
         chunk_table["section"].append(" / ".join(map(str, info.at[chunk_id, "sections"])) if known else "")
         chunk_table["snippet"].append(_snippet(info.at[chunk_id, "text"], snippet_chars) if known else "")
 
+    shown_docs = set(chunk_table["doc"]) | set(labels["doc_id"])  # only these titles: the corpus may be huge
+    titles = {doc: title for frame in chunks.values() for doc, title in zip(frame["doc_id"], frame["title"])
+              if doc in shown_docs}
     links = cell_links(aggregate, settings, methods, columns)
     method_payloads = []
     for method in methods:
