@@ -10,6 +10,7 @@ import pandas as pd
 
 from explorer_helpers import SETTINGS, payload_args, tiny_inputs
 from rankbench import explorer
+from rankbench.evaluation import evaluate_run
 from rankbench.explorer import explorer_html, explorer_payload, metric_columns, shown_k
 
 
@@ -115,3 +116,21 @@ def test_cell_links_name_the_cell_between_its_neighbours_in_the_row() -> None:
     assert bm25["cell"][labels.index("nDCG@3")] == "comparison.html#:~:text=0.667-,0.833"
     assert bm25["mean"][labels.index("nDCG@3")] == "0.833"
     assert explorer._fragment("bm25-rm3, x") == "bm25%2Drm3%2C%20x"  # '-' and ',' would end a term
+
+
+def test_an_external_run_of_documents_shows_their_titles_without_passages() -> None:
+    inputs = tiny_inputs()
+    run = pd.DataFrame({"qid": ["q1", "q1"], "rank": [1, 2], "chunk_id": ["D", "A"], "doc_id": ["D", "A"],
+                        "score": [2.0, 1.0]})
+    inputs["runs"]["ext"] = run
+    inputs["specs"]["ext"] = {"type": "external", "path": "ext.trec", "format": "trec"}
+    inputs["chunker_of"]["ext"] = "sections"
+    inputs["metrics"]["ext"] = evaluate_run(run, inputs["questions"], inputs["qrels"]["sections"], SETTINGS.ks,
+                                            grains=["document"])
+    payload = explorer_payload(*payload_args(inputs))
+    ext = next(m for m in payload["methods"] if m["name"] == "ext")
+    table = payload["chunks"]
+    shown = [(table["id"][c], table["doc"][c], table["section"][c], table["snippet"][c]) for c in ext["c"]]
+    assert shown == [("D", "D", "", ""), ("A", "A", "", "")]
+    assert ext["g"] == [-1, -1] and ext["first"][0] == 2  # document A (grade 3) is second
+    assert ext["cell"] == [None] * len(payload["metrics"])  # not in the aggregate given: no cell to link

@@ -123,7 +123,9 @@ def _failure_bits(failures: pd.DataFrame, method: str, qids: pd.Index) -> pd.Ser
     rows = failures[failures["method"] == method]
     bits = np.where(rows["failure"] == "rank 1", RANK1, TOPK) | np.select(
         [rows["class"] == RECALL, rows["class"] == RANKING], [RECALL_BIT, RANKING_BIT], 0)
-    per_question = pd.Series(bits, index=rows["qid"].to_numpy()).groupby(level=0).agg(np.bitwise_or.reduce)
+    flags = pd.DataFrame({bit: (bits & bit) > 0 for bit in (RANK1, TOPK, RECALL_BIT, RANKING_BIT)},
+                         index=rows["qid"].to_numpy())
+    per_question = flags.groupby(level=0).any().mul(list(flags.columns)).sum(axis=1)
     return per_question.reindex(qids, fill_value=0).astype(int)
 
 
@@ -149,8 +151,9 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
     kinds = sorted(questions["kind"].unique())
     ordered = labels.assign(section=labels["section"].fillna("")).sort_values(
         ["qid", "grade", "doc_id", "section"], ascending=[True, False, True, True])
-    label_lists = {qid: group[["doc_id", "section", "grade"]].values.tolist()
-                   for qid, group in ordered.groupby("qid", sort=False)}
+    label_lists: dict[str, list[list[Any]]] = {}
+    for qid, doc, section, grade in zip(ordered["qid"], ordered["doc_id"], ordered["section"], ordered["grade"]):
+        label_lists.setdefault(qid, []).append([doc, section, int(grade)])
     answerable = set(labels.loc[labels["grade"] >= threshold, "qid"])
     values = {method: _method_values(metrics[method], grain) for method in methods}
     distinct = {item: np.unique(np.concatenate([[]] + [values[m][item].to_numpy(dtype=np.float64)
@@ -168,16 +171,17 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
         for chunk_id in tops[method].loc[tops[method]["rank"] <= k, "chunk_id"]:
             chunk_keys.setdefault((chunker_of[method], chunk_id), len(chunk_keys))
     snippet_chars = max(MIN_SNIPPET_CHARS, min(SNIPPET_CHARS, SNIPPET_BUDGET // max(1, len(chunk_keys))))
-    chunk_info = {chunker: frame.set_index("chunk_id") for chunker, frame in chunks.items()}
-    chunk_table: dict[str, list[str]] = {"id": [], "doc": [], "section": [], "snippet": []}
-    for chunker, chunk_id in chunk_keys:
-        info = chunk_info[chunker]
-        known = chunk_id in info.index  # an external run's ids are documents
-        chunk_table["id"].append(chunk_id)
-        chunk_table["doc"].append(str(info.at[chunk_id, "doc_id"]) if known else chunk_id)
-        chunk_table["section"].append(" / ".join(map(str, info.at[chunk_id, "sections"])) if known else "")
-        chunk_table["snippet"].append(_snippet(info.at[chunk_id, "text"], snippet_chars) if known else "")
-
+    keys = pd.DataFrame(list(chunk_keys), columns=["chunker", "chunk_id"], dtype=object)
+    keys = keys.assign(doc=keys["chunk_id"], section="", snippet="").astype(object)
+    for chunker, group in keys.groupby("chunker", sort=False):
+        info = chunks[chunker].drop_duplicates("chunk_id").set_index("chunk_id").reindex(group["chunk_id"])
+        known = info["doc_id"].notna().to_numpy()  # an external run's ids are documents: no passage to show
+        rows = group.index[known]
+        keys.loc[rows, "doc"] = info["doc_id"].to_numpy(dtype=object)[known]
+        keys.loc[rows, "section"] = [" / ".join(map(str, s)) for s in info["sections"].to_numpy()[known]]
+        keys.loc[rows, "snippet"] = [_snippet(t, snippet_chars) for t in info["text"].to_numpy()[known]]
+    chunk_table = {"id": keys["chunk_id"].tolist(), "doc": keys["doc"].tolist(),
+                   "section": keys["section"].tolist(), "snippet": keys["snippet"].tolist()}
     shown_docs = set(chunk_table["doc"]) | set(labels["doc_id"])  # only these titles: the corpus may be huge
     titles = {doc: title for frame in chunks.values() for doc, title in zip(frame["doc_id"], frame["title"])
               if doc in shown_docs}
