@@ -69,7 +69,8 @@ def synthetic(n_questions: int, n_methods: int, n_docs: int, seed: int = 0) -> t
             rows.append(ranked)
         flat = np.concatenate(rows)
         counts = [len(r) for r in rows]
-        run = pd.DataFrame({"qid": np.repeat(qids, counts), "rank": np.concatenate([np.arange(1, c + 1) for c in counts]),
+        ranks = np.concatenate([np.arange(1, c + 1) for c in counts])
+        run = pd.DataFrame({"qid": np.repeat(qids, counts), "rank": ranks,
                             "chunk_id": chunks["chunk_id"].to_numpy()[flat], "doc_id": docs[flat]})
         run["score"] = 1.0 / (run["rank"] + 1.0)
         if method.endswith("+rerank"):
@@ -109,7 +110,8 @@ def question_time(driver, page: Path, qid: str) -> float:
     driver.get(page.as_uri())
     return driver.execute_script("""
         const start = performance.now();
-        location.hash = "q=" + encodeURIComponent(arguments[0]) + "&show=" + M.map(m => encodeURIComponent(m.name)).join(",");
+        const show = M.map(m => encodeURIComponent(m.name)).join(",");
+        location.hash = "q=" + encodeURIComponent(arguments[0]) + "&show=" + show;
         dispatchEvent(new HashChangeEvent("hashchange"));
         return (performance.now() - start) / 1000;""", qid)
 
@@ -127,7 +129,8 @@ def main() -> None:
     os.environ.pop("CI", None)
     out = Path(tempfile.mkdtemp(prefix="bench-explorer-"))
     empty = out / "empty.html"
-    empty.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>empty</title></head><body></body></html>\n")
+    empty.write_text("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>empty</title></head>"
+                     "<body></body></html>\n")
     pages = []
     if args.demo:
         pages.append(("demo (workflow)", args.demo.resolve(), None))

@@ -282,7 +282,8 @@ def test_a_mean_links_to_its_cell_of_the_comparison_page(demo_v1: Path) -> None:
             assert driver.current_url.split("#")[0].endswith("/comparison.html")
             where = driver.execute_script("""
                 const [method, label] = arguments;
-                const heading = [...document.querySelectorAll("h2")].find(h => h.textContent === "All questions, document grain");
+                const heading = [...document.querySelectorAll("h2")]
+                    .find(h => h.textContent === "All questions, document grain");
                 let table = heading.nextElementSibling;
                 while (table.tagName !== "TABLE") table = table.nextElementSibling;
                 const column = [...table.tHead.rows[0].cells].findIndex(c => c.textContent === label);
