@@ -128,5 +128,6 @@ def test_snakemake_report_includes_tables_plots_and_failures(demo: Path) -> None
     result = snakemake(demo, "--report", "report.html")
     assert result.returncode == 0, result.stderr[-2000:]
     html = (demo / "report.html").read_text()
-    for name in ("comparison.html", "failures.html", "calibration.html", "v1-vs-v2.html", "recall.png"):
+    for name in ("comparison.html", "failures.html", "calibration.html", "v1-vs-v2.html", "recall.png",
+                 "explorer.html"):
         assert name in html

@@ -133,6 +133,7 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         f"excluded (no relevant label, counted apart): {len(questions) - evaluated}",
         f"{DATE_PREFIX}{date}",
         f"- config: sha256 `{config_sha256}` (the exact config is at the end of this page)",
+        "- every question, what each method returned and where it wins or loses: [explorer.html](explorer.html)",
     ]
     if experiment:
         lines.append(f"- experiment: {experiment.get('label', '–')}" + (f" — {experiment['note']}"

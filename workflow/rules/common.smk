@@ -173,7 +173,10 @@ def all_outputs():
             f"{R}/{qset}/comparison.md",
             f"{R}/{qset}/leaks.parquet",
         ]
-        outputs += [f"{R}/{qset}/{page}.html" for page in ("failures", "calibration")]
+        outputs += [
+            f"{R}/{qset}/{page}.html"
+            for page in ("failures", "calibration", "explorer")
+        ]
         outputs += [
             f"{R}/{qset}/plots/{figure}.svg"
             for figure in ("recall", "bars", "kinds", "grades")

@@ -206,3 +206,44 @@ rule history:
         metric="{}@{}".format(*REPORT["plot_metric"]),
     script:
         "../scripts/record_history.py"
+
+
+# The per-question explorer: one self-contained HTML page per version (README: "The explorer").
+EXPLORER_CHUNKERS = sorted({chunker_of(m) for m in METHODS})
+
+
+rule explorer:
+    input:
+        questions=f"{R}/{{qset}}/questions.parquet",
+        labels=f"{R}/{{qset}}/labels.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
+        runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
+        metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
+        chunks=[f"{R}/corpus/{chunker}/chunks.parquet" for chunker in EXPLORER_CHUNKERS],
+        qrels=[f"{R}/{{qset}}/qrels/{chunker}.parquet" for chunker in EXPLORER_CHUNKERS],
+        failures=f"{R}/{{qset}}/failures.parquet",
+        aggregate=f"{R}/{{qset}}/aggregate.parquet",
+    output:
+        html=report(
+            f"{R}/{{qset}}/explorer.html",
+            category="Explorer",
+            subcategory="{qset}",
+            caption="../report/explorer.rst",
+        ),
+    log:
+        f"{LOGS}/explorer/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        dataset=DATASET["name"],
+        methods=METHODS,
+        specs={m: method_spec(m) for m in METHODS},
+        chunkers=EXPLORER_CHUNKERS,
+        chunker_of={m: chunker_of(m) for m in METHODS},
+        ks=EVALUATION["ks"],
+        relevance_threshold=EVALUATION["relevance_threshold"],
+        baseline=EVALUATION["baseline"],
+        report=REPORT,
+    script:
+        "../scripts/explorer.py"
