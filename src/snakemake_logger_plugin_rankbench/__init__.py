@@ -19,8 +19,11 @@ import snakemake.settings.types
 from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
-from rankbench.config_file import load_config_file
-from rankbench.errors import InputError
+try:
+    from rankbench.config_file import load_config_file
+    from rankbench.errors import InputError
+except ImportError:  # a rankbench without the loader (e.g. an older checkout on the path): leave Snakemake as it is
+    load_config_file = None
 
 
 def load_configfile(path: str | Path) -> dict[str, Any]:
@@ -31,9 +34,10 @@ def load_configfile(path: str | Path) -> dict[str, Any]:
         raise WorkflowError(str(error)) from None
 
 
-# Both names Snakemake 9 calls: settings.types imported it at its own import; workflow.py imports it per call.
-snakemake.settings.types.load_configfile = load_configfile
-snakemake.common.configfile.load_configfile = load_configfile
+if load_config_file is not None:
+    # Both names Snakemake 9 calls: settings.types imported it at its own import; workflow.py imports it per call.
+    snakemake.settings.types.load_configfile = load_configfile
+    snakemake.common.configfile.load_configfile = load_configfile
 
 
 class LogHandler(LogHandlerBase):
