@@ -15,6 +15,8 @@ from rankbench.findings import findings
 from rankbench.tables import TABLE_METRICS, legend, markdown_grid, marked, metric_label, near_best, wide
 
 DATE_PREFIX = "- date: "
+HOW_SURE = ("How sure is this table: `budget.md` says how many questions would separate the best method from the "
+            "runner-up and each method from the baseline.")
 
 
 def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str
@@ -125,6 +127,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         "",
         legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
         "`cost.md` (timings vary from run to run, so they are kept off this page).",
+        "",
+        HOW_SURE,
         "",
     ]
     lines += [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]

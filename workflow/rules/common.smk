@@ -154,6 +154,10 @@ FAISS_BUILDS = {
 FAISS_BUILDS["flat"] = IndexSpec().build_params
 
 
+# Pages saying how sure the comparison is (issue 15), built for every version.
+HOW_SURE_PAGES = ("budget",)
+
+
 def all_outputs():
     outputs = []
     for qset in QSETS:
@@ -172,6 +176,7 @@ def all_outputs():
             f"{R}/{qset}/leaks.parquet",
         ]
         outputs += [f"{R}/{qset}/{page}.html" for page in ("failures", "calibration")]
+        outputs += [f"{R}/{qset}/{page}.html" for page in HOW_SURE_PAGES]
         outputs += [
             f"{R}/{qset}/plots/{figure}.svg"
             for figure in ("recall", "bars", "kinds", "grades")

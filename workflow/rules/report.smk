@@ -206,3 +206,34 @@ onsuccess:
         },
         datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
+
+
+# How sure is the table: question budget (issue 15).
+rule budget:
+    input:
+        metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
+        aggregate=f"{R}/{{qset}}/aggregate.parquet",
+    output:
+        markdown=f"{R}/{{qset}}/budget.md",
+        html=report(
+            f"{R}/{{qset}}/budget.html",
+            category="How sure",
+            subcategory="{qset}",
+            caption="../report/budget.rst",
+        ),
+        budget=f"{R}/{{qset}}/budget.parquet",
+    log:
+        f"{LOGS}/budget/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        dataset=DATASET["name"],
+        methods=METHODS,
+        grain=REPORT["grain"],
+        headline=REPORT["headline"],
+        baseline=EVALUATION["baseline"],
+        alpha=REPORT["alpha"],
+        seed=EVALUATION["seed"],
+    script:
+        "../scripts/plan_budget.py"
