@@ -64,8 +64,12 @@ def simulated_n(differences: np.ndarray, alpha: float, start: int, seed: int, po
                 simulations: int = SIMULATIONS, max_n: int = MAX_SIMULATED) -> tuple[int, float] | None:
     """Smallest n (2..max_n) whose simulated power reaches `power`, by bisection from the formula's `start`, with
     the same seed at every n (common random numbers, so power grows with n); None when even max_n is short."""
+    powers: dict[int, float] = {}
+
     def power_at(n: int) -> float:
-        return simulated_power(differences, n, alpha, np.random.default_rng([seed, n]), simulations)
+        if n not in powers:
+            powers[n] = simulated_power(differences, n, alpha, np.random.default_rng([seed, n]), simulations)
+        return powers[n]
 
     low, high = max(1, start // 2), min(max_n, max(2, 2 * start))
     while low > 1 and power_at(low) >= power:
@@ -87,7 +91,8 @@ def plan_pair(differences: np.ndarray, alpha: float, seed: int, power: float = P
     sd = float(differences.std(ddof=1)) if n > 1 else 0.0
     formula = normal_n(delta, sd, alpha, power)
     row = {"n": n, "diff": delta, "sd": sd, "alpha": alpha,
-           "mdd": minimum_detectable_difference(sd, n, alpha, power) if n > 1 else np.nan,
+           # no spread in the differences (e.g. every question tied) says nothing about the noise: no mdd
+           "mdd": minimum_detectable_difference(sd, n, alpha, power) if n > 1 and sd > TIE_TOLERANCE else np.nan,
            "n_needed_normal": formula, "n_needed": formula, "power_at_needed": np.nan, "simulated": False}
     if not np.isnan(formula) and formula <= MAX_SIMULATED:
         found = simulated_n(differences, alpha, int(formula), seed, power, simulations)
@@ -159,6 +164,12 @@ def finding(row: pd.Series) -> str:
     verdict = "enough" if row["n_needed"] <= row["n"] else "not enough"
     return (f"To separate {row['method_a']} from {row['method_b']} on {label}{where} (Δ = {row['diff']:+.3f}) you "
             f"need about {_count(row['n_needed'])} {questions}{more}; you have {row['n']} ({verdict}).")
+
+
+def headline_finding(table: pd.DataFrame) -> str:
+    """The comparison page's sentence: the first headline metric's best against its runner-up, all questions."""
+    row = table[(table["kind"] == ALL_KINDS) & (table["pair"] == "best vs runner-up")].iloc[0]
+    return f"{finding(row)} Per kind and against the baseline: `budget.md`."
 
 
 def budget_page(table: pd.DataFrame, dataset: str, qset: str, alpha: float) -> str:

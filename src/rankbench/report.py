@@ -16,7 +16,8 @@ from rankbench.tables import TABLE_METRICS, legend, markdown_grid, marked, metri
 
 DATE_PREFIX = "- date: "
 HOW_SURE = ("How sure is this table: `budget.md` says how many questions would separate the best method from the "
-            "runner-up and each method from the baseline.")
+            "runner-up and each method from the baseline; `robustness.md` whether the verdict survives dropped or "
+            "shifted labels, and the metric bounds for unjudged items.")
 
 
 def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str
@@ -91,11 +92,11 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                     report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str,
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
                     degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
-                    judged: bool = False) -> str:
+                    judged: bool = False, how_sure: Sequence[str] = ()) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
 
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
-    once the `llm` target has run.
+    once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings.
     """
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
@@ -140,6 +141,7 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     lines += ["", *leaks_section(leaks, methods)]
     lines += ["## Findings", ""]
     lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha)]
+    lines += [f"- {sentence}" for sentence in how_sure]
     lines.append("")
     full = [(metric, k) for metric in TABLE_METRICS for k in ks]
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):

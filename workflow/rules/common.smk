@@ -155,7 +155,7 @@ FAISS_BUILDS["flat"] = IndexSpec().build_params
 
 
 # Pages saying how sure the comparison is (issue 15), built for every version.
-HOW_SURE_PAGES = ("budget",)
+HOW_SURE_PAGES = ("budget", "robustness")
 
 
 def all_outputs():
