@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.budget import minimum_detectable_difference, plan_budget, plan_pair
+from rankbench.budget import budget_page, headline_findings, minimum_detectable_difference, plan_budget, plan_pair
 from rankbench.stats import t_test_p_values
 
 ALPHA = 0.05 / 11  # Holm's first step over a baseline family of 11 methods
@@ -92,3 +92,14 @@ def test_plan_budget_pairs_families_and_determinism():
     assert sorted(baseline["method_a"]) == ["best", "good"] and set(baseline["method_b"]) == {"base"}
     assert (baseline["family_size"] == 2).all()
     assert (table.loc[table["kind"] != "all", "n"] == 15).all()
+
+
+def test_without_baseline_or_second_method():
+    """No baseline: only best vs runner-up; one method: an empty table, a page and no sentence for the findings."""
+    per_query, aggregate = toy_metrics(1)
+    table = plan_budget(per_query, aggregate, "document", [("hit", 1)], None, 0.05, seed=0)
+    assert set(table["pair"]) == {"best vs runner-up"} and len(table) == 3
+    alone = plan_budget({"base": per_query["base"]}, aggregate[aggregate["method"] == "base"], "document",
+                        [("hit", 1)], "base", 0.05, seed=0)
+    assert alone.empty and headline_findings(alone) == []
+    assert budget_page(alone, "toy", "v1", 0.05).startswith("# toy")

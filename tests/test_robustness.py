@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.robustness import drop_labels, robustness, robustness_page, shift_grades, unjudged_as_relevant
+from rankbench.robustness import (drop_labels, headline_findings, robustness, robustness_page, shift_grades,
+                                  unjudged_as_relevant)
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -88,3 +89,15 @@ def test_survival_counts_and_determinism():
     assert page == robustness_page(again.assign(dataset="toy", qset="v1"),
                                    bounds_again.assign(dataset="toy", qset="v1"), "toy", "v1")
     assert "the winner strong stays first in" in page
+
+
+def test_without_baseline_the_marks_are_left_out_and_one_method_gives_no_finding():
+    runs, qrels = toy()
+    survival, bounds = robustness(runs, {m: qrels for m in runs}, "document", [("ndcg", 10)], None, 0.05, 1,
+                                  "linear", seed=0, repetitions=2)
+    assert survival["marks_survive"].isna().all() and (survival["marks"] == 0).all()
+    sentence = headline_findings(survival, bounds)[0]
+    assert "marks unchanged" not in sentence and "nan" not in sentence
+    alone, alone_bounds = robustness({"base": runs["base"]}, {"base": qrels}, "document", [("ndcg", 10)], "base",
+                                     0.05, 1, "linear", seed=0, repetitions=2)
+    assert (alone["best_survives"] == 1).all() and headline_findings(alone, alone_bounds) == []

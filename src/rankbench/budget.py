@@ -166,10 +166,11 @@ def finding(row: pd.Series) -> str:
             f"need about {_count(row['n_needed'])} {questions}{more}; you have {row['n']} ({verdict}).")
 
 
-def headline_finding(table: pd.DataFrame) -> str:
-    """The comparison page's sentence: the first headline metric's best against its runner-up, all questions."""
-    row = table[(table["kind"] == ALL_KINDS) & (table["pair"] == "best vs runner-up")].iloc[0]
-    return f"{finding(row)} Per kind and against the baseline: `budget.md`."
+def headline_findings(table: pd.DataFrame) -> list[str]:
+    """The comparison page's sentence: the first headline metric's best against its runner-up, all questions (none
+    with a single method)."""
+    rows = table[(table["kind"] == ALL_KINDS) & (table["pair"] == "best vs runner-up")]
+    return [f"{finding(row)} Per kind and against the baseline: `budget.md`." for _, row in rows.head(1).iterrows()]
 
 
 def budget_page(table: pd.DataFrame, dataset: str, qset: str, alpha: float) -> str:

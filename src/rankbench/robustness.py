@@ -105,7 +105,8 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
             for key, wide in scores(grain_runs, noisy, headline, relevance_threshold, gain).items():
                 ranking, marks = verdict(wide, baseline, alpha, seed)
                 ranking0, marks0 = verdicts[key]
-                tau = _sps.kendalltau(range(len(ranking0)), [ranking.index(m) for m in ranking0]).statistic
+                tau = (_sps.kendalltau(range(len(ranking0)), [ranking.index(m) for m in ranking0]).statistic
+                       if len(ranking0) > 1 else 1.0)  # one method: its ranking cannot change
                 kept = sum(marks[m] == marks0[m] for m in marks0)
                 means = wide.mean()
                 still_best = means[ranking0[0]] >= means.max() - TIE_TOLERANCE
@@ -132,7 +133,8 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
 def survival_sentence(rows: pd.DataFrame) -> str:
     """One headline metric's survival over its perturbations, in words."""
     parts = [f"{row.best_survives:.0%} of repetitions {PHRASES[row.perturbation].format(row.level)} "
-             f"(τ to the original ranking ≥ {row.tau_min:.2f}, marks unchanged {row.marks_survive:.0%})"
+             f"(τ to the original ranking ≥ {row.tau_min:.2f}"
+             + ("" if np.isnan(row.marks_survive) else f", marks unchanged {row.marks_survive:.0%}") + ")"
              for row in rows.itertuples()]
     return (f"{metric_label(rows['metric'].iloc[0], rows['k'].iloc[0])}: the winner {rows['best'].iloc[0]} stays "
             "first in " + " and in ".join(parts) + ".")
@@ -146,12 +148,15 @@ def bounds_sentence(rows: pd.DataFrame) -> str:
             f"top {worst['k']} are unjudged, bounds {low:.3f}–{high:.3f}.")
 
 
-def headline_finding(survival: pd.DataFrame, bounds: pd.DataFrame) -> str:
-    """The comparison page's sentence: survival and unjudged bounds of the first headline metric."""
+def headline_findings(survival: pd.DataFrame, bounds: pd.DataFrame) -> list[str]:
+    """The comparison page's sentence: survival and unjudged bounds of the first headline metric (none without
+    a second method to rank against)."""
+    if survival.empty or bounds["method"].nunique() < 2:
+        return []
     metric, k = survival["metric"].iloc[0], survival["k"].iloc[0]
     rows = survival[(survival["metric"] == metric) & (survival["k"] == k)]
     limits = bounds[(bounds["metric"] == metric) & (bounds["k"] == k)]
-    return f"Label noise — {survival_sentence(rows)} {bounds_sentence(limits)} More in `robustness.md`."
+    return [f"Label noise — {survival_sentence(rows)} {bounds_sentence(limits)} More in `robustness.md`."]
 
 
 def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, qset: str) -> str:

@@ -37,9 +37,9 @@ def main(snakemake):
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
                            judged=agreement is not None,
-                           how_sure=[budget.headline_finding(pd.read_parquet(snakemake.input.budget)),
-                                     robustness.headline_finding(pd.read_parquet(snakemake.input.robustness),
-                                                                 pd.read_parquet(snakemake.input.bounds))])
+                           how_sure=budget.headline_findings(pd.read_parquet(snakemake.input.budget))
+                           + robustness.headline_findings(pd.read_parquet(snakemake.input.robustness),
+                                                          pd.read_parquet(snakemake.input.bounds)))
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
