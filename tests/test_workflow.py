@@ -80,7 +80,8 @@ def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it
                                           "leaks": n_qsets, "aggregate": n_qsets, "leak_summary": n_qsets,
                                           "comparison_table": n_qsets, "plots": n_qsets, "failures": n_qsets,
                                           "calibration": n_qsets, "explorer": n_qsets,
-                                          "qset_diff": len(demo_config(demo)["diffs"]), "history": 1, "all": 1}
+                                          "qset_diff": len(demo_config(demo)["diffs"]), "history": 1,
+                                          "budget": n_qsets, "robustness": n_qsets, "all": 1}
 
 
 def test_query_embeddings_are_computed_once_per_version_and_encoder(demo: Path) -> None:

@@ -16,6 +16,9 @@ from rankbench.tables import (TABLE_METRICS, legend, markdown_grid, marked, metr
                               wide)
 
 DATE_PREFIX = "- date: "
+HOW_SURE = ("How sure is this table: `budget.md` says how many questions would separate the best method from the "
+            "runner-up and each method from the baseline; `robustness.md` whether the verdict survives dropped or "
+            "shifted labels, and the metric bounds for unjudged items.")
 
 
 def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str
@@ -111,12 +114,12 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                     report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str,
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
                     staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
-                    judged: bool = False) -> str:
+                    judged: bool = False, how_sure: Sequence[str] = ()) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
 
     staff_documents: staff-only documents in the corpus (none: the staff leak cannot happen).
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
-    once the `llm` target has run.
+    once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings.
     """
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
@@ -150,6 +153,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
         "`cost.md` (timings vary from run to run, so they are kept off this page).",
         "",
+        HOW_SURE,
+        "",
     ]
     notes = [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
     notes += [f"- **{method} is degraded**: its scorer failed ({reason}), so the run is its input run's order."
@@ -162,6 +167,7 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     lines += ["## Findings", ""]
     lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha,
                                                                     evaluation["bootstrap_resamples"])]
+    lines += [f"- {sentence}" for sentence in how_sure]
     lines.append("")
     full = [(metric, k) for metric in TABLE_METRICS for k in ks]
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):

@@ -156,6 +156,10 @@ FAISS_BUILDS = {
 FAISS_BUILDS["flat"] = IndexSpec().build_params
 
 
+# Pages saying how sure the comparison is (issue 15), built for every version.
+HOW_SURE_PAGES = ("budget", "robustness")
+
+
 def all_outputs():
     outputs = []
     for qset in QSETS:
@@ -175,7 +179,7 @@ def all_outputs():
         ]
         outputs += [
             f"{R}/{qset}/{page}.html"
-            for page in ("failures", "calibration", "explorer")
+            for page in ("failures", "calibration", "explorer", *HOW_SURE_PAGES)
         ]
         outputs += [
             f"{R}/{qset}/plots/{figure}.svg"

@@ -7,6 +7,9 @@ rule comparison_table:
         validation=f"{R}/{{qset}}/validation.md",
         leaks=f"{R}/{{qset}}/leaks.parquet",
         documents=f"{R}/corpus/documents.parquet",
+        budget=f"{R}/{{qset}}/budget.parquet",
+        robustness=f"{R}/{{qset}}/robustness.parquet",
+        bounds=f"{R}/{{qset}}/robustness-bounds.parquet",
         reranked=lambda wildcards: [
             run_path(m, wildcards.qset) for m in methods_of_type("rerank")
         ],
@@ -247,3 +250,68 @@ rule explorer:
         report=REPORT,
     script:
         "../scripts/explorer.py"
+
+
+# How sure is the table: question budget (issue 15).
+rule budget:
+    input:
+        metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
+        aggregate=f"{R}/{{qset}}/aggregate.parquet",
+    output:
+        markdown=f"{R}/{{qset}}/budget.md",
+        html=report(
+            f"{R}/{{qset}}/budget.html",
+            category="How sure",
+            subcategory="{qset}",
+            caption="../report/budget.rst",
+        ),
+        budget=f"{R}/{{qset}}/budget.parquet",
+    log:
+        f"{LOGS}/budget/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        dataset=DATASET["name"],
+        methods=METHODS,
+        grain=REPORT["grain"],
+        headline=REPORT["headline"],
+        baseline=EVALUATION["baseline"],
+        alpha=REPORT["alpha"],
+        seed=EVALUATION["seed"],
+    script:
+        "../scripts/plan_budget.py"
+
+
+rule robustness:
+    input:
+        runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
+        qrels=lambda wildcards: [qrels_of(m, wildcards.qset) for m in METHODS],
+    output:
+        markdown=f"{R}/{{qset}}/robustness.md",
+        html=report(
+            f"{R}/{{qset}}/robustness.html",
+            category="How sure",
+            subcategory="{qset}",
+            caption="../report/robustness.rst",
+        ),
+        survival=f"{R}/{{qset}}/robustness.parquet",
+        bounds=f"{R}/{{qset}}/robustness-bounds.parquet",
+    log:
+        f"{LOGS}/robustness/{{qset}}.log",
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        dataset=DATASET["name"],
+        methods=METHODS,
+        grain=REPORT["grain"],
+        headline=REPORT["headline"],
+        baseline=EVALUATION["baseline"],
+        alpha=REPORT["alpha"],
+        relevance_threshold=EVALUATION["relevance_threshold"],
+        gain=EVALUATION["gain"],
+        seed=EVALUATION["seed"],
+        grains={m: method_grains(METHOD_SPECS[m]) for m in METHODS},
+    script:
+        "../scripts/robustness.py"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankbench import budget, robustness
 from rankbench.cost import cost_table, read_benchmark
 from rankbench.files import write_text
 from rankbench.history import run_records
@@ -37,7 +38,10 @@ def main(snakemake):
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
                            int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
-                           judged=agreement is not None)
+                           judged=agreement is not None,
+                           how_sure=budget.headline_findings(pd.read_parquet(snakemake.input.budget))
+                           + robustness.headline_findings(pd.read_parquet(snakemake.input.robustness),
+                                                          pd.read_parquet(snakemake.input.bounds)))
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())

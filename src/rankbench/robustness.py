@@ -1,0 +1,193 @@
+"""Robustness of the verdict: perturb the labels (drop some, shift grades, unjudged items as relevant), score the
+runs again with the project's metrics, and count how often the best method, the ranking and the marks survive."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _sps
+
+from rankbench.evaluation import _grain_qrels, _grain_runs
+from rankbench.metrics import per_query_metrics
+from rankbench.stats import TIE_TOLERANCE, holm, randomization_p_values
+from rankbench.tables import markdown_grid, metric_label
+
+# (perturbation, level): the share of labels dropped, or the probability that a grade moves by one.
+PERTURBATIONS = (("drop labels", 0.1), ("shift grades", 0.1))
+PHRASES = {"drop labels": "with {:.0%} of the labels dropped", "shift grades": "with {:.0%} of the grades moved by one"}
+REPETITIONS = 10
+RESAMPLES = 2000
+SURVIVAL_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "perturbation", "level", "repetitions", "best",
+                    "best_survives", "tau_mean", "tau_min", "marks", "marks_survive"]
+BOUNDS_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "method", "unjudged_share", "pessimistic",
+                  "optimistic"]
+
+
+def drop_labels(qrels: pd.DataFrame, share: float, rng: np.random.Generator) -> pd.DataFrame:
+    """The qrels without a random `share` of their rows."""
+    return qrels[rng.random(len(qrels)) >= share]
+
+
+def shift_grades(qrels: pd.DataFrame, probability: float, rng: np.random.Generator) -> pd.DataFrame:
+    """Each grade moved up or down by one with `probability`, kept within the grades the qrels use."""
+    moved = rng.random(len(qrels)) < probability
+    step = np.where(rng.random(len(qrels)) < 0.5, -1, 1) * moved
+    grades = np.clip(qrels["grade"].to_numpy() + step, qrels["grade"].min(), qrels["grade"].max())
+    return qrels.assign(grade=grades)
+
+
+def unjudged_as_relevant(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], depth: int,
+                         relevance_threshold: int) -> pd.DataFrame:
+    """The optimistic qrels: every unjudged item in the top `depth` of any run graded just relevant."""
+    top = pd.concat([run.loc[run["rank"] <= depth, ["qid", "item_id"]] for run in runs.values()])
+    top = top.drop_duplicates().merge(qrels[["qid", "item_id"]], how="left", indicator=True)
+    added = top[top["_merge"] == "left_only"][["qid", "item_id"]].assign(grade=relevance_threshold)
+    return pd.concat([qrels, added], ignore_index=True)
+
+
+def unjudged_share(run: pd.DataFrame, qrels: pd.DataFrame, depth: int) -> float:
+    """Share of a run's top-`depth` items that carry no label."""
+    top = run.loc[run["rank"] <= depth, ["qid", "item_id"]]
+    judged = top.merge(qrels[["qid", "item_id"]], how="left", indicator=True)["_merge"] == "both"
+    return float(1 - judged.mean()) if len(top) else 0.0
+
+
+def scores(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], headline: Sequence[tuple[str, int]],
+           relevance_threshold: int, gain: str) -> dict[tuple[str, int], pd.DataFrame]:
+    """Per headline (metric, k): a wide table of per-query values (qid x method) from the project's metric code."""
+    metrics, ks = sorted({m for m, _ in headline}), sorted({k for _, k in headline})
+    long = pd.concat([per_query_metrics(run, qrels[method], ks, relevance_threshold=relevance_threshold, gain=gain,
+                                        metrics=metrics).assign(method=method) for method, run in runs.items()],
+                     ignore_index=True)
+    wide = long.pivot_table(index=["metric", "k", "qid"], columns="method", values="value", aggfunc="first")
+    wide = wide.reindex(columns=list(runs)).fillna(0.0)
+    return {(metric, k): wide.xs((metric, k), level=["metric", "k"]) for metric, k in headline}
+
+
+def verdict(wide: pd.DataFrame, baseline: str | None, alpha: float, seed: int) -> tuple[list[str], dict[str, int]]:
+    """Methods by mean (best first, ties by name) and each method's mark against the baseline: +1 or -1 when
+    significant after Holm (randomization test), 0 otherwise."""
+    means = wide.mean()
+    ranking = sorted(wide.columns, key=lambda m: (-means[m], m))
+    if baseline not in wide.columns:
+        return ranking, {}
+    others = [m for m in wide.columns if m != baseline]
+    differences = wide[others].to_numpy().T - wide[baseline].to_numpy()
+    p = holm(randomization_p_values(differences, n_resamples=RESAMPLES, seed=seed))
+    return ranking, {m: int(np.sign(d.mean())) if q < alpha else 0 for m, d, q in zip(others, differences, p)}
+
+
+def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], grain: str,
+               headline: Sequence[tuple[str, int]], baseline: str | None, alpha: float, relevance_threshold: int,
+               gain: str, seed: int, repetitions: int = REPETITIONS,
+               perturbations: Sequence[tuple[str, float]] = PERTURBATIONS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Survival of the verdict under label perturbations (SURVIVAL_COLUMNS but dataset, qset) and each method's
+    metric bounds for its unjudged items (BOUNDS_COLUMNS but dataset, qset), at one grain, over all questions.
+
+    runs and qrels per method (each method's own chunker's qrels). Repetition r of every perturbation draws from
+    the seed (seed, perturbation index, r), the same for every method's qrels, so equal qrels get equal noise.
+    """
+    grain_runs = {m: _grain_runs(run, [grain])[grain][["qid", "item_id", "rank", "score"]]
+                  for m, run in sorted(runs.items())}
+    base = {m: _grain_qrels(qrels[m], grain).sort_values(["qid", "item_id"], ignore_index=True) for m in grain_runs}
+    depth = max(k for _, k in headline)
+    reference = scores(grain_runs, base, headline, relevance_threshold, gain)
+    verdicts = {key: verdict(wide, baseline, alpha, seed) for key, wide in reference.items()}
+    rows = []
+    perturb = {"drop labels": drop_labels, "shift grades": shift_grades}
+    for index, (name, level) in enumerate(perturbations):
+        outcomes: dict[tuple[str, int], list[tuple[bool, float, int, int]]] = {key: [] for key in verdicts}
+        for r in range(repetitions):
+            noisy = {m: perturb[name](frame, level, np.random.default_rng([seed, index, r])) for m, frame in
+                     base.items()}
+            for key, wide in scores(grain_runs, noisy, headline, relevance_threshold, gain).items():
+                ranking, marks = verdict(wide, baseline, alpha, seed)
+                ranking0, marks0 = verdicts[key]
+                tau = (_sps.kendalltau(range(len(ranking0)), [ranking.index(m) for m in ranking0]).statistic
+                       if len(ranking0) > 1 else 1.0)  # one method: its ranking cannot change
+                kept = sum(marks[m] == marks0[m] for m in marks0)
+                means = wide.mean()
+                still_best = means[ranking0[0]] >= means.max() - TIE_TOLERANCE
+                outcomes[key].append((bool(still_best), float(tau), kept, len(marks0)))
+        for (metric, k), results in outcomes.items():
+            kept, total = sum(o[2] for o in results), sum(o[3] for o in results)
+            rows.append({"grain": grain, "metric": metric, "k": k, "perturbation": name, "level": level,
+                         "repetitions": repetitions, "best": verdicts[(metric, k)][0][0],
+                         "best_survives": float(np.mean([o[0] for o in results])),
+                         "tau_mean": float(np.mean([o[1] for o in results])),
+                         "tau_min": float(np.min([o[1] for o in results])),
+                         "marks": int(np.count_nonzero(list(verdicts[(metric, k)][1].values()))),
+                         "marks_survive": kept / total if total else np.nan})
+    optimistic = {m: unjudged_as_relevant(frame, grain_runs, depth, relevance_threshold) for m, frame in base.items()}
+    high = scores(grain_runs, optimistic, headline, relevance_threshold, gain)
+    bounds = [{"grain": grain, "metric": metric, "k": k, "method": method,
+               "unjudged_share": unjudged_share(grain_runs[method], base[method], k),
+               "pessimistic": float(reference[(metric, k)][method].mean()),
+               "optimistic": float(high[(metric, k)][method].reindex(reference[(metric, k)].index).mean())}
+              for metric, k in headline for method in grain_runs]
+    return pd.DataFrame(rows), pd.DataFrame(bounds)
+
+
+def survival_sentence(rows: pd.DataFrame) -> str:
+    """One headline metric's survival over its perturbations, in words."""
+    parts = [f"{row.best_survives:.0%} of repetitions {PHRASES[row.perturbation].format(row.level)} "
+             f"(τ to the original ranking ≥ {row.tau_min:.2f}"
+             + ("" if np.isnan(row.marks_survive) else f", marks unchanged {row.marks_survive:.0%}") + ")"
+             for row in rows.itertuples()]
+    return (f"{metric_label(rows['metric'].iloc[0], rows['k'].iloc[0])}: the winner {rows['best'].iloc[0]} stays "
+            "first in " + " and in ".join(parts) + ".")
+
+
+def bounds_sentence(rows: pd.DataFrame) -> str:
+    """The method of one headline metric with the most unjudged items in its top k, with its metric bounds."""
+    worst = rows.sort_values(["unjudged_share", "method"], ascending=[False, True], kind="stable").iloc[0]
+    low, high = sorted([worst["pessimistic"], worst["optimistic"]])
+    return (f"{metric_label(worst['metric'], worst['k'])}: {worst['unjudged_share']:.0%} of {worst['method']}'s "
+            f"top {worst['k']} are unjudged, bounds {low:.3f}–{high:.3f}.")
+
+
+def headline_findings(survival: pd.DataFrame, bounds: pd.DataFrame) -> list[str]:
+    """The comparison page's sentence: survival and unjudged bounds of the first headline metric (none without
+    a second method to rank against)."""
+    if survival.empty or bounds["method"].nunique() < 2:
+        return []
+    metric, k = survival["metric"].iloc[0], survival["k"].iloc[0]
+    rows = survival[(survival["metric"] == metric) & (survival["k"] == k)]
+    limits = bounds[(bounds["metric"] == metric) & (bounds["k"] == k)]
+    return [f"Label noise — {survival_sentence(rows)} {bounds_sentence(limits)} More in `robustness.md`."]
+
+
+def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, qset: str) -> str:
+    """The robustness page: one sentence per headline metric, the survival table and the unjudged bounds."""
+    lines = [f"# {dataset} — question-set version {qset}: does the verdict survive label noise?", "",
+             "The runs are scored again on perturbed labels with the same metric code, over all questions: a share "
+             "of the labels dropped, or each grade moved up or down by one with some probability (seeded "
+             "repetitions). Best survives: the original best method still has the highest mean (ties count); "
+             "τ: Kendall's tau between the perturbed and the original ranking of the methods by mean; marks "
+             "survive: each method's mark against the baseline (better, worse or not significant after Holm, "
+             "randomization test) is unchanged. Bounds: unjudged items count as not relevant (pessimistic, what "
+             "the tables show) or, for every unjudged item in the top k of any method, as just relevant "
+             "(optimistic). Recall can fall in the optimistic case, as the items counted relevant also grow the "
+             "number it divides by.", "", "## Findings", ""]
+    lines += [f"- {survival_sentence(rows)}" for _, rows in survival.groupby(["metric", "k"], sort=False)]
+    lines += [f"- {bounds_sentence(rows)}" for _, rows in bounds.groupby(["metric", "k"], sort=False)]
+    frame = pd.DataFrame({
+        "metric": [metric_label(m, k) for m, k in zip(survival["metric"], survival["k"])],
+        "perturbation": [f"{p} {level:.0%}" for p, level in zip(survival["perturbation"], survival["level"])],
+        "repetitions": survival["repetitions"].to_numpy(), "best": survival["best"].to_numpy(),
+        "best survives": survival["best_survives"].map("{:.2f}".format).to_numpy(),
+        "τ mean": survival["tau_mean"].map("{:.2f}".format).to_numpy(),
+        "τ min": survival["tau_min"].map("{:.2f}".format).to_numpy(),
+        "marks": survival["marks"].to_numpy(),
+        "marks survive": survival["marks_survive"].map(lambda v: "–" if np.isnan(v) else f"{v:.2f}").to_numpy(),
+    }).set_index("metric")
+    lines += ["", "## Survival", "", markdown_grid(frame), "", "## Bounds for unjudged items", ""]
+    for (metric, k), rows in bounds.groupby(["metric", "k"], sort=False):
+        table = pd.DataFrame({"unjudged in top k": rows["unjudged_share"].map("{:.0%}".format).to_numpy(),
+                              "pessimistic": rows["pessimistic"].map("{:.3f}".format).to_numpy(),
+                              "optimistic": rows["optimistic"].map("{:.3f}".format).to_numpy()},
+                             index=pd.Index(rows["method"], name="method"))
+        lines += [f"### {metric_label(metric, k)}", "", markdown_grid(table), ""]
+    return "\n".join(lines)

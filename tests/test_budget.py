@@ -1,0 +1,105 @@
+"""Question-budget planner: validated by simulation against known distributions of per-query differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankbench.budget import budget_page, headline_findings, minimum_detectable_difference, plan_budget, plan_pair
+from rankbench.stats import t_test_p_values
+
+ALPHA = 0.05 / 11  # Holm's first step over a baseline family of 11 methods
+
+
+def empirical_power(draw, n: int, alpha: float, rng: np.random.Generator, experiments: int = 4000) -> float:
+    """Share of fresh experiments of n questions from the true distribution in which the paired t-test rejects."""
+    return float((t_test_p_values(draw(rng, (experiments, n))) < alpha).mean())
+
+
+def hit_differences(rng: np.random.Generator, size) -> np.ndarray:
+    """hit@1 differences: +1, 0 or -1 per question (far from normal)."""
+    return rng.choice([1.0, 0.0, -1.0], p=[0.30, 0.55, 0.15], size=size)
+
+
+def skewed_differences(rng: np.random.Generator, size) -> np.ndarray:
+    """nDCG-like differences: 70% ties, otherwise a skewed gain or a small loss."""
+    tie = rng.random(size) < 0.7
+    return np.where(tie, 0.0, np.where(rng.random(size) < 0.75, rng.beta(2, 5, size), -rng.beta(1, 8, size)))
+
+
+@pytest.mark.parametrize("draw", [hit_differences, skewed_differences])
+def test_planned_n_reaches_the_power_on_fresh_questions(draw):
+    """Planning from a large sample of a known distribution, fresh experiments at the planned n have power 0.8."""
+    sample = draw(np.random.default_rng(1), 20_000)
+    plan = plan_pair(sample, ALPHA, seed=2)
+    assert plan["simulated"]
+    n = int(plan["n_needed"])
+    assert 10 < n < 2000
+    assert abs(empirical_power(draw, n, ALPHA, np.random.default_rng(3)) - 0.8) <= 0.05
+    # and a quarter fewer questions is clearly short of it: the planned n is not merely large enough
+    assert empirical_power(draw, int(n * 0.75), ALPHA, np.random.default_rng(4)) < 0.75
+
+
+def test_formula_matches_simulation_for_normal_differences():
+    """For normal differences the t-test formula and the simulation agree, and the mdd at that n is the effect."""
+    draw = lambda rng, size: rng.normal(0.05, 0.2, size)  # noqa: E731
+    plan = plan_pair(draw(np.random.default_rng(5), 20_000), 0.05, seed=6)
+    assert abs(plan["n_needed"] - plan["n_needed_normal"]) <= 0.1 * plan["n_needed_normal"]
+    n = int(plan["n_needed_normal"])
+    # n is the smallest count whose minimum detectable difference reaches the observed one
+    assert minimum_detectable_difference(plan["sd"], n, 0.05) <= plan["diff"]
+    assert minimum_detectable_difference(plan["sd"], n - 1, 0.05) > plan["diff"]
+    assert abs(empirical_power(draw, n, 0.05, np.random.default_rng(7)) - 0.8) <= 0.05
+
+
+def test_no_difference_needs_no_plan_and_constant_gain_needs_two():
+    tie = plan_pair(np.array([0.5, -0.5, 0.0, 0.0]), 0.05, seed=0)
+    assert np.isnan(tie["n_needed"]) and not tie["simulated"]
+    constant = plan_pair(np.full(5, 0.2), 0.05, seed=0)
+    assert constant["n_needed"] == 2
+
+
+def toy_metrics(seed: int) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """Per-query hit@1 of three methods over 30 questions of two kinds, and their aggregate means."""
+    rng = np.random.default_rng(seed)
+    qids = [f"q{i:02d}" for i in range(30)]
+    kinds = ["a" if i % 2 else "b" for i in range(30)]
+    per_query, rows = {}, []
+    for method, p in (("base", 0.4), ("good", 0.6), ("best", 0.7)):
+        values = (rng.random(30) < p).astype(float)
+        per_query[method] = pd.DataFrame({"qid": qids, "kind": kinds, "grain": "document", "metric": "hit", "k": 1,
+                                          "value": values})
+        for kind in ("all", "a", "b"):
+            chosen = values if kind == "all" else values[np.array(kinds) == kind]
+            rows.append({"method": method, "grain": "document", "kind": kind, "metric": "hit", "k": 1,
+                         "mean": chosen.mean()})
+    return per_query, pd.DataFrame(rows)
+
+
+def test_plan_budget_pairs_families_and_determinism():
+    per_query, aggregate = toy_metrics(0)
+    table = plan_budget(per_query, aggregate, "document", [("hit", 1)], "base", 0.05, seed=0)
+    again = plan_budget(per_query, aggregate, "document", [("hit", 1)], "base", 0.05, seed=0)
+    pd.testing.assert_frame_equal(table, again)
+    assert table["kind"].drop_duplicates().tolist() == ["all", "a", "b"]
+    overall = table[table["kind"] == "all"]
+    best = overall[overall["pair"] == "best vs runner-up"].iloc[0]
+    means = aggregate[aggregate["kind"] == "all"].set_index("method")["mean"]
+    assert best["method_a"] == means.idxmax()
+    assert best["family_size"] == 3 and best["alpha"] == pytest.approx(0.05 / 3)
+    baseline = overall[overall["pair"] == "vs baseline"]
+    assert sorted(baseline["method_a"]) == ["best", "good"] and set(baseline["method_b"]) == {"base"}
+    assert (baseline["family_size"] == 2).all()
+    assert (table.loc[table["kind"] != "all", "n"] == 15).all()
+
+
+def test_without_baseline_or_second_method():
+    """No baseline: only best vs runner-up; one method: an empty table, a page and no sentence for the findings."""
+    per_query, aggregate = toy_metrics(1)
+    table = plan_budget(per_query, aggregate, "document", [("hit", 1)], None, 0.05, seed=0)
+    assert set(table["pair"]) == {"best vs runner-up"} and len(table) == 3
+    alone = plan_budget({"base": per_query["base"]}, aggregate[aggregate["method"] == "base"], "document",
+                        [("hit", 1)], "base", 0.05, seed=0)
+    assert alone.empty and headline_findings(alone) == []
+    assert budget_page(alone, "toy", "v1", 0.05).startswith("# toy")

@@ -1,0 +1,103 @@
+"""Robustness of the verdict: label perturbations, unjudged bounds checked against pytrec_eval, survival counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankbench.robustness import (drop_labels, headline_findings, robustness, robustness_page, shift_grades,
+                                  unjudged_as_relevant)
+
+pytrec_eval = pytest.importorskip("pytrec_eval")
+
+
+def toy(seed: int = 0, n: int = 40) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """Three chunk runs of depth 10 over n questions (one chunk per document) and qrels at both grains:
+    'strong' ranks a relevant document first in most questions, 'weak' rarely, 'base' in between."""
+    rng = np.random.default_rng(seed)
+    runs = {name: [] for name in ("base", "strong", "weak")}
+    qrels = []
+    for i in range(n):
+        qid = f"q{i:02d}"
+        relevant = [f"d{i}-r{j}" for j in range(2)]
+        qrels += [(qid, doc, int(rng.integers(1, 4))) for doc in relevant] + [(qid, f"d{i}-n0", 0)]
+        for name, chance in (("base", 0.5), ("strong", 0.9), ("weak", 0.2)):
+            others = [f"d{i}-n0"] + [f"d{i}-u{j}" for j in range(8)]
+            order = list(rng.permutation(others))
+            if rng.random() < chance:
+                order = relevant + order
+            else:
+                order = order[:3] + relevant + order[3:]
+            runs[name] += [(qid, rank + 1, doc, doc, 1.0 / (rank + 1)) for rank, doc in enumerate(order[:10])]
+    frames = {name: pd.DataFrame(rows, columns=["qid", "rank", "chunk_id", "doc_id", "score"])
+              for name, rows in runs.items()}
+    labels = pd.DataFrame(qrels, columns=["qid", "item_id", "grade"])
+    both = pd.concat([labels.assign(grain="document"), labels.assign(grain="chunk")], ignore_index=True)
+    return frames, both[["grain", "qid", "item_id", "grade"]]
+
+
+def test_perturbations_do_what_they_say():
+    _, qrels = toy()
+    rng = np.random.default_rng(0)
+    assert drop_labels(qrels, 0.0, rng).equals(qrels)
+    assert drop_labels(qrels, 1.0, rng).empty
+    assert 0.25 < 1 - len(drop_labels(qrels, 0.3, rng)) / len(qrels) < 0.35
+    shifted = shift_grades(qrels, 1.0, rng)
+    moved = shifted["grade"].to_numpy() - qrels["grade"].to_numpy()
+    low, high = qrels["grade"].min(), qrels["grade"].max()
+    at_edge = qrels["grade"].isin([low, high]).to_numpy()
+    assert (np.abs(moved[~at_edge]) == 1).all() and shifted["grade"].between(low, high).all()
+    assert shift_grades(qrels, 0.0, rng)["grade"].equals(qrels["grade"])
+
+
+def test_optimistic_bound_matches_pytrec_eval_on_the_completed_qrels():
+    """The optimistic nDCG@10 equals pytrec_eval's on qrels where every unjudged top-10 item is graded 1."""
+    runs, qrels = toy()
+    survival, bounds = robustness(runs, {m: qrels for m in runs}, "document", [("ndcg", 10)], "base", 0.05, 1,
+                                  "linear", seed=0, repetitions=2)
+    documents = qrels[qrels["grain"] == "document"][["qid", "item_id", "grade"]]
+    runs_doc = {m: r.assign(item_id=r["doc_id"]) for m, r in runs.items()}
+    completed = unjudged_as_relevant(documents, runs_doc, 10, 1)
+    assert len(completed) > len(documents)
+    truth = {q: {d: int(g) for d, g in zip(rows["item_id"], rows["grade"])} for q, rows in completed.groupby("qid")}
+    evaluator = pytrec_eval.RelevanceEvaluator(truth, {"ndcg_cut.10"})
+    for method, run in runs.items():
+        scored = {q: {d: float(s) for d, s in zip(rows["doc_id"], rows["score"])} for q, rows in run.groupby("qid")}
+        expected = np.mean([v["ndcg_cut_10"] for v in evaluator.evaluate(scored).values()])
+        row = bounds[bounds["method"] == method].iloc[0]
+        assert row["optimistic"] == pytest.approx(expected, abs=1e-9)
+        labelled = set(zip(documents["qid"], documents["item_id"]))
+        top = list(zip(run["qid"], run["doc_id"]))
+        assert row["unjudged_share"] == pytest.approx(sum(pair not in labelled for pair in top) / len(top))
+
+
+def test_survival_counts_and_determinism():
+    """Without noise everything survives; heavy noise breaks the ranking; the same seed gives the same table."""
+    runs, qrels = toy()
+    args = (runs, {m: qrels for m in runs}, "document", [("ndcg", 10), ("hit", 1)], "base", 0.05, 1, "linear")
+    calm, _ = robustness(*args, seed=0, repetitions=3, perturbations=(("drop labels", 0.0),
+                                                                      ("shift grades", 0.0)))
+    assert (calm["best"] == "strong").all() and (calm["best_survives"] == 1).all()
+    assert (calm["tau_min"] == 1).all() and (calm["marks_survive"] == 1).all() and (calm["marks"] >= 1).all()
+    rough, bounds = robustness(*args, seed=0, repetitions=5, perturbations=(("drop labels", 0.9),))
+    assert rough["tau_min"].min() < 1 and rough["marks_survive"].min() < 1
+    again, bounds_again = robustness(*args, seed=0, repetitions=5, perturbations=(("drop labels", 0.9),))
+    pd.testing.assert_frame_equal(rough, again)
+    page = robustness_page(rough.assign(dataset="toy", qset="v1"), bounds.assign(dataset="toy", qset="v1"), "toy",
+                           "v1")
+    assert page == robustness_page(again.assign(dataset="toy", qset="v1"),
+                                   bounds_again.assign(dataset="toy", qset="v1"), "toy", "v1")
+    assert "the winner strong stays first in" in page
+
+
+def test_without_baseline_the_marks_are_left_out_and_one_method_gives_no_finding():
+    runs, qrels = toy()
+    survival, bounds = robustness(runs, {m: qrels for m in runs}, "document", [("ndcg", 10)], None, 0.05, 1,
+                                  "linear", seed=0, repetitions=2)
+    assert survival["marks_survive"].isna().all() and (survival["marks"] == 0).all()
+    sentence = headline_findings(survival, bounds)[0]
+    assert "marks unchanged" not in sentence and "nan" not in sentence
+    alone, alone_bounds = robustness({"base": runs["base"]}, {"base": qrels}, "document", [("ndcg", 10)], "base",
+                                     0.05, 1, "linear", seed=0, repetitions=2)
+    assert (alone["best_survives"] == 1).all() and headline_findings(alone, alone_bounds) == []

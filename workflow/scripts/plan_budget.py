@@ -1,0 +1,24 @@
+"""The question-budget page of one question-set version: questions needed to separate the pairs that matter."""
+
+import pandas as pd
+
+from rankbench.budget import BUDGET_COLUMNS, budget_page, plan_budget
+from rankbench.files import write_parquet, write_text
+from rankbench.pages import markdown_html
+from rankbench.scripting import run_script
+
+
+def main(snakemake):
+    p, qset = snakemake.params, snakemake.wildcards.qset
+    per_query = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.metrics)}
+    aggregate = pd.read_parquet(snakemake.input.aggregate)
+    table = plan_budget(per_query, aggregate, p.grain, [tuple(item) for item in p.headline], p.baseline, p.alpha,
+                        p.seed)
+    table = table.assign(dataset=p.dataset, qset=qset)[BUDGET_COLUMNS]
+    page = budget_page(table, p.dataset, qset, p.alpha)
+    write_parquet(table, snakemake.output.budget)
+    write_text(markdown_html(page, f"budget {qset}"), snakemake.output.html)
+    write_text(page, snakemake.output.markdown)
+
+
+run_script(main, snakemake)
