@@ -210,6 +210,10 @@ def test_canonical_config_ignores_key_order_and_report_settings_check_metrics() 
         report_settings({"report": {"headline": ["ndcg@20"]}}, [1, 5], "c")
     with pytest.raises(InputError, match="report.plot_metric"):
         report_settings({"report": {"plot_metric": "bogus@3"}}, [3], "c")
+    with pytest.raises(InputError, match="report.headline: names bpref, which is computed only on request"):
+        report_settings({"report": {"headline": ["bpref", "ndcg@3"]}}, [3], "c")
+    assert report_settings({"report": {"headline": ["bpref", "err@3"]}, "evaluation": {"metrics": ["bpref", "err"]}},
+                           [3], "c")["headline"] == [["bpref", 0], ["err", 3]]
 
 
 def test_pool_exports_unjudged_passages_and_import_makes_a_new_frozen_version(tmp_path) -> None:

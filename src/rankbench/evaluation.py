@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 
 from rankbench.metrics import (
+    EXTRA_METRICS_AT_K,
+    EXTRA_METRICS_FULL,
     METRICS_AT_K,
     METRICS_FULL,
     POLLUTION_METRICS,
@@ -78,18 +80,23 @@ def _grain_qrels(qrels: pd.DataFrame, grain: str) -> pd.DataFrame:
 
 
 def evaluate_run(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame, ks: Sequence[int],
-                 relevance_threshold: int = 1, gain: str = "linear", grains: Sequence[str] = GRAINS) -> pd.DataFrame:
+                 relevance_threshold: int = 1, gain: str = "linear", grains: Sequence[str] = GRAINS,
+                 extra_metrics: Sequence[str] = (), rbp_p: float = 0.8) -> pd.DataFrame:
     """Per-query metrics of one run at each grain, with each question's kind; unanswerable questions left out.
 
-    Chunk grain adds the pollution metrics (distinct documents, top document's share) for the questions it evaluates.
+    Chunk grain adds the pollution metrics (distinct documents, top document's share) for the questions it evaluates;
+    extra_metrics adds metrics computed only on request (EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL: bpref, RBP, ...).
     """
+    unknown = sorted(set(extra_metrics) - set(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL))
+    if unknown:
+        raise ValueError(f"unknown extra metric(s) {unknown}; known: {list(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL)}")
     frames = []
     for grain, grain_run in _grain_runs(run, grains).items():
-        columns, metrics = ["qid", "item_id", "rank", "score"], list(METRICS_AT_K + METRICS_FULL)
+        columns, metrics = ["qid", "item_id", "rank", "score"], list(METRICS_AT_K + METRICS_FULL) + list(extra_metrics)
         if grain == "chunk":
             columns, metrics = columns + ["doc_id"], metrics + list(POLLUTION_METRICS)
         values = per_query_metrics(grain_run[columns], _grain_qrels(qrels, grain), ks,
-                                   relevance_threshold=relevance_threshold, gain=gain, metrics=metrics)
+                                   relevance_threshold=relevance_threshold, gain=gain, metrics=metrics, rbp_p=rbp_p)
         frames.append(values.assign(grain=grain))
     per_query = pd.concat(frames, ignore_index=True).merge(questions[["qid", "kind"]], on="qid", how="left")
     return per_query.sort_values(["grain", "qid", "metric", "k"], ignore_index=True)[PER_QUERY_COLUMNS]
@@ -218,7 +225,7 @@ def aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, da
 
 def score_runs(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: Sequence[tuple[str, int]],
                grain: str = "document", relevance_threshold: int = 1, gain: str = "linear",
-               baseline: str | None = None, n_resamples: int = 10_000, seed: int = 0
+               baseline: str | None = None, n_resamples: int = 10_000, seed: int = 0, rbp_p: float = 0.8
                ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs (RUN_COLUMNS) scored against one grain's qrels (qid, item_id, grade) outside the workflow.
 
@@ -228,12 +235,14 @@ def score_runs(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: S
     """
     ks = sorted({k for _, k in metrics if k > 0}) or [1]
     uncut = [m for m, k in metrics if k == 0 and m in METRICS_AT_K]
+    extra = sorted({m for m, _ in metrics if m in EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL})
     questions = pd.DataFrame({"qid": pd.unique(qrels["qid"]), "kind": ALL_KINDS})
     grain_qrels = qrels.assign(grain=grain)
     wanted = pd.DataFrame(list(metrics), columns=["metric", "k"]).drop_duplicates()
     frames = []
     for method, run in runs.items():
-        values = evaluate_run(run, questions, grain_qrels, ks, relevance_threshold, gain, grains=[grain])
+        values = evaluate_run(run, questions, grain_qrels, ks, relevance_threshold, gain, grains=[grain],
+                              extra_metrics=extra, rbp_p=rbp_p)
         if uncut:  # a cutoff beyond every question's results and labels cuts nothing
             whole = evaluate_run(run, questions, grain_qrels, [len(run) + len(qrels) + 1], relevance_threshold, gain,
                                  grains=[grain])

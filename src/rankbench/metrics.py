@@ -496,10 +496,8 @@ def per_query_metrics(
     if gain == "exponential" and judged.label_grade.max(initial=0) > _EXP_GAIN_MAX:
         raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {_EXP_GAIN_MAX}: "
                          f"qrels hold grade {judged.label_grade.max()}; use the linear gain")
-    if "err" in names and judged.label_grade.max(initial=0) > ERR_MAX_GRADE:
-        i = int(np.argmax(_checked_grades(qrels)))
-        raise ValueError(f"ERR takes grades up to {ERR_MAX_GRADE} (as gdeval does): {_row_name(qrels, i)} has grade "
-                         f"{judged.label_grade.max()}; map the grades onto 0..{ERR_MAX_GRADE} or leave ERR out")
+    if "err" in names and err_grade_problem(qrels):
+        raise ValueError(err_grade_problem(qrels))
     ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain)
              if {"ndcg", "ndcg_condensed"} & set(names) else np.zeros((n_q, 1)))
     values = _metric_values(judged.grades, judged.run_length, ideal, judged.n_rel, ks_arr, threshold, gain,
@@ -512,6 +510,16 @@ def per_query_metrics(
         values |= _extra_values(judged.grades, judged.run_length, ideal, judged.n_rel, n_nonrel, ks_arr, threshold,
                                 gain, rbp_p, extra)
     return _long_table(judged.questions, names, ks_arr, values)
+
+
+def err_grade_problem(qrels: pd.DataFrame) -> str:
+    """Why ERR cannot score these labels ('' when it can): its stop probability needs grades <= ERR_MAX_GRADE."""
+    grade = _checked_grades(qrels)
+    if grade.max(initial=0) <= ERR_MAX_GRADE:
+        return ""
+    i = int(np.argmax(grade))
+    return (f"ERR takes grades up to {ERR_MAX_GRADE} (as gdeval does): {_row_name(qrels, i)} has grade {grade[i]}; "
+            f"map the grades onto 0..{ERR_MAX_GRADE} or leave ERR out")
 
 
 def grade_labels(qrels: pd.DataFrame) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from rankbench.evaluation import ALL_KINDS
 from rankbench.findings import findings
-from rankbench.tables import TABLE_METRICS, legend, markdown_grid, marked, metric_label, near_best, wide
+from rankbench.tables import legend, markdown_grid, marked, metric_label, near_best, table_metrics, wide
 
 DATE_PREFIX = "- date: "
 
@@ -137,7 +137,7 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     lines += ["## Findings", ""]
     lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha)]
     lines.append("")
-    full = [(metric, k) for metric in TABLE_METRICS for k in ks]
+    full = table_metrics(aggregate, ks)
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
         if (table["grain"] == g).any():
             lines += [f"## All questions, {g} grain", "", markdown_grid(wide(table, g, ALL_KINDS, full, ci, methods)),

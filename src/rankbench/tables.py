@@ -9,10 +9,14 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from rankbench.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
+
 METRIC_NAMES = {"hit": "hit", "recall": "R", "precision": "P", "rr": "MRR", "ndcg": "nDCG", "ap": "AP",
                 "r_precision": "R-prec", "mean_grade": "grade", "judged": "judged", "rcap_recall": "R-cap",
-                "dcg": "DCG", "distinct_docs": "docs", "top_doc_share": "top-doc"}
+                "dcg": "DCG", "distinct_docs": "docs", "top_doc_share": "top-doc", "bpref": "bpref", "infap": "infAP",
+                "err": "ERR", "ndcg_condensed": "nDCG'", "rbp": "RBP", "rbp_residual": "RBP-res"}
 TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
+NOT_RANKED = ("rbp_residual",)  # an uncertainty, not a quality: no best value is marked
 BETTER, WORSE, NEAR = "↑", "↓", "°"
 LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
 _NUMBER = re.compile(r"^(\*\*)?[-–+]?[\d.]*\d|^–$")
@@ -47,8 +51,15 @@ def marked(aggregate: pd.DataFrame, alpha: float) -> pd.DataFrame:
     group = ["grain", "kind", "metric", "k"]
     top = table.groupby(group)["mean"].transform("max")
     count = table.groupby(group)["mean"].transform("count")
-    table["best"] = (table["mean"] == top) & (count > 1)
+    table["best"] = (table["mean"] == top) & (count > 1) & ~table["metric"].isin(NOT_RANKED)
     return table
+
+
+def table_metrics(aggregate: pd.DataFrame, ks: Sequence[int]) -> list[tuple[str, int]]:
+    """Columns of the full tables: TABLE_METRICS at every k, then the metrics computed on request (evaluation.metrics)
+    that the aggregate holds."""
+    extra = aggregate.loc[aggregate["metric"].isin(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL), ["metric", "k"]]
+    return [(m, k) for m in TABLE_METRICS for k in ks] + sorted({(m, int(k)) for m, k in extra.itertuples(index=False)})
 
 
 def cell(row: pd.Series, ci: bool, latex: bool = False) -> str:

@@ -20,6 +20,8 @@ rule evaluate:
         ks=EVALUATION["ks"],
         relevance_threshold=EVALUATION["relevance_threshold"],
         gain=EVALUATION["gain"],
+        extra_metrics=EVALUATION["metrics"],
+        rbp_p=EVALUATION["rbp_p"],
         grains=lambda wildcards: method_grains(METHOD_SPECS[wildcards.method]),
     script:
         "../scripts/evaluate.py"

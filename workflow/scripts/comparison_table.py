@@ -13,7 +13,7 @@ from rankbench.history import run_records
 from rankbench.pages import markdown_html
 from rankbench.report import comparison_page, cost_page
 from rankbench.scripting import run_script
-from rankbench.tables import TABLE_METRICS, csv_table, latex_table, legend, marked
+from rankbench.tables import csv_table, latex_table, legend, marked, table_metrics
 
 
 def main(snakemake):
@@ -46,7 +46,7 @@ def main(snakemake):
     write_text(latex_table(table, headline, [g for g in ("document", "chunk") if (table["grain"] == g).any()],
                            methods, p.report["ci"], caption, f"tab:{p.dataset}-{manifest['version']}", comments),
                snakemake.output.latex)
-    metrics = sorted({(m, k) for m in TABLE_METRICS for k in p.evaluation["ks"]} | set(headline))
+    metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, json.loads(p.config_json).get("experiment", {}),
                           headline, p.report["grain"])
