@@ -35,6 +35,7 @@ def test_eval_prints_and_writes_means_equal_to_pytrec_eval(tmp_path: Path, capsy
                  "--metrics", "ndcg@10,P@5,Rprec", "--resamples", "500", "--output", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "baseline: base" in printed and "1 question(s) without a relevant label excluded" in printed
+    assert "d_z [95% CI]" in printed  # the standardized effect beside every difference
     summary = pd.read_parquet(out)
     with open(qrels) as handle:
         trec_qrels = pytrec_eval.parse_qrel(handle)
@@ -52,7 +53,7 @@ def test_eval_prints_and_writes_means_equal_to_pytrec_eval(tmp_path: Path, capsy
             assert row["n"].item() == len(relevant) and row["n_excluded"].item() == 1
             assert f"{row['mean'].item():.4f}" in printed
     other = summary[summary["method"] == "other"]
-    assert other[["diff", "p_randomization", "p_holm", "p_t"]].notna().all().all()
+    assert other[["diff", "d_z", "d_z_low", "d_z_high", "p_randomization", "p_holm", "p_t"]].notna().all().all()
 
 
 def test_eval_per_query(tmp_path: Path, capsys) -> None:

@@ -15,7 +15,7 @@ from rankbench.evaluation import (
     method_grains,
     score_runs,
 )
-from rankbench.metrics import GRADE_LABELS, POLLUTION_METRICS, grades_by_rank
+from rankbench.metrics import GRADE_LABELS, POLLUTION_METRICS, grades_by_rank, per_query_metrics
 from rankbench.stats import compare_methods, holm
 
 KS = [1, 3, 5]
@@ -85,6 +85,8 @@ def test_aggregate_baseline_columns_are_the_baseline_pairs_seen_from_the_method(
                           suffixes=("", "_pair"))
     assert len(merged) == len(others)
     assert np.allclose(merged["diff"], -merged["diff_pair"]) and np.allclose(merged["diff_low"], -merged["diff_high_pair"])
+    assert np.allclose(merged["d_z"], -merged["d_z_pair"], equal_nan=True)
+    assert np.allclose(merged["d_z_low"], -merged["d_z_high_pair"], equal_nan=True)
     assert (merged["wins"] == merged["losses_pair"]).all() and (merged["losses"] == merged["wins_pair"]).all()
     assert np.allclose(merged["mean"] - merged["mean_a"], merged["diff"])
     # Holm family in the aggregate: the non-baseline methods of one (grain, kind, metric, k).
@@ -108,8 +110,9 @@ def test_pairs_equal_compare_methods_on_one_metric(case) -> None:
                          .set_index("qid")["value"] for m, frame in per_query.items()})
     reference = compare_methods(wide[sorted(wide.columns)], baseline="dense", n_resamples=500, seed=2)
     assert ours[["method_a", "method_b"]].values.tolist() == reference[["method_a", "method_b"]].values.tolist()
-    for column in ("diff", "diff_low", "diff_high", "p_randomization", "p_t", "p_holm"):
-        assert np.allclose(ours[column], reference[column], atol=1e-12), column
+    for column in ("diff", "diff_low", "diff_high", "d_z", "d_z_low", "d_z_high", "p_randomization", "p_t", "p_holm"):
+        assert np.allclose(ours[column], reference[column], atol=1e-12, equal_nan=True), column
+    assert ours["d_z"].notna().any()
     assert (ours[["wins", "ties", "losses", "n"]].to_numpy() == reference[["wins", "ties", "losses", "n"]].to_numpy()).all()
 
 
@@ -139,3 +142,22 @@ def test_score_runs_keeps_requested_order(case) -> None:
                                                              ["r_precision", "rerank"], ["r_precision", "bm25"]]
     assert set(per_query["metric"]) == {"ndcg", "r_precision"}
     assert summary["diff"].isna().tolist() == [True, False, True, False]
+
+
+def test_extra_metrics_are_computed_on_request_at_every_grain(case) -> None:
+    """evaluation.metrics: the parity metrics join the standard ones at both grains, equal to per_query_metrics,
+    with RBP's persistence passed through; an unknown name is refused."""
+    runs, questions, qrels, per_query = case
+    extra = evaluate_run(runs["bm25"], questions, qrels, KS, extra_metrics=["bpref", "err", "rbp"], rbp_p=0.5)
+    standard = per_query["bm25"]
+    assert set(extra["metric"]) == set(standard["metric"]) | {"bpref", "err", "rbp"}
+    assert set(extra.loc[extra["metric"] == "bpref", "k"]) == {0} and set(extra.loc[extra["metric"] == "err", "k"]) == set(KS)
+    assert set(extra.loc[extra["metric"] == "rbp", "grain"]) == {"chunk", "document"}
+    pd.testing.assert_frame_equal(extra[~extra["metric"].isin(["bpref", "err", "rbp"])].reset_index(drop=True), standard)
+    chunk_run_ = runs["bm25"].assign(item_id=runs["bm25"]["chunk_id"])[["qid", "item_id", "rank", "score"]]
+    direct = per_query_metrics(chunk_run_, qrels.loc[qrels["grain"] == "chunk", ["qid", "item_id", "grade"]], KS,
+                               metrics=["rbp"], rbp_p=0.5)
+    ours = extra[(extra["metric"] == "rbp") & (extra["grain"] == "chunk")]
+    assert np.allclose(ours.sort_values("qid")["value"], direct.sort_values("qid")["value"])
+    with pytest.raises(ValueError, match="unknown extra metric"):
+        evaluate_run(runs["bm25"], questions, qrels, KS, extra_metrics=["map"])

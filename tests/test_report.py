@@ -95,6 +95,20 @@ def test_findings_name_the_best_method_its_significance_kind_patterns_and_noise(
     assert sentences[-1].startswith("On nDCG@10, every other method is significantly behind dense")
 
 
+def test_findings_give_the_standardized_effect_of_the_lead_seen_from_the_best(tiny_aggregate) -> None:
+    """d_z of the best method over the runner-up, with its CI, when the pairs row is stored the other way round."""
+    aggregate, pairs = tiny_aggregate
+    lead = (pairs["kind"] == "all") & (pairs["method_a"] == "dense") & (pairs["method_b"] == "hybrid")
+    pairs = pairs.assign(d_z=np.nan, d_z_low=np.nan, d_z_high=np.nan)
+    columns = ["method_a", "method_b", "mean_a", "mean_b", "diff", "wins", "losses", "d_z", "d_z_low", "d_z_high"]
+    pairs.loc[lead, columns] = ["hybrid", "dense", 0.61, 0.80, -0.19, 3, 9, -0.8, -1.2, -0.4]
+    sentence = findings(aggregate, pairs, "document", [("ndcg", 10)], {}, 0.05)[0]
+    assert "standardized effect d_z = 0.80 (95% CI 0.40 to 1.20)" in sentence, sentence
+    without = findings(aggregate, pairs.drop(columns=["d_z", "d_z_low", "d_z_high"]), "document", [("ndcg", 10)], {},
+                       0.05)[0]
+    assert "d_z" not in without
+
+
 def test_cost_counts_a_method_and_its_inputs_once_each() -> None:
     methods = {"bm25": {"type": "bm25"}, "dense": {"type": "dense", "encoder": "e5"},
                "hybrid": {"type": "rrf", "inputs": ["bm25", "dense"]},

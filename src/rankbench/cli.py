@@ -118,8 +118,14 @@ def _number(value: float, signed: bool = False) -> str:
     return f"{value:+.4f}" if signed else f"{value:.4f}"
 
 
+def _effect(value: float) -> str:
+    """A standardized effect to 2 decimals with its sign, never -0.00."""
+    return f"{round(float(value), 2) + 0.0:+.2f}"
+
+
 def summary_text(summary: pd.DataFrame) -> str:
-    """The summary as an aligned text table: mean and CI per run and metric, the baseline comparison beside."""
+    """The summary as an aligned text table: mean and CI per run and metric, the baseline comparison beside (diff,
+    its CI, the standardized effect d_z with its CI, n/a when the differences do not vary)."""
     table = pd.DataFrame({
         "metric": [_label(m, k) for m, k in zip(summary["metric"], summary["k"])],
         "run": summary["method"], "n": summary["n"], "mean": summary["mean"].map(_number),
@@ -130,6 +136,9 @@ def summary_text(summary: pd.DataFrame) -> str:
         table["diff"] = [_number(d, signed=True) if ok else "" for d, ok in zip(summary["diff"], compared)]
         table["diff 95% CI"] = [f"[{_number(lo, True)}, {_number(hi, True)}]" if ok else "" for lo, hi, ok in
                                 zip(summary["diff_low"], summary["diff_high"], compared)]
+        table["d_z [95% CI]"] = [f"{_effect(dz)} [{_effect(lo)}, {_effect(hi)}]" if ok and pd.notna(dz)
+                                 else ("n/a" if ok else "") for dz, lo, hi, ok in
+                                 zip(summary["d_z"], summary["d_z_low"], summary["d_z_high"], compared)]
         for column in ("p_randomization", "p_holm", "p_t"):
             table[column] = [_number(p) if ok else "" for p, ok in zip(summary[column], compared)]
         table["W/T/L"] = [f"{w}/{t}/{loss}" if ok else "(baseline)" for w, t, loss, ok in

@@ -26,11 +26,13 @@ ALL_KINDS = "all"
 QRELS_COLUMNS = ["grain", "qid", "item_id", "grade"]
 PER_QUERY_COLUMNS = ["qid", "kind", "grain", "metric", "k", "value"]
 # Against the configured baseline (NaN on the baseline's own rows and without a baseline): diff = method -
-# baseline with its bootstrap CI, p-values (p_holm: Holm over the non-baseline methods of one grain, kind,
-# metric, k), wins/ties/losses of the method, and whether |diff| is below one question's worth (1/n).
-BASELINE_COLUMNS = ["baseline", "diff", "diff_low", "diff_high", "p_randomization", "p_t", "p_holm", "wins", "ties",
-                    "losses", "below_one_question"]
+# baseline with its bootstrap CI, the standardized effect d_z with its CI, p-values (p_holm: Holm over the
+# non-baseline methods of one grain, kind, metric, k), wins/ties/losses of the method, and whether |diff| is below
+# one question's worth (1/n).
+BASELINE_COLUMNS = ["baseline", "diff", "diff_low", "diff_high", "d_z", "d_z_low", "d_z_high", "p_randomization", "p_t",
+                    "p_holm", "wins", "ties", "losses", "below_one_question"]
 BASELINE_DTYPES = {"baseline": object, "diff": np.float64, "diff_low": np.float64, "diff_high": np.float64,
+                   "d_z": np.float64, "d_z_low": np.float64, "d_z_high": np.float64,
                    "p_randomization": np.float64, "p_t": np.float64, "p_holm": np.float64, "wins": "Int64",
                    "ties": "Int64", "losses": "Int64", "below_one_question": "boolean"}
 AGGREGATE_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high",
@@ -134,7 +136,8 @@ def _baseline_view(pairs: pd.DataFrame, by: Sequence[str], baseline: str) -> pd.
     view = pairs[pairs["is_baseline_pair"]].copy()
     # 0.0 - x, not -x: a difference of 0 stays 0.0 instead of becoming -0.0 (printed "-0.0000")
     view = view.assign(method=view["method_b"], baseline=baseline, diff=0.0 - view["diff"],
-                       diff_low=0.0 - view["diff_high"], diff_high=0.0 - view["diff_low"], wins=view["losses"],
+                       diff_low=0.0 - view["diff_high"], diff_high=0.0 - view["diff_low"], d_z=0.0 - view["d_z"],
+                       d_z_low=0.0 - view["d_z_high"], d_z_high=0.0 - view["d_z_low"], wins=view["losses"],
                        losses=view["wins"])
     family = list(by) + ["metric", "k"]
     view["p_holm"] = view.groupby(family, sort=False)["p_randomization"].transform(lambda p: holm(p.to_numpy()))

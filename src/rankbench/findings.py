@@ -47,6 +47,8 @@ def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric
     verdict = "is significant" if pair["p_holm"] < alpha else "is not significant"
     detail = (f"Holm-corrected {_p(pair['p_holm'])}, {int(pair['wins'])} questions won, {int(pair['ties'])} tied, "
               f"{int(pair['losses'])} lost")
+    if pd.notna(pair.get("d_z")):
+        detail += f", standardized effect d_z = {pair['d_z']:.2f} (95% CI {pair['d_z_low']:.2f} to {pair['d_z_high']:.2f})"
     near = "; it is smaller than one question's worth" if bool(pair["below_one_question"]) else ""
     return f"{lead} {verdict} ({detail}){near} {where}."
 

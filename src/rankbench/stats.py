@@ -36,6 +36,9 @@ COMPARISON_COLUMNS: tuple[str, ...] = (
     "diff",
     "diff_low",
     "diff_high",
+    "d_z",
+    "d_z_low",
+    "d_z_high",
     "p_randomization",
     "p_t",
     "p_holm",
@@ -231,6 +234,25 @@ def t_test_p_values(differences: np.ndarray) -> np.ndarray:
     return p
 
 
+def standardized_effects(differences: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, ...]:
+    """Cohen's d_z = mean / sd (ddof 1) of each row of [rows, n_queries] paired differences, with its CI.
+
+    The CI is the normal approximation d_z ± z sqrt(1/n + d_z^2 / (2 n)) of d_z's standard error (Hedges & Olkin),
+    cheap enough for every pair of every table. NaN (and NaN bounds) when the differences do not vary (all within
+    TIE_TOLERANCE of each other: sd 0 leaves d_z undefined) or n < 2.
+    """
+    d = _as_finite_float(differences, "differences")
+    if d.ndim != 2 or d.shape[1] == 0:
+        raise ValueError(f"differences must be a [rows, n_queries] array with n_queries >= 1, got {d.shape}")
+    n = d.shape[1]
+    d_z = np.full(len(d), np.nan)
+    if n >= 2:
+        varied = np.ptp(d, axis=1) > TIE_TOLERANCE
+        d_z[varied] = d[varied].mean(axis=1) / d[varied].std(axis=1, ddof=1)
+    half = _sps.norm.ppf(0.5 + confidence / 2.0) * np.sqrt(1.0 / n + d_z**2 / (2.0 * n))
+    return d_z, d_z - half, d_z + half
+
+
 def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided paired t-test p-value of a - b (one row of t_test_p_values)."""
     return float(t_test_p_values(_paired_differences(a, b)[None, :])[0])
@@ -274,7 +296,7 @@ def paired_comparison(
     """Row by row, a vs b over the same questions ([rows, n_queries] each): effect size with its CI, p-values, W/T/L.
 
     Returns arrays diff (mean a - mean b), diff_low/diff_high (percentile bootstrap CI of the mean
-    paired difference), p_randomization, p_t, wins/ties/losses and below_one_question (|diff| < 1/n,
+    paired difference), d_z/d_z_low/d_z_high (standardized effect, see standardized_effects), p_randomization, p_t, wins/ties/losses and below_one_question (|diff| < 1/n,
     with a 1e-9 relative slack for float rounding). Resampled indices and sign flips come from the
     seed alone (two independent children of it) and are shared by all rows: a row's numbers do not
     depend on the other rows, and every pair of methods is compared on the same resamples.
@@ -290,10 +312,14 @@ def paired_comparison(
     low, high = bootstrap_ci(d, n_resamples=n_resamples, confidence=confidence, seed=boot_seed)
     wins = np.count_nonzero(d > TIE_TOLERANCE, axis=1)
     losses = np.count_nonzero(d < -TIE_TOLERANCE, axis=1)
+    d_z, d_z_low, d_z_high = standardized_effects(d, confidence)
     return {
         "diff": diff,
         "diff_low": np.atleast_1d(low),
         "diff_high": np.atleast_1d(high),
+        "d_z": d_z,
+        "d_z_low": d_z_low,
+        "d_z_high": d_z_high,
         "p_randomization": randomization_p_values(d, n_resamples=n_resamples, seed=perm_seed),
         "p_t": t_test_p_values(d),
         "wins": wins,

@@ -123,6 +123,8 @@ def pair_row(pairs: pd.DataFrame, grain: str, kind: str, metric: str, k: int, x:
     row = swapped.iloc[0].copy()
     row["method_a"], row["method_b"], row["mean_a"], row["mean_b"] = x, y, row["mean_b"], row["mean_a"]
     row["diff"], row["diff_low"], row["diff_high"] = -row["diff"], -row["diff_high"], -row["diff_low"]
+    if "d_z" in row:
+        row["d_z"], row["d_z_low"], row["d_z_high"] = -row["d_z"], -row["d_z_high"], -row["d_z_low"]
     row["wins"], row["losses"] = row["losses"], row["wins"]
     return row
 
