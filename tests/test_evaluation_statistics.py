@@ -9,11 +9,13 @@ import pytest
 from rankbench.evaluation import (
     AGGREGATE_COLUMNS,
     PAIRS_COLUMNS,
+    TIERS_COLUMNS,
     aggregate,
     evaluate_run,
     grade_distribution,
     method_grains,
     score_runs,
+    tier_table,
 )
 from rankbench.metrics import GRADE_LABELS, POLLUTION_METRICS, grades_by_rank, per_query_metrics
 from rankbench.stats import compare_methods, holm
@@ -161,3 +163,29 @@ def test_extra_metrics_are_computed_on_request_at_every_grain(case) -> None:
     assert np.allclose(ours.sort_values("qid")["value"], direct.sort_values("qid")["value"])
     with pytest.raises(ValueError, match="unknown extra metric"):
         evaluate_run(runs["bm25"], questions, qrels, KS, extra_metrics=["map"])
+
+
+def test_tier_table_ranks_by_mean_and_tiers_follow_the_pairs(case) -> None:
+    """Per (grain, kind, metric, k): tier a holds the best method and exactly those whose Holm-corrected p against
+    it is >= alpha; rank is the rank of the mean; rank intervals contain the rank and are deterministic."""
+    _, questions, _, per_query = case
+    summary, pairs = aggregate(per_query, questions, "demo", "v1", n_resamples=300, seed=4, baseline="bm25")
+    headline = [("ndcg", 5), ("hit", 1)]
+    table = tier_table(per_query, summary, pairs, headline, alpha=0.05, n_resamples=300, seed=4)
+    assert list(table.columns) == TIERS_COLUMNS[2:]
+    assert set(zip(table["metric"], table["k"])) == set(headline)
+    assert len(table) == len(METHODS) * 2 * 3 * 2  # methods x grains x kinds (all + 2) x metrics
+    for (grain, kind, metric, k), group in table.groupby(["grain", "kind", "metric", "k"]):
+        group = group.set_index("method")
+        best = group["mean"].idxmax()
+        assert group.loc[best, "tier"] == "a" and group.loc[best, "rank"] == 1
+        rows = pairs[(pairs["grain"] == grain) & (pairs["kind"] == kind) & (pairs["metric"] == metric)
+                     & (pairs["k"] == k) & ((pairs["method_a"] == best) | (pairs["method_b"] == best))]
+        other = np.where(rows["method_a"] == best, rows["method_b"], rows["method_a"])
+        adjusted = dict(zip(other, holm(rows["p_randomization"].to_numpy())))
+        expected_a = {best} | {m for m, p in adjusted.items() if p >= 0.05 or group.loc[m, "mean"] >= group.loc[best, "mean"]}
+        assert set(group.index[group["tier"] == "a"]) == expected_a
+        assert (group["rank"] == [1 + int((group["mean"] > m).sum()) for m in group["mean"]]).all()
+        assert ((group["rank_low"] <= group["rank"]) & (group["rank"] <= group["rank_high"])).all()
+    pd.testing.assert_frame_equal(table, tier_table(per_query, summary, pairs, headline, alpha=0.05, n_resamples=300,
+                                                    seed=4))

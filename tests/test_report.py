@@ -20,7 +20,7 @@ from rankbench.pooling import import_labels, pool, read_filled, write_pool
 from rankbench.provenance import canonical_config, config_hash, report_settings
 from rankbench.qset_diff import diff_summary, flips, question_changes, version_metrics
 from rankbench.report import judge_section
-from rankbench.tables import csv_table, latex_table, marked, markdown_grid, wide
+from rankbench.tables import csv_table, latex_table, marked, markdown_grid, tier_grid, wide, with_tiers
 
 
 def aggregate_row(method, mean, diff=np.nan, p_holm=np.nan, below=None, kind="all", metric="ndcg", k=10, n=40):
@@ -107,6 +107,21 @@ def test_findings_give_the_standardized_effect_of_the_lead_seen_from_the_best(ti
     without = findings(aggregate, pairs.drop(columns=["d_z", "d_z_low", "d_z_high"]), "document", [("ndcg", 10)], {},
                        0.05)[0]
     assert "d_z" not in without
+
+
+def test_tiers_show_as_letters_with_rank_intervals_on_the_page_and_superscripts_in_latex(tiny_aggregate) -> None:
+    aggregate, _ = tiny_aggregate
+    tiers = pd.DataFrame({"method": ["dense", "hybrid", "bm25"], "grain": "document", "kind": "all", "metric": "ndcg",
+                          "k": 10, "mean": [0.8, 0.61, 0.6], "tier": ["a", "b", "b"],
+                          "rank": pd.array([1, 2, 3], dtype="Int64"), "rank_low": pd.array([1, 2, 2], dtype="Int64"),
+                          "rank_high": pd.array([1, 3, 3], dtype="Int64"), "n": 40})
+    grid = tier_grid(tiers, "document", "all", [("ndcg", 10)], ["bm25", "dense", "hybrid", "other"])
+    assert grid["nDCG@10"].tolist() == ["b · 3 (2–3)", "a · 1 (1–1)", "b · 2 (2–3)", "–"]
+    table = with_tiers(marked(aggregate[aggregate["kind"] == "all"], 0.05), tiers)
+    latex = latex_table(table, [("ndcg", 10)], ["document"], ["bm25", "dense", "hybrid"], False, "c", "l", [])
+    rows = {line.split(" & ")[0]: line for line in latex.splitlines() if " & " in line}
+    assert rows["dense"].startswith(r"dense & \textbf{0.800}") and rows["dense"].endswith(r"$^{\mathrm{a}}$ \\")
+    assert rows["hybrid"].endswith(r"$^{\mathrm{b}}$ \\") and rows["bm25"].endswith(r"$^{\mathrm{b}}$ \\")
 
 
 def test_cost_counts_a_method_and_its_inputs_once_each() -> None:

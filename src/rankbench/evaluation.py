@@ -19,7 +19,15 @@ from rankbench.metrics import (
     per_query_metrics,
 )
 from rankbench.runs import collapse_to_documents
-from rankbench.stats import COMPARISON_COLUMNS, method_pairs, bootstrap_ci, holm, paired_comparison
+from rankbench.stats import (
+    COMPARISON_COLUMNS,
+    bootstrap_ci,
+    holm,
+    method_pairs,
+    paired_comparison,
+    rank_intervals,
+    tiers,
+)
 
 GRAINS = ("document", "chunk")
 ALL_KINDS = "all"
@@ -39,6 +47,11 @@ AGGREGATE_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k"
                      "n", "n_excluded"] + BASELINE_COLUMNS
 PAIRS_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k"] + list(COMPARISON_COLUMNS)
 GRADES_COLUMNS = ["grain", "kind", "rank", "grade", "count", "share", "n"]
+# Per headline metric, grain and kind: the method's tier (a = not significantly worse than the best, Holm over the
+# pairs with the best; b = the same among the rest, ...), its rank by mean and the 95% bootstrap interval of that
+# rank over the n questions every method evaluates.
+TIERS_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k", "mean", "tier", "rank", "rank_low",
+                 "rank_high", "n"]
 
 
 def build_qrels(labels: pd.DataFrame, chunks: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -224,6 +237,47 @@ def aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, da
     summary = summary.assign(dataset=dataset, qset=qset,
                              n_excluded=summary["kind"].map(kind_sizes).fillna(0).astype(np.int64) - summary["n"])
     return summary[AGGREGATE_COLUMNS], pairs.assign(dataset=dataset, qset=qset)[PAIRS_COLUMNS]
+
+
+def tier_table(per_query: Mapping[str, pd.DataFrame], summary: pd.DataFrame, pairs: pd.DataFrame,
+               metrics: Sequence[tuple[str, int]], alpha: float, n_resamples: int = 10_000, seed: int = 0
+               ) -> pd.DataFrame:
+    """Tiers and rank intervals (TIERS_COLUMNS but dataset, qset) of the given (metric, k), per grain and kind (incl.
+    'all'), from the per-query values, the aggregate's means and the pairs' randomization p-values.
+
+    Ranks are over the questions every method of the grain evaluates (n); without such questions they are null.
+    """
+    wanted = pd.DataFrame([(m, int(k)) for m, k in metrics], columns=["metric", "k"]).drop_duplicates()
+    long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())], ignore_index=True)
+    long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True).merge(wanted, on=["metric", "k"])
+    means = summary.set_index(["grain", "kind", "metric", "k", "method"])["mean"]
+    keys = ["grain", "kind", "metric", "k"]
+    p_values = {key: {frozenset(pair): p for *pair, p in group[["method_a", "method_b", "p_randomization"]]
+                      .itertuples(index=False)}
+                for key, group in pairs.merge(wanted, on=["metric", "k"]).groupby(keys)}
+    rows = []
+    for (grain, kind), group in long.groupby(["grain", "kind"], sort=True):
+        methods = sorted(group["method"].unique())
+        wide = group.set_index(["metric", "k", "method", "qid"])["value"].unstack("qid")
+        cuts = sorted(set(zip(group["metric"], group["k"].astype(int))))
+        cube = np.stack([wide.reindex(pd.MultiIndex.from_tuples([(m, k, x) for x in methods])).to_numpy(
+            dtype=np.float64) for m, k in cuts])  # [metric, method, question]
+        common = ~np.isnan(cube).any(axis=(0, 1))
+        rank = low = high = np.full((len(cuts), len(methods)), pd.NA)
+        if common.any():
+            rank, low, high = rank_intervals(cube[:, :, common], n_resamples=n_resamples, seed=seed)
+        for i, (metric, k) in enumerate(cuts):
+            method_means = {x: float(means[(grain, kind, metric, k, x)]) for x in methods}
+            letters = tiers(method_means, p_values.get((grain, kind, metric, k), {}), alpha)
+            rows.append(pd.DataFrame({
+                "method": methods, "grain": grain, "kind": kind, "metric": metric, "k": k,
+                "mean": [method_means[x] for x in methods], "tier": [letters[x] for x in methods],
+                "rank": pd.array(rank[i], dtype="Int64"), "rank_low": pd.array(low[i], dtype="Int64"),
+                "rank_high": pd.array(high[i], dtype="Int64"), "n": int(common.sum())}))
+    columns = TIERS_COLUMNS[2:]
+    table = pd.concat(rows, ignore_index=True)[columns] if rows else pd.DataFrame(columns=columns)
+    return table.sort_values(["grain", "kind", "metric", "k", "tier", "mean", "method"],
+                             ascending=[True, True, True, True, True, False, True], ignore_index=True)
 
 
 def score_runs(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: Sequence[tuple[str, int]],

@@ -12,7 +12,17 @@ import pandas as pd
 
 from rankbench.evaluation import ALL_KINDS
 from rankbench.findings import findings
-from rankbench.tables import legend, markdown_grid, marked, metric_label, near_best, table_metrics, wide
+from rankbench.tables import (
+    TIERS_LEGEND,
+    legend,
+    markdown_grid,
+    marked,
+    metric_label,
+    near_best,
+    table_metrics,
+    tier_grid,
+    wide,
+)
 
 DATE_PREFIX = "- date: "
 
@@ -89,11 +99,11 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                     report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str,
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
                     degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
-                    judged: bool = False) -> str:
+                    judged: bool = False, tiers: pd.DataFrame | None = None) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
 
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
-    once the `llm` target has run.
+    once the `llm` target has run; tiers: tiers.parquet (tiers and rank intervals of the headline metrics).
     """
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
@@ -137,6 +147,12 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     lines += ["## Findings", ""]
     lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha)]
     lines.append("")
+    if tiers is not None and len(tiers):
+        n = int(tiers.loc[(tiers["grain"] == grain) & (tiers["kind"] == ALL_KINDS), "n"].max())
+        lines += [f"## Tiers and rank intervals ({grain} grain, all questions)", "",
+                  markdown_grid(tier_grid(tiers, grain, ALL_KINDS, headline, methods)), "",
+                  "T" + TIERS_LEGEND.format(alpha=alpha)[1:] + f" Then the rank by mean and its 95% bootstrap interval over the "
+                  f"{n} questions every method evaluates (`tiers.parquet` has every kind and grain).", ""]
     full = table_metrics(aggregate, ks)
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
         if (table["grain"] == g).any():

@@ -70,7 +70,38 @@ def cell(row: pd.Series, ci: bool, latex: bool = False) -> str:
     if ci:
         text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
     marks = row["significant"] + (NEAR if row["near"] else "")
-    return text + ("".join(LATEX_MARKS[m] for m in marks) if latex else marks)
+    tier = row.get("tier")
+    tier_mark = rf"$^{{\mathrm{{{tier}}}}}$" if latex and isinstance(tier, str) else ""
+    return text + ("".join(LATEX_MARKS[m] for m in marks) + tier_mark if latex else marks)
+
+
+def with_tiers(table: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
+    """The marked table with each cell's tier letter (tiers.parquet; null where no tier was computed)."""
+    keys = ["method", "grain", "kind", "metric", "k"]
+    return table.merge(tiers[keys + ["tier"]], on=keys, how="left")
+
+
+TIERS_LEGEND = ("tier letters: a = the best method and every method not significantly worse than it (paired "
+                "randomization test, Holm-corrected over the pairs with the best, p >= {alpha:g}); b = the same among "
+                "the methods left; and so on.")
+
+
+def tier_grid(tiers: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]],
+              methods: Sequence[str]) -> pd.DataFrame:
+    """Methods x metric@k cells 'tier · rank (95% interval)', e.g. 'a · 2 (1–3)' ('–' where none was computed)."""
+    rows = tiers[(tiers["grain"] == grain) & (tiers["kind"] == kind)].set_index(["method", "metric", "k"])
+    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
+    for metric, k in metrics:
+        cells = []
+        for method in methods:
+            if (method, metric, k) not in rows.index:
+                cells.append("–")
+                continue
+            row = rows.loc[(method, metric, k)]
+            ranked = f" · {row['rank']} ({row['rank_low']}–{row['rank_high']})" if pd.notna(row["rank"]) else ""
+            cells.append(f"{row['tier']}{ranked}")
+        frame[metric_label(metric, k)] = cells
+    return frame
 
 
 def wide(table: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]], ci: bool,

@@ -34,6 +34,7 @@ rule aggregate:
     output:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
+        tiers=f"{R}/{{qset}}/tiers.parquet",
     log:
         f"{LOGS}/aggregate/{{qset}}.log",
     conda:
@@ -45,6 +46,8 @@ rule aggregate:
         resamples=EVALUATION["bootstrap_resamples"],
         seed=EVALUATION["seed"],
         baseline=EVALUATION["baseline"],
+        headline=REPORT["headline"],
+        alpha=REPORT["alpha"],
     script:
         "../scripts/aggregate.py"
 
