@@ -112,6 +112,8 @@ def test_a_frozen_version_whose_content_changed_fails(mini: Path) -> None:
      ["methods.fused", "consumes the run of 'dense', which is not a method"]),
     (lambda c: c["evaluation"].update(baseline="bm26"), ["evaluation.baseline", "'bm26', which is not a method"]),
     (lambda c: c["methods"].update(ext={"type": "external", "format": "trec"}), ["methods.ext", "`path` and `format`"]),
+    (lambda c: c.setdefault("report", {}).update(headline=["ndcg@5", "bpref"]),
+     ["report.headline", "bpref, which is computed only on request", "Add bpref to evaluation.metrics"]),
 ])
 def test_config_errors_are_caught_before_anything_runs(mini: Path, edit, expected: list[str]) -> None:
     name = edit_config(mini, edit, "broken.yaml")

@@ -11,7 +11,7 @@ import pytest
 import pytrec_eval
 
 from rankbench.cli import METRIC_ALIASES, main, parse_metrics
-from rankbench.metrics import METRICS_AT_K, METRICS_FULL, POLLUTION_METRICS
+from rankbench.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, METRICS_AT_K, METRICS_FULL, POLLUTION_METRICS
 
 
 def write_case(tmp_path: Path) -> tuple[Path, list[Path]]:
@@ -35,6 +35,7 @@ def test_eval_prints_and_writes_means_equal_to_pytrec_eval(tmp_path: Path, capsy
                  "--metrics", "ndcg@10,P@5,Rprec", "--resamples", "500", "--output", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "baseline: base" in printed and "1 question(s) without a relevant label excluded" in printed
+    assert "d_z [95% CI]" in printed  # the standardized effect beside every difference
     summary = pd.read_parquet(out)
     with open(qrels) as handle:
         trec_qrels = pytrec_eval.parse_qrel(handle)
@@ -52,7 +53,7 @@ def test_eval_prints_and_writes_means_equal_to_pytrec_eval(tmp_path: Path, capsy
             assert row["n"].item() == len(relevant) and row["n_excluded"].item() == 1
             assert f"{row['mean'].item():.4f}" in printed
     other = summary[summary["method"] == "other"]
-    assert other[["diff", "p_randomization", "p_holm", "p_t"]].notna().all().all()
+    assert other[["diff", "d_z", "d_z_low", "d_z_high", "p_randomization", "p_holm", "p_t"]].notna().all().all()
 
 
 def test_eval_prints_a_p_at_the_resampling_floor_as_a_bound(tmp_path: Path, capsys) -> None:
@@ -130,12 +131,39 @@ def test_trec_eval_names_are_accepted_and_equal_pytrec_eval(tmp_path: Path) -> N
     assert not np.allclose(uncut["value"].to_numpy(), cut["value"].to_numpy())
 
 
+def test_parity_metrics_by_trec_eval_names_equal_pytrec_eval(tmp_path: Path, capsys) -> None:
+    """bpref and infAP by trec_eval's names, ERR@k, RBP with --rbp-p and condensed nDCG are scored and printed; the
+    means of bpref and infAP equal pytrec_eval's."""
+    assert parse_metrics("bpref,infAP,ERR@10,RBP,rbp_residual,ndcg_condensed@5") == [
+        ("bpref", 0), ("infap", 0), ("err", 10), ("rbp", 0), ("rbp_residual", 0), ("ndcg_condensed", 5)]
+    qrels, runs = write_case(tmp_path)
+    out = tmp_path / "summary.parquet"
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", "bpref,infAP,ERR@10,RBP",
+                 "--rbp-p", "0.5", "--resamples", "200", "--output", str(out)]) == 0
+    summary = pd.read_parquet(out).set_index(["metric", "k"])
+    assert {"bpref", "infap", "err@10", "rbp"} <= set(capsys.readouterr().out.split())
+    with open(qrels) as handle:
+        trec_qrels = pytrec_eval.parse_qrel(handle)
+    with open(runs[0]) as handle:
+        ref = pytrec_eval.RelevanceEvaluator(trec_qrels, {"bpref", "infAP"}).evaluate(pytrec_eval.parse_run(handle))
+    relevant = [q for q, labels in trec_qrels.items() if max(labels.values()) >= 1]
+    for measure, metric in (("bpref", "bpref"), ("infAP", "infap")):
+        expected = np.mean([ref.get(q, {}).get(measure, 0.0) for q in relevant])
+        assert summary.loc[(metric, 0), "mean"] == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(SystemExit):
+        main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", "rbp", "--rbp-p", "1"])
+    qrels.write_text(qrels.read_text() + "q0 0 d99 5\n")
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", "err@10"]) == 1
+    assert "ERR takes grades up to 4" in capsys.readouterr().err
+
+
 def test_an_unknown_metric_error_lists_everything_accepted() -> None:
     with pytest.raises(argparse.ArgumentTypeError) as error:
-        parse_metrics("ndcg@10,bpref")
+        parse_metrics("ndcg@10,bogus")
     message = str(error.value)
-    assert "'bpref'" in message
-    for name in METRICS_AT_K + POLLUTION_METRICS + METRICS_FULL + tuple(METRIC_ALIASES):
+    assert "'bogus'" in message
+    for name in (METRICS_AT_K + POLLUTION_METRICS + METRICS_FULL + EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL
+                 + tuple(METRIC_ALIASES)):
         assert name in message, name
     for alias, metric in METRIC_ALIASES.items():  # every advertised alias is accepted
         assert parse_metrics(f"{alias}@5" if alias not in ("rprec", "r-precision") else alias)[0][0] == metric

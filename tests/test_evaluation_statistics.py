@@ -9,13 +9,15 @@ import pytest
 from rankbench.evaluation import (
     AGGREGATE_COLUMNS,
     PAIRS_COLUMNS,
+    TIERS_COLUMNS,
     aggregate,
     evaluate_run,
     grade_distribution,
     method_grains,
     score_runs,
+    tier_table,
 )
-from rankbench.metrics import GRADE_LABELS, POLLUTION_METRICS, grades_by_rank
+from rankbench.metrics import GRADE_LABELS, POLLUTION_METRICS, grades_by_rank, per_query_metrics
 from rankbench.stats import compare_methods, holm
 
 KS = [1, 3, 5]
@@ -85,6 +87,8 @@ def test_aggregate_baseline_columns_are_the_baseline_pairs_seen_from_the_method(
                           suffixes=("", "_pair"))
     assert len(merged) == len(others)
     assert np.allclose(merged["diff"], -merged["diff_pair"]) and np.allclose(merged["diff_low"], -merged["diff_high_pair"])
+    assert np.allclose(merged["d_z"], -merged["d_z_pair"], equal_nan=True)
+    assert np.allclose(merged["d_z_low"], -merged["d_z_high_pair"], equal_nan=True)
     assert (merged["wins"] == merged["losses_pair"]).all() and (merged["losses"] == merged["wins_pair"]).all()
     assert np.allclose(merged["mean"] - merged["mean_a"], merged["diff"])
     # Holm family in the aggregate: the non-baseline methods of one (grain, kind, metric, k).
@@ -113,8 +117,9 @@ def test_pairs_equal_compare_methods_on_one_metric(case) -> None:
                          .set_index("qid")["value"] for m, frame in per_query.items()})
     reference = compare_methods(wide[sorted(wide.columns)], baseline="dense", n_resamples=500, seed=2)
     assert ours[["method_a", "method_b"]].values.tolist() == reference[["method_a", "method_b"]].values.tolist()
-    for column in ("diff", "diff_low", "diff_high", "p_randomization", "p_t", "p_holm"):
-        assert np.allclose(ours[column], reference[column], atol=1e-12), column
+    for column in ("diff", "diff_low", "diff_high", "d_z", "d_z_low", "d_z_high", "p_randomization", "p_t", "p_holm"):
+        assert np.allclose(ours[column], reference[column], atol=1e-12, equal_nan=True), column
+    assert ours["d_z"].notna().any()
     assert (ours[["wins", "ties", "losses", "n"]].to_numpy() == reference[["wins", "ties", "losses", "n"]].to_numpy()).all()
 
 
@@ -144,3 +149,48 @@ def test_score_runs_keeps_requested_order(case) -> None:
                                                              ["r_precision", "rerank"], ["r_precision", "bm25"]]
     assert set(per_query["metric"]) == {"ndcg", "r_precision"}
     assert summary["diff"].isna().tolist() == [True, False, True, False]
+
+
+def test_extra_metrics_are_computed_on_request_at_every_grain(case) -> None:
+    """evaluation.metrics: the parity metrics join the standard ones at both grains, equal to per_query_metrics,
+    with RBP's persistence passed through; an unknown name is refused."""
+    runs, questions, qrels, per_query = case
+    extra = evaluate_run(runs["bm25"], questions, qrels, KS, extra_metrics=["bpref", "err", "rbp"], rbp_p=0.5)
+    standard = per_query["bm25"]
+    assert set(extra["metric"]) == set(standard["metric"]) | {"bpref", "err", "rbp"}
+    assert set(extra.loc[extra["metric"] == "bpref", "k"]) == {0} and set(extra.loc[extra["metric"] == "err", "k"]) == set(KS)
+    assert set(extra.loc[extra["metric"] == "rbp", "grain"]) == {"chunk", "document"}
+    pd.testing.assert_frame_equal(extra[~extra["metric"].isin(["bpref", "err", "rbp"])].reset_index(drop=True), standard)
+    chunk_run_ = runs["bm25"].assign(item_id=runs["bm25"]["chunk_id"])[["qid", "item_id", "rank", "score"]]
+    direct = per_query_metrics(chunk_run_, qrels.loc[qrels["grain"] == "chunk", ["qid", "item_id", "grade"]], KS,
+                               metrics=["rbp"], rbp_p=0.5)
+    ours = extra[(extra["metric"] == "rbp") & (extra["grain"] == "chunk")]
+    assert np.allclose(ours.sort_values("qid")["value"], direct.sort_values("qid")["value"])
+    with pytest.raises(ValueError, match="unknown extra metric"):
+        evaluate_run(runs["bm25"], questions, qrels, KS, extra_metrics=["map"])
+
+
+def test_tier_table_ranks_by_mean_and_tiers_follow_the_pairs(case) -> None:
+    """Per (grain, kind, metric, k): tier a holds the best method and exactly those whose Holm-corrected p against
+    it is >= alpha; rank is the rank of the mean; rank intervals contain the rank and are deterministic."""
+    _, questions, _, per_query = case
+    summary, pairs = aggregate(per_query, questions, "demo", "v1", n_resamples=300, seed=4, baseline="bm25")
+    headline = [("ndcg", 5), ("hit", 1)]
+    table = tier_table(per_query, summary, pairs, headline, alpha=0.05, n_resamples=300, seed=4)
+    assert list(table.columns) == TIERS_COLUMNS[2:]
+    assert set(zip(table["metric"], table["k"])) == set(headline)
+    assert len(table) == len(METHODS) * 2 * 3 * 2  # methods x grains x kinds (all + 2) x metrics
+    for (grain, kind, metric, k), group in table.groupby(["grain", "kind", "metric", "k"]):
+        group = group.set_index("method")
+        best = group["mean"].idxmax()
+        assert group.loc[best, "tier"] == "a" and group.loc[best, "rank"] == 1
+        rows = pairs[(pairs["grain"] == grain) & (pairs["kind"] == kind) & (pairs["metric"] == metric)
+                     & (pairs["k"] == k) & ((pairs["method_a"] == best) | (pairs["method_b"] == best))]
+        other = np.where(rows["method_a"] == best, rows["method_b"], rows["method_a"])
+        adjusted = dict(zip(other, holm(rows["p_randomization"].to_numpy())))
+        expected_a = {best} | {m for m, p in adjusted.items() if p >= 0.05 or group.loc[m, "mean"] >= group.loc[best, "mean"]}
+        assert set(group.index[group["tier"] == "a"]) == expected_a
+        assert (group["rank"] == [1 + int((group["mean"] > m).sum()) for m in group["mean"]]).all()
+        assert ((group["rank_low"] <= group["rank"]) & (group["rank"] <= group["rank_high"])).all()
+    pd.testing.assert_frame_equal(table, tier_table(per_query, summary, pairs, headline, alpha=0.05, n_resamples=300,
+                                                    seed=4))

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from rankbench.metrics import (
+    ERR_MAX_GRADE,
     GRADE_LABELS,
     METRICS_AT_K,
     METRICS_FULL,
@@ -273,6 +278,128 @@ def _ir_key(name: str, k: int, threshold: int) -> str:
         return str(ir_measures.Rprec(rel=threshold))
     measure = getattr(ir_measures, IR_MEASURES_AT_K[name])
     return str((measure if name in ("ndcg", "judged") else measure(rel=threshold)) @ k)
+
+
+# --------------------------------------------------------------------------- parity metrics (computed on request)
+
+
+@pytest.mark.parametrize(("seed", "grade_values"), [(60, (0, 1, 2, 3)), (61, (0, 1, 2, 3)), (62, WIDE_GRADES)])
+@pytest.mark.parametrize(("threshold", "gain"), [(1, "linear"), (2, "linear"), (1, "exponential")])
+def test_bpref_infap_condensed_ndcg_match_pytrec_eval(seed: int, grade_values: tuple[int, ...], threshold: int,
+                                                      gain: str) -> None:
+    """bpref, infAP (uncut) and condensed nDCG@k against trec_eval's bpref, infAP and ndcg_cut with -J."""
+    run, qrels = random_case(seed, 400, grade_values)
+    ks = (1, 3, 5, 10, 20, 100)
+    ours = as_dict(per_query_metrics(run, qrels, ks, relevance_threshold=threshold, gain=gain,
+                                     metrics=["bpref", "infap", "ndcg_condensed"]))
+    trec_q = trec_qrels(qrels, gain)
+    uncut = pytrec_eval.RelevanceEvaluator(trec_q, {"bpref", "infAP"}, relevance_level=threshold).evaluate(
+        trec_run(run))
+    condensed = pytrec_eval.RelevanceEvaluator(trec_q, {f"ndcg_cut.{','.join(map(str, ks))}"},
+                                               relevance_level=threshold, judged_docs_only_flag=True).evaluate(
+        trec_run(run))
+    run_qids, checked = set(run["qid"]), 0
+    for (q, name, k), value in ours.items():
+        if q not in run_qids:  # pytrec_eval omits it; we score 0 (trec_eval -c)
+            assert value == 0.0
+            continue
+        expected = (uncut[q]["bpref" if name == "bpref" else "infAP"] if name in ("bpref", "infap")
+                    else condensed.get(q, {}).get(f"ndcg_cut_{k}", 0.0))  # -J drops a question with nothing judged
+        assert math.isclose(value, expected, abs_tol=TOL), (q, name, k, value, expected)
+        checked += 1
+    assert checked > 2_000
+    # The cases must exercise what sets these metrics apart: unjudged results between judged ones.
+    assert any(ours[(q, "ndcg_condensed", 10)] != v for (q, name, k), v in as_dict(
+        per_query_metrics(run, qrels, [10], relevance_threshold=threshold, gain=gain, metrics=["ndcg"])).items())
+
+
+def gdeval_err(run: pd.DataFrame, qrels: pd.DataFrame, k: int, tmp_path: Path) -> dict[str, float]:
+    """ERR@k per question from ir_measures' copy of gdeval.pl (the ERR it reports), printing 12 decimals instead
+    of 5. gdeval orders topics numerically, so questions are handed over as numbers."""
+    number = {q: i for i, q in enumerate(sorted(set(run["qid"]) | set(qrels["qid"])))}
+    script = resources.files("ir_measures").joinpath("bin/gdeval.pl").read_text()
+    assert script.count("%.5f") == 2
+    (tmp_path / "gdeval.pl").write_text(script.replace("%.5f", "%.12f"))
+    (tmp_path / "qrels").write_text("".join(f"{number[q]} 0 {d} {g}\n"
+                                            for q, d, g in zip(qrels["qid"], qrels["item_id"], qrels["grade"])))
+    (tmp_path / "run").write_text("".join(f"{number[q]} Q0 {d} {r} {s!r} ours\n" for q, d, r, s in
+                                          zip(run["qid"], run["item_id"], run["rank"], run["score"])))
+    output = subprocess.run(["perl", str(tmp_path / "gdeval.pl"), str(tmp_path / "qrels"), str(tmp_path / "run"),
+                             str(k)], check=True, capture_output=True, text=True).stdout
+    by_number = {str(i): q for q, i in number.items()}
+    return {by_number[topic]: float(err) for _, topic, _, err in
+            (line.split(",") for line in output.splitlines()[1:]) if topic != "amean"}
+
+
+@pytest.mark.skipif(shutil.which("perl") is None, reason="gdeval.pl needs perl")
+@pytest.mark.parametrize(("seed", "grade_values"), [(63, (0, 1, 2, 3)), (64, WIDE_GRADES)])
+def test_err_matches_gdeval(seed: int, grade_values: tuple[int, ...], tmp_path: Path) -> None:
+    """ERR@k against gdeval.pl, the implementation ir_measures reports as ERR@k."""
+    run, qrels = random_case(seed, 300, grade_values)
+    ks = (1, 5, 20, 100)
+    ours = as_dict(per_query_metrics(run, qrels, ks, metrics=["err"]))
+    checked = 0
+    for k in ks:
+        ref = gdeval_err(run, qrels, k, tmp_path)
+        for (q, _, kk), value in ours.items():
+            if kk == k and q in ref:
+                assert math.isclose(value, ref[q], abs_tol=TOL), (q, k, value, ref[q])
+                checked += value > 0
+    assert checked > 300
+
+
+@pytest.mark.parametrize(("seed", "grade_values", "threshold"), [(65, (0, 1, 2, 3), 1), (66, (0, 1, 2, 3), 2),
+                                                                 (67, WIDE_GRADES, 1)])
+@pytest.mark.parametrize("p", (0.5, 0.8, 0.95))
+def test_rbp_and_residual_match_reference_tools(seed: int, grade_values: tuple[int, ...], threshold: int,
+                                                p: float) -> None:
+    """RBP(p) = (1 - p) sum p^(i-1) rel_i with rel_i read from pytrec_eval's P@i at every i (i P@i - (i-1) P@(i-1)),
+    and its residual with the unjudged results read from ir_measures' Judged@i the same way, plus p^depth."""
+    run, qrels = random_case(seed, 200, grade_values)
+    depth = int(run["rank"].max())
+    cuts = range(1, depth + 1)
+    precision = pytrec_eval.RelevanceEvaluator(trec_qrels(qrels), {f"P.{','.join(map(str, cuts))}"},
+                                               relevance_level=threshold).evaluate(trec_run(run))
+    judged = {(m.query_id, m.measure.params["cutoff"]): m.value for m in ir_measures.iter_calc(
+        [ir_measures.Judged @ i for i in cuts], to_ir_qrels(qrels), to_ir_run(run))}
+    lengths = run.groupby("qid")["rank"].size().to_dict()
+    ours = as_dict(per_query_metrics(run, qrels, [1], relevance_threshold=threshold, rbp_p=p,
+                                     metrics=["rbp", "rbp_residual"]))
+    checked = 0
+    for (q, name, k), value in ours.items():
+        assert k == 0
+        n = lengths.get(q, 0)
+        if name == "rbp":
+            rel = [i * precision[q][f"P_{i}"] - (i - 1) * precision[q][f"P_{i - 1}"] if i > 1
+                   else precision[q]["P_1"] for i in range(1, n + 1)]
+            expected = (1 - p) * sum(r * p ** (i - 1) for i, r in enumerate(rel, 1))
+        else:
+            seen = [i * judged[(q, i)] for i in range(1, n + 1)]
+            unjudged = [1 - (s - (seen[i - 2] if i > 1 else 0.0)) for i, s in enumerate(seen, 1)]
+            expected = (1 - p) * sum(u * p ** (i - 1) for i, u in enumerate(unjudged, 1)) + p ** n
+        assert math.isclose(value, expected, abs_tol=TOL), (q, name, value, expected)
+        checked += 1
+    assert checked > 300
+
+
+def test_parity_metrics_hand_case_and_errors() -> None:
+    """One question by hand; ERR refuses grades gdeval refuses; RBP's p must lie in (0, 1); the defaults leave the
+    parity metrics out."""
+    run = frame_run([("q", "a", 1, 3.0), ("q", "x", 2, 2.0), ("q", "b", 3, 1.0)])
+    qrels = frame_qrels([("q", "a", 1), ("q", "b", 0), ("q", "c", 2)])
+    got = values(per_query_metrics(run, qrels, [2], rbp_p=0.5,
+                                   metrics=["bpref", "infap", "rbp", "rbp_residual", "err"]), "q")
+    assert got[("bpref", 0)] == pytest.approx(1 / 2)  # a above every non-relevant; c not retrieved
+    assert got[("rbp", 0)] == pytest.approx(0.5)
+    assert got[("rbp_residual", 0)] == pytest.approx(0.5 * 0.5 + 0.5 ** 3)  # x at rank 2, then beyond rank 3
+    assert got[("err", 2)] == pytest.approx(1 / 2 ** ERR_MAX_GRADE)
+    default = per_query_metrics(run, qrels, [2])
+    assert not {"bpref", "infap", "rbp", "rbp_residual", "err", "ndcg_condensed"} & set(default["metric"])
+    with pytest.raises(ValueError, match=r"ERR takes grades up to 4.*question 'q', item 'c' has grade 5"):
+        per_query_metrics(run, frame_qrels([("q", "a", 1), ("q", "c", 5)]), [2], metrics=["err"])
+    for bad in (0, 1, 1.5, True):
+        with pytest.raises(ValueError, match="rbp_p"):
+            per_query_metrics(run, qrels, [2], metrics=["rbp"], rbp_p=bad)
 
 
 def ranked_lists(run: pd.DataFrame) -> dict[str, list[str]]:

@@ -23,7 +23,7 @@ from rankbench.qset_diff import (CHANGE_COLUMNS, diff_markdown, diff_summary, fl
                                  version_metrics)
 from rankbench.report import judge_section, labels_section, leaks_section
 from rankbench.stats import format_p
-from rankbench.tables import csv_table, latex_table, marked, markdown_grid, wide
+from rankbench.tables import csv_table, latex_table, marked, markdown_grid, tier_grid, wide, with_tiers
 
 
 def aggregate_row(method, mean, diff=np.nan, p_holm=np.nan, below=None, kind="all", metric="ndcg", k=10, n=40):
@@ -111,6 +111,35 @@ def test_p_values_at_the_resampling_floor_print_as_bounds(tiny_aggregate) -> Non
                          p_holm=pairs["p_holm"].where(pairs["p_holm"] != 0.003, 3 / 1001))
     sentences = findings(aggregate, pairs, "document", [("ndcg", 10)], {}, 0.05, 1000)
     assert "is significant (Holm-corrected p ≤ 0.003, 9 questions won" in sentences[0]
+
+
+def test_findings_give_the_standardized_effect_of_the_lead_seen_from_the_best(tiny_aggregate) -> None:
+    """d_z of the best method over the runner-up, with its CI, when the pairs row is stored the other way round."""
+    aggregate, pairs = tiny_aggregate
+    lead = (pairs["kind"] == "all") & (pairs["method_a"] == "dense") & (pairs["method_b"] == "hybrid")
+    pairs = pairs.assign(d_z=np.nan, d_z_low=np.nan, d_z_high=np.nan)
+    columns = ["method_a", "method_b", "mean_a", "mean_b", "diff", "wins", "losses", "d_z", "d_z_low", "d_z_high"]
+    pairs.loc[lead, columns] = ["hybrid", "dense", 0.61, 0.80, -0.19, 3, 9, -0.8, -1.2, -0.4]
+    sentence = findings(aggregate, pairs, "document", [("ndcg", 10)], {}, 0.05, 1000)[0]
+    assert "standardized effect d_z = 0.80 (95% CI 0.40 to 1.20)" in sentence, sentence
+    without = findings(aggregate, pairs.drop(columns=["d_z", "d_z_low", "d_z_high"]), "document", [("ndcg", 10)], {},
+                       0.05, 1000)[0]
+    assert "d_z" not in without
+
+
+def test_tiers_show_as_letters_with_rank_intervals_on_the_page_and_superscripts_in_latex(tiny_aggregate) -> None:
+    aggregate, _ = tiny_aggregate
+    tiers = pd.DataFrame({"method": ["dense", "hybrid", "bm25"], "grain": "document", "kind": "all", "metric": "ndcg",
+                          "k": 10, "mean": [0.8, 0.61, 0.6], "tier": ["a", "b", "b"],
+                          "rank": pd.array([1, 2, 3], dtype="Int64"), "rank_low": pd.array([1, 2, 2], dtype="Int64"),
+                          "rank_high": pd.array([1, 3, 3], dtype="Int64"), "n": 40})
+    grid = tier_grid(tiers, "document", "all", [("ndcg", 10)], ["bm25", "dense", "hybrid", "other"])
+    assert grid["nDCG@10"].tolist() == ["b · 3 (2–3)", "a · 1 (1–1)", "b · 2 (2–3)", "–"]
+    table = with_tiers(marked(aggregate[aggregate["kind"] == "all"], 0.05), tiers)
+    latex = latex_table(table, [("ndcg", 10)], ["document"], ["bm25", "dense", "hybrid"], False, "c", "l", [])
+    rows = {line.split(" & ")[0]: line for line in latex.splitlines() if " & " in line}
+    assert rows["dense"].startswith(r"dense & \textbf{0.800}") and rows["dense"].endswith(r"$^{\mathrm{a}}$ \\")
+    assert rows["hybrid"].endswith(r"$^{\mathrm{b}}$ \\") and rows["bm25"].endswith(r"$^{\mathrm{b}}$ \\")
 
 
 def test_cost_counts_a_method_and_its_inputs_once_each() -> None:
@@ -245,6 +274,10 @@ def test_canonical_config_ignores_key_order_and_report_settings_check_metrics() 
         report_settings({"report": {"headline": ["ndcg@20"]}}, [1, 5], "c")
     with pytest.raises(InputError, match="report.plot_metric"):
         report_settings({"report": {"plot_metric": "bogus@3"}}, [3], "c")
+    with pytest.raises(InputError, match="report.headline: names bpref, which is computed only on request"):
+        report_settings({"report": {"headline": ["bpref", "ndcg@3"]}}, [3], "c")
+    assert report_settings({"report": {"headline": ["bpref", "err@3"]}, "evaluation": {"metrics": ["bpref", "err"]}},
+                           [3], "c")["headline"] == [["bpref", 0], ["err", 3]]
 
 
 def test_pool_exports_unjudged_passages_and_import_makes_a_new_frozen_version(tmp_path) -> None:

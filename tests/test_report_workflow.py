@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from rankbench.config import expand_methods
+from rankbench.config import evaluation_settings, expand_methods
+from rankbench.evaluation import TIERS_COLUMNS
+from rankbench.provenance import report_settings
 from rankbench.findings import FAMILIES
 from workflow_helpers import edit_config, snakemake
 
@@ -54,6 +56,28 @@ def test_latex_and_csv_tables_carry_the_same_numbers(demo: Path) -> None:
     merged = table.merge(aggregate, on=["method", "grain", "kind", "metric", "k"], suffixes=("", "_agg"))
     assert len(merged) == len(table) > 0
     assert (merged["mean"] - merged["mean_agg"]).abs().max() < 1e-6
+
+
+def test_tiers_parquet_the_page_and_the_latex_table_agree(demo: Path) -> None:
+    """tiers.parquet beside pairs.parquet: every headline metric, method, grain and kind; its document-grain rows of
+    all questions are on the page as 'tier · rank (low–high)' and the tier letters are superscripts in the LaTeX."""
+    tiers = pd.read_parquet(demo / BASE / "v1/tiers.parquet")
+    aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
+    assert list(tiers.columns) == TIERS_COLUMNS
+    config = yaml.safe_load((demo / "config.yaml").read_text())
+    headline = {tuple(item) for item in report_settings(config, evaluation_settings(config)["ks"], "c")["headline"]}
+    assert set(zip(tiers["metric"], tiers["k"])) == headline
+    keys = ["method", "grain", "kind", "metric", "k"]
+    expected = aggregate[[(m, k) in headline for m, k in zip(aggregate["metric"], aggregate["k"])]][keys]
+    assert len(tiers) == len(expected) and len(tiers.merge(expected, on=keys)) == len(expected)
+    assert ((tiers["rank_low"] <= tiers["rank"]) & (tiers["rank"] <= tiers["rank_high"])).all()
+    page = (demo / BASE / "v1/comparison.md").read_text().split("## Tiers and rank intervals")[1].split("\n## ")[0]
+    shown = tiers.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+    for row in shown.itertuples():
+        line = next(x for x in page.splitlines() if x.startswith(f"| {row.method} |"))
+        assert f"{row.tier} · {row.rank} ({row.rank_low}–{row.rank_high})" in line.split(" | ")[1]
+    tex = (demo / BASE / "v1/comparison.tex").read_text()
+    assert r"$^{\mathrm{a}}$" in tex
 
 
 def test_failures_of_the_reranker_are_split_by_its_first_stage(demo: Path) -> None:

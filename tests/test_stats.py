@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
+from scipy.optimize import brentq
 
 from rankbench.stats import (
     COMPARISON_COLUMNS,
@@ -18,6 +19,9 @@ from rankbench.stats import (
     paired_randomization_test,
     paired_t_test,
     randomization_p_values,
+    rank_intervals,
+    standardized_effects,
+    tiers,
     t_test_p_values,
     win_tie_loss,
 )
@@ -398,3 +402,98 @@ def test_paired_comparison_rows_match_the_scalar_functions() -> None:
     d = a - b
     assert result["below_one_question"].tolist() == ((np.abs(d.sum(axis=1)) > 1e-12)
                                                      & (np.abs(d.sum(axis=1)) <= np.abs(d).max(axis=1))).tolist()
+
+
+# ---------------------------------------------------------------- standardized effect d_z
+
+
+def _exact_d_z_interval(d: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """The exact CI of d_z by inverting the noncentral t distribution of t = d_z sqrt(n) (scipy's nct)."""
+    n = len(d)
+    t_obs = d.mean() / d.std(ddof=1) * np.sqrt(n)
+    def bound(q: float) -> float:
+        return brentq(lambda nc: sps.nct.cdf(t_obs, n - 1, nc) - q, t_obs - 6, t_obs + 6) / np.sqrt(n)
+    return bound(0.5 + confidence / 2), bound(0.5 - confidence / 2)
+
+
+def test_d_z_is_mean_over_sd_and_its_interval_is_close_to_the_exact_one() -> None:
+    """d_z = mean / sd (ddof 1); its normal-approximation CI within 0.03 of the exact noncentral-t CI at n = 50."""
+    rng = np.random.default_rng(11)
+    rows = np.stack([rng.normal(shift, 1.0, 50) for shift in (0.0, 0.3, 0.8)])
+    d_z, low, high = standardized_effects(rows)
+    assert np.allclose(d_z, rows.mean(axis=1) / rows.std(axis=1, ddof=1), atol=1e-15)
+    for row, lo, hi in zip(rows, low, high):
+        exact_low, exact_high = _exact_d_z_interval(row)
+        assert abs(lo - exact_low) < 0.03 and abs(hi - exact_high) < 0.03, (lo, exact_low, hi, exact_high)
+
+
+def test_d_z_interval_covers_the_true_effect_95_percent_of_the_time() -> None:
+    """Simulation: normal differences with true d_z = 0.5, n = 40; coverage over 4,000 samples is 0.95 +- 0.015."""
+    rng = np.random.default_rng(12)
+    samples = rng.normal(0.5, 1.0, (4_000, 40))
+    _, low, high = standardized_effects(samples)
+    coverage = np.mean((low <= 0.5) & (0.5 <= high))
+    assert abs(coverage - 0.95) < 0.015, coverage
+
+
+def test_d_z_is_nan_when_the_differences_do_not_vary_and_pairs_carry_it() -> None:
+    """Constant (or all-zero) differences leave d_z undefined: NaN, never inf; one question: NaN. paired_comparison
+    returns d_z and its bounds per row."""
+    rows = np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.5 + 1e-14], [0.0, 1.0, 1.0]])
+    d_z, low, high = standardized_effects(rows)
+    assert np.isnan(d_z[:2]).all() and np.isnan(low[:2]).all() and np.isnan(high[:2]).all()
+    assert d_z[2] == pytest.approx((2 / 3) / np.std([0, 1, 1], ddof=1))
+    assert np.isnan(standardized_effects(np.array([[0.3]]))[0]).all()
+    result = paired_comparison(rows[2:] + 1.0, np.ones((1, 3)), n_resamples=100)
+    assert result["d_z"][0] == pytest.approx(d_z[2]) and result["d_z_low"][0] < d_z[2] < result["d_z_high"][0]
+
+
+# ---------------------------------------------------------------- rank intervals and tiers
+
+
+def test_rank_intervals_equal_a_plain_loop_with_the_same_seed() -> None:
+    """One resample at a time: the same draws (rng.integers(0, n, (R, n)) of default_rng(seed)), the methods ranked
+    by mean (ties share the better rank), the lower / upper order statistics at 2.5% / 97.5%."""
+    rng = np.random.default_rng(5)
+    values = rng.random((2, 4, 12)) + np.array([0.0, 0.05, 0.1, 0.3])[None, :, None]
+    n_resamples = 400
+    rank, low, high = rank_intervals(values, n_resamples=n_resamples, seed=9)
+    draws = np.random.default_rng(9).integers(0, 12, size=(n_resamples, 12))
+    for g in range(2):
+        observed = values[g].mean(axis=1)
+        assert rank[g].tolist() == [1 + int((observed > m).sum()) for m in observed]
+        resampled = []
+        for idx in draws:
+            means = [float(np.mean(values[g, m, idx])) for m in range(4)]
+            resampled.append([1 + sum(other > mean for other in means) for mean in means])
+        for m in range(4):
+            ordered = sorted(r[m] for r in resampled)
+            assert low[g, m] == ordered[int(np.floor(0.025 * (n_resamples - 1)))]
+            assert high[g, m] == ordered[int(np.ceil(0.975 * (n_resamples - 1)))]
+    again = rank_intervals(values, n_resamples=n_resamples, seed=9)
+    assert all((x == y).all() for x, y in zip(again, (rank, low, high)))
+
+
+def test_separated_methods_get_point_intervals_and_exchangeable_ones_wide_overlapping_intervals() -> None:
+    rng = np.random.default_rng(6)
+    separated = np.array([0.1, 0.5, 0.9])[:, None] + rng.normal(0, 0.05, (3, 60))
+    rank, low, high = rank_intervals(separated[None], n_resamples=2_000, seed=1)
+    assert rank[0].tolist() == low[0].tolist() == high[0].tolist() == [3, 2, 1]
+    exchangeable = rng.random((1, 4, 30))  # four methods drawn from one distribution
+    _, low, high = rank_intervals(exchangeable, n_resamples=2_000, seed=1)
+    assert ((high - low) >= 2).all(), (low, high)
+    assert max(low[0]) <= min(high[0])  # every interval meets every other
+    copies = np.repeat(rng.random((1, 1, 20)), 3, axis=1)  # identical methods tie for rank 1 in every resample
+    rank, low, high = rank_intervals(copies, n_resamples=500, seed=1)
+    assert rank.tolist() == low.tolist() == high.tolist() == [[1, 1, 1]]
+
+
+def test_tiers_apply_holm_over_the_pairs_with_the_best() -> None:
+    means = {"a": 0.9, "b": 0.85, "c": 0.3, "d": 0.28}
+    p = {frozenset("ab"): 0.2, frozenset("ac"): 0.001, frozenset("ad"): 0.001, frozenset("cd"): 0.5}
+    assert tiers(means, p, 0.05) == {"a": "a", "b": "a", "c": "b", "d": "b"}
+    # Unadjusted, each p = 0.02 < 0.05 would put b, c, d below a; Holm over the three pairs with a gives 0.06 each.
+    close = {frozenset("ab"): 0.02, frozenset("ac"): 0.02, frozenset("ad"): 0.02}
+    assert set(tiers(means, close, 0.05).values()) == {"a"}
+    # A pair never compared is not significant; equal means go to the name that sorts first.
+    assert tiers({"y": 0.5, "x": 0.5, "z": 0.1}, {frozenset("xz"): 0.001}, 0.05) == {"x": "a", "y": "a", "z": "b"}

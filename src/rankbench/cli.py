@@ -14,7 +14,15 @@ from rankbench.errors import InputError
 from rankbench.evaluation import GRAINS, score_runs
 from rankbench.files import write_parquet
 from rankbench.frozen import freeze
-from rankbench.metrics import GAINS, METRICS_AT_K, METRICS_FULL, POLLUTION_METRICS
+from rankbench.metrics import (
+    EXTRA_METRICS_AT_K,
+    EXTRA_METRICS_FULL,
+    GAINS,
+    METRICS_AT_K,
+    METRICS_FULL,
+    POLLUTION_METRICS,
+    err_grade_problem,
+)
 from rankbench.runs import unmatched
 from rankbench.stats import format_p
 from rankbench.trec import read_qrels, read_run
@@ -43,14 +51,16 @@ def _split_cutoff(item: str) -> tuple[str, str]:
 
 
 def _all_metrics() -> tuple[str, ...]:
-    return METRICS_AT_K + POLLUTION_METRICS + METRICS_FULL
+    return METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K + METRICS_FULL + EXTRA_METRICS_FULL
 
 
 def known_metrics_text() -> str:
     """Every metric name --metrics accepts, for its help and its error."""
     aliases = ", ".join(f"{alias} = {metric}" for alias, metric in METRIC_ALIASES.items())
-    return (f"with a cutoff k (NAME@k, or trec_eval's NAME_k / NAME.k): {', '.join(METRICS_AT_K + POLLUTION_METRICS)}; "
-            f"without a cutoff (whole run): {', '.join(UNCUT + METRICS_FULL)}; aliases (case-insensitive): {aliases}; "
+    with_k = METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K
+    return (f"with a cutoff k (NAME@k, or trec_eval's NAME_k / NAME.k): {', '.join(with_k)}; "
+            f"without a cutoff (whole run): {', '.join(UNCUT + METRICS_FULL + EXTRA_METRICS_FULL)}; "
+            f"aliases (case-insensitive): {aliases}; "
             f"{', '.join(CUT_FAMILIES)} need a cutoff")
 
 
@@ -61,11 +71,11 @@ def parse_metrics(text: str) -> list[tuple[str, int]]:
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, cut = _split_cutoff(item)
         metric = METRIC_ALIASES.get(name, name)
-        if metric in METRICS_FULL and not cut:
+        if metric in METRICS_FULL + EXTRA_METRICS_FULL and not cut:
             parsed.append((metric, 0))
         elif metric in UNCUT and name not in CUT_FAMILIES and not cut:
             parsed.append((metric, 0))
-        elif metric in METRICS_AT_K + POLLUTION_METRICS and cut.isdigit() and int(cut) > 0:
+        elif metric in METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K and cut.isdigit() and int(cut) > 0:
             parsed.append((metric, int(cut)))
         else:
             raise argparse.ArgumentTypeError(f"cannot read metric {item!r}; known: {known_metrics_text()}")
@@ -88,6 +98,17 @@ def _non_negative(text: str) -> int:
     return int(text)
 
 
+def _persistence(text: str) -> float:
+    """A number strictly between 0 and 1 (argparse type), RBP's persistence."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
 def _label(metric: str, k: int) -> str:
     return f"{metric}@{k}" if k else metric
 
@@ -98,9 +119,15 @@ def _number(value: float, signed: bool = False) -> str:
     return f"{value:+.4f}" if signed else f"{value:.4f}"
 
 
+def _effect(value: float) -> str:
+    """A standardized effect to 2 decimals with its sign, never -0.00."""
+    return f"{round(float(value), 2) + 0.0:+.2f}"
+
+
 def summary_text(summary: pd.DataFrame, resamples: int) -> str:
-    """The summary as an aligned text table: mean and CI per run and metric, the baseline comparison beside
-    (randomization p-values at the resampling floor of `resamples` printed as bounds)."""
+    """The summary as an aligned text table: mean and CI per run and metric, the baseline comparison beside (diff,
+    its CI, the standardized effect d_z with its CI, n/a when the differences do not vary; randomization p-values at
+    the resampling floor of `resamples` printed as bounds)."""
     table = pd.DataFrame({
         "metric": [_label(m, k) for m, k in zip(summary["metric"], summary["k"])],
         "run": summary["method"], "n": summary["n"], "mean": summary["mean"].map(_number),
@@ -111,6 +138,9 @@ def summary_text(summary: pd.DataFrame, resamples: int) -> str:
         table["diff"] = [_number(d, signed=True) if ok else "" for d, ok in zip(summary["diff"], compared)]
         table["diff 95% CI"] = [f"[{_number(lo, True)}, {_number(hi, True)}]" if ok else "" for lo, hi, ok in
                                 zip(summary["diff_low"], summary["diff_high"], compared)]
+        table["d_z [95% CI]"] = [f"{_effect(dz)} [{_effect(lo)}, {_effect(hi)}]" if ok and pd.notna(dz)
+                                 else ("n/a" if ok else "") for dz, lo, hi, ok in
+                                 zip(summary["d_z"], summary["d_z_low"], summary["d_z_high"], compared)]
         for column in ("p_randomization", "p_holm"):
             table[column] = [format_p(p, raw, resamples, 4) if ok else "" for p, raw, ok in
                              zip(summary[column], summary["p_randomization"], compared)]
@@ -137,6 +167,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if not (qrels["grade"] >= args.relevance_threshold).any():
         raise InputError(args.qrels, None, f"has no label with grade >= {args.relevance_threshold}, so no question "
                          "can be evaluated", "Check the grades, or lower --relevance-threshold.")
+    if any(metric == "err" for metric, _ in args.metrics) and err_grade_problem(qrels):
+        raise InputError(args.qrels, None, err_grade_problem(qrels), "Leave err out of --metrics, or grade 0..4.")
     runs = {name: read_run(path) for name, path in zip(names, args.run)}
     id_column = "doc_id" if args.grain == "document" else "chunk_id"
     for (name, run), path in zip(runs.items(), args.run):
@@ -149,7 +181,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
                   file=sys.stderr)
     per_query, summary = score_runs(runs, qrels, args.metrics, grain=args.grain,
                                     relevance_threshold=args.relevance_threshold, gain=args.gain, baseline=baseline,
-                                    n_resamples=args.resamples, seed=args.seed)
+                                    n_resamples=args.resamples, seed=args.seed, rbp_p=args.rbp_p)
     if args.per_query:
         for row in per_query.itertuples(index=False):
             print(f"{_label(row.metric, row.k):<16} {row.method:<20} {row.qid:<20} {_number(row.value)}")
@@ -225,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     eval_parser.add_argument("--resamples", type=_positive, default=10_000,
                              help="bootstrap / randomization resamples (default: 10000)")
     eval_parser.add_argument("--seed", type=_non_negative, default=0)
+    eval_parser.add_argument("--rbp-p", type=_persistence, default=0.8,
+                             help="persistence p of rbp and rbp_residual, between 0 and 1 (default: 0.8)")
     eval_parser.add_argument("--strict", action="store_true",
                              help="fail, instead of warning, when a run is empty or shares no question or id with the "
                                   "qrels (it would score 0 whatever its order)")

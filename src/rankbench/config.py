@@ -249,7 +249,7 @@ def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tup
 
 EVALUATION_DEFAULTS: dict[str, Any] = {
     "depth": 100, "ks": [1, 3, 5, 10], "relevance_threshold": 1, "gain": "linear", "baseline": None,
-    "bootstrap_resamples": 10_000, "seed": 0,
+    "bootstrap_resamples": 10_000, "seed": 0, "metrics": [], "rbp_p": 0.8,
 }
 
 

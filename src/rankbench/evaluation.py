@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 
 from rankbench.metrics import (
+    EXTRA_METRICS_AT_K,
+    EXTRA_METRICS_FULL,
     METRICS_AT_K,
     METRICS_FULL,
     POLLUTION_METRICS,
@@ -17,24 +19,39 @@ from rankbench.metrics import (
     per_query_metrics,
 )
 from rankbench.runs import collapse_to_documents
-from rankbench.stats import COMPARISON_COLUMNS, method_pairs, bootstrap_ci, holm, paired_comparison
+from rankbench.stats import (
+    COMPARISON_COLUMNS,
+    bootstrap_ci,
+    holm,
+    method_pairs,
+    paired_comparison,
+    rank_intervals,
+    tiers,
+)
 
 GRAINS = ("document", "chunk")
 ALL_KINDS = "all"
 QRELS_COLUMNS = ["grain", "qid", "item_id", "grade"]
 PER_QUERY_COLUMNS = ["qid", "kind", "grain", "metric", "k", "value"]
 # Against the configured baseline (NaN on the baseline's own rows and without a baseline): diff = method -
-# baseline with its bootstrap CI, p-values (p_holm: Holm over the non-baseline methods of one grain, kind,
-# metric, k), wins/ties/losses of the method, and whether one question alone accounts for diff.
-BASELINE_COLUMNS = ["baseline", "diff", "diff_low", "diff_high", "p_randomization", "p_t", "p_holm", "wins", "ties",
-                    "losses", "below_one_question"]
+# baseline with its bootstrap CI, the standardized effect d_z with its CI, p-values (p_holm: Holm over the
+# non-baseline methods of one grain, kind, metric, k), wins/ties/losses of the method, and whether one question
+# alone accounts for diff.
+BASELINE_COLUMNS = ["baseline", "diff", "diff_low", "diff_high", "d_z", "d_z_low", "d_z_high", "p_randomization", "p_t",
+                    "p_holm", "wins", "ties", "losses", "below_one_question"]
 BASELINE_DTYPES = {"baseline": object, "diff": np.float64, "diff_low": np.float64, "diff_high": np.float64,
+                   "d_z": np.float64, "d_z_low": np.float64, "d_z_high": np.float64,
                    "p_randomization": np.float64, "p_t": np.float64, "p_holm": np.float64, "wins": "Int64",
                    "ties": "Int64", "losses": "Int64", "below_one_question": "boolean"}
 AGGREGATE_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high",
                      "n", "n_excluded"] + BASELINE_COLUMNS
 PAIRS_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k"] + list(COMPARISON_COLUMNS)
 GRADES_COLUMNS = ["grain", "kind", "rank", "grade", "count", "share", "n"]
+# Per headline metric, grain and kind: the method's tier (a = not significantly worse than the best, Holm over the
+# pairs with the best; b = the same among the rest, ...), its rank by mean and the 95% bootstrap interval of that
+# rank over the n questions every method evaluates.
+TIERS_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k", "mean", "tier", "rank", "rank_low",
+                 "rank_high", "n"]
 
 
 def build_qrels(labels: pd.DataFrame, chunks: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -78,18 +95,23 @@ def _grain_qrels(qrels: pd.DataFrame, grain: str) -> pd.DataFrame:
 
 
 def evaluate_run(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame, ks: Sequence[int],
-                 relevance_threshold: int = 1, gain: str = "linear", grains: Sequence[str] = GRAINS) -> pd.DataFrame:
+                 relevance_threshold: int = 1, gain: str = "linear", grains: Sequence[str] = GRAINS,
+                 extra_metrics: Sequence[str] = (), rbp_p: float = 0.8) -> pd.DataFrame:
     """Per-query metrics of one run at each grain, with each question's kind; unanswerable questions left out.
 
-    Chunk grain adds the pollution metrics (distinct documents, top document's share) for the questions it evaluates.
+    Chunk grain adds the pollution metrics (distinct documents, top document's share) for the questions it evaluates;
+    extra_metrics adds metrics computed only on request (EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL: bpref, RBP, ...).
     """
+    unknown = sorted(set(extra_metrics) - set(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL))
+    if unknown:
+        raise ValueError(f"unknown extra metric(s) {unknown}; known: {list(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL)}")
     frames = []
     for grain, grain_run in _grain_runs(run, grains).items():
-        columns, metrics = ["qid", "item_id", "rank", "score"], list(METRICS_AT_K + METRICS_FULL)
+        columns, metrics = ["qid", "item_id", "rank", "score"], list(METRICS_AT_K + METRICS_FULL) + list(extra_metrics)
         if grain == "chunk":
             columns, metrics = columns + ["doc_id"], metrics + list(POLLUTION_METRICS)
         values = per_query_metrics(grain_run[columns], _grain_qrels(qrels, grain), ks,
-                                   relevance_threshold=relevance_threshold, gain=gain, metrics=metrics)
+                                   relevance_threshold=relevance_threshold, gain=gain, metrics=metrics, rbp_p=rbp_p)
         frames.append(values.assign(grain=grain))
     per_query = pd.concat(frames, ignore_index=True).merge(questions[["qid", "kind"]], on="qid", how="left")
     return per_query.sort_values(["grain", "qid", "metric", "k"], ignore_index=True)[PER_QUERY_COLUMNS]
@@ -127,7 +149,8 @@ def _baseline_view(pairs: pd.DataFrame, by: Sequence[str], baseline: str) -> pd.
     view = pairs[pairs["is_baseline_pair"]].copy()
     # 0.0 - x, not -x: a difference of 0 stays 0.0 instead of becoming -0.0 (printed "-0.0000")
     view = view.assign(method=view["method_b"], baseline=baseline, diff=0.0 - view["diff"],
-                       diff_low=0.0 - view["diff_high"], diff_high=0.0 - view["diff_low"], wins=view["losses"],
+                       diff_low=0.0 - view["diff_high"], diff_high=0.0 - view["diff_low"], d_z=0.0 - view["d_z"],
+                       d_z_low=0.0 - view["d_z_high"], d_z_high=0.0 - view["d_z_low"], wins=view["losses"],
                        losses=view["wins"])
     family = list(by) + ["metric", "k"]
     view["p_holm"] = view.groupby(family, sort=False)["p_randomization"].transform(lambda p: holm(p.to_numpy()))
@@ -216,9 +239,50 @@ def aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, da
     return summary[AGGREGATE_COLUMNS], pairs.assign(dataset=dataset, qset=qset)[PAIRS_COLUMNS]
 
 
+def tier_table(per_query: Mapping[str, pd.DataFrame], summary: pd.DataFrame, pairs: pd.DataFrame,
+               metrics: Sequence[tuple[str, int]], alpha: float, n_resamples: int = 10_000, seed: int = 0
+               ) -> pd.DataFrame:
+    """Tiers and rank intervals (TIERS_COLUMNS but dataset, qset) of the given (metric, k), per grain and kind (incl.
+    'all'), from the per-query values, the aggregate's means and the pairs' randomization p-values.
+
+    Ranks are over the questions every method of the grain evaluates (n); without such questions they are null.
+    """
+    wanted = pd.DataFrame([(m, int(k)) for m, k in metrics], columns=["metric", "k"]).drop_duplicates()
+    long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())], ignore_index=True)
+    long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True).merge(wanted, on=["metric", "k"])
+    means = summary.set_index(["grain", "kind", "metric", "k", "method"])["mean"]
+    keys = ["grain", "kind", "metric", "k"]
+    p_values = {key: {frozenset(pair): p for *pair, p in group[["method_a", "method_b", "p_randomization"]]
+                      .itertuples(index=False)}
+                for key, group in pairs.merge(wanted, on=["metric", "k"]).groupby(keys)}
+    rows = []
+    for (grain, kind), group in long.groupby(["grain", "kind"], sort=True):
+        methods = sorted(group["method"].unique())
+        wide = group.set_index(["metric", "k", "method", "qid"])["value"].unstack("qid")
+        cuts = sorted(set(zip(group["metric"], group["k"].astype(int))))
+        cube = np.stack([wide.reindex(pd.MultiIndex.from_tuples([(m, k, x) for x in methods])).to_numpy(
+            dtype=np.float64) for m, k in cuts])  # [metric, method, question]
+        common = ~np.isnan(cube).any(axis=(0, 1))
+        rank = low = high = np.full((len(cuts), len(methods)), pd.NA)
+        if common.any():
+            rank, low, high = rank_intervals(cube[:, :, common], n_resamples=n_resamples, seed=seed)
+        for i, (metric, k) in enumerate(cuts):
+            method_means = {x: float(means[(grain, kind, metric, k, x)]) for x in methods}
+            letters = tiers(method_means, p_values.get((grain, kind, metric, k), {}), alpha)
+            rows.append(pd.DataFrame({
+                "method": methods, "grain": grain, "kind": kind, "metric": metric, "k": k,
+                "mean": [method_means[x] for x in methods], "tier": [letters[x] for x in methods],
+                "rank": pd.array(rank[i], dtype="Int64"), "rank_low": pd.array(low[i], dtype="Int64"),
+                "rank_high": pd.array(high[i], dtype="Int64"), "n": int(common.sum())}))
+    columns = TIERS_COLUMNS[2:]
+    table = pd.concat(rows, ignore_index=True)[columns] if rows else pd.DataFrame(columns=columns)
+    return table.sort_values(["grain", "kind", "metric", "k", "tier", "mean", "method"],
+                             ascending=[True, True, True, True, True, False, True], ignore_index=True)
+
+
 def score_runs(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: Sequence[tuple[str, int]],
                grain: str = "document", relevance_threshold: int = 1, gain: str = "linear",
-               baseline: str | None = None, n_resamples: int = 10_000, seed: int = 0
+               baseline: str | None = None, n_resamples: int = 10_000, seed: int = 0, rbp_p: float = 0.8
                ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs (RUN_COLUMNS) scored against one grain's qrels (qid, item_id, grade) outside the workflow.
 
@@ -228,12 +292,14 @@ def score_runs(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: S
     """
     ks = sorted({k for _, k in metrics if k > 0}) or [1]
     uncut = [m for m, k in metrics if k == 0 and m in METRICS_AT_K]
+    extra = sorted({m for m, _ in metrics if m in EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL})
     questions = pd.DataFrame({"qid": pd.unique(qrels["qid"]), "kind": ALL_KINDS})
     grain_qrels = qrels.assign(grain=grain)
     wanted = pd.DataFrame(list(metrics), columns=["metric", "k"]).drop_duplicates()
     frames = []
     for method, run in runs.items():
-        values = evaluate_run(run, questions, grain_qrels, ks, relevance_threshold, gain, grains=[grain])
+        values = evaluate_run(run, questions, grain_qrels, ks, relevance_threshold, gain, grains=[grain],
+                              extra_metrics=extra, rbp_p=rbp_p)
         if uncut:  # a cutoff beyond every question's results and labels cuts nothing
             whole = evaluate_run(run, questions, grain_qrels, [len(run) + len(qrels) + 1], relevance_threshold, gain,
                                  grains=[grain])

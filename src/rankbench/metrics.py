@@ -26,6 +26,15 @@ import pandas as pd
 
 METRICS_AT_K = ("hit", "recall", "rcap_recall", "precision", "rr", "ndcg", "dcg", "ap", "judged", "mean_grade")
 METRICS_FULL = ("r_precision",)  # reported with k = 0, meaning "no cutoff"
+# Computed only when asked for (the defaults stay as fast as before): trec_eval's bpref and infAP, gdeval's ERR@k,
+# rank-biased precision RBP(p) and its residual (the most unjudged results could add), and condensed nDCG@k
+# (trec_eval -J: unjudged results removed before ranking). bpref and condensed nDCG read a negative grade as not
+# judged, and infAP as pooled but not judged, as trec_eval does.
+EXTRA_METRICS_AT_K = ("err", "ndcg_condensed")
+EXTRA_METRICS_FULL = ("bpref", "infap", "rbp", "rbp_residual")  # over the whole run, reported with k = 0
+UNCUT_METRICS = METRICS_FULL + EXTRA_METRICS_FULL
+ERR_MAX_GRADE = 4  # ERR's stopping probability is (2^grade - 1) / 2^4, as in gdeval (TREC Web track)
+INFAP_EPSILON = 0.00001  # trec_eval's smoothing in infAP
 # Chunk grain only: how many distinct documents the top k shows, and how much of it one document takes.
 POLLUTION_METRICS = ("distinct_docs", "top_doc_share")
 # Labels of grades_by_rank's codes when the grades are 0..3 (see grade_labels): the grades, then
@@ -73,7 +82,7 @@ def _validated_metrics(metrics: Sequence[str] | None) -> tuple[str, ...]:
 
     By default every metric but the pollution ones, which need a doc_id column and mean something at chunk grain only.
     """
-    known = METRICS_AT_K + METRICS_FULL + POLLUTION_METRICS
+    known = METRICS_AT_K + METRICS_FULL + POLLUTION_METRICS + EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL
     if metrics is None:
         return tuple(sorted(METRICS_AT_K + METRICS_FULL))
     if isinstance(metrics, str):
@@ -96,6 +105,14 @@ def _validated_gain(gain: str) -> str:
     if gain not in GAINS:
         raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
     return gain
+
+
+def _validated_persistence(rbp_p: float) -> float:
+    """RBP's persistence p, a number strictly between 0 and 1."""
+    ok = isinstance(rbp_p, (int, float, np.floating)) and not isinstance(rbp_p, bool) and 0 < rbp_p < 1
+    if not ok:
+        raise ValueError(f"rbp_p (RBP's persistence) must be a number strictly between 0 and 1, got {rbp_p!r}")
+    return float(rbp_p)
 
 
 def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
@@ -303,13 +320,66 @@ def _metric_values(
     return values
 
 
+def _condensed(grades: np.ndarray) -> np.ndarray:
+    """The grade matrix with results that have no grade >= 0 removed and the rest closed up (trec_eval -J)."""
+    keep = grades >= 0
+    q, position = np.nonzero(keep)
+    condensed = np.full(grades.shape, _EMPTY, dtype=_GRADES)
+    condensed[q, np.cumsum(keep, axis=1)[q, position] - 1] = grades[q, position]
+    return condensed
+
+
+def _extra_values(
+    grades: np.ndarray, run_length: np.ndarray, ideal: np.ndarray, n_rel: np.ndarray, n_nonrel: np.ndarray,
+    ks: np.ndarray, threshold: int, gain: str, rbp_p: float, names: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """EXTRA_METRICS_* as [question, len(ks)] arrays ([question, 1] for the whole-run ones); grades cover every
+    result retrieved."""
+    rel = grades >= threshold
+    nonrel = (grades >= 0) & ~rel  # judged non-relevant; a negative grade counts as not judged (trec_eval)
+    nonrel_before = np.cumsum(nonrel, axis=1, dtype=np.int64) - nonrel
+    positions = np.arange(grades.shape[1], dtype=np.float64)  # 0-based
+    n_rel_f = n_rel.astype(np.float64)
+    values: dict[str, np.ndarray] = {}
+    for name in names:
+        if name == "bpref":  # trec_eval bpref: each relevant result loses the share of judged non-relevant above it
+            cap = np.minimum(n_nonrel, n_rel)[:, None].astype(np.float64)
+            above = np.minimum(nonrel_before, n_rel[:, None]).astype(np.float64)
+            term = np.where(nonrel_before > 0, 1.0 - _safe_divide(above, np.broadcast_to(cap, above.shape)), 1.0)
+            values[name] = (np.where(rel, term, 0.0).sum(axis=1) / n_rel_f)[:, None]
+        elif name == "infap":  # trec_eval infAP: a negative grade is pooled but unjudged, an unlabelled result unpooled
+            rel_so_far = np.cumsum(rel, axis=1, dtype=np.int64).astype(np.float64)
+            pooled_unjudged = np.cumsum((grades < 0) & (grades > _UNJUDGED), axis=1, dtype=np.int64)
+            judged_above = rel_so_far - 1 + nonrel_before
+            with np.errstate(divide="ignore", invalid="ignore"):
+                estimate = (1.0 / (positions + 1.0) + (positions / (positions + 1.0))
+                            * ((judged_above + pooled_unjudged) / positions)
+                            * ((rel_so_far - 1 + INFAP_EPSILON) / (judged_above + 2 * INFAP_EPSILON)))
+            estimate[:, 0] = 1.0
+            values[name] = (np.where(rel, estimate, 0.0).sum(axis=1) / n_rel_f)[:, None]
+        elif name == "rbp":  # Moffat & Zobel: (1 - p) sum of p^(rank - 1) over relevant results
+            weights = (1.0 - rbp_p) * rbp_p ** positions
+            values[name] = (rel @ weights)[:, None]
+        elif name == "rbp_residual":  # weight of results retrieved without a label, plus p^depth beyond the run
+            weights = (1.0 - rbp_p) * rbp_p ** positions
+            values[name] = ((grades == _UNJUDGED) @ weights + rbp_p ** run_length.astype(np.float64))[:, None]
+        elif name == "err":  # gdeval ERR@k: cascade with stop probability (2^grade - 1) / 2^ERR_MAX_GRADE
+            stop = (np.exp2(np.maximum(grades, 0).astype(np.float64)) - 1.0) / 2.0 ** ERR_MAX_GRADE
+            reach = np.cumprod(np.hstack([np.ones((len(grades), 1)), 1.0 - stop[:, :-1]]), axis=1)
+            values[name] = _at(np.cumsum(stop * reach / (positions + 1.0), axis=1), ks)
+        elif name == "ndcg_condensed":  # trec_eval -J ndcg_cut: nDCG of the judged results only
+            dcg = _at(_cumulative_dcg(_gains(_condensed(grades), gain)), ks)
+            values[name] = _safe_divide(dcg, _at(_cumulative_dcg(ideal), ks))
+    return values
+
+
 def _long_table(questions: pd.Series, names: tuple[str, ...], ks: np.ndarray,
                 values: dict[str, np.ndarray]) -> pd.DataFrame:
     """The long output (qid, metric, k, value), built directly in (qid, metric, k) order."""
     metric_col: list[str] = []
     k_parts = [np.zeros(0, dtype=np.int64)]
     for name in names:
-        cuts = np.zeros(1, dtype=np.int64) if name in METRICS_FULL else ks
+        cuts = np.zeros(1, dtype=np.int64) if name in UNCUT_METRICS else ks
         metric_col += [name] * len(cuts)
         k_parts.append(cuts)
     n_q, n_cols = len(questions), len(metric_col)
@@ -400,33 +470,56 @@ def per_query_metrics(
     relevance_threshold: int = 1,
     gain: Literal["linear", "exponential"] = "linear",
     metrics: Sequence[str] | None = None,
+    rbp_p: float = 0.8,
 ) -> pd.DataFrame:
     """Long table qid, metric, k, value for every question with at least one relevant label.
 
-    The pollution metrics (POLLUTION_METRICS) are computed only when asked for in `metrics`; they read the
-    run's doc_id column. A labelled question absent from the run scores 0 on every metric.
+    The pollution metrics (POLLUTION_METRICS) and the EXTRA_METRICS_* are computed only when asked for in
+    `metrics`; the pollution ones read the run's doc_id column, RBP uses the persistence rbp_p. A labelled question
+    absent from the run scores 0 on every metric (RBP's residual: 1).
     """
     ks_arr = _validated_ks(ks)
     names = _validated_metrics(metrics)
     threshold = _validated_threshold(relevance_threshold)
     gain = _validated_gain(gain)
-    at_k = [n for n in names if n in METRICS_AT_K + POLLUTION_METRICS]
+    rbp_p = _validated_persistence(rbp_p)
+    at_k = [n for n in names if n in METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K]
     if at_k and len(ks_arr) == 0:
         raise ValueError(f"metrics {at_k} need at least one cutoff k")
     max_k = int(ks_arr.max()) if len(ks_arr) else 1
     polluted = tuple(n for n in names if n in POLLUTION_METRICS)
-    judged = _judge(run, qrels, max_k, threshold, through_r="r_precision" in names, with_documents=bool(polluted))
+    extra = tuple(n for n in names if n in EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL)
+    whole_run = bool(set(extra) - {"err"})  # these read results below rank max(ks) too
+    judged = _judge(run, qrels, np.iinfo(np.int64).max if whole_run else max_k, threshold,
+                    through_r="r_precision" in names, with_documents=bool(polluted))
     n_q = len(judged.questions)
     if gain == "exponential" and judged.label_grade.max(initial=0) > _EXP_GAIN_MAX:
         raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {_EXP_GAIN_MAX}: "
                          f"qrels hold grade {judged.label_grade.max()}; use the linear gain")
-    ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain) if "ndcg" in names
-             else np.zeros((n_q, 1)))
+    if "err" in names and err_grade_problem(qrels):
+        raise ValueError(err_grade_problem(qrels))
+    ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain)
+             if {"ndcg", "ndcg_condensed"} & set(names) else np.zeros((n_q, 1)))
     values = _metric_values(judged.grades, judged.run_length, ideal, judged.n_rel, ks_arr, threshold, gain,
-                            names)
+                            tuple(n for n in names if n in METRICS_AT_K + METRICS_FULL))
     if judged.documents is not None:
         values |= _pollution_values(judged.documents, judged.run_length, ks_arr, polluted)
+    if extra:
+        evaluated = (judged.label_out >= 0) & (judged.label_grade >= 0) & (judged.label_grade < threshold)
+        n_nonrel = np.bincount(judged.label_out[evaluated], minlength=n_q)
+        values |= _extra_values(judged.grades, judged.run_length, ideal, judged.n_rel, n_nonrel, ks_arr, threshold,
+                                gain, rbp_p, extra)
     return _long_table(judged.questions, names, ks_arr, values)
+
+
+def err_grade_problem(qrels: pd.DataFrame) -> str:
+    """Why ERR cannot score these labels ('' when it can): its stop probability needs grades <= ERR_MAX_GRADE."""
+    grade = _checked_grades(qrels)
+    if grade.max(initial=0) <= ERR_MAX_GRADE:
+        return ""
+    i = int(np.argmax(grade))
+    return (f"ERR takes grades up to {ERR_MAX_GRADE} (as gdeval does): {_row_name(qrels, i)} has grade {grade[i]}; "
+            f"map the grades onto 0..{ERR_MAX_GRADE} or leave ERR out")
 
 
 def grade_labels(qrels: pd.DataFrame) -> tuple[str, ...]:

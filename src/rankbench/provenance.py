@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankbench.errors import InputError
+from rankbench.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
 
 REPORT_DEFAULTS: dict[str, Any] = {
     "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",
@@ -54,6 +55,12 @@ def report_settings(config: Mapping[str, Any], ks: list[int], source: str) -> di
             raise InputError(source, f"report.{key}", f"uses a cut-off that is not in evaluation.ks ({', '.join(outside)})",
                              f"Use one of the configured ks: {ks}.")
         parsed[key] = [(m, k) for m, k in metrics if not k or k in ks] or [("ndcg", max(ks))]
+    requested = set(config.get("evaluation", {}).get("metrics", []))
+    for key, metrics in parsed.items():
+        missing = sorted({m for m, _ in metrics if m in EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL} - requested)
+        if missing:
+            raise InputError(source, f"report.{key}", f"names {', '.join(missing)}, which is computed only on request",
+                             f"Add {', '.join(missing)} to evaluation.metrics.")
     settings["headline"] = [list(item) for item in parsed["headline"]]
     settings["plot_metric"] = list(parsed["plot_metric"][0])
     return dict(sorted(settings.items()))

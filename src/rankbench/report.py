@@ -12,8 +12,18 @@ import pandas as pd
 
 from rankbench.evaluation import ALL_KINDS
 from rankbench.findings import findings
-from rankbench.tables import (TABLE_METRICS, legend, markdown_grid, marked, metric_label, natural_key, near_best,
-                              wide)
+from rankbench.tables import (
+    TIERS_LEGEND,
+    legend,
+    markdown_grid,
+    marked,
+    metric_label,
+    natural_key,
+    near_best,
+    table_metrics,
+    tier_grid,
+    wide,
+)
 
 DATE_PREFIX = "- date: "
 HOW_SURE = ("How sure is this table: `budget.md` says how many questions would separate the best method from the "
@@ -114,12 +124,13 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                     report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str,
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
                     staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
-                    judged: bool = False, how_sure: Sequence[str] = ()) -> str:
+                    judged: bool = False, how_sure: Sequence[str] = (), tiers: pd.DataFrame | None = None) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
 
     staff_documents: staff-only documents in the corpus (none: the staff leak cannot happen).
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
-    once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings.
+    once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
+    tiers: tiers.parquet (tiers and rank intervals of the headline metrics).
     """
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
@@ -169,7 +180,13 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                                                                     evaluation["bootstrap_resamples"])]
     lines += [f"- {sentence}" for sentence in how_sure]
     lines.append("")
-    full = [(metric, k) for metric in TABLE_METRICS for k in ks]
+    if tiers is not None and len(tiers):
+        n = int(tiers.loc[(tiers["grain"] == grain) & (tiers["kind"] == ALL_KINDS), "n"].max())
+        lines += [f"## Tiers and rank intervals ({grain} grain, all questions)", "",
+                  markdown_grid(tier_grid(tiers, grain, ALL_KINDS, headline, methods)), "",
+                  "T" + TIERS_LEGEND.format(alpha=alpha)[1:] + f" Then the rank by mean and its 95% bootstrap interval over the "
+                  f"{n} questions every method evaluates (`tiers.parquet` has every kind and grain).", ""]
+    full = table_metrics(aggregate, ks)
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
         if (table["grain"] == g).any():
             lines += [f"## All questions, {g} grain", "", markdown_grid(wide(table, g, ALL_KINDS, full, ci, methods)),

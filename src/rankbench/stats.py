@@ -36,6 +36,9 @@ COMPARISON_COLUMNS: tuple[str, ...] = (
     "diff",
     "diff_low",
     "diff_high",
+    "d_z",
+    "d_z_low",
+    "d_z_high",
     "p_randomization",
     "p_t",
     "p_holm",
@@ -72,6 +75,60 @@ def _chunk_size(width: int, total: int) -> int:
     return max(1, min(total, _CHUNK_ELEMENTS // max(width, 1)))
 
 
+def _bootstrap_means(rows: np.ndarray, n_resamples: int, seed: SeedLike) -> np.ndarray:
+    """[rows, n_resamples] means of each row of a [rows, n_queries] array over question resamples drawn from the
+    seed (the same resampled questions for every row), as matrix products in chunks."""
+    n = rows.shape[1]
+    rng = np.random.default_rng(seed)
+    means = np.empty((rows.shape[0], n_resamples), dtype=np.float64)
+    chunk = _chunk_size(n, n_resamples)
+    for start in range(0, n_resamples, chunk):
+        size = min(chunk, n_resamples - start)
+        idx = rng.integers(0, n, size=(size, n))
+        # Counts of each query in each resample, via one bincount over offset indices.
+        offsets = (np.arange(size) * n)[:, None]
+        counts = np.bincount((idx + offsets).ravel(), minlength=size * n).reshape(size, n)
+        means[:, start : start + size] = (rows @ counts.T.astype(np.float64)) / n
+    return means
+
+
+def ranks_of(means: np.ndarray) -> np.ndarray:
+    """Rank of each method along axis -2 of [..., methods, x] means: 1 + how many methods score strictly higher
+    (tied methods share the better rank)."""
+    return 1 + (means[..., None, :, :] > means[..., :, None, :]).sum(axis=-2)
+
+
+def rank_intervals(
+    values: np.ndarray,
+    *,
+    n_resamples: int = 10_000,
+    confidence: float = 0.95,
+    seed: SeedLike = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each method's rank by mean and the percentile bootstrap interval of that rank, for [groups, methods, queries]
+    values (1 = best; ties share the better rank).
+
+    Questions are resampled (all methods and groups on the same resamples, so the methods stay paired) and the
+    methods ranked in every resample; the interval holds the central `confidence` share of those ranks (lower and
+    upper order statistics, so the bounds are ranks). Returns rank, low, high, each [groups, methods].
+    """
+    arr = _as_finite_float(values, "values")
+    if arr.ndim != 3 or arr.shape[2] == 0:
+        raise ValueError(f"values must be a [groups, methods, queries] array with queries >= 1, got {arr.shape}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be positive, got {n_resamples}")
+    groups, methods, n = arr.shape
+    means = _bootstrap_means(arr.reshape(-1, n), n_resamples, seed).reshape(groups, methods, n_resamples)
+    resampled = ranks_of(means)
+    alpha = (1.0 - confidence) / 2.0
+    low = np.quantile(resampled, alpha, axis=-1, method="lower").astype(np.int64)
+    high = np.quantile(resampled, 1.0 - alpha, axis=-1, method="higher").astype(np.int64)
+    rank = ranks_of(arr.mean(axis=-1)[..., None])[..., 0]
+    return rank.astype(np.int64), low, high
+
+
 def bootstrap_ci(
     values: np.ndarray,
     *,
@@ -99,16 +156,7 @@ def bootstrap_ci(
         raise ValueError("values must contain at least one query")
     # Identical rows (frequent: hit@5 = hit@10, all-zero metrics of a small kind) are resampled once.
     rows, inverse = np.unique(rows, axis=0, return_inverse=True)
-    rng = np.random.default_rng(seed)
-    means = np.empty((rows.shape[0], n_resamples), dtype=np.float64)
-    chunk = _chunk_size(n, n_resamples)
-    for start in range(0, n_resamples, chunk):
-        size = min(chunk, n_resamples - start)
-        idx = rng.integers(0, n, size=(size, n))
-        # Counts of each query in each resample, via one bincount over offset indices.
-        offsets = (np.arange(size) * n)[:, None]
-        counts = np.bincount((idx + offsets).ravel(), minlength=size * n).reshape(size, n)
-        means[:, start : start + size] = (rows @ counts.T.astype(np.float64)) / n
+    means = _bootstrap_means(rows, n_resamples, seed)
     alpha = (1.0 - confidence) / 2.0
     low, high = np.percentile(means, [100.0 * alpha, 100.0 * (1.0 - alpha)], axis=1)
     low, high = low[inverse.reshape(-1)], high[inverse.reshape(-1)]
@@ -231,6 +279,25 @@ def t_test_p_values(differences: np.ndarray) -> np.ndarray:
     return p
 
 
+def standardized_effects(differences: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, ...]:
+    """Cohen's d_z = mean / sd (ddof 1) of each row of [rows, n_queries] paired differences, with its CI.
+
+    The CI is the normal approximation d_z ± z sqrt(1/n + d_z^2 / (2 n)) of d_z's standard error (Hedges & Olkin),
+    cheap enough for every pair of every table. NaN (and NaN bounds) when the differences do not vary (all within
+    TIE_TOLERANCE of each other: sd 0 leaves d_z undefined) or n < 2.
+    """
+    d = _as_finite_float(differences, "differences")
+    if d.ndim != 2 or d.shape[1] == 0:
+        raise ValueError(f"differences must be a [rows, n_queries] array with n_queries >= 1, got {d.shape}")
+    n = d.shape[1]
+    d_z = np.full(len(d), np.nan)
+    if n >= 2:
+        varied = np.ptp(d, axis=1) > TIE_TOLERANCE
+        d_z[varied] = d[varied].mean(axis=1) / d[varied].std(axis=1, ddof=1)
+    half = _sps.norm.ppf(0.5 + confidence / 2.0) * np.sqrt(1.0 / n + d_z**2 / (2.0 * n))
+    return d_z, d_z - half, d_z + half
+
+
 def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided paired t-test p-value of a - b (one row of t_test_p_values)."""
     return float(t_test_p_values(_paired_differences(a, b)[None, :])[0])
@@ -255,6 +322,28 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
+def tiers(means: dict[str, float], p_values: dict[frozenset[str], float], alpha: float) -> dict[str, str]:
+    """Tier letter of each method: 'a' holds the best method and every method not significantly worse than it (Holm
+    over its pairs with the best, p >= alpha), 'b' does the same among the methods left, and so on.
+
+    ``p_values`` maps a pair {x, y} to its raw two-sided p; a pair without one (never compared) counts as not
+    significant. Ties in the mean go to the method whose name sorts first.
+    """
+    remaining = sorted(means, key=lambda m: (-means[m], m))
+    letters: dict[str, str] = {}
+    level = 0
+    while remaining:
+        best, others = remaining[0], remaining[1:]
+        adjusted = holm([p_values.get(frozenset((best, m)), 1.0) for m in others])
+        tied = {m for m, p in zip(others, adjusted) if p >= alpha or means[m] >= means[best]}
+        name = chr(ord("a") + level) if level < 26 else str(level + 1)
+        for m in [best, *sorted(tied)]:
+            letters[m] = name
+        remaining = [m for m in others if m not in tied]
+        level += 1
+    return letters
+
+
 def win_tie_loss(a: np.ndarray, b: np.ndarray, *, tolerance: float = TIE_TOLERANCE) -> tuple[int, int, int]:
     """Questions where a beats, ties (|a - b| <= tolerance, absorbing float noise) and loses to b."""
     d = _paired_differences(a, b)
@@ -274,8 +363,9 @@ def paired_comparison(
     """Row by row, a vs b over the same questions ([rows, n_queries] each): effect size with its CI, p-values, W/T/L.
 
     Returns arrays diff (mean a - mean b), diff_low/diff_high (percentile bootstrap CI of the mean
-    paired difference), p_randomization, p_t, wins/ties/losses and below_one_question (one question alone
-    accounts for the difference, see below_one_question). Resampled indices and sign flips come from the
+    paired difference), d_z/d_z_low/d_z_high (standardized effect, see standardized_effects), p_randomization,
+    p_t, wins/ties/losses and below_one_question (one question alone accounts for the difference, see
+    below_one_question). Resampled indices and sign flips come from the
     seed alone (two independent children of it) and are shared by all rows: a row's numbers do not
     depend on the other rows, and every pair of methods is compared on the same resamples.
     """
@@ -290,10 +380,14 @@ def paired_comparison(
     low, high = bootstrap_ci(d, n_resamples=n_resamples, confidence=confidence, seed=boot_seed)
     wins = np.count_nonzero(d > TIE_TOLERANCE, axis=1)
     losses = np.count_nonzero(d < -TIE_TOLERANCE, axis=1)
+    d_z, d_z_low, d_z_high = standardized_effects(d, confidence)
     return {
         "diff": diff,
         "diff_low": np.atleast_1d(low),
         "diff_high": np.atleast_1d(high),
+        "d_z": d_z,
+        "d_z_low": d_z_low,
+        "d_z_high": d_z_high,
         "p_randomization": randomization_p_values(d, n_resamples=n_resamples, seed=perm_seed),
         "p_t": t_test_p_values(d),
         "wins": wins,

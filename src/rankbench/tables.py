@@ -9,10 +9,14 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from rankbench.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
+
 METRIC_NAMES = {"hit": "hit", "recall": "R", "precision": "P", "rr": "MRR", "ndcg": "nDCG", "ap": "AP",
                 "r_precision": "R-prec", "mean_grade": "grade", "judged": "judged", "rcap_recall": "R-cap",
-                "dcg": "DCG", "distinct_docs": "docs", "top_doc_share": "top-doc"}
+                "dcg": "DCG", "distinct_docs": "docs", "top_doc_share": "top-doc", "bpref": "bpref", "infap": "infAP",
+                "err": "ERR", "ndcg_condensed": "nDCG'", "rbp": "RBP", "rbp_residual": "RBP-res"}
 TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
+NOT_RANKED = ("rbp_residual",)  # an uncertainty, not a quality: no best value is marked
 BETTER, WORSE, NEAR = "↑", "↓", "°"
 LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
 # A cell that is a number: bold, marks, a CI or (n=…) may surround it; "1. doc — title" or a date is text.
@@ -58,8 +62,15 @@ def marked(aggregate: pd.DataFrame, alpha: float) -> pd.DataFrame:
     group = ["grain", "kind", "metric", "k"]
     top = table.groupby(group)["mean"].transform("max")
     count = table.groupby(group)["mean"].transform("count")
-    table["best"] = (table["mean"] == top) & (count > 1)
+    table["best"] = (table["mean"] == top) & (count > 1) & ~table["metric"].isin(NOT_RANKED)
     return table
+
+
+def table_metrics(aggregate: pd.DataFrame, ks: Sequence[int]) -> list[tuple[str, int]]:
+    """Columns of the full tables: TABLE_METRICS at every k, then the metrics computed on request (evaluation.metrics)
+    that the aggregate holds."""
+    extra = aggregate.loc[aggregate["metric"].isin(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL), ["metric", "k"]]
+    return [(m, k) for m in TABLE_METRICS for k in ks] + sorted({(m, int(k)) for m, k in extra.itertuples(index=False)})
 
 
 def cell(row: pd.Series, ci: bool, latex: bool = False) -> str:
@@ -70,7 +81,39 @@ def cell(row: pd.Series, ci: bool, latex: bool = False) -> str:
     if ci:
         text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
     marks = row["significant"] + (NEAR if row["near"] else "")
-    return text + ("".join(LATEX_MARKS[m] for m in marks) if latex else marks)
+    tier = row.get("tier")
+    tier_mark = rf"$^{{\mathrm{{{tier}}}}}$" if latex and isinstance(tier, str) else ""
+    return text + ("".join(LATEX_MARKS[m] for m in marks) + tier_mark if latex else marks)
+
+
+def with_tiers(table: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
+    """The marked table with each cell's tier letter (tiers.parquet; null where no tier was computed)."""
+    keys = ["method", "grain", "kind", "metric", "k"]
+    return table.merge(tiers[keys + ["tier"]], on=keys, how="left")
+
+
+TIERS_LEGEND = ("tier letters: a = the best method and every method not significantly worse than it (paired "
+                "randomization test, Holm-corrected over the pairs with the best, p >= {alpha:g}); b = the same among "
+                "the methods left; and so on. This family (the pairs with the best) is smaller than the findings' "
+                "(all pairs), so a tier can separate methods the findings call indistinguishable.")
+
+
+def tier_grid(tiers: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]],
+              methods: Sequence[str]) -> pd.DataFrame:
+    """Methods x metric@k cells 'tier · rank (95% interval)', e.g. 'a · 2 (1–3)' ('–' where none was computed)."""
+    rows = tiers[(tiers["grain"] == grain) & (tiers["kind"] == kind)].set_index(["method", "metric", "k"])
+    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
+    for metric, k in metrics:
+        cells = []
+        for method in methods:
+            if (method, metric, k) not in rows.index:
+                cells.append("–")
+                continue
+            row = rows.loc[(method, metric, k)]
+            ranked = f" · {row['rank']} ({row['rank_low']}–{row['rank_high']})" if pd.notna(row["rank"]) else ""
+            cells.append(f"{row['tier']}{ranked}")
+        frame[metric_label(metric, k)] = cells
+    return frame
 
 
 def wide(table: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]], ci: bool,
@@ -123,6 +166,8 @@ def pair_row(pairs: pd.DataFrame, grain: str, kind: str, metric: str, k: int, x:
     row = swapped.iloc[0].copy()
     row["method_a"], row["method_b"], row["mean_a"], row["mean_b"] = x, y, row["mean_b"], row["mean_a"]
     row["diff"], row["diff_low"], row["diff_high"] = -row["diff"], -row["diff_high"], -row["diff_low"]
+    if "d_z" in row:
+        row["d_z"], row["d_z_low"], row["d_z_high"] = -row["d_z"], -row["d_z_high"], -row["d_z_low"]
     row["wins"], row["losses"] = row["losses"], row["wins"]
     return row
 

@@ -20,6 +20,8 @@ rule evaluate:
         ks=EVALUATION["ks"],
         relevance_threshold=EVALUATION["relevance_threshold"],
         gain=EVALUATION["gain"],
+        extra_metrics=EVALUATION["metrics"],
+        rbp_p=EVALUATION["rbp_p"],
         grains=lambda wildcards: method_grains(METHOD_SPECS[wildcards.method]),
     script:
         "../scripts/evaluate.py"
@@ -32,6 +34,7 @@ rule aggregate:
     output:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
+        tiers=f"{R}/{{qset}}/tiers.parquet",
     log:
         f"{LOGS}/aggregate/{{qset}}.log",
     conda:
@@ -43,6 +46,8 @@ rule aggregate:
         resamples=EVALUATION["bootstrap_resamples"],
         seed=EVALUATION["seed"],
         baseline=EVALUATION["baseline"],
+        headline=REPORT["headline"],
+        alpha=REPORT["alpha"],
     script:
         "../scripts/aggregate.py"
 

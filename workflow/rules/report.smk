@@ -2,6 +2,7 @@ rule comparison_table:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
+        tiers=f"{R}/{{qset}}/tiers.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",

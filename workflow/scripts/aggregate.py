@@ -1,19 +1,23 @@
-"""The tidy aggregate of one question-set version (one row per method, grain, kind, metric, k) and all pairs."""
+"""The tidy aggregate of one question-set version (one row per method, grain, kind, metric, k), all pairs, and the
+tiers and rank intervals of the headline metrics."""
 
 import pandas as pd
 
-from rankbench.evaluation import aggregate
+from rankbench.evaluation import TIERS_COLUMNS, aggregate, tier_table
 from rankbench.files import write_parquet
 from rankbench.scripting import run_script
 
 
 def main(snakemake):
-    per_query = {method: pd.read_parquet(path) for method, path in zip(snakemake.params.methods,
-                                                                        snakemake.input.metrics)}
+    params = snakemake.params
+    per_query = {method: pd.read_parquet(path) for method, path in zip(params.methods, snakemake.input.metrics)}
     questions = pd.read_parquet(snakemake.input.questions)
-    table, pairs = aggregate(per_query, questions, snakemake.params.dataset, snakemake.wildcards.qset,
-                             n_resamples=snakemake.params.resamples, seed=snakemake.params.seed,
-                             baseline=snakemake.params.baseline)
+    table, pairs = aggregate(per_query, questions, params.dataset, snakemake.wildcards.qset,
+                             n_resamples=params.resamples, seed=params.seed, baseline=params.baseline)
+    tiers = tier_table(per_query, table, pairs, [tuple(item) for item in params.headline], params.alpha,
+                       n_resamples=params.resamples, seed=params.seed)
+    tiers = tiers.assign(dataset=params.dataset, qset=snakemake.wildcards.qset)[TIERS_COLUMNS]
+    write_parquet(tiers, snakemake.output.tiers)
     write_parquet(pairs, snakemake.output.pairs)
     write_parquet(table, snakemake.output.aggregate)
 

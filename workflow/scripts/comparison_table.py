@@ -14,12 +14,13 @@ from rankbench.history import run_records
 from rankbench.pages import markdown_html
 from rankbench.report import comparison_page, cost_page
 from rankbench.scripting import run_script
-from rankbench.tables import TABLE_METRICS, csv_table, latex_table, legend, marked
+from rankbench.tables import TIERS_LEGEND, csv_table, latex_table, legend, marked, table_metrics, with_tiers
 
 
 def main(snakemake):
     p = snakemake.params
     aggregate, pairs = pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.pairs)
+    tiers = pd.read_parquet(snakemake.input.tiers)
     questions = pd.read_parquet(snakemake.input.questions)
     documents = pd.read_parquet(snakemake.input.documents, columns=["audience"])
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
@@ -38,7 +39,7 @@ def main(snakemake):
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
                            int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
-                           judged=agreement is not None,
+                           judged=agreement is not None, tiers=tiers,
                            how_sure=budget.headline_findings(pd.read_parquet(snakemake.input.budget))
                            + robustness.headline_findings(pd.read_parquet(snakemake.input.robustness),
                                                           pd.read_parquet(snakemake.input.bounds)))
@@ -46,13 +47,14 @@ def main(snakemake):
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
     caption = (f"{p.dataset}, question-set version {manifest['version']}: {len(methods)} methods. "
-               + legend(p.report["alpha"], p.evaluation.get("baseline")).replace("`", ""))
+               + legend(p.report["alpha"], p.evaluation.get("baseline")).replace("`", "") + " Superscript "
+               + TIERS_LEGEND.format(alpha=p.report["alpha"]))
     comments = [f"{p.dataset} question-set version {manifest['version']} sha256 {manifest['sha256']}",
                 f"config sha256 {p.config_sha256}"]
-    write_text(latex_table(table, headline, [g for g in ("document", "chunk") if (table["grain"] == g).any()],
+    write_text(latex_table(with_tiers(table, tiers), headline, [g for g in ("document", "chunk") if (table["grain"] == g).any()],
                            methods, p.report["ci"], caption, f"tab:{p.dataset}-{manifest['version']}", comments),
                snakemake.output.latex)
-    metrics = sorted({(m, k) for m in TABLE_METRICS for k in p.evaluation["ks"]} | set(headline))
+    metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
     recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, json.loads(p.config_json).get("experiment", {}),

@@ -5,8 +5,10 @@ import logging
 
 import pandas as pd
 
+from rankbench.errors import InputError
 from rankbench.evaluation import evaluate_run, grade_distribution
 from rankbench.files import write_parquet
+from rankbench.metrics import err_grade_problem
 from rankbench.runs import unmatched
 from rankbench.scripting import run_script
 
@@ -14,13 +16,17 @@ from rankbench.scripting import run_script
 def main(snakemake):
     run, questions = pd.read_parquet(snakemake.input.run), pd.read_parquet(snakemake.input.questions)
     qrels, params = pd.read_parquet(snakemake.input.qrels), snakemake.params
+    if "err" in params.extra_metrics and err_grade_problem(qrels):
+        raise InputError(snakemake.input.qrels, None, err_grade_problem(qrels),
+                         "Remove err from evaluation.metrics, or use labels graded 0..4.")
     for grain in params.grains:
         problem = unmatched(run, qrels[qrels["grain"] == grain], "doc_id" if grain == "document" else "chunk_id")
         if problem:
             logging.warning("method %s, %s grain: the run %s; it scores 0 on every metric", snakemake.wildcards.method,
                             grain, problem)
     per_query = evaluate_run(run, questions, qrels, params.ks, relevance_threshold=params.relevance_threshold,
-                             gain=params.gain, grains=params.grains)
+                             gain=params.gain, grains=params.grains, extra_metrics=params.extra_metrics,
+                             rbp_p=params.rbp_p)
     grades = grade_distribution(run, questions, qrels, max(params.ks),
                                 relevance_threshold=params.relevance_threshold, grains=params.grains)
     write_parquet(grades, snakemake.output.grades)
