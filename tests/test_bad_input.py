@@ -97,7 +97,8 @@ def test_bad_questions_of_a_new_version(mini: Path, case: str) -> None:
     lock = mini / MINI / "questions" / "frozen.lock"
     lock.write_text("{}\n")
     freeze(questions(mini), "v1", lock)
-    assert_clean_failure(mini, expected, "results/mini/v1/questions.parquet")
+    # labels.parquet: the output of the last question-side check (validate_labels), absent whichever failed
+    assert_clean_failure(mini, expected, "results/mini/v1/labels.parquet")
 
 
 def test_a_frozen_version_whose_content_changed_fails(mini: Path) -> None:

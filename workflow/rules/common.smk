@@ -83,6 +83,11 @@ def embedding_cache(chunker, encoder):
     return f"{R}/cache/embeddings/{chunker}/{encoder}"
 
 
+def query_embedding_cache(encoder):
+    """Question vectors of every version and rewrite source so far, reused by content (see README)."""
+    return f"{R}/cache/query-embeddings/{encoder}"
+
+
 def rewrite_lock_key(qset, rewrite):
     """The lock-file key under which a version's rewrites file is frozen (e.g. `v1.rewrites.llm`)."""
     return f"{qset}.rewrites.{rewrite}"

@@ -1,13 +1,16 @@
+# Chunkers whose qrels some method is scored against: validation reports labels each of them loses.
+LABEL_CHUNKERS = sorted({chunker_of(m) for m in METHODS})
+
+
+# From the question-set files alone, so that editing the corpus never re-embeds the questions.
 rule prepare_questions:
     input:
         files=qset_files,
-        documents=f"{R}/corpus/documents.parquet",
         schema=SCHEMAS / "questions.schema.yaml",
     output:
         questions=f"{R}/{{qset}}/questions.parquet",
-        labels=f"{R}/{{qset}}/labels.parquet",
+        labels=f"{R}/{{qset}}/labels.unchecked.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
-        validation=f"{R}/{{qset}}/validation.md",
     log:
         f"{LOGS}/prepare_questions/{{qset}}.log",
     conda:
@@ -19,6 +22,30 @@ rule prepare_questions:
         lock=DATASET.get("lock", ""),
     script:
         "../scripts/prepare_questions.py"
+
+
+# Everything that reads labels.parquet (qrels, hence evaluation and pages) waits for this check.
+rule validate_labels:
+    input:
+        questions=f"{R}/{{qset}}/questions.parquet",
+        labels=f"{R}/{{qset}}/labels.unchecked.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
+        documents=f"{R}/corpus/documents.parquet",
+        chunks=[f"{R}/corpus/{chunker}/chunks.parquet" for chunker in LABEL_CHUNKERS],
+    output:
+        labels=f"{R}/{{qset}}/labels.parquet",
+        validation=f"{R}/{{qset}}/validation.md",
+    log:
+        f"{LOGS}/validate_labels/{{qset}}.log",
+    # Ready with the first embedding jobs (both wait for the chunks): a label error must stop the run before them.
+    priority: 100
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        chunkers=LABEL_CHUNKERS,
+    script:
+        "../scripts/validate_labels.py"
 
 
 rule embed_queries:
@@ -38,6 +65,8 @@ rule embed_queries:
         runtime=60,
     params:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+        # Read if present, never declared: vectors of questions already encoded, shared by every version.
+        cache=lambda wildcards: query_embedding_cache(wildcards.encoder),
     script:
         "../scripts/embed_queries.py"
 
@@ -98,5 +127,7 @@ rule embed_rewritten_queries:
         runtime=60,
     params:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+        # Read if present, never declared: vectors of questions already encoded, shared by every version.
+        cache=lambda wildcards: query_embedding_cache(wildcards.encoder),
     script:
         "../scripts/embed_queries.py"

@@ -1,8 +1,13 @@
-"""Encode the questions of one version with one encoder, once for every method that needs them."""
+"""Encode the questions of one version with one encoder, once for every method that needs them, reusing the cached
+vectors of questions an earlier version (or rewrite source) already encoded."""
+
+import logging
+from dataclasses import asdict
 
 import pandas as pd
 import torch
 
+from rankbench.corpus_embedding import cache_key, embed_queries, load_cache, save_cache, text_hashes
 from rankbench.encoders import EncoderSpec, load_encoder
 from rankbench.files import write_npy
 from rankbench.scripting import run_script
@@ -10,9 +15,14 @@ from rankbench.scripting import run_script
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
-    encoder = load_encoder(EncoderSpec(**snakemake.params.encoder))
-    questions = pd.read_parquet(snakemake.input.questions)
-    write_npy(encoder.encode_queries(questions["question"].tolist()), snakemake.output.embeddings)
+    spec = EncoderSpec(**snakemake.params.encoder)
+    texts = pd.read_parquet(snakemake.input.questions)["question"].tolist()
+    key = cache_key(asdict(spec))
+    vectors, encoded = embed_queries(load_encoder(spec), texts, *load_cache(snakemake.params.cache, key))
+    logging.info("encoded %d of %d questions, %d from the cache", encoded, len(texts), len(texts) - encoded)
+    if encoded:
+        save_cache(snakemake.params.cache, key, text_hashes(texts), vectors, replace=False)
+    write_npy(vectors, snakemake.output.embeddings)
 
 
 run_script(main, snakemake)

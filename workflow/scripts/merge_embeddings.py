@@ -19,7 +19,7 @@ def main(snakemake):
         raise RuntimeError(f"{len(vectors)} vectors for {len(chunks)} chunks: the shards do not cover the corpus")
     write_npy(vectors, snakemake.output.embeddings)
     key = cache_key(asdict(EncoderSpec(**snakemake.params.encoder)))
-    save_cache(snakemake.params.cache, key, text_hashes(passage_text(chunks)), vectors)
+    save_cache(snakemake.params.cache, key, text_hashes(passage_text(chunks)), vectors, replace=True)
 
 
 run_script(main, snakemake)

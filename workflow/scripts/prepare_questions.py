@@ -1,34 +1,29 @@
-"""Check a question-set version against its frozen hash, validate its labels, and normalize it to Parquet."""
+"""Check a question-set version against its frozen hash and normalize it to Parquet, from its files alone (the
+corpus is validate_labels' business, so editing a document never re-embeds the questions)."""
 
 import json
 from pathlib import Path
 
-import pandas as pd
 import yaml
 
 from rankbench.files import write_parquet, write_text
 from rankbench.frozen import check_frozen, content_hash, guard_results
 from rankbench.loaders import load_beir_questions, load_questions
 from rankbench.scripting import run_script
-from rankbench.validation import check_label_targets, findings_markdown, label_findings
 
 
 def main(snakemake):
     files = [Path(path) for path in snakemake.input.files]
     version = snakemake.wildcards.qset
-    documents = pd.read_parquet(snakemake.input.documents)
     if snakemake.params.format == "beir":
         digest = content_hash(files)
         questions, labels = load_beir_questions(*files)
     else:
         digest = check_frozen(version, files, snakemake.params.expected_sha256, snakemake.params.lock)
         questions, labels = load_questions(files[0], yaml.safe_load(Path(snakemake.input.schema).read_text()))
-    check_label_targets(labels, documents, files[-1])
-    findings = label_findings(questions, labels, documents)
     manifest = {"version": version, "sha256": digest, "files": [str(path) for path in files],
                 "questions": len(questions), "labels": len(labels)}
     guard_results(version, digest, Path(snakemake.output.manifest).parent / ".frozen-sha256")
-    write_text(findings_markdown(findings, f"question-set version {version}"), snakemake.output.validation)
     write_text(json.dumps(manifest, indent=2) + "\n", snakemake.output.manifest)
     write_parquet(labels, snakemake.output.labels)
     write_parquet(questions, snakemake.output.questions)

@@ -1,0 +1,27 @@
+"""Validate a version's labels against the corpus and each chunker's chunks: a label naming a missing document or
+section stops the run; other problems go to validation.md. Only validated labels reach labels.parquet."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from rankbench.files import write_parquet, write_text
+from rankbench.scripting import run_script
+from rankbench.validation import check_label_targets, findings_markdown, label_findings
+
+
+def main(snakemake):
+    manifest = json.loads(Path(snakemake.input.manifest).read_text(encoding="utf-8"))
+    questions = pd.read_parquet(snakemake.input.questions)
+    labels = pd.read_parquet(snakemake.input.labels)
+    documents = pd.read_parquet(snakemake.input.documents)
+    check_label_targets(labels, documents, Path(manifest["files"][-1]))
+    chunks = {chunker: pd.read_parquet(path, columns=["chunk_id", "doc_id", "sections"])
+              for chunker, path in zip(snakemake.params.chunkers, snakemake.input.chunks, strict=True)}
+    findings = label_findings(questions, labels, documents, chunks)
+    write_text(findings_markdown(findings, f"question-set version {manifest['version']}"), snakemake.output.validation)
+    write_parquet(labels, snakemake.output.labels)
+
+
+run_script(main, snakemake)
