@@ -22,6 +22,7 @@ from rankbench.provenance import canonical_config, config_hash, report_settings
 from rankbench.qset_diff import (CHANGE_COLUMNS, diff_markdown, diff_summary, flips, question_changes,
                                  version_metrics)
 from rankbench.report import judge_section, labels_section, leaks_section
+from rankbench.validation import findings_markdown, label_findings
 from rankbench.stats import format_p
 from rankbench.tables import csv_table, latex_table, marked, markdown_grid, tier_grid, wide, with_tiers
 
@@ -397,11 +398,17 @@ def test_pages_say_not_applicable_for_what_the_data_lacks(tiny_aggregate) -> Non
 
 
 def test_labels_section_never_says_no_findings_beside_a_lost_label() -> None:
-    validation = "# Label validation: question-set version v1\n\nNo findings.\n"
-    unmapped = pd.DataFrame({"qid": ["q10", "q2"], "doc_id": ["d1", "d2"], "section": ["gone", "gone"], "grade": 2})
-    text = "\n".join(labels_section(validation, unmapped))
-    assert "No findings" not in text and "- **labels that map to no chunk**: 2 (q2, q10)" in text
-    assert "No findings." in "\n".join(labels_section(validation, unmapped.iloc[:0]))
+    """validation.md now lists the labels each chunker loses, so the page shows it as it is (one source)."""
+    labels = pd.DataFrame({"qid": ["q10", "q2"], "doc_id": ["d1", "d1"], "section": ["gone", "intro"], "grade": 2})
+    documents = pd.DataFrame({"doc_id": ["d1"], "title": ["T"], "text": ["# Intro\nbody"], "audience": ["public"],
+                              "valid_from": [None], "valid_to": [None]})
+    chunks = pd.DataFrame({"chunk_id": ["d1#intro"], "doc_id": ["d1"], "sections": [["intro"]], "title": ["T"],
+                           "text": ["Intro body"], "audience": ["public"], "valid_from": [None], "valid_to": [None]})
+    questions = pd.DataFrame({"qid": ["q10", "q2"], "question": ["a", "b"], "kind": "k", "audience": "public",
+                              "as_of": None})
+    findings = label_findings(questions, labels.iloc[1:], documents, chunks={"sections": chunks.iloc[:0]})
+    text = "\n".join(labels_section(findings_markdown(findings, "v1")))
+    assert "No findings" not in text and "label maps to no chunk of chunker sections" in text, text
 
 
 def test_diff_page_shows_tied_methods_as_equal_under_the_metric_label() -> None:

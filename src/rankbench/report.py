@@ -90,15 +90,10 @@ def leaks_section(leaks: pd.DataFrame, methods: list[str], staff_documents: int)
     return lines + [""]
 
 
-def labels_section(validation: str, unmapped: pd.DataFrame) -> list[str]:
-    """validation.md's findings and the labels the chunker lost, as one list: "No findings." only when both are empty
-    (validation.md is written before chunking, so it cannot know the latter)."""
-    text = validation.replace("# Label validation", "### Label validation").strip()
-    if unmapped.empty:
-        return [text, ""]
-    qids = ", ".join(sorted(unmapped["qid"].unique(), key=natural_key))
-    return [text.removesuffix("No findings.").rstrip(), "",
-            f"- **labels that map to no chunk**: {len(unmapped)} ({qids})", ""]
+def labels_section(validation: str) -> list[str]:
+    """validation.md's findings (labels checked against the documents and every chunker's chunks), under this page's
+    heading level."""
+    return [validation.replace("# Label validation", "### Label validation").strip(), ""]
 
 
 def judge_section(agreement: pd.DataFrame | None) -> list[str]:
@@ -121,7 +116,7 @@ def judge_section(agreement: pd.DataFrame | None) -> list[str]:
 
 def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.DataFrame,
                     manifest: Mapping[str, Any], dataset: str, evaluation: Mapping[str, Any],
-                    report: Mapping[str, Any], validation: str, unmapped: pd.DataFrame, config_json: str,
+                    report: Mapping[str, Any], validation: str, config_json: str,
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
                     staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
                     judged: bool = False, how_sure: Sequence[str] = (), tiers: pd.DataFrame | None = None) -> str:
@@ -204,7 +199,7 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
             frame[f"{kind} (n={n}/{counts.get(kind, n)})"] = wide(rows, grain, kind, [(metric, k)], ci,
                                                                   methods).iloc[:, 0]
         lines += [f"## Per question kind: {metric_label(metric, k)}, {grain} grain", "", markdown_grid(frame), ""]
-    lines += ["## Labels", "", *labels_section(validation, unmapped)]
+    lines += ["## Labels", "", *labels_section(validation)]
     if judged:
         lines += judge_section(judge_agreement)
     lines += ["## Config", "", "```json", json.dumps(json.loads(config_json), indent=2, ensure_ascii=False,

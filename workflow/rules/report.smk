@@ -14,12 +14,6 @@ rule comparison_table:
         reranked=lambda wildcards: [
             run_path(m, wildcards.qset) for m in methods_of_type("rerank")
         ],
-        unmapped=lambda wildcards: sorted(
-            {
-                f"{R}/{wildcards.qset}/qrels/{chunker_of(m)}.unmapped.parquet"
-                for m in METHODS
-            }
-        ),
         benchmarks=lambda wildcards: sorted(
             {path for stages in cost_plan(wildcards).values() for _, _, path in stages}
         ),

@@ -24,7 +24,6 @@ def main(snakemake):
     questions = pd.read_parquet(snakemake.input.questions)
     documents = pd.read_parquet(snakemake.input.documents, columns=["audience"])
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
-    unmapped = pd.concat([pd.read_parquet(path) for path in snakemake.input.unmapped], ignore_index=True)
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
     cost = cost_table(p.cost_plan, seconds, len(questions))
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -35,7 +34,7 @@ def main(snakemake):
             degraded[method] = "; ".join(sorted(set(flags.loc[flags["degraded"], "degraded_reason"])))
     agreement = Path(p.judge_agreement) if p.judge_agreement else None
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
-                           Path(snakemake.input.validation).read_text(), unmapped, p.config_json,
+                           Path(snakemake.input.validation).read_text(), p.config_json,
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
                            int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
