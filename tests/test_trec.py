@@ -101,9 +101,9 @@ RUN_ERRORS = {
 }
 QRELS_ERRORS = {
     "conflicting grades": (["q1 0 d1 1", "q1 0 d2 0", "q1 0 d1 2"], ["lines 1 and 3", "'q1'", "'d1'", "1 and 2"]),
-    "grade above the scale": (["q1 0 d1 4"], ["line 1", "'q1'", "'d1'", "0..3"]),
-    "negative grade": (["q1 0 d1 -1"], ["line 1", "0..3"]),
-    "text grade": (["q1 0 d1 yes"], ["line 1", "0..3"]),
+    "fractional grade": (["q1 0 d1 1", "q1 0 d2 2.5"], ["line 2", "'q1'", "'d2'", "grade '2.5' is not an integer"]),
+    "text grade": (["q1 0 d1 yes"], ["line 1", "not an integer"]),
+    "NaN grade": (["q1 0 d1 nan"], ["line 1", "not an integer"]),
     "field count": (["q1 d1 1"], ["line 1", "3 fields, expected 4"]),
 }
 
@@ -148,5 +148,7 @@ def test_parquet_runs_and_qrels(tmp_path: Path) -> None:
     pd.DataFrame({"grain": ["chunk", "document", "document"], "qid": ["a", "a", "a"],
                   "item_id": ["x#1", "x", "y"], "grade": [3, 3, 7]}).to_parquet(qrels)
     assert read_qrels(qrels, "chunk").to_dict("list") == {"qid": ["a"], "item_id": ["x#1"], "grade": [3]}
-    with pytest.raises(InputError, match=r"row 3 .*'y'.*0\.\.3"):
-        read_qrels(qrels, "document")
+    assert read_qrels(qrels, "document")["grade"].tolist() == [3, 7]  # any integer, as trec_eval
+    pd.DataFrame({"qid": ["a", "a"], "item_id": ["x", "y"], "grade": [1.0, 0.5]}).to_parquet(qrels)
+    with pytest.raises(InputError, match=r"row 2 .*'y'.*not an integer"):
+        read_qrels(qrels)

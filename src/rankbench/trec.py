@@ -15,7 +15,7 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.files import write_text
-from rankbench.metrics import GRADE_MAX, GRADE_MIN
+from rankbench.loaders import check_grades
 from rankbench.runs import RUN_COLUMNS, order_by_trec_rule
 
 FORMATS = ("trec", "parquet")
@@ -63,18 +63,13 @@ def _two(where: Sequence[str], first: int, second: int) -> str:
 
 
 def check_qrels(qrels: pd.DataFrame, path: str | Path, where: Sequence[str]) -> pd.DataFrame:
-    """Grades are integers in 0..3 and one (qid, item_id) has one grade; exact repeats are dropped.
+    """Grades are integers (check_grades, shared with the dataset loaders) and one (qid, item_id) has one grade;
+    exact repeats are dropped.
 
     ``where[i]`` names row i in messages (e.g. "line 12" or "row 3").
     """
-    grade = pd.to_numeric(qrels["grade"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(grade) | (grade != np.round(grade)) | (grade < GRADE_MIN) | (grade > GRADE_MAX)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(path, f"{where[i]} (question {qrels['qid'].iloc[i]!r}, id {qrels['item_id'].iloc[i]!r})",
-                         f"grade {qrels['grade'].iloc[i]!r} is not an integer in {GRADE_MIN}..{GRADE_MAX}",
-                         f"Map your relevance scale to {GRADE_MIN} (not relevant) .. {GRADE_MAX} (perfect).")
-    qrels = qrels.assign(grade=grade.astype(np.int64)).reset_index(drop=True)
+    named = [f"{w} (question {q!r}, id {i!r})" for w, q, i in zip(where, qrels["qid"], qrels["item_id"])]
+    qrels = qrels.assign(grade=check_grades(qrels["grade"].tolist(), path, named)).reset_index(drop=True)
     distinct = qrels.drop_duplicates(["qid", "item_id", "grade"])
     pair = _first_repeat(distinct, ["qid", "item_id"])
     if pair is not None:
