@@ -66,6 +66,17 @@ def check_frozen(version: str, paths: Sequence[Path], expected: str | None, lock
     return actual
 
 
+def rewrite_lock_key(version: str, rewrite: str) -> str:
+    """The lock key under which a version's rewrites file is frozen (e.g. `v1.rewrites.llm`)."""
+    return f"{version}.rewrites.{rewrite}"
+
+
+def results_record(version_folder: Path | str, rewrite: str | None = None) -> Path:
+    """Where the content hash that a version's results (or its rewrites' results) were made from is recorded."""
+    name = ".frozen-sha256" if rewrite is None else f"rewrites/.{rewrite}.frozen-sha256"
+    return Path(version_folder) / name
+
+
 def check_version_name(version: str, where: str | Path | None = None) -> None:
     """A version name becomes a folder under results/ and a lock key: it must match VERSION_NAME."""
     if not VERSION_NAME.fullmatch(version):

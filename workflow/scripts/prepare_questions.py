@@ -7,7 +7,7 @@ import pandas as pd
 import yaml
 
 from rankbench.files import write_parquet, write_text
-from rankbench.frozen import check_frozen, content_hash, guard_results
+from rankbench.frozen import check_frozen, content_hash, guard_results, results_record
 from rankbench.loaders import load_beir_questions, load_questions
 from rankbench.scripting import run_script
 from rankbench.validation import check_label_targets, findings_markdown, label_findings
@@ -27,7 +27,7 @@ def main(snakemake):
     findings = label_findings(questions, labels, documents)
     manifest = {"version": version, "sha256": digest, "files": [str(path) for path in files],
                 "questions": len(questions), "labels": len(labels)}
-    guard_results(version, digest, Path(snakemake.output.manifest).parent / ".frozen-sha256")
+    guard_results(version, digest, results_record(Path(snakemake.output.manifest).parent))
     write_text(findings_markdown(findings, f"question-set version {version}"), snakemake.output.validation)
     write_text(json.dumps(manifest, indent=2) + "\n", snakemake.output.manifest)
     write_parquet(labels, snakemake.output.labels)
