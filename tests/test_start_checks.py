@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rankbench.errors import InputError
+from rankbench.files import write_parquet, write_text
 from rankbench.frozen import content_hash, freeze, read_lock
+from rankbench.loaders import load_corpus
+from rankbench.start_checks import check_dataset_records, corpus_record
 from workflow_helpers import copy_dataset, snakemake
 
 MINI = Path("tests/fixtures/mini")
@@ -52,6 +56,8 @@ def test_an_edited_frozen_file_fails_every_run_whatever_snakemake_schedules(tmp_
     lock = workdir / MINI / "questions" / "frozen.lock"
     original, stat = version.read_bytes(), version.stat()
     assert (workdir / "results/mini/v1/rewrites/.kw.frozen-sha256").read_text().strip() == content_hash([rewrites])
+    corpus = workdir / MINI / "corpus.jsonl"
+    assert (workdir / "results/mini/corpus/.corpus-sha256").read_text().strip() == content_hash([corpus])
 
     # A tampered version fails, and fails again on the second try (the failed job used to delete its outputs
     # while downstream outputs remained, and the second run found nothing to do), dry runs included.
@@ -118,3 +124,24 @@ def test_bad_data_stops_a_dry_run_before_any_job(tmp_path: Path, case: str) -> N
     for fragment in expected:
         assert fragment in err, (fragment, err[-2000:])
     assert not (workdir / "results").exists()
+
+
+def test_an_unchanged_corpus_is_read_from_its_checked_documents_and_a_changed_one_is_parsed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workdir = mini_copy(tmp_path)
+    monkeypatch.chdir(workdir)
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    schemas = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
+    corpus = MINI / "corpus.jsonl"
+    documents = Path("results/mini/corpus/documents.parquet")
+    write_parquet(load_corpus(corpus, yaml.safe_load((schemas / "corpus.schema.yaml").read_text())), documents)
+    original = corpus.read_bytes()
+    # A record of other content than the corpus's: the corpus is parsed, and its bad line is found.
+    corpus.write_bytes(original + b'{"doc_id": "bad id", "text": "x"}\n')
+    write_text(content_hash([MINI / "questions" / "v1.jsonl"]) + "\n", corpus_record(documents))
+    with pytest.raises(InputError, match=r"corpus\.jsonl, line 7 .*'bad id'"):
+        check_dataset_records(config, schemas, "results/mini")
+    # The record matches: the documents loaded (and checked) from this very content are read, not the JSON
+    # (shown here with a corpus whose record was forged: its bad line goes unparsed).
+    write_text(content_hash([corpus]) + "\n", corpus_record(documents))
+    check_dataset_records(config, schemas, "results/mini")
