@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -15,7 +18,7 @@ from rankbench.files import write_parquet, write_text
 from rankbench.frozen import content_hash, freeze, read_lock
 from rankbench.loaders import load_corpus
 from rankbench.start_checks import check_dataset_records, corpus_record
-from workflow_helpers import copy_dataset, snakemake
+from workflow_helpers import REPO, copy_dataset, snakemake
 
 MINI = Path("tests/fixtures/mini")
 
@@ -145,3 +148,49 @@ def test_an_unchanged_corpus_is_read_from_its_checked_documents_and_a_changed_on
     # (shown here with a corpus whose record was forged: its bad line goes unparsed).
     write_text(content_hash([corpus]) + "\n", corpus_record(documents))
     check_dataset_records(config, schemas, "results/mini")
+
+
+def run_job_script(name: str, log: Path, **sections: dict[str, object]) -> None:
+    """Run a workflow script as Snakemake would, with a stand-in `snakemake` object."""
+    fake = SimpleNamespace(log=[str(log)], **{key: SimpleNamespace(**value) for key, value in sections.items()})
+    runpy.run_path(str(REPO / "workflow" / "scripts" / name), init_globals={"snakemake": fake})
+
+
+def test_the_jobs_keep_their_own_frozen_guards_as_a_second_line(tmp_path: Path) -> None:
+    # Executors that re-parse the Snakefile per job skip the start checks there; the jobs check again.
+    workdir = mini_copy(tmp_path, rewrites=True)
+    folder, schemas = workdir / MINI / "questions", REPO / "workflow" / "schemas"
+    lock, version, rewrites = folder / "frozen.lock", folder / "v1.jsonl", folder / "v1.rewrites.kw.jsonl"
+    documents = tmp_path / "documents.parquet"
+    write_parquet(load_corpus(workdir / MINI / "corpus.jsonl",
+                              yaml.safe_load((schemas / "corpus.schema.yaml").read_text())), documents)
+    out = tmp_path / "results" / "v1"
+    outputs = {"questions": out / "questions.parquet", "labels": out / "labels.parquet",
+               "manifest": out / "qset.json", "validation": out / "validation.md"}
+    version.write_bytes(version.read_bytes().replace(b'"grade": 1', b'"grade": 2', 1))
+    with pytest.raises(SystemExit) as exit_info:
+        run_job_script("prepare_questions.py", tmp_path / "q.log", wildcards={"qset": "v1"},
+                       input={"files": [str(version)], "documents": str(documents),
+                              "schema": str(schemas / "questions.schema.yaml")},
+                       params={"format": "native", "expected_sha256": read_lock(lock)["v1"], "lock": str(lock)},
+                       output={key: str(path) for key, path in outputs.items()})
+    assert exit_info.value.code == 1 and "changed after it was frozen" in (tmp_path / "q.log").read_text()
+    assert not any(path.exists() for path in outputs.values())
+
+    questions = pd.DataFrame({"qid": [f"q{n}" for n in range(1, 7)], "question": ["x"] * 6})
+    write_parquet(questions, outputs["questions"])
+
+    def prepare_rewrites() -> None:
+        run_job_script("prepare_rewrites.py", tmp_path / "r.log", wildcards={"qset": "v1", "rewrite": "kw"},
+                       input={"rewrites": str(rewrites), "questions": str(outputs["questions"])},
+                       params={"lock_key": "v1.rewrites.kw", "expected_sha256": read_lock(lock)["v1.rewrites.kw"],
+                               "lock": str(lock)},
+                       output={"queries": str(out / "rewrites" / "kw.parquet")})
+
+    prepare_rewrites()
+    assert (out / "rewrites" / ".kw.frozen-sha256").read_text().strip() == content_hash([rewrites])
+    rewrites.write_text(rewrites.read_text().replace("bike", "bicycle"))
+    lock.write_text(lock.read_text().replace(read_lock(lock)["v1.rewrites.kw"], content_hash([rewrites])))
+    with pytest.raises(SystemExit):
+        prepare_rewrites()
+    assert "results were made from content sha256" in (tmp_path / "r.log").read_text()
