@@ -29,6 +29,7 @@ def version_file(tmp_path: Path) -> Path:
     ("missing file", ["missing.jsonl", "is not a file"]),
     ("missing lock folder", ["no-such-folder", "does not exist", "--lock"]),
     ("not JSONL", ["notes.txt, line 1", "not a valid JSON object"]),
+    ("JSONL then not", ["half.jsonl, line 2", "not a valid JSON object"]),
     ("empty file", ["empty.jsonl", "holds no JSON line"]),
     ("path as version", ["version '../x y'", "not a usable version name"]),
     ("dot version", ["version '..'", "not a usable version name"]),
@@ -37,6 +38,7 @@ def test_bad_arguments_are_refused_without_traceback(tmp_path: Path, version_fil
                                                      expected: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "notes.txt").write_text("just some notes\n", encoding="utf-8")
     (tmp_path / "empty.jsonl").write_text("\n", encoding="utf-8")
+    (tmp_path / "half.jsonl").write_text('{"qid": "q1"}\nand then notes\n', encoding="utf-8")
     path, version, lock = version_file, "v1", tmp_path / "frozen.lock"
     if case == "missing file":
         path = tmp_path / "missing.jsonl"
@@ -44,6 +46,8 @@ def test_bad_arguments_are_refused_without_traceback(tmp_path: Path, version_fil
         lock = tmp_path / "no-such-folder" / "frozen.lock"
     elif case == "not JSONL":
         path = tmp_path / "notes.txt"
+    elif case == "JSONL then not":
+        path = tmp_path / "half.jsonl"
     elif case == "empty file":
         path = tmp_path / "empty.jsonl"
     else:

@@ -91,7 +91,7 @@ def freeze(path: Path, version: str, lock_path: Path) -> str:
     check_version_name(version, "--version")
     if not path.is_file():
         raise InputError(path, None, "is not a file", "Give the path of the version's JSONL file.")
-    if not any(True for _ in read_jsonl(path)):
+    if not sum(1 for _ in read_jsonl(path)):  # every line parsed: a JSON first line does not make a JSONL file
         raise InputError(path, None, "holds no JSON line", "A version file holds one JSON object a line.")
     if not lock_path.parent.is_dir():
         raise InputError(lock_path, None, f"cannot be written: folder {str(lock_path.parent)!r} does not exist",
