@@ -211,7 +211,7 @@ def test_question_missing_labels_field(tmp_path: Path) -> None:
     assert "line 1" in message and "'q7'" in message and "labels" in message
 
 
-@pytest.mark.parametrize("grade", ["3", 1.5, True, None, 1e300])
+@pytest.mark.parametrize("grade", ["3", 1.5, True, None, 1e300, 2**31])
 def test_bad_grade(tmp_path: Path, grade: object) -> None:
     message = questions_error(tmp_path, [question("q9", labels=[{"doc_id": "d1", "grade": grade}])])
     assert "line 1" in message and "'q9'" in message and "grade" in message

@@ -25,8 +25,8 @@ QUESTION_COLUMNS = ["qid", "question", "kind", "audience", "as_of"]
 LABEL_COLUMNS = ["qid", "doc_id", "section", "grade"]
 BEIR_KIND = "beir"
 DEFAULT_KIND = "answerable"
-# Grades are integers as trec_eval reads them; beyond 15 digits a float would no longer hold them exactly.
-GRADE_LIMIT = 10**15
+# Grades are integers as trec_eval reads them, within what the metrics' grade matrix holds (metrics.GRADE_BOUND).
+GRADE_LIMIT = 2**31 - 2
 _BLANK = re.compile(r"\s")
 # A kind names a row of Markdown and HTML tables: no `|`, no control character (line breaks included).
 _BAD_KIND = re.compile(r"[|\x00-\x1f\x7f]")
@@ -91,9 +91,9 @@ def check_grades(grades: Sequence[Any], path: Path | str, where: Sequence[str]) 
     bad = ~np.isfinite(numeric) | (numeric != np.round(numeric)) | (np.abs(numeric) > GRADE_LIMIT)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise InputError(path, where[i], f"grade {grades[i]!r} is not an integer of at most 15 digits",
-                         "Grades are whole numbers, as trec_eval reads them (0 and below: not relevant); "
-                         "2.0 is read as 2.")
+        raise InputError(path, where[i], f"grade {grades[i]!r} is not an integer (of at most {GRADE_LIMIT:,} in size)",
+                         "Give integer grades, as trec_eval reads them: 0 or below is not relevant, higher is more "
+                         "relevant (2.0 is read as 2).")
     return numeric.astype(np.int64)
 
 
