@@ -73,7 +73,11 @@ QUESTION_CASES = {
 def assert_clean_failure(workdir: Path, expected: list[str], absent: str) -> None:
     result = snakemake(workdir, "--cores", "1")
     assert result.returncode != 0
-    message = next((line for line in result.stderr.splitlines() if "rankbench:" in line), "")
+    # Data errors stop the run at start (Snakemake prints them after "InputError in file ..."); a job's line
+    # reads "rankbench: ...".
+    lines = (result.stdout + result.stderr).splitlines()
+    message = next((line for line in lines if "rankbench:" in line), "") or next(
+        (after for line, after in zip(lines, lines[1:]) if line.startswith("InputError in file")), "")
     for fragment in expected:
         assert fragment in message, (fragment, result.stderr[-2000:])
     assert "Traceback" not in result.stderr

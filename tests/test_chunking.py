@@ -191,3 +191,19 @@ def test_chunker_spec_validation(kwargs: dict[str, object], match: str) -> None:
 def test_chunker_spec_valid() -> None:
     assert ChunkerSpec(kind="sections", size=None, overlap=500).size is None
     assert ChunkerSpec(kind="fixed", size=50, overlap=49).overlap == 49
+
+
+def test_a_corpus_of_headings_only_yields_no_chunk_and_is_refused_before_indexing() -> None:
+    from rankbench.chunking import check_chunkable
+    from rankbench.errors import InputError
+
+    headings = corpus(document("## One\n\n### Two\n", doc_id="d1"), document("# Three", doc_id="d2"))
+    assert chunk_corpus(headings, ChunkerSpec()).empty
+    with pytest.raises(InputError, match=r"corpus\.jsonl, chunker 'sections': yields no chunk.*under its headings"):
+        check_chunkable(headings, ChunkerSpec(), "corpus.jsonl", "chunker 'sections'")
+    fixed = ChunkerSpec(kind="fixed", size=100, overlap=0)  # a fixed chunker indexes headings as text
+    check_chunkable(headings, fixed, "corpus.jsonl", "chunker 'fixed'")
+    assert len(chunk_corpus(headings, fixed)) == 2
+    blank = corpus(document("  \n", doc_id="d1"))
+    with pytest.raises(InputError, match="no document has text"):
+        check_chunkable(blank, fixed, "corpus.jsonl", "chunker 'fixed'")

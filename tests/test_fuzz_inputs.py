@@ -121,4 +121,4 @@ def test_trec_runs_and_qrels_load_or_raise_input_error(tmp_path: Path, lines: li
         if kind == "run":
             assert not frame.duplicated(["qid", "doc_id"]).any() and frame["score"].notna().all()
         else:
-            assert frame["grade"].between(0, 3).all()
+            assert frame["grade"].dtype == "int64"

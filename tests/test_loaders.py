@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -182,12 +183,12 @@ def test_questions_and_labels(tmp_path: Path) -> None:
     path = write_lines(tmp_path / "v1.jsonl", [
         question("q1", kind="paraphrase", audience="staff", as_of="2025-01-31",
                  labels=[{"doc_id": "d1", "section": "a", "grade": 3}, {"doc_id": "d2", "grade": 0}]),
-        question("q2", labels=[]),
+        question("q2", kind="unanswerable", labels=[]),
     ])
     questions, labels = load_questions(path, QUESTIONS_SCHEMA)
     assert list(questions.columns) == QUESTION_COLUMNS and list(labels.columns) == LABEL_COLUMNS
     assert questions["qid"].tolist() == ["q1", "q2"]
-    assert questions["kind"].tolist() == ["paraphrase", "answerable"]
+    assert questions["kind"].tolist() == ["paraphrase", "unanswerable"]
     assert questions["audience"].tolist() == ["staff", "public"]
     assert questions["as_of"].iloc[0] == "2025-01-31"
     assert labels["qid"].tolist() == ["q1", "q1"]
@@ -210,10 +211,41 @@ def test_question_missing_labels_field(tmp_path: Path) -> None:
     assert "line 1" in message and "'q7'" in message and "labels" in message
 
 
-@pytest.mark.parametrize("grade", [4, -1, "3", 1.5])
+@pytest.mark.parametrize("grade", ["3", 1.5, True, None, 1e300, 2**31])
 def test_bad_grade(tmp_path: Path, grade: object) -> None:
     message = questions_error(tmp_path, [question("q9", labels=[{"doc_id": "d1", "grade": grade}])])
     assert "line 1" in message and "'q9'" in message and "grade" in message
+
+
+def test_any_integer_grade_as_trec_eval_and_2_0_reads_as_2(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "v1.jsonl", [question("q1", labels=[
+        {"doc_id": "d1", "grade": 4}, {"doc_id": "d2", "grade": -1}, {"doc_id": "d3", "grade": 2.0}])])
+    labels = load_questions(path, QUESTIONS_SCHEMA)[1]
+    assert labels["grade"].tolist() == [4, -1, 2] and labels["grade"].dtype == "int64"
+    message = questions_error(tmp_path, [question("q1"), question("q2", labels=[{"doc_id": "d1", "grade": 2.5}])])
+    assert "line 2 (qid 'q2')" in message and "grade 2.5 is not an integer" in message
+
+
+@pytest.mark.parametrize("record, expected", [
+    (question("q1", question=""), "question"),
+    (question("q1", question=" \t\u00a0"), "blank question text"),
+    (question("q 1"), "qid 'q 1' is empty or contains whitespace"),
+    (question("q1", kind="a|b"), "kind 'a|b' cannot name a table row"),
+    (question("q1", kind="two\nlines"), "cannot name a table row"),
+    (question("q1", kind="  "), "cannot name a table row"),
+    (question("q1", kind=" padded"), "cannot name a table row"),
+])
+def test_questions_that_cannot_be_asked_or_reported_are_refused(tmp_path: Path, record: dict[str, object],
+                                                                expected: str) -> None:
+    message = questions_error(tmp_path, [question("q0", kind="x"), {"kind": "x", **record}])
+    assert "line 2" in message and expected in message, message
+
+
+def test_a_kind_left_out_among_kinds_is_refused(tmp_path: Path) -> None:
+    message = questions_error(tmp_path, [question("q1", kind="policy"), question("q2")])
+    assert "line 2 (qid 'q2'): has no kind" in message and "line 1" in message and "or none" in message
+    path = write_lines(tmp_path / "none.jsonl", [question("q1"), question("q2")])  # no kinds at all: the default
+    assert load_questions(path, QUESTIONS_SCHEMA)[0]["kind"].tolist() == ["answerable", "answerable"]
 
 
 def test_kind_all_is_reserved(tmp_path: Path) -> None:
@@ -377,3 +409,76 @@ def test_arbitrary_input_loads_or_raises_input_error(tmp_path: Path, lines: list
         assert len(documents) >= 1
         assert documents["doc_id"].is_unique
         assert documents["audience"].isin(["public", "staff"]).all()
+
+
+# --------------------------------------------------------------------------- odd ids, grades and values (issue 12)
+
+
+def test_beir_grades_read_as_integers_like_native_ones(tmp_path: Path) -> None:
+    _, _, qrels = write_beir(tmp_path / "beir", "query-id\tcorpus-id\tscore\nq1\td1\t2.0\nq1\td2\t-1\nq2\td1\t7\n")
+    assert read_qrels_tsv(qrels)["grade"].tolist() == [2, -1, 7]
+
+
+@pytest.mark.parametrize("qrels, expected", [
+    ("q1\td1\t1\nq 2\td1\t1\n", "line 2: query-id 'q 2' is empty or contains whitespace"),
+    ("q1\td 1\t1\n", "line 1: corpus-id 'd 1'"),
+    ("q1\td1\t2.5\n", "line 1 (query 'q1', document 'd1'): grade '2.5' is not an integer"),
+])
+def test_beir_qrels_ids_and_grades_name_the_line(tmp_path: Path, qrels: str, expected: str) -> None:
+    _, _, path = write_beir(tmp_path / "beir", qrels)
+    with pytest.raises(InputError, match=re.escape(expected)):
+        read_qrels_tsv(path)
+
+
+def test_beir_judged_queries_need_text(tmp_path: Path) -> None:
+    queries = [{"_id": "q1", "text": "ok"}, {"_id": "q2", "text": " \t"}]
+    _, queries_path, qrels = write_beir(tmp_path / "beir", "q1\td1\t1\nq2\td1\t1\n", queries=queries)
+    with pytest.raises(InputError, match=re.escape("queries.jsonl, line 2 (_id 'q2'): has a blank question text")):
+        load_beir_questions(queries_path, qrels)
+
+
+def test_beir_corpus_id_with_whitespace(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "corpus.jsonl", [{"_id": "d1", "text": "x"}, {"_id": "d 2", "text": "y"}])
+    with pytest.raises(InputError, match=r"line 2: _id 'd 2' is empty or contains whitespace"):
+        load_beir_corpus(path)
+
+
+def test_corpus_doc_id_with_whitespace_names_the_line(tmp_path: Path) -> None:
+    message = corpus_error(tmp_path, [doc("d1"), doc("d 2")])
+    assert "line 2 (doc_id 'd 2')" in message and "whitespace" in message
+
+
+def test_ids_that_look_like_paths_or_chunk_ids_are_plain_ids(tmp_path: Path) -> None:
+    # Document ids never become file names, and section ids never hold `#`: `x#y`'s chunks stay apart from
+    # the chunks of document `x`'s section `y`.
+    from rankbench.chunking import ChunkerSpec, chunk_corpus
+
+    path = write_lines(tmp_path / "corpus.jsonl", [doc("a/b"), doc("../x"), doc("x", text="## Y\nwhy"),
+                                                   doc("x#y", text="plain")])
+    documents = load_corpus(path, CORPUS_SCHEMA)
+    chunks = chunk_corpus(documents, ChunkerSpec())
+    assert chunks["chunk_id"].tolist() == ["a/b#a", "../x#a", "x#y", "x#y#_intro"]
+    assert chunks["chunk_id"].is_unique
+
+
+@pytest.mark.parametrize("raw, expected", [
+    ('{"doc_id": "d2", "text": "x", "score": NaN}', "NaN is not JSON"),
+    ('{"doc_id": "d2", "text": "x", "score": -Infinity}', "-Infinity is not JSON"),
+    ('{"doc_id": "d2", "text": "bad \\ud800 half"}', "lone UTF-16 surrogate"),
+    ('{"doc_id": "d2", "text": "x", "meta": {"k": "\\udfff"}}', "lone UTF-16 surrogate"),
+])
+def test_values_no_file_can_hold_are_refused_with_the_line(tmp_path: Path, raw: str, expected: str) -> None:
+    message = corpus_error(tmp_path, [doc("d1"), raw])
+    assert "line 2" in message and expected in message
+
+
+def test_surrogate_pairs_and_escaped_backslashes_are_fine(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "corpus.jsonl", ['{"doc_id": "d1", "text": "smile \\ud83d\\ude00 and \\\\ud800"}'])
+    assert load_corpus(path, CORPUS_SCHEMA)["text"].tolist() == ["smile \U0001F600 and \\ud800"]
+
+
+def test_a_missing_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"missing\.jsonl: cannot be read"):
+        load_corpus(tmp_path / "missing.jsonl", CORPUS_SCHEMA)
+    with pytest.raises(InputError, match=r"missing\.tsv: cannot be read"):
+        read_qrels_tsv(tmp_path / "missing.tsv")

@@ -95,7 +95,8 @@ def test_results_are_never_recomputed_from_other_content_under_the_same_version(
     before = pd.read_parquet(workdir / "results/mini/v1/labels.parquet")
     result = snakemake(workdir, "--cores", "1", configfile=config)
     assert result.returncode != 0
-    assert "results were made from content sha256" in result.stderr and "new version" in result.stderr
+    output = result.stdout + result.stderr
+    assert "results were made from content sha256" in output and "new version" in output
     assert (workdir / "results/mini/v1/labels.parquet").exists() is False or pd.read_parquet(
         workdir / "results/mini/v1/labels.parquet").equals(before)
 

@@ -101,9 +101,10 @@ RUN_ERRORS = {
 }
 QRELS_ERRORS = {
     "conflicting grades": (["q1 0 d1 1", "q1 0 d2 0", "q1 0 d1 2"], ["lines 1 and 3", "'q1'", "'d1'", "1 and 2"]),
-    "fractional grade": (["q1 0 d1 1.5"], ["line 1", "'q1'", "'d1'", "not an integer"]),
-    "huge grade": (["q1 0 d1 99999999999"], ["line 1", "not an integer (of at most 2,147,483,646"]),
+    "fractional grade": (["q1 0 d1 1", "q1 0 d2 2.5"], ["line 2", "'q1'", "'d2'", "grade '2.5' is not an integer"]),
     "text grade": (["q1 0 d1 yes"], ["line 1", "not an integer"]),
+    "NaN grade": (["q1 0 d1 nan"], ["line 1", "not an integer"]),
+    "huge grade": (["q1 0 d1 99999999999"], ["line 1", "not an integer (of at most 2,147,483,646"]),
     "field count": (["q1 d1 1"], ["line 1", "3 fields, expected 4"]),
 }
 

@@ -232,11 +232,11 @@ def test_check_frozen(tmp_path: Path) -> None:
 
 def test_freeze_refuses_other_content_and_keeps_the_lock(tmp_path: Path) -> None:
     path, lock = tmp_path / "v1.jsonl", tmp_path / "frozen.lock"
-    path.write_text("one\n", encoding="utf-8")
+    path.write_text('{"n": 1}\n', encoding="utf-8")
     first = freeze(path, "v1", lock)
     assert freeze(path, "v1", lock) == first  # same content: idempotent
     before = lock.read_bytes()
-    path.write_text("two\n", encoding="utf-8")
+    path.write_text('{"n": 2}\n', encoding="utf-8")
     with pytest.raises(InputError, match="already frozen with different content.*new version name"):
         freeze(path, "v1", lock)
     assert lock.read_bytes() == before

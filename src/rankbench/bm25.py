@@ -36,6 +36,7 @@ import numpy as np
 import Stemmer
 from bm25s import stopwords as _bm25s_stopwords
 
+from rankbench.errors import InputError
 from rankbench.filters import ChunkMasks
 
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
@@ -171,14 +172,14 @@ def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
 def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) -> bm25s.BM25:
     """BM25 index of texts (corpus position = index in `texts`), with a sorted, reproducible vocabulary."""
     if len(texts) == 0:
-        raise ValueError("cannot build a BM25 index of an empty corpus")
+        raise InputError(None, "BM25 index", "has no passage to index (the corpus yields no chunk)",
+                         "Give the documents body text (a corpus of headings only yields no chunk).")
     corpus_tokens = analyzer.tokenize(texts)
     vocab = {token: i for i, token in enumerate(sorted(set(chain.from_iterable(corpus_tokens))))}
     if not vocab:
-        raise ValueError(
-            f"cannot build a BM25 index: all {len(texts)} texts are empty after analysis "
-            f"(no tokens left with {analyzer})"
-        )
+        raise InputError(None, "BM25 index", f"has nothing to index: all {len(texts)} passages are empty after "
+                         f"analysis (no tokens left with {analyzer})",
+                         "Give the documents words, or analyze them without stopwords or in their language.")
     index = _new_bm25(params)
     token_ids = [list(map(vocab.__getitem__, doc)) for doc in corpus_tokens]
     # The (ids, vocab) form keeps our vocabulary; bm25s's own would follow set order (hash-seeded).

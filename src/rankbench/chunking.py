@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pathlib import Path
+
 import pandas as pd
 
+from rankbench.errors import InputError
 from rankbench.sections import split_sections
 
 CHUNK_COLUMNS = ["chunk_id", "doc_id", "sections", "title", "text", "audience", "valid_from", "valid_to"]
@@ -75,6 +78,19 @@ def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]
             chunks.append({**meta, "chunk_id": f"{doc['doc_id']}@{start}", "sections": covered,
                            "text": text[start:end].strip()})
     return [chunk for chunk in chunks if chunk["text"]]
+
+
+def check_chunkable(documents: pd.DataFrame, spec: ChunkerSpec, path: Path | str, where: str) -> None:
+    """At least one document yields a chunk: text under a heading (sections) or any text (fixed); a corpus of
+    headings only would leave the indexes nothing to index."""
+    if spec.kind == "sections":
+        found = any(section.body for text in documents["text"] for section in split_sections(text))
+    else:
+        found = any(text.strip() for text in documents["text"])
+    if not found:
+        raise InputError(path, where, "yields no chunk: no document has text" +
+                         (" under its headings (a heading alone is no evidence)" if spec.kind == "sections" else ""),
+                         "Give the documents a body text, or use a `fixed` chunker to index headings as text.")
 
 
 def chunk_corpus(documents: pd.DataFrame, spec: ChunkerSpec) -> pd.DataFrame:

@@ -9,20 +9,27 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import json
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
+from rankbench.metrics import GRADE_BOUND  # grades are integers within what the metrics' grade matrix holds
 
 DOCUMENT_COLUMNS = ["doc_id", "title", "text", "version", "valid_from", "valid_to", "audience", "lang", "metadata"]
 QUESTION_COLUMNS = ["qid", "question", "kind", "audience", "as_of"]
 LABEL_COLUMNS = ["qid", "doc_id", "section", "grade"]
 BEIR_KIND = "beir"
 DEFAULT_KIND = "answerable"
+_BLANK = re.compile(r"\s")
+# A kind names a row of Markdown and HTML tables: no `|`, no control character (line breaks included).
+_BAD_KIND = re.compile(r"[|\x00-\x1f\x7f]")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -33,9 +40,20 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not JSON; write null for a missing value")
+
+
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; a BOM, CRLF endings and blank lines are accepted."""
-    raw = Path(path).read_bytes()
+    """(line number, object) for each non-blank line; a BOM, CRLF endings and blank lines are accepted.
+
+    NaN/Infinity (Python's JSON extension) and lone UTF-16 surrogates (`\\ud800`, which no UTF-8 file, Parquet
+    column or page can hold) are refused with the line.
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise InputError(path, None, f"cannot be read ({error.strerror})", "Check the path.") from None
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     for number, line in enumerate(raw.split(b"\n"), start=1):
@@ -47,19 +65,47 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise InputError(path, f"line {number}", f"is not valid UTF-8 (byte {error.start})",
                              "Save the file as UTF-8.") from None
         try:
-            record = json.loads(text, object_pairs_hook=_reject_duplicate_keys)
+            record = json.loads(text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_refuse_constant)
         except ValueError as error:
             raise InputError(path, f"line {number}", f"is not a valid JSON object ({error})",
                              "Each line must hold exactly one JSON object; fix or remove that line.") from None
         if not isinstance(record, dict):
             raise InputError(path, f"line {number}", f"holds a JSON {type(record).__name__}, not an object",
                              "Each line must hold one JSON object.")
+        if _SURROGATE_ESCAPE.search(line):
+            try:
+                json.dumps(record, ensure_ascii=False).encode("utf-8")
+            except UnicodeEncodeError:
+                raise InputError(path, f"line {number}", "holds a lone UTF-16 surrogate escape (e.g. \\ud800), "
+                                 "which is no character", "Fix the text's encoding (a surrogate pair such as "
+                                 "\\ud83d\\ude00 is fine).") from None
         yield number, record
 
 
-def check_record(record: Mapping[str, Any], schema: Mapping[str, Any], path: Path, where: str) -> None:
-    """Raise an InputError for the first way the record breaks the JSON Schema."""
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(record))
+def check_grades(grades: Sequence[Any], path: Path | str, where: Sequence[str]) -> np.ndarray:
+    """Grades as int64: the one grade check of every loader (native, BEIR, TREC). Any integer, as trec_eval
+    (0 and below: not relevant); 2.0 reads as 2; 2.5, text and NaN are refused, naming ``where[i]``."""
+    numeric = pd.to_numeric(pd.Series(list(grades), dtype=object), errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(numeric) | (numeric != np.round(numeric)) | (np.abs(numeric) > GRADE_BOUND)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(path, where[i], f"grade {grades[i]!r} is not an integer (of at most {GRADE_BOUND:,} in size)",
+                         "Give integer grades, as trec_eval reads them: 0 or below is not relevant, higher is more "
+                         "relevant (2.0 is read as 2).")
+    return numeric.astype(np.int64)
+
+
+def check_id(value: str, path: Path | str, where: str, field: str) -> None:
+    """An id is not empty and holds no whitespace: TREC files (runs, qrels) separate fields by it."""
+    if not value or _BLANK.search(value):
+        raise InputError(path, where, f"{field} {value!r} is empty or contains whitespace, which TREC runs and "
+                         "qrels cannot hold", f"Give a {field} without blanks (e.g. replace them with '_').")
+
+
+def check_record(record: Mapping[str, Any], validator: jsonschema.protocols.Validator, path: Path, where: str) -> None:
+    """Raise an InputError for the first way the record breaks the JSON Schema of the validator."""
+    error = jsonschema.exceptions.best_match(validator.iter_errors(record))
     if error is not None:
         field = ".".join(str(part) for part in error.absolute_path) or "the record"
         raise InputError(path, where, f"{field}: {error.message}",
@@ -88,9 +134,11 @@ def _first_duplicate(values: list[tuple[int, str]]) -> tuple[int, int, str] | No
 def load_corpus(path: Path, schema: Mapping[str, Any]) -> pd.DataFrame:
     """Documents of a native corpus.jsonl, in file order, with unknown fields kept as JSON metadata."""
     rows, ids = [], []
+    validator = jsonschema.Draft202012Validator(schema)
     for number, record in read_jsonl(path):
         where = f"line {number} (doc_id {record.get('doc_id')!r})"
-        check_record(record, schema, path, where)
+        check_record(record, validator, path, where)
+        check_id(record["doc_id"], path, where, "doc_id")
         for field in ("valid_from", "valid_to"):
             _check_date(record.get(field), path, where, field)
         if record.get("valid_from") and record.get("valid_to") and record["valid_from"] >= record["valid_to"]:
@@ -125,10 +173,16 @@ def _documents_frame(rows: list[dict[str, Any]], ids: list[tuple[int, str]], pat
 
 def load_questions(path: Path, schema: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Questions and their labels from a native question-set version (JSONL)."""
-    questions, labels, ids = [], [], []
+    questions, labels, ids, label_where, kinds = [], [], [], [], []
+    validator = jsonschema.Draft202012Validator(schema)
     for number, record in read_jsonl(path):
         where = f"line {number} (qid {record.get('qid')!r})"
-        check_record(record, schema, path, where)
+        check_record(record, validator, path, where)
+        check_id(record["qid"], path, where, "qid")
+        _check_question_text(record["question"], path, where)
+        if "kind" in record:
+            _check_kind(record["kind"], path, where)
+        kinds.append((where, "kind" in record))
         _check_date(record.get("as_of"), path, where, "as_of")
         questions.append({
             "qid": record["qid"], "question": record["question"], "kind": record.get("kind") or DEFAULT_KIND,
@@ -141,20 +195,47 @@ def load_questions(path: Path, schema: Mapping[str, Any]) -> tuple[pd.DataFrame,
             raise InputError(path, where, f"labels the same document/section twice: {repeated[0]}",
                              "Keep one label per document and section, with one grade.")
         labels.extend({"qid": record["qid"], "doc_id": label["doc_id"], "section": label.get("section"),
-                       "grade": int(label["grade"])} for label in record["labels"])
+                       "grade": label["grade"]} for label in record["labels"])
+        label_where.extend([where] * len(record["labels"]))
     _check_ids(ids, path, "qid", ("holds no question", "A question-set version needs at least one question."),
                "Question ids must be unique within a version: renumber one of them.")
-    return pd.DataFrame(questions, columns=QUESTION_COLUMNS), pd.DataFrame(labels, columns=LABEL_COLUMNS)
+    _check_kinds_given_throughout(kinds, path)
+    frame = pd.DataFrame(labels, columns=LABEL_COLUMNS)
+    frame["grade"] = check_grades(frame["grade"].tolist(), path, label_where)
+    return pd.DataFrame(questions, columns=QUESTION_COLUMNS), frame
+
+
+def _check_question_text(text: str, path: Path, where: str) -> None:
+    if not text.strip():
+        raise InputError(path, where, "has a blank question text", "Write the question, or remove the line.")
+
+
+def _check_kind(kind: str, path: Path, where: str) -> None:
+    """A kind names a row of the report's tables: visible text without `|` or line breaks, not padded."""
+    if not kind.strip() or kind != kind.strip() or _BAD_KIND.search(kind):
+        raise InputError(path, where, f"kind {kind!r} cannot name a table row (blank, padded, or holding `|` "
+                         "or a control character)", "Use a short visible name such as `how-to` or `policy`.")
+
+
+def _check_kinds_given_throughout(kinds: list[tuple[str, bool]], path: Path) -> None:
+    """Kinds are optional, but for every question or none: a left-out kind would silently count as 'answerable'."""
+    given = [where for where, has_kind in kinds if has_kind]
+    missing = [where for where, has_kind in kinds if not has_kind]
+    if given and missing:
+        raise InputError(path, missing[0], f"has no kind, while {len(given)} other question(s) have one "
+                         f"(first: {given[0]})", "Give every question a kind, or none (then all are "
+                         f"'{DEFAULT_KIND}').")
 
 
 def load_beir_corpus(path: Path) -> pd.DataFrame:
     """Documents of a BEIR corpus.jsonl (`_id`, `title`, `text`)."""
     rows, ids = [], []
     for number, record in read_jsonl(path):
-        doc_id, text = record.get("_id"), record.get("text")
-        if not isinstance(doc_id, str) or not doc_id or not isinstance(text, str):
-            raise InputError(path, f"line {number}", "needs a string `_id` and a string `text`",
+        doc_id, text, title = record.get("_id"), record.get("text"), record.get("title")
+        if not isinstance(doc_id, str) or not doc_id or not isinstance(text, str) or not isinstance(title, (str, type(None))):
+            raise InputError(path, f"line {number}", "needs a string `_id`, a string `text` and a string `title` (or none)",
                              "BEIR corpus lines look like {\"_id\": \"d1\", \"title\": \"...\", \"text\": \"...\"}.")
+        check_id(doc_id, path, f"line {number}", "_id")
         extra = {key: value for key, value in record.items() if key not in ("_id", "title", "text")}
         rows.append({"doc_id": doc_id, "title": record.get("title") or "", "text": text, "version": None,
                      "valid_from": None, "valid_to": None, "audience": "public", "lang": None,
@@ -166,18 +247,22 @@ def load_beir_corpus(path: Path) -> pd.DataFrame:
 def load_beir_questions(queries_path: Path, qrels_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Questions of a BEIR split (the queries its qrels file judges) and their labels."""
     texts: dict[str, str] = {}
+    lines: dict[str, int] = {}
     for number, record in read_jsonl(queries_path):
         qid, text = record.get("_id"), record.get("text")
         if not isinstance(qid, str) or not qid or not isinstance(text, str):
             raise InputError(queries_path, f"line {number}", "needs a string `_id` and a string `text`",
                              "BEIR query lines look like {\"_id\": \"q1\", \"text\": \"...\"}.")
         texts[qid] = text
+        lines[qid] = number
     labels = read_qrels_tsv(qrels_path)
     missing = sorted(set(labels["qid"]) - texts.keys())
     if missing:
         raise InputError(qrels_path, f"query-id {missing[0]!r}", f"judges {len(missing)} query id(s) absent from "
                          f"{queries_path.name}", "Use the queries file of the same BEIR dataset.")
     qids = list(dict.fromkeys(labels["qid"]))
+    for qid in qids:
+        _check_question_text(texts[qid], queries_path, f"line {lines[qid]} (_id {qid!r})")
     questions = pd.DataFrame({"qid": qids, "question": [texts[qid] for qid in qids], "kind": BEIR_KIND,
                               "audience": "public", "as_of": None}, columns=QUESTION_COLUMNS)
     return questions, labels
@@ -185,21 +270,23 @@ def load_beir_questions(queries_path: Path, qrels_path: Path) -> tuple[pd.DataFr
 
 def read_qrels_tsv(path: Path) -> pd.DataFrame:
     """BEIR qrels TSV (`query-id`, `corpus-id`, `score`, with a header line) as labels."""
-    rows = []
-    with open(path, encoding="utf-8-sig", newline="") as handle:
-        for number, fields in enumerate(csv.reader(handle, delimiter="\t"), start=1):
-            if not fields or (number == 1 and fields[0] == "query-id"):
-                continue
-            if len(fields) != 3:
-                raise InputError(path, f"line {number}", f"has {len(fields)} fields, expected 3",
-                                 "Each line must read query-id<TAB>corpus-id<TAB>score.")
-            try:
-                grade = int(fields[2])
-            except ValueError:
-                raise InputError(path, f"line {number}", f"score {fields[2]!r} is not an integer",
-                                 "Relevance scores must be integer grades.") from None
-            rows.append({"qid": fields[0], "doc_id": fields[1], "section": None, "grade": grade})
+    rows, where = [], []
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            for number, fields in enumerate(csv.reader(handle, delimiter="\t"), start=1):
+                if not fields or (number == 1 and fields[0] == "query-id"):
+                    continue
+                if len(fields) != 3:
+                    raise InputError(path, f"line {number}", f"has {len(fields)} fields, expected 3",
+                                     "Each line must read query-id<TAB>corpus-id<TAB>score.")
+                for field, value in zip(("query-id", "corpus-id"), fields):
+                    check_id(value, path, f"line {number}", field)
+                rows.append({"qid": fields[0], "doc_id": fields[1], "section": None, "grade": fields[2]})
+                where.append(f"line {number} (query {fields[0]!r}, document {fields[1]!r})")
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise InputError(path, None, f"cannot be read as UTF-8 TSV ({error})", "Check the path and encoding.") from None
     labels = pd.DataFrame(rows, columns=LABEL_COLUMNS)
+    labels["grade"] = check_grades(labels["grade"].tolist(), path, where)
     duplicated = labels[labels.duplicated(["qid", "doc_id"], keep=False)]
     if not duplicated.empty:
         qid, doc_id = duplicated.iloc[0][["qid", "doc_id"]]

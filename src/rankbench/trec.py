@@ -15,7 +15,7 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.files import write_text
-from rankbench.metrics import GRADE_BOUND
+from rankbench.loaders import check_grades
 from rankbench.runs import RUN_COLUMNS, order_by_trec_rule
 
 FORMATS = ("trec", "parquet")
@@ -63,19 +63,13 @@ def _two(where: Sequence[str], first: int, second: int) -> str:
 
 
 def check_qrels(qrels: pd.DataFrame, path: str | Path, where: Sequence[str]) -> pd.DataFrame:
-    """Grades are integers (any, as trec_eval takes them: 0 and below are not relevant) and one (qid, item_id) has
-    one grade; exact repeats are dropped.
+    """Grades are integers (check_grades, shared with the dataset loaders) and one (qid, item_id) has one grade;
+    exact repeats are dropped.
 
     ``where[i]`` names row i in messages (e.g. "line 12" or "row 3").
     """
-    grade = pd.to_numeric(qrels["grade"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    bad = ~np.isfinite(grade) | (grade != np.round(grade)) | (np.abs(grade) > GRADE_BOUND)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(path, f"{where[i]} (question {qrels['qid'].iloc[i]!r}, id {qrels['item_id'].iloc[i]!r})",
-                         f"grade {qrels['grade'].iloc[i]!r} is not an integer (of at most {GRADE_BOUND:,} in size)",
-                         "Give integer grades: 0 or below is not relevant, higher is more relevant.")
-    qrels = qrels.assign(grade=grade.astype(np.int64)).reset_index(drop=True)
+    named = [f"{w} (question {q!r}, id {i!r})" for w, q, i in zip(where, qrels["qid"], qrels["item_id"])]
+    qrels = qrels.assign(grade=check_grades(qrels["grade"].tolist(), path, named)).reset_index(drop=True)
     distinct = qrels.drop_duplicates(["qid", "item_id", "grade"])
     pair = _first_repeat(distinct, ["qid", "item_id"])
     if pair is not None:

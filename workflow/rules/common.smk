@@ -13,7 +13,7 @@ from rankbench.config import (
 from rankbench.corpus_embedding import DEFAULT_SHARDS
 from rankbench.cost import method_stages
 from rankbench.dense import IndexSpec
-from rankbench.frozen import read_lock
+from rankbench.frozen import read_lock, rewrite_lock_key
 from rankbench.provenance import (
     canonical_config,
     config_hash,
@@ -21,6 +21,7 @@ from rankbench.provenance import (
     qset_config,
     report_settings,
 )
+from rankbench.start_checks import check_dataset, corpus_file, version_files
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
@@ -40,6 +41,10 @@ LOGS = (
     if config.get("results", "results") == "results"
     else f"{R}/logs"
 )
+# The dataset's files, every record and every frozen hash, on every run (dry runs too), before any job.
+if workflow.is_main_process:
+    check_dataset(config, SCHEMAS, R)
+
 EVALUATION = evaluation_settings(config)
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
@@ -88,23 +93,9 @@ def query_embedding_cache(encoder):
     return f"{R}/cache/query-embeddings/{encoder}"
 
 
-def rewrite_lock_key(qset, rewrite):
-    """The lock-file key under which a version's rewrites file is frozen (e.g. `v1.rewrites.llm`)."""
-    return f"{qset}.rewrites.{rewrite}"
-
-
 def qset_files(wildcards):
     """The files that make a question-set version: its JSONL, or a BEIR split's queries and qrels."""
-    if DATASET["format"] == "native":
-        return [config["qsets"][wildcards.qset]["path"]]
-    split = config["qsets"][wildcards.qset]["split"]
-    return [f"{DATASET['path']}/queries.jsonl", f"{DATASET['path']}/qrels/{split}.tsv"]
-
-
-def corpus_file():
-    if DATASET["format"] == "native":
-        return DATASET["corpus"]
-    return f"{DATASET['path']}/corpus.jsonl"
+    return version_files(config, wildcards.qset)
 
 
 def run_path(method, qset="{qset}"):

@@ -1,6 +1,6 @@
 rule load_corpus:
     input:
-        corpus=corpus_file(),
+        corpus=corpus_file(config),
         schema=SCHEMAS / "corpus.schema.yaml",
     output:
         documents=f"{R}/corpus/documents.parquet",

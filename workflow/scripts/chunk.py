@@ -2,14 +2,15 @@
 
 import pandas as pd
 
-from rankbench.chunking import ChunkerSpec, chunk_corpus
+from rankbench.chunking import ChunkerSpec, check_chunkable, chunk_corpus
 from rankbench.files import write_parquet
 from rankbench.scripting import run_script
 
 
 def main(snakemake):
-    chunks = chunk_corpus(pd.read_parquet(snakemake.input.documents), ChunkerSpec(**snakemake.params.spec))
-    write_parquet(chunks, snakemake.output.chunks)
+    documents, spec = pd.read_parquet(snakemake.input.documents), ChunkerSpec(**snakemake.params.spec)
+    check_chunkable(documents, spec, snakemake.input.documents, f"chunker {snakemake.wildcards.chunker!r}")
+    write_parquet(chunk_corpus(documents, spec), snakemake.output.chunks)
 
 
 run_script(main, snakemake)

@@ -7,7 +7,7 @@ from pathlib import Path
 import yaml
 
 from rankbench.files import write_parquet, write_text
-from rankbench.frozen import check_frozen, content_hash, guard_results
+from rankbench.frozen import check_frozen, content_hash, guard_results, results_record
 from rankbench.loaders import load_beir_questions, load_questions
 from rankbench.scripting import run_script
 
@@ -23,7 +23,7 @@ def main(snakemake):
         questions, labels = load_questions(files[0], yaml.safe_load(Path(snakemake.input.schema).read_text()))
     manifest = {"version": version, "sha256": digest, "files": [str(path) for path in files],
                 "questions": len(questions), "labels": len(labels)}
-    guard_results(version, digest, Path(snakemake.output.manifest).parent / ".frozen-sha256")
+    guard_results(version, digest, results_record(Path(snakemake.output.manifest).parent))
     write_text(json.dumps(manifest, indent=2) + "\n", snakemake.output.manifest)
     write_parquet(labels, snakemake.output.labels)
     write_parquet(questions, snakemake.output.questions)

@@ -1,19 +1,25 @@
-"""Check a rewrites file against its frozen hash (native datasets) and align it with the version's questions."""
+"""Check a rewrites file against its frozen hash (native datasets) and what earlier results were made from, and
+align it with the version's questions."""
 
 from pathlib import Path
 
 import pandas as pd
 
 from rankbench.files import write_parquet
-from rankbench.frozen import check_frozen
+from rankbench.frozen import check_frozen, content_hash, guard_results, results_record
 from rankbench.rewrite import load_rewrites
 from rankbench.scripting import run_script
 
 
 def main(snakemake):
-    path = Path(snakemake.input.rewrites)
+    path, key = Path(snakemake.input.rewrites), snakemake.params.lock_key
     if snakemake.params.lock:
-        check_frozen(snakemake.params.lock_key, [path], snakemake.params.expected_sha256, snakemake.params.lock)
+        digest = check_frozen(key, [path], snakemake.params.expected_sha256, snakemake.params.lock)
+    else:
+        digest = content_hash([path])
+    # Like a version: the rewrites a run was made from never change under the same name, even with the lock edited.
+    version_folder = Path(snakemake.output.queries).parent.parent
+    guard_results(key, digest, results_record(version_folder, snakemake.wildcards.rewrite))
     write_parquet(load_rewrites(path, pd.read_parquet(snakemake.input.questions)), snakemake.output.queries)
 
 
