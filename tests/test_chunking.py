@@ -50,7 +50,7 @@ def test_empty_sections_are_dropped() -> None:
                             ChunkerSpec(size=None))
     assert [c["chunk_id"] for c in chunks] == ["d1#child", "d1#last"]
     assert all(c["text"] for c in chunks)
-    assert chunk_document(document(""), ChunkerSpec()) == []
+    assert chunk_document(document("", title=""), ChunkerSpec()) == []  # untitled and empty: nothing to index
 
 
 def test_long_section_is_split_with_overlap() -> None:
@@ -193,17 +193,37 @@ def test_chunker_spec_valid() -> None:
     assert ChunkerSpec(kind="fixed", size=50, overlap=49).overlap == 49
 
 
-def test_a_corpus_of_headings_only_yields_no_chunk_and_is_refused_before_indexing() -> None:
+def test_a_corpus_of_untitled_headings_only_yields_no_chunk_and_is_refused_before_indexing() -> None:
     from rankbench.chunking import check_chunkable
     from rankbench.errors import InputError
 
-    headings = corpus(document("## One\n\n### Two\n", doc_id="d1"), document("# Three", doc_id="d2"))
+    headings = corpus(document("## One\n\n### Two\n", doc_id="d1", title=""), document("# Three", doc_id="d2", title=""))
     assert chunk_corpus(headings, ChunkerSpec()).empty
     with pytest.raises(InputError, match=r"corpus\.jsonl, chunker 'sections': yields no chunk.*under its headings"):
         check_chunkable(headings, ChunkerSpec(), "corpus.jsonl", "chunker 'sections'")
     fixed = ChunkerSpec(kind="fixed", size=100, overlap=0)  # a fixed chunker indexes headings as text
     check_chunkable(headings, fixed, "corpus.jsonl", "chunker 'fixed'")
     assert len(chunk_corpus(headings, fixed)) == 2
-    blank = corpus(document("  \n", doc_id="d1"))
-    with pytest.raises(InputError, match="no document has text"):
+    blank = corpus(document("  \n", doc_id="d1", title=""))
+    with pytest.raises(InputError, match="no document has a title or text"):
         check_chunkable(blank, fixed, "corpus.jsonl", "chunker 'fixed'")
+
+
+@pytest.mark.parametrize("spec", [ChunkerSpec(), ChunkerSpec(kind="fixed", size=100, overlap=0)])
+def test_a_document_with_a_title_and_no_body_is_one_chunk_of_its_title(spec: ChunkerSpec) -> None:
+    """CACM: half the records have a title and no abstract; without a chunk they could never be retrieved."""
+    from rankbench.chunking import check_chunkable, passage_text
+
+    docs = corpus(document("", doc_id="d1", title="Algorithm 97: Shortest Path"),
+                  document("## Only a heading", doc_id="d2", title="Heading doc"),
+                  document("Body text.", doc_id="d3", title="Full"))
+    chunks = chunk_corpus(docs, spec)
+    by_doc = chunks.groupby("doc_id")["text"].agg(list).to_dict()
+    assert by_doc["d1"] == ["Algorithm 97: Shortest Path"]
+    # A heading alone is no evidence for the sections chunker (the title stands in); the fixed one indexes it as text.
+    assert by_doc["d2"] == (["Heading doc"] if spec.kind == "sections" else ["## Only a heading"])
+    assert by_doc["d3"] == ["Body text."]
+    assert chunks["chunk_id"].is_unique
+    passages = dict(zip(chunks["doc_id"], passage_text(chunks)))
+    assert passages["d1"] == "Algorithm 97: Shortest Path" and passages["d3"] == "Full\nBody text."
+    check_chunkable(docs.iloc[:2], spec, "corpus.jsonl", "chunker")

@@ -113,7 +113,7 @@ CASES = {
         {"doc_id": "returns-2025", "section": "nope", "grade": 1}]}]), ["v1.jsonl", "section 'nope'"]),
     "doc_id with a blank": (lambda w: edit_corpus(w, 2, doc_id="returns 2025"),
                             ["corpus.jsonl, line 2", "doc_id 'returns 2025' is empty or contains whitespace"]),
-    "headings only": (lambda w: [edit_corpus(w, n, text=f"## Heading {n}") for n in range(1, 7)],
+    "headings only": (lambda w: [edit_corpus(w, n, text=f"## Heading {n}", title="") for n in range(1, 7)],
                       ["corpus.jsonl, chunker 'sections': yields no chunk", "under its headings"]),
 }
 

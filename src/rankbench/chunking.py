@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.sections import split_sections
+from rankbench.sections import INTRO_SECTION, split_sections
 
 CHUNK_COLUMNS = ["chunk_id", "doc_id", "sections", "title", "text", "audience", "valid_from", "valid_to"]
 
@@ -77,20 +77,27 @@ def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]
             covered = [s.section_id for s in sections if s.start < end and s.end > start]
             chunks.append({**meta, "chunk_id": f"{doc['doc_id']}@{start}", "sections": covered,
                            "text": text[start:end].strip()})
-    return [chunk for chunk in chunks if chunk["text"]]
+    chunks = [chunk for chunk in chunks if chunk["text"]]
+    title = doc["title"].strip() if isinstance(doc["title"], str) else ""
+    if not chunks and title:  # no body text (e.g. a record with a title and no abstract): its title is its evidence
+        chunk_id = f"{doc['doc_id']}#{INTRO_SECTION}" if spec.kind == "sections" else f"{doc['doc_id']}@0"
+        chunks = [{**meta, "chunk_id": chunk_id, "sections": [INTRO_SECTION], "text": title}]
+    return chunks
 
 
 def check_chunkable(documents: pd.DataFrame, spec: ChunkerSpec, path: Path | str, where: str) -> None:
-    """At least one document yields a chunk: text under a heading (sections) or any text (fixed); a corpus of
-    headings only would leave the indexes nothing to index."""
+    """At least one document yields a chunk: a title, text under a heading (sections) or any text (fixed); a corpus
+    of untitled headings only would leave the indexes nothing to index."""
+    titled = any(isinstance(title, str) and title.strip() for title in documents["title"])
     if spec.kind == "sections":
-        found = any(section.body for text in documents["text"] for section in split_sections(text))
+        found = titled or any(section.body for text in documents["text"] for section in split_sections(text))
     else:
-        found = any(text.strip() for text in documents["text"])
+        found = titled or any(text.strip() for text in documents["text"])
     if not found:
-        raise InputError(path, where, "yields no chunk: no document has text" +
+        raise InputError(path, where, "yields no chunk: no document has a title or text" +
                          (" under its headings (a heading alone is no evidence)" if spec.kind == "sections" else ""),
-                         "Give the documents a body text, or use a `fixed` chunker to index headings as text.")
+                         "Give the documents a title or a body text, or use a `fixed` chunker to index headings as "
+                         "text.")
 
 
 def chunk_corpus(documents: pd.DataFrame, spec: ChunkerSpec) -> pd.DataFrame:
@@ -100,5 +107,7 @@ def chunk_corpus(documents: pd.DataFrame, spec: ChunkerSpec) -> pd.DataFrame:
 
 
 def passage_text(chunks: pd.DataFrame) -> list[str]:
-    """What retrievers index: the document title, then the chunk text."""
-    return [f"{title}\n{text}" if title else text for title, text in zip(chunks["title"], chunks["text"])]
+    """What retrievers index: the document title, then the chunk text (once: a title-only document's chunk is its
+    title)."""
+    return [f"{title}\n{text}" if title and text != title.strip() else text
+            for title, text in zip(chunks["title"], chunks["text"])]
