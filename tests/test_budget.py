@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from rankbench.budget import budget_page, headline_findings, minimum_detectable_difference, plan_budget, plan_pair
+from rankbench.budget import finding as budget_finding  # one sentence of the page
 from rankbench.stats import t_test_p_values
 
 ALPHA = 0.05 / 11  # Holm's first step over a baseline family of 11 methods
@@ -103,3 +104,20 @@ def test_without_baseline_or_second_method():
                         [("hit", 1)], "base", 0.05, seed=0)
     assert alone.empty and headline_findings(alone) == []
     assert budget_page(alone, "toy", "v1", 0.05).startswith("# toy")
+
+
+def test_one_kind_gives_no_per_kind_rows_and_a_near_zero_lead_reads_as_a_practical_tie():
+    """A BEIR set (one kind) would repeat every 'all' row under its kind; a lead of 0.0004 needs millions of
+    questions, which the page calls a practical tie instead of a plan."""
+    per_query, aggregate = toy_metrics(2)
+    per_query = {m: f.assign(kind="beir") for m, f in per_query.items()}
+    aggregate = aggregate[aggregate["kind"] == "all"]
+    table = plan_budget(per_query, pd.concat([aggregate, aggregate.assign(kind="beir")]), "document", [("hit", 1)],
+                        "base", 0.05, seed=0)
+    assert set(table["kind"]) == {"all"}
+    row = table.iloc[0].copy()
+    row[["diff", "n_needed", "n", "simulated"]] = [0.0004, 2_067_725.0, 52, False]
+    sentence = budget_finding(row)
+    assert "practically tied" in sentence and "2,067,725" in sentence and "100 times the 52" in sentence
+    row[["diff", "n_needed"]] = [0.05, 2_918.0]
+    assert "need about 2,918 questions (more than 2,000: the normal formula's estimate)" in budget_finding(row)

@@ -19,6 +19,8 @@ POWER = 0.8
 SIMULATIONS = 1000
 # Above this many questions the mean difference is close enough to normal that the formula is kept as it is.
 MAX_SIMULATED = 2000
+# A pair that would need more than this many times the questions at hand is called practically tied, not planned.
+PRACTICAL_TIE = 100
 BUDGET_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k", "pair", "method_a", "method_b", "n", "diff",
                   "sd", "family_size", "alpha", "mdd", "n_needed_normal", "n_needed", "power_at_needed",
                   "simulated"]
@@ -126,7 +128,8 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
     long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True)
     methods = sorted(per_query)
     rows = []
-    kinds = [ALL_KINDS] + sorted(set(aggregate["kind"]) - {ALL_KINDS})
+    kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
+    kinds = [ALL_KINDS] + (kinds if len(kinds) > 1 else [])  # one kind: its rows would repeat "all"
     for metric, k in headline:
         for kind in kinds:
             means = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == kind)
@@ -149,7 +152,7 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
 
 
 def _count(value: float) -> str:
-    return "–" if np.isnan(value) else f"{int(value)}"
+    return "–" if np.isnan(value) else f"{int(value):,}"
 
 
 def finding(row: pd.Series) -> str:
@@ -160,7 +163,11 @@ def finding(row: pd.Series) -> str:
     if np.isnan(row["n_needed"]):
         return (f"{row['method_a']} and {row['method_b']} tie on {label}{where} (Δ = 0 over your {row['n']} "
                 f"{questions}): there is no difference for more questions to detect.")
-    more = "" if row["simulated"] else f" (more than {MAX_SIMULATED}: the normal formula's estimate)"
+    if row["n_needed"] > PRACTICAL_TIE * row["n"]:
+        return (f"{row['method_a']} and {row['method_b']} are practically tied on {label}{where} "
+                f"(Δ = {row['diff']:+.3f}): separating them would take about {_count(row['n_needed'])} {questions}, "
+                f"more than {PRACTICAL_TIE} times the {row['n']} you have.")
+    more = "" if row["simulated"] else f" (more than {MAX_SIMULATED:,}: the normal formula's estimate)"
     verdict = "enough" if row["n_needed"] <= row["n"] else "not enough"
     return (f"To separate {row['method_a']} from {row['method_b']} on {label}{where} (Δ = {row['diff']:+.3f}) you "
             f"need about {_count(row['n_needed'])} {questions}{more}; you have {row['n']} ({verdict}).")
