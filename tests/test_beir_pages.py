@@ -67,6 +67,10 @@ def test_comparison_page_says_not_applicable_instead_of_empty_tables(beir: Path)
     assert "Not applicable (every question is of one kind: beir)." in page
     assert "## Per question kind:" not in page and "On beir questions" not in page
     assert "per-kind" not in page.split("## Findings")[1].split("##")[0]
+    # One chunk per document: the chunk-grain table would repeat the document-grain one cell for cell.
+    chunk_section = page.split("## All questions, chunk grain")[1].split("##")[0]
+    assert "The same figures as at document grain (each document is one chunk)." in chunk_section
+    assert "| bm25 |" not in chunk_section
 
 
 def test_calibration_and_failures_fit_data_without_unanswerable_questions_or_titles(beir: Path) -> None:

@@ -182,10 +182,14 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                   "T" + TIERS_LEGEND.format(alpha=alpha)[1:] + f" Then the rank by mean and its 95% bootstrap interval over the "
                   f"{n} questions every method evaluates (`tiers.parquet` has every kind and grain).", ""]
     full = table_metrics(aggregate, ks)
+    shown: dict[str, str] = {}
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
         if (table["grain"] == g).any():
-            lines += [f"## All questions, {g} grain", "", markdown_grid(wide(table, g, ALL_KINDS, full, ci, methods)),
-                      ""]
+            grid = markdown_grid(wide(table, g, ALL_KINDS, full, ci, methods))
+            same = next((other for other, text in shown.items() if text == grid), None)
+            lines += [f"## All questions, {g} grain", "",  # one chunk per document: the grains agree cell for cell
+                      f"The same figures as at {same} grain (each document is one chunk)." if same else grid, ""]
+            shown[g] = grid
     kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
     counts = questions["kind"].value_counts()
     if len(kinds) < 2:

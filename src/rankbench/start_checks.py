@@ -59,7 +59,7 @@ def checked_documents(config: Mapping[str, Any], schemas: Path, results: str) ->
     documents = Path(results) / "corpus" / "documents.parquet"
     record = corpus_record(documents)
     if documents.exists() and record.exists() and record.read_text(encoding="utf-8").strip() == content_hash([corpus]):
-        return pd.read_parquet(documents, columns=["doc_id", "text"])
+        return pd.read_parquet(documents, columns=["doc_id", "title", "text"])
     if config["dataset"]["format"] == "native":
         return load_corpus(corpus, yaml.safe_load((schemas / "corpus.schema.yaml").read_text(encoding="utf-8")))
     return load_beir_corpus(corpus)
