@@ -118,6 +118,15 @@ def survival_rows(outcomes: Mapping[tuple[str, int], list[tuple[bool, float, int
     return rows
 
 
+def at_grain(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], grain: str
+             ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Each method's run and qrels at one grain (items as item_id), methods in name order."""
+    grain_runs = {m: _grain_runs(run, [grain])[grain][["qid", "item_id", "rank", "score"]]
+                  for m, run in sorted(runs.items())}
+    return grain_runs, {m: _grain_qrels(qrels[m], grain).sort_values(["qid", "item_id"], ignore_index=True)
+                        for m in grain_runs}
+
+
 def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], grain: str,
                headline: Sequence[tuple[str, int]], baseline: str | None, alpha: float, relevance_threshold: int,
                gain: str, seed: int, repetitions: int = REPETITIONS,
@@ -128,9 +137,7 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
     runs and qrels per method (each method's own chunker's qrels). Repetition r of every perturbation draws from
     the seed (seed, perturbation index, r), the same for every method's qrels, so equal qrels get equal noise.
     """
-    grain_runs = {m: _grain_runs(run, [grain])[grain][["qid", "item_id", "rank", "score"]]
-                  for m, run in sorted(runs.items())}
-    base = {m: _grain_qrels(qrels[m], grain).sort_values(["qid", "item_id"], ignore_index=True) for m in grain_runs}
+    grain_runs, base = at_grain(runs, qrels, grain)
     depth = max(k for _, k in headline)
     reference = scores(grain_runs, base, headline, relevance_threshold, gain)
     verdicts = {key: verdict(wide, baseline, alpha, seed) for key, wide in reference.items()}
@@ -186,9 +193,7 @@ def judge_effects(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataF
     """What the LLM judge's labels do to the verdict: the survival row of swapping them in for people's (one
     repetition, the same questions as the tables) and the judge-corrected metrics (CORRECTED_COLUMNS but dataset,
     qset): human-only, judge-only and PPI++ per headline metric and method, at one grain."""
-    grain_runs = {m: _grain_runs(run, [grain])[grain][["qid", "item_id", "rank", "score"]]
-                  for m, run in sorted(runs.items())}
-    base = {m: _grain_qrels(qrels[m], grain) for m in grain_runs}
+    grain_runs, base = at_grain(runs, qrels, grain)
     judged = judge_items(judgements, grain)
     swapped = {m: swap_in_judge(frame, judged) for m, frame in base.items()}
     reference = scores(grain_runs, base, headline, relevance_threshold, gain)
@@ -209,7 +214,7 @@ def judge_effects(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataF
 def survival_sentence(rows: pd.DataFrame) -> str:
     """One headline metric's survival over its perturbations, in words (the LLM judge's swap, one repetition,
     in a sentence of its own)."""
-    def detail(row) -> str:
+    def detail(row: tuple) -> str:
         return (f"(τ to the original ranking ≥ {row.tau_min:.2f}"
                 + ("" if np.isnan(row.marks_survive) else f", marks unchanged {row.marks_survive:.0%}") + ")")
 
