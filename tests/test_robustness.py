@@ -161,3 +161,18 @@ def test_robustness_page_says_when_the_llm_parts_do_not_apply_and_shows_them_whe
     page = robustness_page(both, bounds, "toy", "v1", corrected)
     assert "not applicable" not in page and "| strong |" in page and "PPI" in page
     assert "With the LLM judge's grades in place of people's on its pool" in headline_findings(both, bounds)[0]
+
+
+def test_a_judge_that_finds_nothing_relevant_scores_zero_instead_of_failing():
+    """Every labelled item graded 0 by the judge: the swapped qrels have no relevant label at all; the judge-only
+    estimates are 0, and every metric gets its row (regression: a KeyError in the workflow's LLM test)."""
+    runs, qrels = toy()
+    documents = qrels[qrels["grain"] == "document"]
+    judgements = pd.DataFrame({"qid": documents["qid"], "kind": "answerable", "chunk_id": documents["item_id"],
+                               "doc_id": documents["item_id"], "section": None,
+                               "judge": pd.array([0] * len(documents), dtype="Int64"), "human": pd.NA,
+                               "seconds": 0.0})
+    survival, corrected = judge_effects(runs, {m: qrels for m in runs}, judgements, "document",
+                                        [("ndcg", 10), ("hit", 1)], "base", 0.05, 1, "linear", 0)
+    assert (corrected.loc[corrected["estimator"] == "judge", "estimate"] == 0).all()
+    assert len(survival) == 2 and (survival["level"] > 0).all()

@@ -65,14 +65,18 @@ def unjudged_share(run: pd.DataFrame, qrels: pd.DataFrame, depth: int) -> float:
 
 def scores(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], headline: Sequence[tuple[str, int]],
            relevance_threshold: int, gain: str) -> dict[tuple[str, int], pd.DataFrame]:
-    """Per headline (metric, k): a wide table of per-query values (qid x method) from the project's metric code."""
+    """Per headline (metric, k): a wide table of per-query values (qid x method) from the project's metric code
+    (no rows when no question has a relevant label, e.g. a judge that grades everything 0)."""
     metrics, ks = sorted({m for m, _ in headline}), sorted({k for _, k in headline})
     long = pd.concat([per_query_metrics(run, qrels[method], ks, relevance_threshold=relevance_threshold, gain=gain,
                                         metrics=metrics).assign(method=method) for method, run in runs.items()],
                      ignore_index=True)
     wide = long.pivot_table(index=["metric", "k", "qid"], columns="method", values="value", aggfunc="first")
     wide = wide.reindex(columns=list(runs)).fillna(0.0)
-    return {(metric, k): wide.xs((metric, k), level=["metric", "k"]) for metric, k in headline}
+    found = set(zip(wide.index.get_level_values("metric"), wide.index.get_level_values("k")))
+    return {(metric, k): wide.xs((metric, k), level=["metric", "k"]) if (metric, k) in found
+            else pd.DataFrame(columns=list(runs), index=pd.Index([], name="qid"), dtype=np.float64)
+            for metric, k in headline}
 
 
 def verdict(wide: pd.DataFrame, baseline: str | None, alpha: float, seed: int) -> tuple[list[str], dict[str, int]]:
