@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 from rankbench.budget import BUDGET_COLUMNS
-from rankbench.robustness import BOUNDS_COLUMNS, SURVIVAL_COLUMNS
+import yaml
+
+from rankbench.robustness import BOUNDS_COLUMNS, CORRECTED_COLUMNS, SURVIVAL_COLUMNS
 from workflow_helpers import snakemake
 
 pytestmark = pytest.mark.slow
@@ -48,6 +50,64 @@ def test_budget_and_robustness_pages_parquet_and_findings(demo: Path) -> None:
     for name in ("budget", "robustness"):
         assert (demo / V1 / f"{name}.md").read_text().startswith("# demo — question-set version v1")
         assert (demo / V1 / f"{name}.html").exists()
+    # the main demo does not judge v1: no LLM row, an empty judge-corrected table, and the page says so
+    assert "LLM labels" not in set(survival["perturbation"])
+    corrected = pd.read_parquet(demo / V1 / "judge-corrected.parquet")
+    assert list(corrected.columns) == CORRECTED_COLUMNS and corrected.empty
+    assert "not applicable (no LLM judgements for this version)" in (demo / V1 / "robustness.md").read_text()
+
+
+def test_findings_and_tiers_name_the_same_methods_as_tied_with_the_best(demo: Path) -> None:
+    """The findings' 'cannot be told apart from the best' and tier a are one family (Holm over the pairs with the
+    best): on the demo page they name the same methods."""
+    tiers = pd.read_parquet(demo / V1 / "tiers.parquet").query(
+        "grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+    best = tiers.sort_values(["mean", "method"], ascending=[False, True])["method"].iloc[0]
+    tier_a = set(tiers.loc[tiers["tier"] == "a", "method"]) - {best}
+    page = (demo / V1 / "comparison.md").read_text()
+    sentence = next(line for line in page.splitlines() if line.startswith("- On nDCG@10, ")
+                    and ("cannot be told apart" in line or "every other method" in line))
+    named = sentence.split(" cannot be told apart")[0] if "cannot be told apart" in sentence else ""
+    assert {m for m in tiers["method"] if f" {m} (Holm" in f" {named.removeprefix('- On nDCG@10, ')}"} == tier_a
+
+
+def test_a_judged_version_gets_the_llm_row_and_judge_corrected_metrics(demo: Path) -> None:
+    """With llm.judge naming v1 and the judge's grades on disk (written here: the test calls no LLM), robustness
+    adds the LLM row and PPI; run again without them, it gives back the plain run's bytes."""
+    before = {name: (demo / V1 / name).read_bytes() for name in ("robustness.md", "robustness.parquet")}
+    runs = pd.read_parquet(demo / V1 / "runs" / "bm25.parquet")
+    pool = runs[runs["rank"] <= 2]
+    labels = pd.read_parquet(demo / V1 / "labels.parquet")
+    labelled = set(zip(labels["qid"], labels["doc_id"]))
+    # a lenient judge: grade 3 on every pooled chunk, so it regrades people's 0-2 labels and adds the unlabelled
+    judgements = pd.DataFrame({"qid": pool["qid"].to_numpy(), "kind": "answerable",
+                               "chunk_id": pool["chunk_id"].to_numpy(), "doc_id": pool["doc_id"].to_numpy(),
+                               "section": None, "judge": pd.array([3] * len(pool), dtype="Int64"),
+                               "human": pd.NA, "seconds": 0.0})
+    assert any(pair not in labelled for pair in zip(pool["qid"], pool["doc_id"]))
+    (demo / V1 / "llm").mkdir(exist_ok=True)
+    judgements.to_parquet(demo / V1 / "llm" / "judgements.parquet")
+    config = yaml.safe_load((demo / "config.yaml").read_text())
+    config["llm"] = {"chat": {"backend": "openai", "base_url": "http://127.0.0.1:9", "model": "none"},
+                     "judge": {"qsets": ["v1"], "depth": 2, "methods": ["bm25"]}}
+    (demo / "judged.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    target = str(V1 / "robustness.md")
+    try:
+        result = snakemake(demo, "--forcerun", "robustness", "--cores", "1", target, configfile="judged.yaml")
+        assert result.returncode == 0, result.stderr[-3000:]
+        survival = pd.read_parquet(demo / V1 / "robustness.parquet")
+        llm = survival[survival["perturbation"] == "LLM labels"]
+        assert len(llm) == survival[["metric", "k"]].drop_duplicates().shape[0] and (llm["level"] > 0).all()
+        corrected = pd.read_parquet(demo / V1 / "judge-corrected.parquet")
+        assert list(corrected.columns) == CORRECTED_COLUMNS
+        assert set(corrected["estimator"]) == {"human", "judge", "ppi"} and (corrected["n_labelled"] >= 2).all()
+        page = (demo / V1 / "robustness.md").read_text()
+        assert "not applicable" not in page and "| bm25 |" in page.split("## LLM judge")[1]
+    finally:
+        (demo / V1 / "llm" / "judgements.parquet").unlink()
+        result = snakemake(demo, "--forcerun", "robustness", "--cores", "1", target)
+        assert result.returncode == 0, result.stderr[-3000:]
+    assert {name: (demo / V1 / name).read_bytes() for name in before} == before
 
 
 def test_snakemake_report_has_the_how_sure_pages(demo: Path) -> None:

@@ -77,6 +77,11 @@ def test_generate_judge_rewrite_publish_and_evaluate(server: ChatServer, tmp_pat
         table = (out / qset / "comparison.md").read_text()
         assert "| bm25+llm |" in table and f"question-set version {qset}" in table
         assert "LLM judge agreement" not in table  # only the judged version's page has it
+    # the judged version's robustness swaps the judge's grades in and corrects them with PPI; the others cannot
+    assert "LLM labels" in set(pd.read_parquet(out / "v1" / "robustness.parquet")["perturbation"])
+    assert "## LLM judge" in (out / "v1" / "robustness.md").read_text()
+    assert "not applicable" not in (out / "v1" / "robustness.md").read_text()
+    assert "not applicable (no LLM judgements" in (out / "gen1" / "robustness.md").read_text()
     agreement = pd.read_parquet(out / "v1" / "llm" / "agreement.parquet").set_index("kind")
     page = (out / "v1" / "comparison.md").read_text().split("### LLM judge agreement with these labels")[1]
     assert f"| all | {agreement.loc['all', 'n']} | {agreement.loc['all', 'exact']:.3f} |" in page

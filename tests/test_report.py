@@ -3,6 +3,7 @@ history and pooling; every expected value is worked out by hand."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 
@@ -22,8 +23,8 @@ from rankbench.provenance import canonical_config, config_hash, report_settings
 from rankbench.qset_diff import (CHANGE_COLUMNS, diff_markdown, diff_summary, flips, question_changes,
                                  version_metrics)
 from rankbench.report import judge_section, labels_section, leaks_section
+from rankbench.stats import format_p, holm, tiers
 from rankbench.validation import findings_markdown, label_findings
-from rankbench.stats import format_p
 from rankbench.tables import csv_table, latex_table, marked, markdown_grid, tier_grid, wide, with_tiers
 
 
@@ -93,12 +94,44 @@ def test_findings_name_the_best_method_its_significance_kind_patterns_and_noise(
     sentences = findings(aggregate, pairs, "document", [("ndcg", 10)], {"bm25": "bm25", "dense": "dense",
                                                                         "hybrid": "rrf"}, 0.05, 10000)
     assert sentences[0].startswith("On nDCG@10, dense (dense) is best with 0.800")
-    assert "lead of +0.190 over hybrid (0.610) is significant (Holm-corrected p = 0.003, 9 questions won" in sentences[0]
+    assert ("lead of +0.190 over hybrid (0.610) is significant (Holm-corrected over the pairs with the best, "
+            "p = 0.003, 9 questions won") in sentences[0]
     assert any(s.startswith("On exact-code questions, bm25 (lexical) beats dense (dense): nDCG@10 1.000 vs 0.400")
                for s in sentences)
     assert any(s.startswith("On exact-code questions, hybrid (fusion) beats dense (dense)") for s in sentences)
     assert not any("bm25 (lexical) beats hybrid" in s for s in sentences)  # p = 0.5
     assert sentences[-1].startswith("On nDCG@10, every other method is significantly behind dense")
+
+
+def test_findings_about_the_best_and_tier_a_use_one_family_and_cannot_disagree() -> None:
+    """Five methods: a vs b has raw p = 0.01. Holm over the 4 pairs with a gives 0.04 (significant, b is tier b);
+    over all 10 pairs it gives 0.1 (pairs' p_holm). The findings must say b is behind a, as the tier letters do;
+    and on random p-values, the methods the findings cannot tell apart from the best are exactly tier a's."""
+    means = {"a": 0.80, "b": 0.70, "c": 0.69, "d": 0.68, "e": 0.67}
+
+    def case(raw: dict[frozenset[str], float]) -> tuple[list[str], dict[str, str]]:
+        names = sorted(means)
+        pairs = pd.DataFrame([pair_row(x, y, means[x], means[y], raw[frozenset((x, y))])
+                              for i, x in enumerate(names) for y in names[i + 1:]])
+        pairs["p_holm"] = holm(pairs["p_randomization"].to_numpy())  # what pairs.parquet stores: all pairs
+        aggregate = pd.DataFrame([aggregate_row(m, v) for m, v in means.items()])
+        return findings(aggregate, pairs, "document", [("ndcg", 10)], {}, 0.05, 10000), tiers(means, raw, 0.05)
+
+    raw = {frozenset(pair): 0.5 for pair in itertools.combinations(means, 2)} | {frozenset("ab"): 0.01}
+    sentences, letters = case(raw)
+    assert letters == {"a": "a", "b": "b", "c": "a", "d": "a", "e": "a"}
+    assert "lead of +0.100 over b (0.700) is significant (Holm-corrected over the pairs with the best, p = 0.040" \
+        in sentences[0], sentences[0]
+    assert "; b (Holm p = 0.040) is significantly behind it" in sentences[-1], sentences[-1]
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        raw = {frozenset(pair): float(rng.choice([0.001, 0.01, 0.02, 0.04, 0.3])) for pair in
+               itertools.combinations(means, 2)}
+        sentences, letters = case(raw)
+        told_apart = sentences[-1].split(" cannot be told apart")[0] if "cannot" in sentences[-1] else ""
+        noise = {m for m in means if f"{m} (Holm" in told_apart}
+        assert noise == {m for m in means if letters[m] == "a"} - {"a"}, (raw, sentences[-1], letters)
+        assert ("is significant" in sentences[0]) == (letters["b"] != "a"), (raw, sentences[0], letters)
 
 
 def test_p_values_at_the_resampling_floor_print_as_bounds(tiny_aggregate) -> None:
@@ -111,7 +144,8 @@ def test_p_values_at_the_resampling_floor_print_as_bounds(tiny_aggregate) -> Non
     pairs = pairs.assign(p_randomization=pairs["p_randomization"].where(pairs["p_holm"] != 0.003, 1 / 1001),
                          p_holm=pairs["p_holm"].where(pairs["p_holm"] != 0.003, 3 / 1001))
     sentences = findings(aggregate, pairs, "document", [("ndcg", 10)], {}, 0.05, 1000)
-    assert "is significant (Holm-corrected p ≤ 0.003, 9 questions won" in sentences[0]
+    # Holm over the pairs with dense: 2 × 1/1001 (raw p of bm25 vs dense, 0.001, is the larger and stays)
+    assert "is significant (Holm-corrected over the pairs with the best, p ≤ 0.002, 9 questions won" in sentences[0]
 
 
 def test_findings_give_the_standardized_effect_of_the_lead_seen_from_the_best(tiny_aggregate) -> None:

@@ -6,8 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.robustness import (drop_labels, headline_findings, robustness, robustness_page, shift_grades,
-                                  unjudged_as_relevant)
+from rankbench.ppi import ppi_mean
+from rankbench.robustness import (drop_labels, headline_findings, judge_effects, robustness, robustness_page,
+                                  shift_grades, unjudged_as_relevant)
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -101,3 +102,77 @@ def test_without_baseline_the_marks_are_left_out_and_one_method_gives_no_finding
     alone, alone_bounds = robustness({"base": runs["base"]}, {"base": qrels}, "document", [("ndcg", 10)], "base",
                                      0.05, 1, "linear", seed=0, repetitions=2)
     assert (alone["best_survives"] == 1).all() and headline_findings(alone, alone_bounds) == []
+
+
+def toy_judgements(runs: dict[str, pd.DataFrame], grade: int | None) -> pd.DataFrame:
+    """The LLM judge's pool: base's top 2 of every question (chunk = document in the toy), each graded `grade`
+    (None: the judge gives people's grade where they have one, 0 elsewhere — a perfect judge)."""
+    _, qrels = toy()
+    human = dict(zip(zip(qrels["qid"], qrels["item_id"]), qrels["grade"]))
+    pool = runs["base"][runs["base"]["rank"] <= 2]
+    judge = [human.get((q, d), 0) if grade is None else grade for q, d in zip(pool["qid"], pool["doc_id"])]
+    return pd.DataFrame({"qid": pool["qid"], "kind": "answerable", "chunk_id": pool["chunk_id"],
+                         "doc_id": pool["doc_id"], "section": None, "judge": pd.array(judge, dtype="Int64"),
+                         "human": pd.NA, "seconds": 0.0})
+
+
+def test_llm_labels_swapped_in_and_judge_corrected_metrics_match_pytrec_eval():
+    """A judge that grades its whole pool 3: the swapped qrels and the human ones scored by pytrec_eval give the
+    judge-only and human-only estimates; PPI is ppi_mean of the same values; a perfect judge changes nothing."""
+    runs, qrels = toy()
+    args = ("document", [("ndcg", 10)], "base", 0.05, 1, "linear", 0)
+    survival, corrected = judge_effects(runs, {m: qrels for m in runs}, toy_judgements(runs, 3), *args)
+    documents = qrels[qrels["grain"] == "document"]
+    human = {q: {d: int(g) for d, g in zip(rows["item_id"], rows["grade"])} for q, rows in documents.groupby("qid")}
+    swapped = {q: dict(grades) for q, grades in human.items()}
+    pool = runs["base"][runs["base"]["rank"] <= 2]
+    for q, d in zip(pool["qid"], pool["doc_id"]):
+        swapped[q][d] = 3
+    complete = sorted(q for q in human if all(d in human[q] for d in pool.loc[pool["qid"] == q, "doc_id"]))
+    assert 0 < len(complete) < len(human)
+    for method, run in runs.items():
+        scored = {q: {d: float(s) for d, s in zip(rows["doc_id"], rows["score"])} for q, rows in run.groupby("qid")}
+        y = pytrec_eval.RelevanceEvaluator(human, {"ndcg_cut.10"}).evaluate(scored)
+        y_hat = pytrec_eval.RelevanceEvaluator(swapped, {"ndcg_cut.10"}).evaluate(scored)
+        rows = corrected[corrected["method"] == method].set_index("estimator")
+        y_in = np.array([y[q]["ndcg_cut_10"] for q in complete])
+        fitted = np.array([y_hat[q]["ndcg_cut_10"] for q in complete])
+        rest = np.array([y_hat[q]["ndcg_cut_10"] for q in sorted(set(human) - set(complete))])
+        assert rows.loc["human", "estimate"] == pytest.approx(y_in.mean(), abs=1e-9)
+        assert rows.loc["judge", "estimate"] == pytest.approx(np.mean([v["ndcg_cut_10"] for v in y_hat.values()]),
+                                                             abs=1e-9)
+        assert tuple(rows.loc["ppi", ["estimate", "ci_low", "ci_high", "weight"]]) == pytest.approx(
+            ppi_mean(y_in, fitted, rest), abs=1e-9)
+        assert (rows["n_labelled"] == len(complete)).all()
+    row = survival.iloc[0]
+    assert row["perturbation"] == "LLM labels" and row["repetitions"] == 1 and row["level"] > 0
+    perfect, _ = judge_effects(runs, {m: qrels for m in runs}, toy_judgements(runs, None), *args)
+    assert perfect.iloc[0]["level"] == 0 and perfect.iloc[0]["tau_min"] == 1 and perfect.iloc[0]["best_survives"] == 1
+
+
+def test_robustness_page_says_when_the_llm_parts_do_not_apply_and_shows_them_when_they_do():
+    runs, qrels = toy()
+    args = (runs, {m: qrels for m in runs}, "document", [("ndcg", 10)], "base", 0.05, 1, "linear")
+    survival, bounds = robustness(*args, seed=0, repetitions=2)
+    page = robustness_page(survival, bounds, "toy", "v1")
+    assert "not applicable (no LLM judgements for this version)" in page
+    swapped, corrected = judge_effects(runs, {m: qrels for m in runs}, toy_judgements(runs, 3), *args[2:], 0)
+    both = pd.concat([survival, swapped], ignore_index=True)
+    page = robustness_page(both, bounds, "toy", "v1", corrected)
+    assert "not applicable" not in page and "| strong |" in page and "PPI" in page
+    assert "With the LLM judge's grades in place of people's on its pool" in headline_findings(both, bounds)[0]
+
+
+def test_a_judge_that_finds_nothing_relevant_scores_zero_instead_of_failing():
+    """Every labelled item graded 0 by the judge: the swapped qrels have no relevant label at all; the judge-only
+    estimates are 0, and every metric gets its row (regression: a KeyError in the workflow's LLM test)."""
+    runs, qrels = toy()
+    documents = qrels[qrels["grain"] == "document"]
+    judgements = pd.DataFrame({"qid": documents["qid"], "kind": "answerable", "chunk_id": documents["item_id"],
+                               "doc_id": documents["item_id"], "section": None,
+                               "judge": pd.array([0] * len(documents), dtype="Int64"), "human": pd.NA,
+                               "seconds": 0.0})
+    survival, corrected = judge_effects(runs, {m: qrels for m in runs}, judgements, "document",
+                                        [("ndcg", 10), ("hit", 1)], "base", 0.05, 1, "linear", 0)
+    assert (corrected.loc[corrected["estimator"] == "judge", "estimate"] == 0).all()
+    assert len(survival) == 2 and (survival["level"] > 0).all()

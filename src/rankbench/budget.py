@@ -118,9 +118,10 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
                 simulations: int = SIMULATIONS) -> pd.DataFrame:
     """BUDGET_COLUMNS for each headline metric and kind (all questions first) and each pair that matters.
 
-    alpha is divided by the size of the pair's Holm family (all pairs for best vs runner-up, the methods against
-    the baseline otherwise): the threshold of Holm's first step, which the strongest difference of a family must
-    meet. Each pair's simulation is seeded by (seed, its row number), so the table is deterministic.
+    alpha is divided by the size of the pair's Holm family, m - 1 pairs either way (the pairs with the best for best
+    vs runner-up, as the tiers and the findings; the methods against the baseline otherwise): the threshold of
+    Holm's first step, which the strongest difference of a family must meet. Each pair's simulation is seeded by
+    (seed, its row number), so the table is deterministic.
     """
     long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())],
                      ignore_index=True)
@@ -142,7 +143,7 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
                 both = wide[[a, b]].dropna()
                 if len(both) == 0:
                     continue
-                family = len(methods) * (len(methods) - 1) // 2 if label == "best vs runner-up" else len(methods) - 1
+                family = len(methods) - 1
                 differences = (both[a] - both[b]).to_numpy(dtype=np.float64)
                 plan = plan_pair(differences, alpha / family, seed + len(rows), simulations=simulations)
                 rows.append({"grain": grain, "kind": kind, "metric": metric, "k": k, "pair": label, "method_a": a,
@@ -184,8 +185,9 @@ def budget_page(table: pd.DataFrame, dataset: str, qset: str, alpha: float) -> s
     """The budget page: how it is computed, one sentence per best-vs-runner-up finding, then the full table."""
     lines = [f"# {dataset} — question-set version {qset}: how many questions you need", "",
              f"For each headline metric and question kind: the best method against the runner-up and every method "
-             f"against the baseline. α = {alpha:g} divided by the size of the pair's Holm family (Holm's first "
-             f"step; later steps are looser), power {POWER:g}. mdd: the smallest true difference the current "
+             f"against the baseline. α = {alpha:g} divided by the size of the pair's Holm family (the pairs with "
+             f"the best, as the tiers, or with the baseline; Holm's first step; later steps are looser), power "
+             f"{POWER:g}. mdd: the smallest true difference the current "
              "questions detect (paired t-test formula from the sd of the per-query differences). Questions needed: "
              "the formula's count, then checked by simulation — experiments of n questions drawn with replacement "
              f"from the observed differences, {SIMULATIONS} per n, the smallest n reaching the power (the formula "

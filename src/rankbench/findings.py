@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from rankbench.evaluation import ALL_KINDS
-from rankbench.stats import format_p
+from rankbench.stats import format_p, holm_versus_best
 from rankbench.tables import metric_label, pair_row
 
 FAMILIES = {"bm25": "lexical", "dense": "dense", "rrf": "fusion", "combsum": "fusion", "combmnz": "fusion",
@@ -23,6 +23,17 @@ def _p(p_holm: float, p_raw: float, resamples: int) -> str:
     """A Holm-corrected p (a bound when its raw p is at the resampling floor)."""
     text = format_p(p_holm, p_raw, resamples)
     return f"p {text}" if text.startswith(("<", "≤")) else f"p = {text}"
+
+
+def versus_best(pairs: pd.DataFrame, grain: str, metric: str, k: int, best: str,
+                others: Sequence[str]) -> dict[str, float]:
+    """Each other method's p against the best, Holm-corrected over the pairs with the best (all questions): the
+    family the tiers use, so a finding about the best never contradicts its tier letters."""
+    rows = pairs[(pairs["grain"] == grain) & (pairs["kind"] == ALL_KINDS) & (pairs["metric"] == metric)
+                 & (pairs["k"] == k)]
+    p_values = {frozenset((a, b)): p for a, b, p in rows[["method_a", "method_b", "p_randomization"]]
+                .itertuples(index=False)}
+    return dict(zip(others, holm_versus_best(best, others, p_values)))
 
 
 def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int,
@@ -47,8 +58,9 @@ def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric
             f"over {second['method']} ({second['mean']:.3f})")
     if pair is None:
         return lead + f" was not tested {where}."
-    verdict = "is significant" if pair["p_holm"] < alpha else "is not significant"
-    detail = (f"Holm-corrected {_p(pair['p_holm'], pair['p_randomization'], resamples)}, "
+    p_best = versus_best(pairs, grain, metric, k, best["method"], rows["method"].iloc[1:].tolist())[second["method"]]
+    verdict = "is significant" if p_best < alpha else "is not significant"
+    detail = (f"Holm-corrected over the pairs with the best, {_p(p_best, pair['p_randomization'], resamples)}, "
               f"{int(pair['wins'])} questions won, {int(pair['ties'])} tied, "
               f"{int(pair['losses'])} lost")
     if pd.notna(pair.get("d_z")):
@@ -86,25 +98,28 @@ def kind_patterns(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metr
 
 def within_noise(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int,
                  alpha: float, resamples: int) -> str | None:
-    """Which methods the best one cannot be told apart from, and which are significantly behind it."""
+    """Which methods the best one cannot be told apart from, and which are significantly behind it (Holm over the
+    pairs with the best, as the tiers: the methods it cannot be told apart from are exactly tier a's)."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)
                      & (aggregate["metric"] == metric) & (aggregate["k"] == k)]
     rows = rows.sort_values(["mean", "method"], ascending=[False, True])
     if len(rows) < 2:
         return None
     best = rows.iloc[0]["method"]
+    adjusted = versus_best(pairs, grain, metric, k, best, rows["method"].iloc[1:].tolist())
     noise, behind = [], []
-    for other in rows["method"].iloc[1:]:
+    for other, p_best in adjusted.items():
         pair = pair_row(pairs, grain, ALL_KINDS, metric, k, best, other)
         if pair is not None:
-            p = _p(pair["p_holm"], pair["p_randomization"], resamples)
-            (behind if pair["p_holm"] < alpha else noise).append(f"{other} (Holm {p})")
+            p = _p(p_best, pair["p_randomization"], resamples)
+            (behind if p_best < alpha else noise).append(f"{other} (Holm {p})")
     parts = [f"On {metric_label(metric, k)}, "
              + (f"{', '.join(noise)} cannot be told apart from {best}" if noise
                 else f"every other method is significantly behind {best}")]
     if noise and behind:
         parts.append(f"; {', '.join(behind)} {'is' if len(behind) == 1 else 'are'} significantly behind it")
-    return "".join(parts) + f" (→ {grain} grain, all questions, {metric_label(metric, k)})."
+    return "".join(parts) + (f" (Holm over the pairs with {best}, as the tiers; → {grain} grain, all questions, "
+                             f"{metric_label(metric, k)}).")
 
 
 def findings(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],

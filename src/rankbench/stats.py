@@ -9,7 +9,7 @@ resamples whose size depends only on the problem size, never on the caller's bat
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -322,6 +322,12 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
+def holm_versus_best(best: str, others: Sequence[str], p_values: Mapping[frozenset[str], float]) -> np.ndarray:
+    """Holm-adjusted p of best vs each of others, the family of the pairs with the best (a pair never compared
+    counts as p = 1). The tiers and the findings about the best both use it, so they cannot disagree."""
+    return holm([p_values.get(frozenset((best, m)), 1.0) for m in others])
+
+
 def tiers(means: dict[str, float], p_values: dict[frozenset[str], float], alpha: float) -> dict[str, str]:
     """Tier letter of each method: 'a' holds the best method and every method not significantly worse than it (Holm
     over its pairs with the best, p >= alpha), 'b' does the same among the methods left, and so on.
@@ -334,7 +340,7 @@ def tiers(means: dict[str, float], p_values: dict[frozenset[str], float], alpha:
     level = 0
     while remaining:
         best, others = remaining[0], remaining[1:]
-        adjusted = holm([p_values.get(frozenset((best, m)), 1.0) for m in others])
+        adjusted = holm_versus_best(best, others, p_values)
         tied = {m for m, p in zip(others, adjusted) if p >= alpha or means[m] >= means[best]}
         name = chr(ord("a") + level) if level < 26 else str(level + 1)
         for m in [best, *sorted(tied)]:

@@ -94,8 +94,8 @@ def with_tiers(table: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
 
 TIERS_LEGEND = ("tier letters: a = the best method and every method not significantly worse than it (paired "
                 "randomization test, Holm-corrected over the pairs with the best, p >= {alpha:g}); b = the same among "
-                "the methods left; and so on. This family (the pairs with the best) is smaller than the findings' "
-                "(all pairs), so a tier can separate methods the findings call indistinguishable.")
+                "the methods left; and so on. The findings about the best use the same family, so they agree with "
+                "tier a; `pairs.parquet`'s p_holm and the per-kind findings correct over all pairs.")
 
 
 def tier_grid(tiers: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]],

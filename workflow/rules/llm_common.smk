@@ -38,12 +38,13 @@ def judged_methods():
     return [m for m in judge.get("methods", METHODS) if chunker_of(m) == chunker]
 
 
-def judge_agreement_path(qset):
-    """The judge's agreement table when the config judges this version, else "" (a plain path, not an input:
-    the comparison page shows it once the `llm` target has made it, and a plain run never calls the LLM).
+def judge_output_path(qset, name):
+    """The judge's output `name` (agreement.parquet, judgements.parquet) when the config judges this version, else ""
+    (a plain path, not an input: the pages use it once the `llm` target has made it, and a plain run never calls
+    the LLM).
     """
     if qset in LLM.get("judge", {}).get("qsets", []):
-        return f"{R}/{qset}/llm/agreement.parquet"
+        return f"{R}/{qset}/llm/{name}"
     return ""
 
 

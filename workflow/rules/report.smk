@@ -59,7 +59,9 @@ rule comparison_table:
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
         reranked_methods=methods_of_type("rerank"),
         cost_plan=cost_plan,
-        judge_agreement=lambda wildcards: judge_agreement_path(wildcards.qset),
+        judge_agreement=lambda wildcards: judge_output_path(
+            wildcards.qset, "agreement.parquet"
+        ),
     script:
         "../scripts/comparison_table.py"
 
@@ -292,6 +294,7 @@ rule robustness:
         ),
         survival=f"{R}/{{qset}}/robustness.parquet",
         bounds=f"{R}/{{qset}}/robustness-bounds.parquet",
+        corrected=f"{R}/{{qset}}/judge-corrected.parquet",
     log:
         f"{LOGS}/robustness/{{qset}}.log",
     conda:
@@ -308,5 +311,8 @@ rule robustness:
         gain=EVALUATION["gain"],
         seed=EVALUATION["seed"],
         grains={m: method_grains(METHOD_SPECS[m]) for m in METHODS},
+        judgements=lambda wildcards: judge_output_path(
+            wildcards.qset, "judgements.parquet"
+        ),
     script:
         "../scripts/robustness.py"

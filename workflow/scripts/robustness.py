@@ -1,10 +1,13 @@
 """The robustness page of one question-set version: does the verdict survive perturbed or missing labels?"""
 
+from pathlib import Path
+
 import pandas as pd
 
 from rankbench.files import write_parquet, write_text
 from rankbench.pages import markdown_html
-from rankbench.robustness import BOUNDS_COLUMNS, SURVIVAL_COLUMNS, robustness, robustness_page
+from rankbench.robustness import (BOUNDS_COLUMNS, CORRECTED_COLUMNS, CORRECTED_TYPES, SURVIVAL_COLUMNS,
+                                  judge_effects, robustness, robustness_page)
 from rankbench.scripting import run_script
 
 
@@ -17,9 +20,20 @@ def main(snakemake):
     qrels = {method: pd.read_parquet(path) for method, _, path in scored}
     survival, bounds = robustness(runs, qrels, p.grain, [tuple(item) for item in p.headline], p.baseline, p.alpha,
                                   p.relevance_threshold, p.gain, p.seed)
+    # the LLM judge's grades exist only once the `llm` target ran (a path in params, not an input)
+    judgements = Path(p.judgements) if p.judgements else None
+    corrected = None  # the page says "not applicable"; the Parquet is empty
+    if judgements is not None and judgements.exists():
+        swapped, corrected = judge_effects(runs, qrels, pd.read_parquet(judgements), p.grain,
+                                           [tuple(item) for item in p.headline], p.baseline, p.alpha,
+                                           p.relevance_threshold, p.gain, p.seed)
+        survival = pd.concat([survival, swapped], ignore_index=True)
+        corrected = corrected.assign(dataset=p.dataset, qset=qset)[CORRECTED_COLUMNS].astype(CORRECTED_TYPES)
     survival = survival.assign(dataset=p.dataset, qset=qset)[SURVIVAL_COLUMNS]
     bounds = bounds.assign(dataset=p.dataset, qset=qset)[BOUNDS_COLUMNS]
-    page = robustness_page(survival, bounds, p.dataset, qset)
+    page = robustness_page(survival, bounds, p.dataset, qset, corrected)
+    write_parquet(corrected if corrected is not None else pd.DataFrame(columns=CORRECTED_COLUMNS).astype(
+        CORRECTED_TYPES), snakemake.output.corrected)
     write_parquet(survival, snakemake.output.survival)
     write_parquet(bounds, snakemake.output.bounds)
     write_text(markdown_html(page, f"robustness {qset}"), snakemake.output.html)
