@@ -1,19 +1,8 @@
 # Helpers of the optional LLM stage (llm.smk): its rules run only when the config has an `llm` section and the
 # `llm` target (or one of its files) is requested. Everything it writes is a candidate file under results/;
 # `rankbench publish` freezes one next to the question sets (README, "LLM in the loop").
-from rankbench.errors import InputError
-
+# Its references (versions, methods, chunker) are checked with the whole config at start (config.check_llm).
 LLM = config.get("llm", {})
-for _qset in LLM.get("judge", {}).get("qsets", []) + LLM.get("rewrite", {}).get(
-    "qsets", []
-):
-    if _qset not in config["qsets"]:
-        raise InputError(
-            CONFIG_SOURCE,
-            "llm",
-            f"names question-set version {_qset!r}, which is not under `qsets`",
-            f"Use one of: {', '.join(QSETS)}.",
-        )
 
 
 def llm_chat():
