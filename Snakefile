@@ -1,6 +1,6 @@
 from snakemake.utils import min_version
 
-from rankbench.config_file import read_configs
+from rankbench.io.config_file import read_configs
 
 min_version("9.0")
 

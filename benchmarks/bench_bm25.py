@@ -18,7 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from rankbench.bm25 import Analyzer, BM25Params, build_index, load_index, save_index, search
+from rankbench.retrieval.bm25 import (
+    Analyzer,
+    BM25Params,
+    build_index,
+    load_index,
+    save_index,
+    search,
+)
 
 SEED = 20240601
 VOCAB_SIZE = 50_000

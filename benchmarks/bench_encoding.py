@@ -3,7 +3,7 @@
 Usage: .venv/bin/python benchmarks/bench_encoding.py [--passages 1000] [--batch-size 32] [--repeats 3]
 
 Both encode the same passages (the demo's chunks repeated, so lengths vary as in a real corpus) with the
-packaged MiniLM, the same batch size, on the CPU. The workflow side is rankbench.corpus_embedding.embed_passages
+packaged MiniLM, the same batch size, on the CPU. The workflow side is rankbench.retrieval.embedding_cache.embed_passages
 with an empty cache (hashing + encode + normalize), i.e. what an embed_corpus job computes; the reference is
 SentenceTransformer.encode(normalize_embeddings=True). Prints the median of the repeats and the ratio
 (target <= 1.10).
@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rankbench.chunking import ChunkerSpec, chunk_corpus, passage_text
-from rankbench.corpus_embedding import embed_passages
-from rankbench.encoders import EncoderSpec, load_encoder
+from rankbench.corpus.chunking import ChunkerSpec, chunk_corpus, passage_text
+from rankbench.retrieval.embedding_cache import embed_passages
+from rankbench.retrieval.encoders import EncoderSpec, load_encoder
 
 DEMO_CORPUS = Path(__file__).resolve().parents[1] / "data" / "demo" / "corpus.jsonl"
 NO_CACHE = (np.zeros(0, dtype="S32"), np.zeros((0, 0), dtype=np.float32))

@@ -20,9 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rankbench.evaluation import aggregate, build_qrels, evaluate_run
-from rankbench.explorer import ExplorerSettings, explorer_html, explorer_payload
-from rankbench.failures import analyse
+from rankbench.analysis.failures import analyse
+from rankbench.evaluation.evaluate import aggregate, evaluate_run
+from rankbench.io.qrels import build_qrels
+from rankbench.report.explorer import ExplorerSettings, explorer_html, explorer_payload
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from explorer_helpers import browser_missing, chromium  # noqa: E402

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from rankbench.metrics import (
+from rankbench.evaluation.metrics import (
     EXTRA_METRICS_AT_K,
     EXTRA_METRICS_FULL,
     METRICS_AT_K,
@@ -131,7 +131,8 @@ def main() -> None:
         print("ranx not installed (it is no dependency of rankbench): skipped; `pip install ranx` to time it too "
               "(its first call in a process also pays numba compilation)")
     else:
-        from ranx import Qrels, Run, evaluate as ranx_evaluate
+        from ranx import Qrels, Run
+        from ranx import evaluate as ranx_evaluate
 
         ranx_metrics = [f"{m}@{k}" for m in ("precision", "recall", "ndcg", "map", "hit_rate", "mrr") for k in KS]
         ranx_metrics.append("r-precision")

@@ -19,12 +19,12 @@ import time
 import faiss
 import numpy as np
 import pandas as pd
-
 from bench_bm25 import synthetic_corpus
-from rankbench import bm25, dense
-from rankbench.encoders import normalize
-from rankbench.fusion import reciprocal_rank_fusion
-from rankbench.runs import run_from_topk
+
+from rankbench.io.runs import run_from_topk
+from rankbench.retrieval import bm25, dense
+from rankbench.retrieval.encoders import normalize
+from rankbench.retrieval.fusion import reciprocal_rank_fusion
 
 SEED = 7
 DEPTH = 100
@@ -91,7 +91,7 @@ def main() -> int:
     print(f"{'stage':<32}{'seconds':>9}{'peak RSS MB':>13}")
     for name, seconds, rss in stages:
         print(f"{name:<32}{seconds:>9.2f}{rss:>13.0f}")
-    print(f"exact search, rankbench.dense.search (1 thread, deterministic) / bare faiss: "
+    print(f"exact search, rankbench.retrieval.dense.search (1 thread, deterministic) / bare faiss: "
           f"{times['flat search'] / times['bare faiss flat search (ref)']:.2f}")
     print(f"hnsw search / exact search: {times['hnsw search (ef 100)'] / times['flat search']:.3f}; "
           + ", ".join(f"recall@{row.k} vs exact {row.recall_mean:.3f}" for row in recall.itertuples()))

@@ -17,12 +17,17 @@ from pathlib import Path
 
 import yaml
 
-from rankbench.files import write_parquet, write_text
-from rankbench.frozen import content_hash
-from rankbench.loaders import load_beir_corpus, load_corpus
-from rankbench.start_checks import check_dataset_records, check_frozen_files, corpus_file, corpus_record
+from rankbench.io.files import write_parquet, write_text
+from rankbench.io.frozen import content_hash
+from rankbench.io.loaders import load_beir_corpus, load_corpus
+from rankbench.pipeline.start_checks import (
+    check_dataset_records,
+    check_frozen_files,
+    corpus_file,
+    corpus_record,
+)
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "rankbench" / "io" / "schemas"
 
 
 def seconds(call) -> float:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from rankbench.frozen import freeze
+from rankbench.io.frozen import freeze
 
 REPO = Path(__file__).resolve().parents[1]
 _JOBS = re.compile(r"^total\s+(\d+)$", re.MULTILINE)

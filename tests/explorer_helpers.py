@@ -12,9 +12,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from rankbench.evaluation import aggregate, build_qrels, evaluate_run
-from rankbench.explorer import ExplorerSettings
-from rankbench.failures import analyse
+from rankbench.analysis.failures import analyse
+from rankbench.evaluation.evaluate import aggregate, evaluate_run
+from rankbench.io.qrels import build_qrels
+from rankbench.report.explorer import ExplorerSettings
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

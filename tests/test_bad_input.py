@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 import pytrec_eval
 import yaml
-
 from workflow_helpers import copy_dataset, edit_config, snakemake
 
 pytestmark = pytest.mark.slow
@@ -96,7 +95,7 @@ def test_bad_questions_of_a_new_version(mini: Path, case: str) -> None:
     mutate, expected = QUESTION_CASES[case]
     mutate(mini)
     # The edited file is registered as a new version, so the failure is the content's, not the lock's.
-    from rankbench.frozen import freeze
+    from rankbench.io.frozen import freeze
 
     lock = mini / MINI / "questions" / "frozen.lock"
     lock.write_text("{}\n")

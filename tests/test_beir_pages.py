@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-
-from rankbench.history import record_run
 from workflow_helpers import REPO, SNAKEMAKE, copy_dataset, snakemake
+
+from rankbench.analysis.history import record_run
 
 pytestmark = pytest.mark.slow
 FIXTURE = Path("tests/fixtures/beir-tiny")
@@ -56,7 +56,8 @@ def test_a_run_killed_while_recording_its_history_is_recorded_by_the_next_run(be
     # Killed after appending and before drawing: the job run again appends nothing and draws the same pages.
     outputs = {"markdown": str(beir / "again.md"), "png": str(beir / "again.png"), "svg": str(beir / "again.svg")}
     paths = [str(beir / BASE / f"{qset}/history-record.json") for qset in ("test", "odd")]
-    assert record_run(paths, beir / "results/history.jsonl", "beir-tiny", "rr@10", outputs, "later") == 0
+    assert record_run(paths, beir / "results/history.jsonl", "beir-tiny", "rr@10", outputs, "later",
+                      lambda frame, metric: None) == 0
     assert (beir / "again.md").read_text() == page
 
 

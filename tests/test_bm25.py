@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankbench.bm25 import (
+from rankbench.errors import InputError
+from rankbench.retrieval.bm25 import (
     LANGUAGES,
     VARIANTS,
     Analyzer,
@@ -19,7 +20,6 @@ from rankbench.bm25 import (
     save_index,
     search,
 )
-from rankbench.errors import InputError
 
 FRENCH = [
     "Les remboursements des frais médicaux sont versés sous dix jours.",

@@ -7,8 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankbench.chunking import CHUNK_COLUMNS, ChunkerSpec, chunk_corpus, chunk_document, passage_text, word_windows
-from rankbench.sections import split_sections
+from rankbench.corpus.chunking import (
+    CHUNK_COLUMNS,
+    ChunkerSpec,
+    chunk_corpus,
+    chunk_document,
+    passage_text,
+    word_windows,
+)
+from rankbench.corpus.sections import split_sections
 
 
 def words(prefix: str, n: int) -> str:
@@ -194,7 +201,7 @@ def test_chunker_spec_valid() -> None:
 
 
 def test_a_corpus_of_untitled_headings_only_yields_no_chunk_and_is_refused_before_indexing() -> None:
-    from rankbench.chunking import check_chunkable
+    from rankbench.corpus.chunking import check_chunkable
     from rankbench.errors import InputError
 
     headings = corpus(document("## One\n\n### Two\n", doc_id="d1", title=""), document("# Three", doc_id="d2", title=""))
@@ -212,7 +219,7 @@ def test_a_corpus_of_untitled_headings_only_yields_no_chunk_and_is_refused_befor
 @pytest.mark.parametrize("spec", [ChunkerSpec(), ChunkerSpec(kind="fixed", size=100, overlap=0)])
 def test_a_document_with_a_title_and_no_body_is_one_chunk_of_its_title(spec: ChunkerSpec) -> None:
     """CACM: half the records have a title and no abstract; without a chunk they could never be retrieved."""
-    from rankbench.chunking import check_chunkable, passage_text
+    from rankbench.corpus.chunking import check_chunkable, passage_text
 
     docs = corpus(document("", doc_id="d1", title="Algorithm 97: Shortest Path"),
                   document("## Only a heading", doc_id="d2", title="Heading doc"),

@@ -10,8 +10,15 @@ import pandas as pd
 import pytest
 import pytrec_eval
 
-from rankbench.cli import METRIC_ALIASES, main, parse_metrics
-from rankbench.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, METRICS_AT_K, METRICS_FULL, POLLUTION_METRICS
+from rankbench.cli import main
+from rankbench.evaluation.metric_names import METRIC_ALIASES, parse_metrics
+from rankbench.evaluation.metrics import (
+    EXTRA_METRICS_AT_K,
+    EXTRA_METRICS_FULL,
+    METRICS_AT_K,
+    METRICS_FULL,
+    POLLUTION_METRICS,
+)
 
 
 def write_case(tmp_path: Path) -> tuple[Path, list[Path]]:

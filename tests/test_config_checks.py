@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 import yaml
-
-from rankbench.config import MAX_METHODS, check_config
-from rankbench.config_file import MAX_CONFIG_NODES, load_config_file
-from rankbench.errors import InputError
 from workflow_helpers import REPO, copy_dataset, snakemake
+
+from rankbench.errors import InputError
+from rankbench.io.config_file import MAX_CONFIG_NODES, load_config_file
+from rankbench.pipeline.config import MAX_METHODS, check_config
 
 MINI = REPO / "tests/fixtures/mini/config.yaml"
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())

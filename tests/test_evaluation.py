@@ -6,8 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.evaluation import AGGREGATE_COLUMNS, PER_QUERY_COLUMNS, aggregate, build_qrels, evaluate_run
-from rankbench.runs import RUN_COLUMNS, collapse_to_documents
+from rankbench.evaluation.evaluate import (
+    AGGREGATE_COLUMNS,
+    PER_QUERY_COLUMNS,
+    aggregate,
+    evaluate_run,
+)
+from rankbench.io.qrels import build_qrels
+from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.evaluation import (
+from rankbench.evaluation.evaluate import (
     AGGREGATE_COLUMNS,
     PAIRS_COLUMNS,
     TIERS_COLUMNS,
@@ -17,8 +17,13 @@ from rankbench.evaluation import (
     score_runs,
     tier_table,
 )
-from rankbench.metrics import GRADE_LABELS, POLLUTION_METRICS, grades_by_rank, per_query_metrics
-from rankbench.stats import compare_methods, holm
+from rankbench.evaluation.metrics import (
+    GRADE_LABELS,
+    POLLUTION_METRICS,
+    grades_by_rank,
+    per_query_metrics,
+)
+from rankbench.evaluation.stats import compare_methods, holm
 
 KS = [1, 3, 5]
 METHODS = ("bm25", "dense", "hybrid", "rerank")

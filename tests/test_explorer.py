@@ -7,11 +7,16 @@ import re
 
 import numpy as np
 import pandas as pd
-
 from explorer_helpers import SETTINGS, payload_args, tiny_inputs
-from rankbench import explorer
-from rankbench.evaluation import evaluate_run
-from rankbench.explorer import explorer_html, explorer_payload, metric_columns, shown_k
+
+from rankbench.evaluation.evaluate import evaluate_run
+from rankbench.report import explorer
+from rankbench.report.explorer import (
+    explorer_html,
+    explorer_payload,
+    metric_columns,
+    shown_k,
+)
 
 
 def _embedded(page: str) -> dict:

@@ -11,8 +11,8 @@ import pytest
 from explorer_helpers import chromium, payload_args, tiny_inputs
 from workflow_helpers import REPO, snakemake
 
-from rankbench.explorer import explorer_html, explorer_payload
-from rankbench.runs import collapse_to_documents
+from rankbench.io.runs import collapse_to_documents
+from rankbench.report.explorer import explorer_html, explorer_payload
 
 SHOTS = REPO / "results" / "explorer-screenshots"
 PAIR = ("hybrid[k=60]", "dense-e5")

@@ -10,7 +10,7 @@ import pytest
 
 from rankbench.cli import main
 from rankbench.errors import InputError
-from rankbench.frozen import check_frozen, read_lock
+from rankbench.io.frozen import check_frozen, read_lock
 
 
 def freeze_cli(path: Path, version: str, lock: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -11,13 +11,18 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from rankbench.corpus.label_checks import check_label_targets
 from rankbench.errors import InputError
-from rankbench.loaders import load_beir_questions, load_corpus, load_questions, read_qrels_tsv
-from rankbench.validation import check_label_targets
+from rankbench.io.loaders import (
+    load_beir_questions,
+    load_corpus,
+    load_questions,
+    read_qrels_tsv,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-QUESTION_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/questions.schema.yaml").read_text())
-CORPUS_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/corpus.schema.yaml").read_text())
+QUESTION_SCHEMA = yaml.safe_load((REPO / "src/rankbench/io/schemas/questions.schema.yaml").read_text())
+CORPUS_SCHEMA = yaml.safe_load((REPO / "src/rankbench/io/schemas/corpus.schema.yaml").read_text())
 DEMO = REPO / "data/demo"
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -109,7 +114,7 @@ _trec_fields = st.one_of(_ids.map(str), st.sampled_from(["Q0", "0", "1", "3", "-
        raw=st.binary(max_size=20), kind=st.sampled_from(["run", "qrels"]))
 def test_trec_runs_and_qrels_load_or_raise_input_error(tmp_path: Path, lines: list[str], raw: bytes,
                                                        kind: str) -> None:
-    from rankbench.trec import read_trec_qrels, read_trec_run
+    from rankbench.io.trec import read_trec_qrels, read_trec_run
 
     path = tmp_path / f"file.{kind}"
     path.write_bytes("\n".join(lines).encode("utf-8", "surrogatepass") + raw)

@@ -7,12 +7,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from rankbench.budget import BUDGET_COLUMNS
 import yaml
-
-from rankbench.robustness import BOUNDS_COLUMNS, CORRECTED_COLUMNS, SURVIVAL_COLUMNS
 from workflow_helpers import snakemake
+
+from rankbench.analysis.budget import BUDGET_COLUMNS
+from rankbench.analysis.robustness import (
+    BOUNDS_COLUMNS,
+    CORRECTED_COLUMNS,
+    SURVIVAL_COLUMNS,
+)
 
 pytestmark = pytest.mark.slow
 V1 = Path("results/demo/v1")

@@ -7,7 +7,13 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from rankbench.llm.agreement import agreement, agreement_markdown, confusion, kappa_interval, weighted_kappa
+from rankbench.llm.agreement import (
+    agreement,
+    agreement_markdown,
+    confusion,
+    kappa_interval,
+    weighted_kappa,
+)
 
 LABELS = [0, 1, 2, 3]
 

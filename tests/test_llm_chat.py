@@ -6,10 +6,15 @@ import socket
 from pathlib import Path
 
 import pytest
+from llm_server import ChatServer, chat_server, completion
 
 from rankbench.errors import InputError
-from rankbench.llm.chat import Chat, OpenAIEndpoint, chat_from_spec, first_token_probabilities
-from llm_server import ChatServer, chat_server, completion
+from rankbench.llm.chat import (
+    Chat,
+    OpenAIEndpoint,
+    chat_from_spec,
+    first_token_probabilities,
+)
 
 server = chat_server
 

@@ -14,11 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from llm_server import ChatServer, chat_server, completion
-from rankbench.chunking import ChunkerSpec, chunk_corpus, passage_text
+
+from rankbench.corpus.chunking import ChunkerSpec, chunk_corpus, passage_text
+from rankbench.corpus.sections import split_sections
 from rankbench.errors import InputError
-from rankbench.frozen import read_lock
+from rankbench.io.frozen import read_lock
+from rankbench.io.loaders import load_corpus, load_questions
 from rankbench.llm.chat import Chat, OpenAIEndpoint
 from rankbench.llm.generate import generate_questions, normalize
 from rankbench.llm.judge import judge_pool, merge_labels, pool
@@ -26,8 +28,6 @@ from rankbench.llm.prompts import parse_generation, parse_grade, parse_rewrite
 from rankbench.llm.rerank import llm_scorer
 from rankbench.llm.rewrite import rewrite_questions
 from rankbench.llm.versions import publish, version_records, write_jsonl
-from rankbench.loaders import load_corpus, load_questions
-from rankbench.sections import split_sections
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "fixtures" / "mini"
@@ -36,7 +36,7 @@ server = chat_server
 
 @pytest.fixture(scope="module")
 def documents() -> pd.DataFrame:
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "corpus.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "src" / "rankbench" / "io" / "schemas" / "corpus.schema.yaml").read_text())
     return load_corpus(MINI / "corpus.jsonl", schema)
 
 
@@ -69,7 +69,7 @@ def test_generation_is_seeded_deduplicated_labelled_and_a_valid_version(server: 
         assert record["kind"] == "generated"
     path = tmp_path / "gen.jsonl"
     write_jsonl(records, path)
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "questions.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "src" / "rankbench" / "io" / "schemas" / "questions.schema.yaml").read_text())
     questions, labels = load_questions(path, schema)
     assert len(questions) == 4 and (labels["grade"] == 3).all()
     again = generate_questions(make_chat(server, tmp_path), documents, count=4, seed=3, language="French", min_chars=20)
@@ -86,7 +86,7 @@ def test_reply_parsers() -> None:
 
 
 def mini_frames(documents: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "questions.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "src" / "rankbench" / "io" / "schemas" / "questions.schema.yaml").read_text())
     questions, labels = load_questions(MINI / "questions" / "v1.jsonl", schema)
     return questions, labels, chunk_corpus(documents, ChunkerSpec())
 

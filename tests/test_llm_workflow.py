@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from llm_server import ChatServer, chat_server, completion
-from rankbench.llm.versions import publish
 from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
+
+from rankbench.llm.versions import publish
 
 pytestmark = pytest.mark.slow
 server = chat_server

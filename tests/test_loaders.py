@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankbench.errors import InputError
-from rankbench.loaders import (
+from rankbench.io.loaders import (
     DOCUMENT_COLUMNS,
     LABEL_COLUMNS,
     QUESTION_COLUMNS,
@@ -23,7 +23,7 @@ from rankbench.loaders import (
     read_qrels_tsv,
 )
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "rankbench" / "io" / "schemas"
 CORPUS_SCHEMA = yaml.safe_load((SCHEMAS / "corpus.schema.yaml").read_text(encoding="utf-8"))
 QUESTIONS_SCHEMA = yaml.safe_load((SCHEMAS / "questions.schema.yaml").read_text(encoding="utf-8"))
 
@@ -451,7 +451,7 @@ def test_corpus_doc_id_with_whitespace_names_the_line(tmp_path: Path) -> None:
 def test_ids_that_look_like_paths_or_chunk_ids_are_plain_ids(tmp_path: Path) -> None:
     # Document ids never become file names, and section ids never hold `#`: `x#y`'s chunks stay apart from
     # the chunks of document `x`'s section `y`.
-    from rankbench.chunking import ChunkerSpec, chunk_corpus
+    from rankbench.corpus.chunking import ChunkerSpec, chunk_corpus
 
     path = write_lines(tmp_path / "corpus.jsonl", [doc("a/b"), doc("../x"), doc("x", text="## Y\nwhy"),
                                                    doc("x#y", text="plain")])

@@ -9,18 +9,39 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from model_helpers import tiny_cross_encoder
-from rankbench.bm25 import Analyzer, BM25Params, build_index, index_keys, search, search_weighted
-from rankbench.config import check_methods, expand_methods
-from rankbench.dense import IndexSpec, build_index as build_faiss, recall_against_exact, search as dense_search
+
+from rankbench.analysis.leaks import leak_counts, leak_summary
+from rankbench.corpus.filters import chunk_masks
 from rankbench.errors import InputError
-from rankbench.filters import chunk_masks
-from rankbench.fusion import normalize_scores, reciprocal_rank_fusion, score_fusion
-from rankbench.leaks import leak_counts, leak_summary
-from rankbench.rerank import cross_encoder_scorer, rerank_or_fallback
-from rankbench.rewrite import RM3, load_rewrites, rm3_queries
-from rankbench.runs import order_by_trec_rule
+from rankbench.io.rewrites import load_rewrites
+from rankbench.io.runs import order_by_trec_rule
+from rankbench.pipeline.config import check_methods, expand_methods
+from rankbench.retrieval.bm25 import (
+    Analyzer,
+    BM25Params,
+    build_index,
+    index_keys,
+    search,
+    search_weighted,
+)
+from rankbench.retrieval.dense import (
+    IndexSpec,
+    recall_against_exact,
+)
+from rankbench.retrieval.dense import (
+    build_index as build_faiss,
+)
+from rankbench.retrieval.dense import (
+    search as dense_search,
+)
+from rankbench.retrieval.fusion import (
+    normalize_scores,
+    reciprocal_rank_fusion,
+    score_fusion,
+)
+from rankbench.retrieval.rerank import cross_encoder_scorer, rerank_or_fallback
+from rankbench.retrieval.rm3 import RM3, rm3_queries
 
 
 def run_frame(rows: list[tuple[str, str, float]]) -> pd.DataFrame:

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-
 from model_helpers import tiny_cross_encoder
-from rankbench.frozen import freeze
 from workflow_helpers import copy_dataset, snakemake
+
+from rankbench.io.frozen import freeze
 
 pytestmark = pytest.mark.slow
 MINI = Path("tests/fixtures/mini")

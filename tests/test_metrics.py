@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.metrics import (
+from rankbench.evaluation.metrics import (
     ERR_MAX_GRADE,
     GRADE_LABELS,
     METRICS_AT_K,

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.ppi import human_only, judge_corrected, judge_only, ppi_mean
+from rankbench.evaluation.ppi import human_only, judge_corrected, judge_only, ppi_mean
 
 SEEDS = 2000
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import run_demo
-from rankbench.frozen import read_lock
-from rankbench.report import DATE_PREFIX
 from workflow_helpers import REPO, SNAKEMAKE, copy_dataset, edit_config, snakemake
+
+from rankbench.io.frozen import read_lock
+from rankbench.report.comparison import DATE_PREFIX
 
 pytestmark = pytest.mark.slow
 DEMO_RESULTS = Path("results/demo")
@@ -89,7 +89,7 @@ def test_results_are_never_recomputed_from_other_content_under_the_same_version(
     lock = workdir / "tests/fixtures/mini/questions/frozen.lock"
     # Someone changes a label and edits the lock by hand to match, keeping the version name.
     questions.write_text(questions.read_text().replace('"grade": 1', '"grade": 2'))
-    from rankbench.frozen import content_hash
+    from rankbench.io.frozen import content_hash
 
     lock.write_text(lock.read_text().replace(read_lock(lock)["v1"], content_hash([questions])))
     before = pd.read_parquet(workdir / "results/mini/v1/labels.parquet")

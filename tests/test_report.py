@@ -11,21 +11,51 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.calibration import calibration_markdown, separation, thresholds, top1_scores
-from rankbench.cost import cost_table, method_stages
+from rankbench.analysis.calibration import (
+    calibration_markdown,
+    separation,
+    thresholds,
+    top1_scores,
+)
+from rankbench.analysis.failures import (
+    RANKING,
+    RECALL,
+    analyse,
+    failures_markdown,
+    stage_log,
+)
+from rankbench.analysis.history import (
+    append_records,
+    history_frame,
+    history_markdown,
+    read_history,
+)
+from rankbench.analysis.pooling import import_labels, pool, read_filled, write_pool
+from rankbench.analysis.qset_diff import (
+    CHANGE_COLUMNS,
+    diff_markdown,
+    diff_summary,
+    flips,
+    question_changes,
+    version_metrics,
+)
+from rankbench.corpus.label_checks import findings_markdown, label_findings
 from rankbench.errors import InputError
-from rankbench.failures import RANKING, RECALL, analyse, failures_markdown, stage_log
-from rankbench.findings import findings, kind_patterns
-from rankbench.frozen import read_lock
-from rankbench.history import append_records, history_frame, history_markdown, read_history
-from rankbench.pooling import import_labels, pool, read_filled, write_pool
-from rankbench.provenance import canonical_config, config_hash, report_settings
-from rankbench.qset_diff import (CHANGE_COLUMNS, diff_markdown, diff_summary, flips, question_changes,
-                                 version_metrics)
-from rankbench.report import judge_section, labels_section, leaks_section
-from rankbench.stats import format_p, holm, tiers
-from rankbench.validation import findings_markdown, label_findings
-from rankbench.tables import csv_table, latex_table, marked, markdown_grid, tier_grid, wide, with_tiers
+from rankbench.evaluation.stats import format_p, holm, tiers
+from rankbench.io.frozen import read_lock
+from rankbench.io.markdown import markdown_grid
+from rankbench.pipeline.cost import cost_table, method_stages
+from rankbench.pipeline.provenance import canonical_config, config_hash, report_settings
+from rankbench.report.comparison import judge_section, labels_section, leaks_section
+from rankbench.report.findings import findings, kind_patterns
+from rankbench.report.tables import (
+    csv_table,
+    latex_table,
+    marked,
+    tier_grid,
+    wide,
+    with_tiers,
+)
 
 
 def aggregate_row(method, mean, diff=np.nan, p_holm=np.nan, below=None, kind="all", metric="ndcg", k=10, n=40):
@@ -343,7 +373,7 @@ def test_pool_exports_unjudged_passages_and_import_makes_a_new_frozen_version(tm
 
 
 def test_diff_pairs_must_name_two_configured_versions() -> None:
-    from rankbench.provenance import diff_pairs
+    from rankbench.pipeline.provenance import diff_pairs
 
     config = {"qsets": {"v1": {}, "v2": {}}}
     assert diff_pairs({**config, "diffs": [["v1", "v2"]]}, "c") == [("v1", "v2")]
@@ -352,7 +382,7 @@ def test_diff_pairs_must_name_two_configured_versions() -> None:
 
 
 def test_a_versions_config_leaves_out_the_other_versions_and_the_diffs() -> None:
-    from rankbench.provenance import qset_config
+    from rankbench.pipeline.provenance import qset_config
 
     config = {"qsets": {"v1": {"path": "a"}, "v2": {"path": "b"}}, "diffs": [["v1", "v2"]], "methods": {"m": 1}}
     assert qset_config(config, "v1") == {"qsets": {"v1": {"path": "a"}}, "methods": {"m": 1}}

@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
-from rankbench.config import evaluation_settings, expand_methods
-from rankbench.evaluation import TIERS_COLUMNS
-from rankbench.provenance import report_settings
-from rankbench.findings import FAMILIES
 from workflow_helpers import edit_config, snakemake
+
+from rankbench.evaluation.evaluate import TIERS_COLUMNS
+from rankbench.pipeline.config import evaluation_settings, expand_methods
+from rankbench.pipeline.provenance import report_settings
+from rankbench.report.findings import FAMILIES
 
 pytestmark = pytest.mark.slow
 BASE = Path("results/demo")

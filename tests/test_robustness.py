@@ -6,9 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.ppi import ppi_mean
-from rankbench.robustness import (drop_labels, headline_findings, judge_effects, robustness, robustness_page,
-                                  shift_grades, unjudged_as_relevant)
+from rankbench.analysis.robustness import (
+    drop_labels,
+    headline_findings,
+    judge_effects,
+    robustness,
+    robustness_page,
+    shift_grades,
+    unjudged_as_relevant,
+)
+from rankbench.evaluation.ppi import ppi_mean
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

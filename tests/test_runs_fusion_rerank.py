@@ -9,10 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.fusion import reciprocal_rank_fusion
-from rankbench.metrics import per_query_metrics
-from rankbench.rerank import bi_encoder_scorer, cross_encoder_scorer, rerank
-from rankbench.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_rule, run_from_topk
+from rankbench.evaluation.metrics import per_query_metrics
+from rankbench.io.runs import (
+    RUN_COLUMNS,
+    collapse_to_documents,
+    order_by_trec_rule,
+    run_from_topk,
+)
+from rankbench.retrieval.fusion import reciprocal_rank_fusion
+from rankbench.retrieval.rerank import bi_encoder_scorer, cross_encoder_scorer, rerank
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -11,7 +11,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
 from workflow_helpers import REPO, snakemake
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankbench.sections import heading_text, split_sections
+from rankbench.corpus.sections import heading_text, split_sections
 
 # The former pattern, kept here as the reference of what a heading is (it backtracks in O(n^3) on `#` + blanks).
 FORMER_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")

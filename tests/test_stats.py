@@ -10,19 +10,19 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from scipy.optimize import brentq
 
-from rankbench.stats import (
+from rankbench.evaluation.stats import (
     COMPARISON_COLUMNS,
     bootstrap_ci,
     compare_methods,
-    paired_comparison,
     holm,
+    paired_comparison,
     paired_randomization_test,
     paired_t_test,
     randomization_p_values,
     rank_intervals,
     standardized_effects,
-    tiers,
     t_test_p_values,
+    tiers,
     win_tie_loss,
 )
 

@@ -11,8 +11,15 @@ import pytest
 import pytrec_eval
 
 from rankbench.errors import InputError
-from rankbench.metrics import per_query_metrics
-from rankbench.trec import read_parquet_run, read_qrels, read_run, read_trec_qrels, read_trec_run, write_trec_run
+from rankbench.evaluation.metrics import per_query_metrics
+from rankbench.io.trec import (
+    read_parquet_run,
+    read_qrels,
+    read_run,
+    read_trec_qrels,
+    read_trec_run,
+    write_trec_run,
+)
 
 MEASURES = {"P_5", "ndcg_cut_10", "map_cut_20", "recall_20", "recip_rank"}
 OURS = {"P_5": ("precision", 5), "ndcg_cut_10": ("ndcg", 10), "map_cut_20": ("ap", 20), "recall_20": ("recall", 20)}

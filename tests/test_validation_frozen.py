@@ -11,12 +11,18 @@ import pytest
 import yaml
 
 from rankbench.cli import main
+from rankbench.corpus.label_checks import (
+    FINDING_COLUMNS,
+    check_label_targets,
+    findings_markdown,
+    label_findings,
+)
+from rankbench.corpus.validity import in_force
 from rankbench.errors import InputError
-from rankbench.frozen import check_frozen, content_hash, freeze, read_lock
-from rankbench.loaders import load_corpus, load_questions
-from rankbench.validation import FINDING_COLUMNS, check_label_targets, findings_markdown, in_force, label_findings
+from rankbench.io.frozen import check_frozen, content_hash, freeze, read_lock
+from rankbench.io.loaders import load_corpus, load_questions
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "rankbench" / "io" / "schemas"
 CORPUS_SCHEMA = yaml.safe_load((SCHEMAS / "corpus.schema.yaml").read_text(encoding="utf-8"))
 QUESTIONS_SCHEMA = yaml.safe_load((SCHEMAS / "questions.schema.yaml").read_text(encoding="utf-8"))
 

@@ -11,11 +11,11 @@ import pandas as pd
 import pytest
 import pytrec_eval
 import yaml
-
-from rankbench.config import expand_methods
-from rankbench.frozen import freeze
-from rankbench.runs import collapse_to_documents
 from workflow_helpers import edit_config, planned_jobs, snakemake
+
+from rankbench.io.frozen import freeze
+from rankbench.io.runs import collapse_to_documents
+from rankbench.pipeline.config import expand_methods
 
 pytestmark = pytest.mark.slow
 CORPUS_RULES = {"load_corpus", "chunk", "bm25_index", "embed_corpus", "faiss_index"}

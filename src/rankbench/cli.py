@@ -4,84 +4,26 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.evaluation import GRAINS, score_runs
-from rankbench.files import write_parquet
-from rankbench.frozen import freeze
-from rankbench.metrics import (
-    EXTRA_METRICS_AT_K,
-    EXTRA_METRICS_FULL,
+from rankbench.evaluation.evaluate import GRAINS, score_runs
+from rankbench.evaluation.metric_names import known_metrics_text, parse_metrics
+from rankbench.evaluation.metrics import (
     GAINS,
-    METRICS_AT_K,
-    METRICS_FULL,
-    POLLUTION_METRICS,
     err_grade_problem,
 )
-from rankbench.runs import unmatched
-from rankbench.stats import format_p
-from rankbench.trec import read_qrels, read_run
+from rankbench.evaluation.stats import format_p
+from rankbench.io.files import write_parquet
+from rankbench.io.frozen import freeze
+from rankbench.io.runs import unmatched
+from rankbench.io.trec import read_qrels, read_run
 
-# trec_eval / ir-measures names accepted for ours (case-insensitive); trec_eval's cut families need a cutoff.
-METRIC_ALIASES = {"p": "precision", "map": "ap", "map_cut": "ap", "mrr": "rr", "recip_rank": "rr",
-                  "success": "hit", "ndcg_cut": "ndcg", "rprec": "r_precision", "r-precision": "r_precision",
-                  "r": "recall"}
 UNMATCHED_HINT = ("A workflow run at chunk grain (runs/<method>.chunks.trec) holds chunk ids: score "
                   "runs/<method>.docs.trec against document qrels, or the Parquet run with --grain chunk.")
-CUT_FAMILIES = ("map_cut", "ndcg_cut", "p", "success")
-# Without a cutoff these are computed over the whole run, as trec_eval's map, recip_rank and ndcg are.
-UNCUT = ("ap", "rr", "ndcg")
-_TREC_CUT = re.compile(r"^(.+?)[_.](\d+)$")  # trec_eval's P_5, ndcg_cut_10 (as printed) or P.5 (as in -m)
-
-
-def _split_cutoff(item: str) -> tuple[str, str]:
-    """('ndcg', '10') from ndcg@10, ndcg_cut_10 or ndcg_cut.10; (name, '') without a cutoff."""
-    name, at, cut = item.partition("@")
-    if at:
-        return name.lower(), cut
-    match = _TREC_CUT.match(item.lower())
-    if match and (match.group(1) in METRIC_ALIASES or match.group(1) in _all_metrics()):
-        return match.group(1), match.group(2)
-    return item.lower(), ""
-
-
-def _all_metrics() -> tuple[str, ...]:
-    return METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K + METRICS_FULL + EXTRA_METRICS_FULL
-
-
-def known_metrics_text() -> str:
-    """Every metric name --metrics accepts, for its help and its error."""
-    aliases = ", ".join(f"{alias} = {metric}" for alias, metric in METRIC_ALIASES.items())
-    with_k = METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K
-    return (f"with a cutoff k (NAME@k, or trec_eval's NAME_k / NAME.k): {', '.join(with_k)}; "
-            f"without a cutoff (whole run): {', '.join(UNCUT + METRICS_FULL + EXTRA_METRICS_FULL)}; "
-            f"aliases (case-insensitive): {aliases}; "
-            f"{', '.join(CUT_FAMILIES)} need a cutoff")
-
-
-def parse_metrics(text: str) -> list[tuple[str, int]]:
-    """'ndcg@10,P_5,map,Rprec' -> [('ndcg', 10), ('precision', 5), ('ap', 0), ('r_precision', 0)]; k = 0 means the
-    whole run (trec_eval's uncut map, recip_rank, ndcg, Rprec)."""
-    parsed = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, cut = _split_cutoff(item)
-        metric = METRIC_ALIASES.get(name, name)
-        if metric in METRICS_FULL + EXTRA_METRICS_FULL and not cut:
-            parsed.append((metric, 0))
-        elif metric in UNCUT and name not in CUT_FAMILIES and not cut:
-            parsed.append((metric, 0))
-        elif metric in METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K and cut.isdigit() and int(cut) > 0:
-            parsed.append((metric, int(cut)))
-        else:
-            raise argparse.ArgumentTypeError(f"cannot read metric {item!r}; known: {known_metrics_text()}")
-    if not parsed:
-        raise argparse.ArgumentTypeError("give at least one metric, e.g. ndcg@10,recall@100")
-    return parsed
 
 
 def _positive(text: str) -> int:
@@ -197,7 +139,7 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 def pool_export_command(args: argparse.Namespace) -> int:
     """`rankbench pool-export`: the unjudged passages among the top k of every method of a version's results."""
-    from rankbench.pooling import pool, write_pool
+    from rankbench.analysis.pooling import pool, write_pool
 
     base = args.results / args.qset
     runs = {path.stem: pd.read_parquet(path) for path in sorted((base / "runs").glob("*.parquet"))}
@@ -214,7 +156,7 @@ def pool_export_command(args: argparse.Namespace) -> int:
 
 def pool_import_command(args: argparse.Namespace) -> int:
     """`rankbench pool-import`: a filled pool file becomes a new frozen question-set version."""
-    from rankbench.pooling import import_labels, read_filled
+    from rankbench.analysis.pooling import import_labels, read_filled
 
     added, digest = import_labels(read_filled(args.filled), args.questions, args.output, args.version, args.lock)
     print(f"{args.version}: {added} labels added to the questions of {args.questions}, written to {args.output}, "

@@ -20,8 +20,8 @@ from snakemake_interface_common.exceptions import WorkflowError
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
 try:
-    from rankbench.config_file import load_config_file
     from rankbench.errors import InputError
+    from rankbench.io.config_file import load_config_file
 except ImportError:  # a rankbench without the loader (e.g. an older checkout on the path): leave Snakemake as it is
     load_config_file = None
 

@@ -1,27 +1,17 @@
 import re
 from pathlib import Path
 
-from rankbench.bm25 import index_keys
+from rankbench.retrieval.bm25 import index_keys
 import yaml
 
-from rankbench.config import (
-    check_config,
-    check_outputs,
-    evaluation_settings,
-    method_chunker,
-)
-from rankbench.corpus_embedding import DEFAULT_SHARDS
-from rankbench.cost import method_stages
-from rankbench.dense import IndexSpec
-from rankbench.frozen import read_lock, rewrite_lock_key
-from rankbench.provenance import (
-    canonical_config,
-    config_hash,
-    diff_pairs,
-    qset_config,
-    report_settings,
-)
-from rankbench.start_checks import check_dataset, corpus_file, version_files
+from rankbench.pipeline.config import check_config, check_outputs, evaluation_settings, method_chunker
+from rankbench.retrieval.embedding_cache import DEFAULT_SHARDS
+from rankbench.pipeline.cost import method_stages
+from rankbench.retrieval.dense import IndexSpec
+from rankbench.io.frozen import read_lock, rewrite_lock_key
+from rankbench.io.loaders import SCHEMA_FOLDER
+from rankbench.pipeline.provenance import canonical_config, config_hash, diff_pairs, qset_config, report_settings
+from rankbench.pipeline.start_checks import check_dataset, corpus_file, version_files
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
@@ -43,7 +33,7 @@ LOGS = (
 )
 # The dataset's files, every record and every frozen hash, on every run (dry runs too), before any job.
 if workflow.is_main_process:
-    check_dataset(config, SCHEMAS, R)
+    check_dataset(config, SCHEMA_FOLDER, R)
 
 EVALUATION = evaluation_settings(config)
 QSETS = sorted(config["qsets"])

@@ -1,7 +1,7 @@
 rule load_corpus:
     input:
         corpus=corpus_file(config),
-        schema=SCHEMAS / "corpus.schema.yaml",
+        schema=SCHEMA_FOLDER / "corpus.schema.yaml",
     output:
         documents=f"{R}/corpus/documents.parquet",
     log:

@@ -6,7 +6,7 @@ LABEL_CHUNKERS = sorted({chunker_of(m) for m in METHODS})
 rule prepare_questions:
     input:
         files=qset_files,
-        schema=SCHEMAS / "questions.schema.yaml",
+        schema=SCHEMA_FOLDER / "questions.schema.yaml",
     output:
         questions=f"{R}/{{qset}}/questions.parquet",
         labels=f"{R}/{{qset}}/labels.unchecked.parquet",

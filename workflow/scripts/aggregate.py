@@ -3,9 +3,9 @@ tiers and rank intervals of the headline metrics."""
 
 import pandas as pd
 
-from rankbench.evaluation import TIERS_COLUMNS, aggregate, tier_table
-from rankbench.files import write_parquet
-from rankbench.scripting import run_script
+from rankbench.evaluation.evaluate import TIERS_COLUMNS, aggregate, tier_table
+from rankbench.io.files import write_parquet
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -2,9 +2,14 @@
 
 import numpy as np
 
-from rankbench.dense import IndexSpec, load_index, recall_against_exact, search
-from rankbench.files import write_parquet, write_text
-from rankbench.scripting import run_script
+from rankbench.io.files import write_parquet, write_text
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.dense import (
+    IndexSpec,
+    load_index,
+    recall_against_exact,
+    search,
+)
 
 
 def main(snakemake):

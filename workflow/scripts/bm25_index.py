@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from rankbench.bm25 import analyzer_and_params, build_index, save_index
-from rankbench.chunking import passage_text
-from rankbench.scripting import run_script
+from rankbench.corpus.chunking import passage_text
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.bm25 import analyzer_and_params, build_index, save_index
 
 
 def main(snakemake):

@@ -2,11 +2,11 @@
 
 import pandas as pd
 
-from rankbench.calibration import calibration_markdown, thresholds, top1_scores
-from rankbench.files import write_parquet, write_text
-from rankbench.pages import markdown_html
-from rankbench.plots import save, top1_distributions
-from rankbench.scripting import run_script
+from rankbench.analysis.calibration import calibration_markdown, thresholds, top1_scores
+from rankbench.io.files import write_parquet, write_text
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.pages import markdown_html
+from rankbench.report.plots import save, top1_distributions
 
 
 def main(snakemake):

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from rankbench.chunking import ChunkerSpec, check_chunkable, chunk_corpus
-from rankbench.files import write_parquet
-from rankbench.scripting import run_script
+from rankbench.corpus.chunking import ChunkerSpec, check_chunkable, chunk_corpus
+from rankbench.io.files import write_parquet
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -7,14 +7,22 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench import budget, robustness
-from rankbench.cost import cost_table, read_benchmark
-from rankbench.files import write_text
-from rankbench.history import run_records
-from rankbench.pages import markdown_html
-from rankbench.report import comparison_page, cost_page
-from rankbench.scripting import run_script
-from rankbench.tables import TIERS_LEGEND, csv_table, latex_table, legend, marked, table_metrics, with_tiers
+from rankbench.analysis import budget, robustness
+from rankbench.analysis.history import run_records
+from rankbench.io.files import write_text
+from rankbench.pipeline.cost import cost_table, read_benchmark
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.comparison import comparison_page, cost_page
+from rankbench.report.pages import markdown_html
+from rankbench.report.tables import (
+    TIERS_LEGEND,
+    csv_table,
+    latex_table,
+    legend,
+    marked,
+    table_metrics,
+    with_tiers,
+)
 
 
 def main(snakemake):

@@ -5,10 +5,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.files import write_parquet, write_text
-from rankbench.pages import markdown_html
-from rankbench.qset_diff import diff_markdown, diff_summary, flips, question_changes, version_metrics
-from rankbench.scripting import run_script
+from rankbench.analysis.qset_diff import (
+    diff_markdown,
+    diff_summary,
+    flips,
+    question_changes,
+    version_metrics,
+)
+from rankbench.io.files import write_parquet, write_text
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.pages import markdown_html
 
 
 def main(snakemake):

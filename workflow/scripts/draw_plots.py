@@ -2,9 +2,15 @@
 
 import pandas as pd
 
-from rankbench.plots import kind_heatmap, mean_grade_by_rank, metric_bars, recall_curves, save
-from rankbench.scripting import run_script
-from rankbench.tables import metric_label
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.plots import (
+    kind_heatmap,
+    mean_grade_by_rank,
+    metric_bars,
+    recall_curves,
+    save,
+)
 
 
 def main(snakemake):

@@ -7,11 +7,16 @@ from dataclasses import asdict
 import pandas as pd
 import torch
 
-from rankbench.chunking import passage_text
-from rankbench.corpus_embedding import cache_key, embed_passages, load_cache, shard_bounds
-from rankbench.encoders import EncoderSpec, load_encoder
-from rankbench.files import write_npy
-from rankbench.scripting import run_script
+from rankbench.corpus.chunking import passage_text
+from rankbench.io.files import write_npy
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.embedding_cache import (
+    cache_key,
+    embed_passages,
+    load_cache,
+    shard_bounds,
+)
+from rankbench.retrieval.encoders import EncoderSpec, load_encoder
 
 
 def main(snakemake):

@@ -7,10 +7,16 @@ from dataclasses import asdict
 import pandas as pd
 import torch
 
-from rankbench.corpus_embedding import cache_key, embed_queries, load_cache, save_cache, text_hashes
-from rankbench.encoders import EncoderSpec, load_encoder
-from rankbench.files import write_npy
-from rankbench.scripting import run_script
+from rankbench.io.files import write_npy
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.embedding_cache import (
+    cache_key,
+    embed_queries,
+    load_cache,
+    save_cache,
+    text_hashes,
+)
+from rankbench.retrieval.encoders import EncoderSpec, load_encoder
 
 
 def main(snakemake):

@@ -6,11 +6,11 @@ import logging
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.evaluation import evaluate_run, grade_distribution
-from rankbench.files import write_parquet
-from rankbench.metrics import err_grade_problem
-from rankbench.runs import unmatched
-from rankbench.scripting import run_script
+from rankbench.evaluation.evaluate import evaluate_run, grade_distribution
+from rankbench.evaluation.metrics import err_grade_problem
+from rankbench.io.files import write_parquet
+from rankbench.io.runs import unmatched
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.explorer import ExplorerSettings, explorer_html, explorer_payload
-from rankbench.files import write_text
-from rankbench.scripting import run_script
+from rankbench.io.files import write_text
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.explorer import ExplorerSettings, explorer_html, explorer_payload
 
 
 def main(snakemake):

@@ -3,9 +3,9 @@
 
 import pandas as pd
 
-from rankbench.runs import collapse_to_documents
-from rankbench.scripting import run_script
-from rankbench.trec import write_trec_run
+from rankbench.io.runs import collapse_to_documents
+from rankbench.io.trec import write_trec_run
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from rankbench.failures import analyse, failures_markdown, stage_log
-from rankbench.files import write_parquet, write_text
-from rankbench.pages import markdown_html
-from rankbench.scripting import run_script
+from rankbench.analysis.failures import analyse, failures_markdown, stage_log
+from rankbench.io.files import write_parquet, write_text
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.pages import markdown_html
 
 
 def main(snakemake):

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from rankbench.dense import IndexSpec, build_index, save_index
-from rankbench.scripting import run_script
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.dense import IndexSpec, build_index, save_index
 
 
 def main(snakemake):

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from rankbench.files import write_parquet
-from rankbench.fusion import reciprocal_rank_fusion, score_fusion
-from rankbench.scripting import run_script
+from rankbench.io.files import write_parquet
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.fusion import reciprocal_rank_fusion, score_fusion
 
 
 def main(snakemake):

@@ -5,9 +5,9 @@ import logging
 
 import pandas as pd
 
-from rankbench.files import write_parquet
-from rankbench.scripting import run_script
-from rankbench.trec import read_run
+from rankbench.io.files import write_parquet
+from rankbench.io.trec import read_run
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

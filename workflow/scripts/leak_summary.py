@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from rankbench.files import write_parquet
-from rankbench.leaks import leak_summary
-from rankbench.scripting import run_script
+from rankbench.analysis.leaks import leak_summary
+from rankbench.io.files import write_parquet
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from rankbench.files import write_parquet, write_text
+from rankbench.io.files import write_parquet, write_text
 from rankbench.llm.agreement import agreement, agreement_markdown
-from rankbench.scripting import run_script
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import yaml
 
-from rankbench.files import write_parquet, write_text
-from rankbench.frozen import content_hash
-from rankbench.loaders import load_beir_corpus, load_corpus
-from rankbench.scripting import run_script
-from rankbench.start_checks import corpus_record
+from rankbench.io.files import write_parquet, write_text
+from rankbench.io.frozen import content_hash
+from rankbench.io.loaders import load_beir_corpus, load_corpus
+from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.start_checks import corpus_record
 
 
 def main(snakemake):

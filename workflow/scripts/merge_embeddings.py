@@ -5,11 +5,11 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 
-from rankbench.chunking import passage_text
-from rankbench.corpus_embedding import cache_key, save_cache, text_hashes
-from rankbench.encoders import EncoderSpec
-from rankbench.files import write_npy
-from rankbench.scripting import run_script
+from rankbench.corpus.chunking import passage_text
+from rankbench.io.files import write_npy
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.embedding_cache import cache_key, save_cache, text_hashes
+from rankbench.retrieval.encoders import EncoderSpec
 
 
 def main(snakemake):

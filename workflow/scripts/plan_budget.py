@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from rankbench.budget import BUDGET_COLUMNS, budget_page, plan_budget
-from rankbench.files import write_parquet, write_text
-from rankbench.pages import markdown_html
-from rankbench.scripting import run_script
+from rankbench.analysis.budget import BUDGET_COLUMNS, budget_page, plan_budget
+from rankbench.io.files import write_parquet, write_text
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.pages import markdown_html
 
 
 def main(snakemake):

@@ -6,10 +6,15 @@ from pathlib import Path
 
 import yaml
 
-from rankbench.files import write_parquet, write_text
-from rankbench.frozen import check_frozen, content_hash, guard_results, results_record
-from rankbench.loaders import load_beir_questions, load_questions
-from rankbench.scripting import run_script
+from rankbench.io.files import write_parquet, write_text
+from rankbench.io.frozen import (
+    check_frozen,
+    content_hash,
+    guard_results,
+    results_record,
+)
+from rankbench.io.loaders import load_beir_questions, load_questions
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -5,10 +5,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.files import write_parquet
-from rankbench.frozen import check_frozen, content_hash, guard_results, results_record
-from rankbench.rewrite import load_rewrites
-from rankbench.scripting import run_script
+from rankbench.io.files import write_parquet
+from rankbench.io.frozen import (
+    check_frozen,
+    content_hash,
+    guard_results,
+    results_record,
+)
+from rankbench.io.rewrites import load_rewrites
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

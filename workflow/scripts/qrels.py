@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from rankbench.evaluation import build_qrels
-from rankbench.files import write_parquet
-from rankbench.scripting import run_script
+from rankbench.io.files import write_parquet
+from rankbench.io.qrels import build_qrels
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

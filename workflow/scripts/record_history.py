@@ -3,15 +3,20 @@
 import logging
 from datetime import datetime, timezone
 
-from rankbench.history import record_run
-from rankbench.scripting import run_script
+from rankbench.analysis.history import record_run
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.plots import history_plot, save
 
 
 def main(snakemake):
     p = snakemake.params
     outputs = {name: getattr(snakemake.output, name) for name in ("markdown", "png", "svg")}
+
+    def draw(frame, metric):
+        save(history_plot(frame, metric, f"{p.dataset}: {metric} over runs"), outputs["png"], outputs["svg"])
+
     added = record_run(snakemake.input.records, p.history, p.dataset, p.metric, outputs,
-                       datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
+                       datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), draw)
     logging.info("%d record(s) added to %s", added, p.history)
 
 

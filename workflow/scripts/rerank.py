@@ -3,10 +3,14 @@
 import numpy as np
 import pandas as pd
 
-from rankbench.chunking import passage_text
-from rankbench.files import write_parquet
-from rankbench.rerank import bi_encoder_scorer, cross_encoder_scorer, rerank_or_fallback
-from rankbench.scripting import run_script
+from rankbench.corpus.chunking import passage_text
+from rankbench.io.files import write_parquet
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.rerank import (
+    bi_encoder_scorer,
+    cross_encoder_scorer,
+    rerank_or_fallback,
+)
 
 
 def main(snakemake):

@@ -2,13 +2,13 @@
 
 import pandas as pd
 
-from rankbench.bm25 import load_index, search, search_weighted
-from rankbench.chunking import passage_text
-from rankbench.files import write_parquet
-from rankbench.filters import chunk_masks
-from rankbench.rewrite import RM3, rm3_queries
-from rankbench.runs import run_from_topk
-from rankbench.scripting import run_script
+from rankbench.corpus.chunking import passage_text
+from rankbench.corpus.filters import chunk_masks
+from rankbench.io.files import write_parquet
+from rankbench.io.runs import run_from_topk
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.bm25 import load_index, search, search_weighted
+from rankbench.retrieval.rm3 import RM3, rm3_queries
 
 
 def main(snakemake):

@@ -3,11 +3,11 @@
 import numpy as np
 import pandas as pd
 
-from rankbench.dense import IndexSpec, load_index, search
-from rankbench.files import write_parquet
-from rankbench.filters import chunk_masks
-from rankbench.runs import run_from_topk
-from rankbench.scripting import run_script
+from rankbench.corpus.filters import chunk_masks
+from rankbench.io.files import write_parquet
+from rankbench.io.runs import run_from_topk
+from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.dense import IndexSpec, load_index, search
 
 
 def main(snakemake):

@@ -4,11 +4,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.files import write_parquet, write_text
-from rankbench.pages import markdown_html
-from rankbench.robustness import (BOUNDS_COLUMNS, CORRECTED_COLUMNS, CORRECTED_TYPES, SURVIVAL_COLUMNS,
-                                  judge_effects, robustness, robustness_page)
-from rankbench.scripting import run_script
+from rankbench.analysis.robustness import (
+    BOUNDS_COLUMNS,
+    CORRECTED_COLUMNS,
+    CORRECTED_TYPES,
+    SURVIVAL_COLUMNS,
+    judge_effects,
+    robustness,
+    robustness_page,
+)
+from rankbench.io.files import write_parquet, write_text
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.pages import markdown_html
 
 
 def main(snakemake):

@@ -6,9 +6,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.files import write_parquet, write_text
-from rankbench.scripting import run_script
-from rankbench.validation import check_label_targets, findings_markdown, label_findings
+from rankbench.corpus.label_checks import (
+    check_label_targets,
+    findings_markdown,
+    label_findings,
+)
+from rankbench.io.files import write_parquet, write_text
+from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

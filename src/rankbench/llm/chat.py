@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rankbench.errors import InputError
-from rankbench.files import write_text
+from rankbench.io.files import write_text
 from rankbench.llm.model_file import INSTALL_HINT, default_cache_dir, packaged_model
 
 Messages = Sequence[Mapping[str, str]]

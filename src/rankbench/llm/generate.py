@@ -9,9 +9,9 @@ import unicodedata
 import numpy as np
 import pandas as pd
 
+from rankbench.corpus.sections import split_sections
 from rankbench.llm.chat import Chat
 from rankbench.llm.prompts import generation_messages, parse_generation
-from rankbench.sections import split_sections
 
 GENERATED_KIND = "generated"
 MIN_SECTION_CHARS = 80

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from rankbench.chunking import passage_text
-from rankbench.evaluation import build_qrels
+from rankbench.corpus.chunking import passage_text
+from rankbench.io.qrels import build_qrels
 from rankbench.llm.chat import Chat
 from rankbench.llm.prompts import judge_messages, parse_grade
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from rankbench.errors import InputError
-from rankbench.files import write_atomically
+from rankbench.io.files import write_atomically
 
 PARTS = 22
 SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"

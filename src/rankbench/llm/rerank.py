@@ -7,7 +7,7 @@ import pandas as pd
 
 from rankbench.llm.chat import Chat, first_token_probabilities
 from rankbench.llm.prompts import judge_messages, parse_grade, relevance_messages
-from rankbench.rerank import PairScorer
+from rankbench.retrieval.rerank import PairScorer
 
 YES = ("yes", "oui")
 NO = ("no", "non")

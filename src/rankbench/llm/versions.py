@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.files import write_atomically, write_text
-from rankbench.frozen import content_hash, freeze, read_lock
+from rankbench.io.files import write_atomically, write_text
+from rankbench.io.frozen import content_hash, freeze, read_lock
 
 
 def jsonl_text(records: Iterable[Mapping[str, Any]]) -> str:

@@ -1,0 +1,212 @@
+"""Question-budget planner: for the pairs that matter, the smallest difference the current questions can detect and
+the number of questions needed to detect the observed one (normal formula, checked by resampling simulation)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _sps
+
+from rankbench.evaluation.evaluate import ALL_KINDS
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.stats import TIE_TOLERANCE, t_test_p_values
+from rankbench.io.markdown import markdown_grid
+
+POWER = 0.8
+# Simulated experiments per candidate question count (standard error of a power near 0.8: about 0.013).
+SIMULATIONS = 1000
+# Above this many questions the mean difference is close enough to normal that the formula is kept as it is.
+MAX_SIMULATED = 2000
+# A pair that would need more than this many times the questions at hand is called practically tied, not planned.
+PRACTICAL_TIE = 100
+BUDGET_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k", "pair", "method_a", "method_b", "n", "diff",
+                  "sd", "family_size", "alpha", "mdd", "n_needed_normal", "n_needed", "power_at_needed",
+                  "simulated"]
+
+
+def _quantiles(alpha: float, power: float, n: int) -> float:
+    """t_{1-alpha/2} + t_{power} with n - 1 degrees of freedom (normal for n = 1 or more than 10^6)."""
+    if n < 2 or n > 1_000_000:
+        return float(_sps.norm.ppf(1 - alpha / 2) + _sps.norm.ppf(power))
+    return float(_sps.t.ppf(1 - alpha / 2, n - 1) + _sps.t.ppf(power, n - 1))
+
+
+def minimum_detectable_difference(sd: float, n: int, alpha: float, power: float = POWER) -> float:
+    """Smallest true mean difference a two-sided paired t-test at `alpha` detects with `power`, over n questions."""
+    return _quantiles(alpha, power, n) * sd / np.sqrt(n)
+
+
+def normal_n(delta: float, sd: float, alpha: float, power: float = POWER) -> float:
+    """Questions needed for a paired t-test to detect `delta` given the sd of the differences (fixed point of the
+    t-quantile formula); NaN when there is no difference, 2 when every question differs by the same amount."""
+    if abs(delta) <= TIE_TOLERANCE:
+        return np.nan
+    if sd <= TIE_TOLERANCE:
+        return 2.0
+    n = 2.0
+    for _ in range(50):
+        following = max(2.0, np.ceil((_quantiles(alpha, power, int(n)) * sd / abs(delta)) ** 2))
+        if following == n:
+            break
+        n = following
+    return n
+
+
+def simulated_power(differences: np.ndarray, n: int, alpha: float, rng: np.random.Generator,
+                    simulations: int = SIMULATIONS) -> float:
+    """Share of experiments of n questions, drawn with replacement from these per-query differences, in which the
+    paired t-test gives p < alpha."""
+    draws = differences[rng.integers(0, len(differences), size=(simulations, n))]
+    return float((t_test_p_values(draws) < alpha).mean())
+
+
+def simulated_n(differences: np.ndarray, alpha: float, start: int, seed: int, power: float = POWER,
+                simulations: int = SIMULATIONS, max_n: int = MAX_SIMULATED) -> tuple[int, float] | None:
+    """Smallest n (2..max_n) whose simulated power reaches `power`, by bisection from the formula's `start`, with
+    the same seed at every n (common random numbers, so power grows with n); None when even max_n is short."""
+    powers: dict[int, float] = {}
+
+    def power_at(n: int) -> float:
+        if n not in powers:
+            powers[n] = simulated_power(differences, n, alpha, np.random.default_rng([seed, n]), simulations)
+        return powers[n]
+
+    low, high = max(1, start // 2), min(max_n, max(2, 2 * start))
+    while low > 1 and power_at(low) >= power:
+        low, high = max(1, low // 2), low
+    while high < max_n and power_at(high) < power:
+        low, high = high, min(max_n, 2 * high)
+    if power_at(high) < power:
+        return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if power_at(middle) >= power else (middle, high)
+    return high, power_at(high)
+
+
+def plan_pair(differences: np.ndarray, alpha: float, seed: int, power: float = POWER,
+              simulations: int = SIMULATIONS) -> dict[str, Any]:
+    """Budget of one pair from its paired per-query differences: mdd at the current n and questions needed."""
+    n, delta = len(differences), float(differences.mean())
+    sd = float(differences.std(ddof=1)) if n > 1 else 0.0
+    formula = normal_n(delta, sd, alpha, power)
+    row = {"n": n, "diff": delta, "sd": sd, "alpha": alpha,
+           # no spread in the differences (e.g. every question tied) says nothing about the noise: no mdd
+           "mdd": minimum_detectable_difference(sd, n, alpha, power) if n > 1 and sd > TIE_TOLERANCE else np.nan,
+           "n_needed_normal": formula, "n_needed": formula, "power_at_needed": np.nan, "simulated": False}
+    if not np.isnan(formula) and formula <= MAX_SIMULATED:
+        found = simulated_n(differences, alpha, int(formula), seed, power, simulations)
+        if found is not None:
+            row.update(n_needed=float(found[0]), power_at_needed=found[1], simulated=True)
+    return row
+
+
+def pairs_that_matter(aggregate: pd.DataFrame, baseline: str | None) -> list[tuple[str, str, str]]:
+    """(label, method_a, method_b) of one (grain, kind, metric, k): best vs runner-up by mean, then each method vs
+    the baseline (method first, so diff = method - baseline)."""
+    ranked = aggregate.sort_values(["mean", "method"], ascending=[False, True], kind="stable")["method"].tolist()
+    chosen = [("best vs runner-up", ranked[0], ranked[1])] if len(ranked) > 1 else []
+    if baseline in ranked:
+        chosen += [("vs baseline", m, baseline) for m in sorted(ranked) if m != baseline]
+    return chosen
+
+
+def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, grain: str,
+                headline: Sequence[tuple[str, int]], baseline: str | None, alpha: float, seed: int,
+                simulations: int = SIMULATIONS) -> pd.DataFrame:
+    """BUDGET_COLUMNS for each headline metric and kind (all questions first) and each pair that matters.
+
+    alpha is divided by the size of the pair's Holm family, m - 1 pairs either way (the pairs with the best for best
+    vs runner-up, as the tiers and the findings; the methods against the baseline otherwise): the threshold of
+    Holm's first step, which the strongest difference of a family must meet. Each pair's simulation is seeded by
+    (seed, its row number), so the table is deterministic.
+    """
+    long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())],
+                     ignore_index=True)
+    long = long[long["grain"] == grain]
+    long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True)
+    methods = sorted(per_query)
+    rows = []
+    kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
+    kinds = [ALL_KINDS] + (kinds if len(kinds) > 1 else [])  # one kind: its rows would repeat "all"
+    for metric, k in headline:
+        for kind in kinds:
+            means = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == kind)
+                              & (aggregate["metric"] == metric) & (aggregate["k"] == k)]
+            if means.empty:
+                continue
+            values = long[(long["kind"] == kind) & (long["metric"] == metric) & (long["k"] == k)]
+            wide = values.pivot_table(index="qid", columns="method", values="value", aggfunc="first")
+            for label, a, b in pairs_that_matter(means, baseline):
+                both = wide[[a, b]].dropna()
+                if len(both) == 0:
+                    continue
+                family = len(methods) - 1
+                differences = (both[a] - both[b]).to_numpy(dtype=np.float64)
+                plan = plan_pair(differences, alpha / family, seed + len(rows), simulations=simulations)
+                rows.append({"grain": grain, "kind": kind, "metric": metric, "k": k, "pair": label, "method_a": a,
+                             "method_b": b, "family_size": family, **plan})
+    table = pd.DataFrame(rows, columns=[c for c in BUDGET_COLUMNS if c not in ("dataset", "qset")])
+    return table.astype({"k": np.int64, "n": np.int64, "family_size": np.int64, "simulated": bool})
+
+
+def _count(value: float) -> str:
+    return "–" if np.isnan(value) else f"{int(value):,}"
+
+
+def finding(row: pd.Series) -> str:
+    """One sentence: what it takes to separate the pair on this kind of question."""
+    questions = "questions" if row["kind"] == ALL_KINDS else f"{row['kind']} questions"
+    where = "" if row["kind"] == ALL_KINDS else f" on {row['kind']} questions"
+    label = metric_label(row["metric"], row["k"])
+    if np.isnan(row["n_needed"]):
+        return (f"{row['method_a']} and {row['method_b']} tie on {label}{where} (Δ = 0 over your {row['n']} "
+                f"{questions}): there is no difference for more questions to detect.")
+    if row["n_needed"] > PRACTICAL_TIE * row["n"]:
+        return (f"{row['method_a']} and {row['method_b']} are practically tied on {label}{where} "
+                f"(Δ = {row['diff']:+.3f}): separating them would take about {_count(row['n_needed'])} {questions}, "
+                f"more than {PRACTICAL_TIE} times the {row['n']} you have.")
+    more = "" if row["simulated"] else f" (more than {MAX_SIMULATED:,}: the normal formula's estimate)"
+    verdict = "enough" if row["n_needed"] <= row["n"] else "not enough"
+    return (f"To separate {row['method_a']} from {row['method_b']} on {label}{where} (Δ = {row['diff']:+.3f}) you "
+            f"need about {_count(row['n_needed'])} {questions}{more}; you have {row['n']} ({verdict}).")
+
+
+def headline_findings(table: pd.DataFrame) -> list[str]:
+    """The comparison page's sentence: the first headline metric's best against its runner-up, all questions (none
+    with a single method)."""
+    rows = table[(table["kind"] == ALL_KINDS) & (table["pair"] == "best vs runner-up")]
+    return [f"{finding(row)} Per kind and against the baseline: `budget.md`." for _, row in rows.head(1).iterrows()]
+
+
+def budget_page(table: pd.DataFrame, dataset: str, qset: str, alpha: float) -> str:
+    """The budget page: how it is computed, one sentence per best-vs-runner-up finding, then the full table."""
+    lines = [f"# {dataset} — question-set version {qset}: how many questions you need", "",
+             f"For each headline metric and question kind: the best method against the runner-up and every method "
+             f"against the baseline. α = {alpha:g} divided by the size of the pair's Holm family (the pairs with "
+             f"the best, as the tiers, or with the baseline; Holm's first step; later steps are looser), power "
+             f"{POWER:g}. mdd: the smallest true difference the current "
+             "questions detect (paired t-test formula from the sd of the per-query differences). Questions needed: "
+             "the formula's count, then checked by simulation — experiments of n questions drawn with replacement "
+             f"from the observed differences, {SIMULATIONS} per n, the smallest n reaching the power (the formula "
+             f"alone above {MAX_SIMULATED}). Metric differences are not normal, so the two can differ.", "",
+             "## Best against runner-up", ""]
+    lines += [f"- {finding(row)}" for _, row in table[table["pair"] == "best vs runner-up"].iterrows()]
+    frame = pd.DataFrame({
+        "metric": [metric_label(m, k) for m, k in zip(table["metric"], table["k"])],
+        "kind": table["kind"].to_numpy(), "pair": (table["method_a"] + " − " + table["method_b"]).to_numpy(),
+        "n": table["n"].to_numpy(), "Δ": table["diff"].map("{:+.3f}".format).to_numpy(),
+        "sd": table["sd"].map("{:.3f}".format).to_numpy(), "α": table["alpha"].map("{:.4f}".format).to_numpy(),
+        "mdd": table["mdd"].map(lambda v: "–" if np.isnan(v) else f"{v:.3f}").to_numpy(),
+        "needed (formula)": table["n_needed_normal"].map(_count).to_numpy(),
+        "needed (simulated)": [(_count(n) if s else "–") for n, s in zip(table["n_needed"], table["simulated"])],
+    })
+    lines += ["", "## All pairs that matter", ""]
+    for pair in ("best vs runner-up", "vs baseline"):
+        part = frame[(table["pair"] == pair).to_numpy()]
+        if len(part):
+            lines += [f"### {pair}", "", markdown_grid(part.set_index("metric")), ""]
+    return "\n".join(lines)

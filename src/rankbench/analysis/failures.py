@@ -1,0 +1,159 @@
+"""Failure analysis: per method, the questions it fails at rank 1 and those whose evidence is missing from the top
+k, what it returned instead, and for multi-stage methods whether the miss is a recall failure (the evidence never
+entered the candidate pool) or a ranking failure (in the pool, ranked too low); plus a log of every stage's ids."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from rankbench.io.markdown import markdown_grid, natural_key, natural_order
+from rankbench.io.runs import collapse_to_documents
+from rankbench.retrieval.registry import method_inputs
+
+FAILURE_COLUMNS = ["method", "qid", "kind", "question", "failure", "first_relevant_rank", "expected", "returned",
+                   "class", "input_ranks"]
+STAGE_COLUMNS = ["qid", "method", "stage", "rank", "chunk_id", "doc_id", "title", "score"]
+RECALL, RANKING = "recall failure", "ranking failure"
+SHOWN_PER_METHOD = 20
+
+
+def grain_ranks(run: pd.DataFrame, grain: str) -> pd.DataFrame:
+    """qid, item_id, rank of a run at a grain (document grain: each document at its first chunk's rank)."""
+    ranked = collapse_to_documents(run) if grain == "document" else run
+    return ranked.assign(item_id=ranked["doc_id" if grain == "document" else "chunk_id"])[["qid", "item_id", "rank"]]
+
+
+def first_relevant(run: pd.DataFrame, relevant: pd.DataFrame, grain: str, depth: int | None = None) -> pd.Series:
+    """Per question, the rank (at the grain) of the first relevant result, within the first `depth` chunks."""
+    if depth is not None:
+        run = run[run["rank"] <= depth]
+    hits = grain_ranks(run, grain).merge(relevant, on=["qid", "item_id"])
+    return hits.groupby("qid")["rank"].min()
+
+
+def pool_depth(spec: Mapping[str, Any]) -> int | None:
+    """How much of each input run a multi-stage method takes as candidates (rerank: its depth; fusion: all)."""
+    return spec.get("depth", 30) if spec["type"] == "rerank" else None
+
+
+def _expected(labels: pd.DataFrame, threshold: int, shown: int = 5) -> pd.Series:
+    """Per question, its relevant labels (best grade first, ids in natural order), the first `shown` then a count."""
+    rows = labels[labels["grade"] >= threshold]
+    rows = rows.assign(natural=rows["doc_id"].map(natural_key)).sort_values(
+        ["qid", "grade", "natural"], ascending=[True, False, True])
+    text = rows["doc_id"] + rows["section"].map(lambda s: f"#{s}" if isinstance(s, str) and s else "") \
+        + " (" + rows["grade"].astype(str) + ")"
+    return text.groupby(rows["qid"]).agg(
+        lambda items: ", ".join(items[:shown]) + (f", … {len(items) - shown} more" if len(items) > shown else ""))
+
+
+def _returned(run: pd.DataFrame, grain: str, titles: Mapping[str, str], n: int) -> pd.Series:
+    ranked = collapse_to_documents(run) if grain == "document" else run
+    top = ranked[ranked["rank"] <= n]
+    ids = top["doc_id" if grain == "document" else "chunk_id"]
+    title = top["doc_id"].map(titles).fillna("")
+    text = top["rank"].astype(str) + ". " + ids + title.map(lambda t: f" — {t}" if t else "")
+    return text.groupby(top["qid"]).agg("; ".join)
+
+
+def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]],
+            qrels: Mapping[str, pd.DataFrame], questions: pd.DataFrame, labels: pd.DataFrame, titles: Mapping[str, str], grain: str, k: int,
+            relevance_threshold: int = 1, shown: int = 3) -> pd.DataFrame:
+    """One row per (method, question, failure): 'rank 1' (nothing relevant first) or 'top k' (nothing relevant in
+    the top k), over the questions with a relevant label; multi-stage methods get a class and their inputs' ranks.
+    qrels maps each method to the qrels of its chunker (a method's inputs share it)."""
+    expected = _expected(labels, relevance_threshold)
+    rows = []
+    for method in sorted(runs):
+        run, spec, judged = runs[method], specs[method], qrels[method]
+        relevant = judged[(judged["grain"] == grain) & (judged["grade"] >= relevance_threshold)][["qid", "item_id"]]
+        evaluated = questions[questions["qid"].isin(relevant["qid"])].set_index("qid")
+        first = first_relevant(run, relevant, grain).reindex(evaluated.index)
+        returned = _returned(run, grain, titles, shown)
+        inputs = [name for name in method_inputs(spec) if name in runs]
+        depth = pool_depth(spec)
+        in_pool = [first_relevant(runs[name], relevant, grain, depth).reindex(evaluated.index) for name in inputs]
+        anywhere = [first_relevant(runs[name], relevant, grain).reindex(evaluated.index) for name in inputs]
+        for failure, failed in (("rank 1", ~(first == 1)), (f"top {k}", ~(first <= k))):
+            for qid in evaluated.index[failed.to_numpy()]:
+                pooled = any(pd.notna(ranks[qid]) for ranks in in_pool)
+                ranks = "; ".join(f"{name}: {'rank ' + str(int(r[qid])) if pd.notna(r[qid]) else 'not retrieved'}"
+                                  for name, r in zip(inputs, anywhere))
+                rows.append({"method": method, "qid": qid, "kind": evaluated.loc[qid, "kind"],
+                             "question": evaluated.loc[qid, "question"], "failure": failure,
+                             "first_relevant_rank": first[qid], "expected": expected.get(qid, ""),
+                             "returned": returned.get(qid, "(nothing)"),
+                             "class": (RANKING if pooled else RECALL) if inputs else "", "input_ranks": ranks})
+    frame = pd.DataFrame(rows, columns=FAILURE_COLUMNS)
+    frame["first_relevant_rank"] = frame["first_relevant_rank"].astype("Int64")
+    return frame.sort_values(["method", "failure", "qid"], key=natural_order, kind="stable", ignore_index=True)
+
+
+def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]], titles: Mapping[str, str],
+              depth: int) -> pd.DataFrame:
+    """For every method and question, the top `depth` chunk ids of each stage (its inputs, recursively, then itself)."""
+    frames = []
+    for method in sorted(runs):
+        stages, queue = [], [method]
+        while queue:
+            name = queue.pop()
+            if name not in stages and name in runs:
+                stages.insert(0, name)
+                queue += method_inputs(specs[name])
+        for stage in stages:
+            top = runs[stage][runs[stage]["rank"] <= depth]
+            frames.append(top.assign(method=method, stage=stage, title=top["doc_id"].map(titles)))
+    log = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=STAGE_COLUMNS)
+    return log[STAGE_COLUMNS].sort_values(["qid", "method", "stage", "rank"], kind="stable", ignore_index=True)
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]], grain: str, k: int,
+                      n_evaluated: int, qset: str, shown: int = SHOWN_PER_METHOD) -> str:
+    """Per method: counts, the recall/ranking split of multi-stage methods, and one row per failing question (a
+    question missing the top k also fails at rank 1: it is listed once), the first `shown` by id, the rest counted."""
+    lines = [f"# Failure analysis: question-set version {qset}", "",
+             f"At {grain} grain, over the {n_evaluated} questions with a relevant label. *rank 1*: the first result "
+             f"is not relevant; *top {k}*: no relevant result in the top {k}. For a multi-stage method, a "
+             f"**{RECALL}** means no relevant result entered the candidates it was given (rerank: the input's top "
+             f"depth; fusion: the input runs), a **{RANKING}** that one did but was ranked too low; the inputs' "
+             f"ranks of the first relevant result are given. Each method lists its first {shown} failing questions "
+             "(those missing the top k, then those failing at rank 1 only, by id); `failures.parquet` has them all.",
+             ""]
+    for method in sorted(specs):
+        rows = failures[failures["method"] == method]
+        counts = rows["failure"].value_counts()
+        head = f"## {method}: {counts.get('rank 1', 0)} fail at rank 1, {counts.get(f'top {k}', 0)} miss the top {k}"
+        lines += [head, ""]
+        if method_inputs(specs[method]):
+            for failure in ("rank 1", f"top {k}"):
+                split = rows[rows["failure"] == failure]["class"].value_counts()
+                lines.append(f"- {failure}: {split.get(RECALL, 0)} recall failures, "
+                             f"{split.get(RANKING, 0)} ranking failures (inputs: "
+                             f"{', '.join(method_inputs(specs[method]))})")
+            lines.append("")
+        if rows.empty:
+            lines += ["No failure.", ""]
+            continue
+        missed = rows[rows["failure"] == f"top {k}"]
+        once = pd.concat([missed, rows[(rows["failure"] == "rank 1") & ~rows["qid"].isin(missed["qid"])]])
+        table = once.head(shown)
+        table = table.assign(rank=table["first_relevant_rank"].map(lambda r: "–" if pd.isna(r) else str(r)))
+        columns = {"qid": "qid", "kind": "kind", "failure": "failure", "rank": "first relevant at",
+                   "question": "question", "expected": "expected (grade)", "returned": "returned instead"}
+        if failures["kind"].nunique() == 1:
+            del columns["kind"]
+        if method_inputs(specs[method]):
+            columns.update({"class": "class", "input_ranks": "inputs' ranks"})
+        frame = table[list(columns)].rename(columns=columns).map(_cell).set_index("qid")
+        lines += [markdown_grid(frame), ""]
+        if len(once) > shown:
+            rest = len(once) - shown
+            lines += [f"… and {rest} more failing question{'s' if rest > 1 else ''} (`failures.parquet`).", ""]
+    return "\n".join(lines)

@@ -1,0 +1,131 @@
+"""History across runs: one record per (question-set version, method) of every complete run, appended to a JSONL
+file under results/ only when it differs from that method's latest record (a no-op rerun adds nothing).
+
+The file is shared by every dataset and config writing to the results folder, so each update holds an exclusive
+lock; recording is idempotent, so a job killed half-way is simply run again."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rankbench.errors import InputError
+from rankbench.evaluation.evaluate import ALL_KINDS
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.io.files import write_text
+from rankbench.io.markdown import markdown_grid
+
+KEY = ("dataset", "qset", "method")
+
+
+def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: str, config_sha256: str,
+                experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str) -> list[dict[str, Any]]:
+    """One record per method of one version: provenance, experiment label and note, headline metrics (no date)."""
+    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)].set_index(["method", "metric", "k"])
+    records = []
+    for method in sorted(aggregate["method"].unique()):
+        metrics = {f"{m}@{k}": round(float(rows.loc[(method, m, k), "mean"]), 6)
+                   for m, k in headline if (method, m, k) in rows.index}
+        records.append({"dataset": dataset, "qset": manifest["version"], "qset_sha256": manifest["sha256"],
+                        "config_sha256": config_sha256, "label": experiment.get("label"),
+                        "note": experiment.get("note"), "method": method, "grain": grain, "metrics": metrics})
+    return records
+
+
+def read_history(path: str | Path) -> list[dict[str, Any]]:
+    """Every record of a history file (none when it does not exist yet)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            raise InputError(path, f"line {number}", "is not a JSON record",
+                             "The history is append-only: restore the line or delete it.") from None
+    return records
+
+
+@contextmanager
+def locked(path: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on `<path>.lock` (blocking), so concurrent runs update the history one at a time."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(f"{path.name}.lock"), "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
+def _content(record: Mapping[str, Any]) -> str:
+    """A record without date and run, as canonical JSON (so NaN equals NaN)."""
+    return json.dumps({k: v for k, v in record.items() if k not in ("date", "run")}, ensure_ascii=False,
+                      sort_keys=True)
+
+
+def append_records(path: str | Path, records: Sequence[Mapping[str, Any]], date: str) -> int:
+    """Append the records that differ (apart from date and run) from their method's latest one; return how many.
+
+    Under the history's lock, the file is rewritten atomically with the old lines unchanged and the new ones after.
+    """
+    with locked(path):
+        return _append(path, records, date)
+
+
+def _append(path: str | Path, records: Sequence[Mapping[str, Any]], date: str) -> int:
+    history = read_history(path)
+    latest = {tuple(r[k] for k in KEY): _content(r) for r in history}
+    new = [dict(record) for record in records if latest.get(tuple(record[k] for k in KEY)) != _content(record)]
+    if new:
+        run = max((r.get("run", 0) for r in history), default=0) + 1
+        lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in history]
+        lines += [json.dumps({"date": date, "run": run, **r}, ensure_ascii=False, sort_keys=True) for r in new]
+        write_text("\n".join(lines) + "\n", path)
+    return len(new)
+
+
+def history_frame(records: Sequence[Mapping[str, Any]], dataset: str) -> pd.DataFrame:
+    """One row per record of a dataset, its metrics as columns."""
+    rows = [{**{k: v for k, v in r.items() if k != "metrics"}, **r["metrics"]} for r in records
+            if r["dataset"] == dataset]
+    return pd.DataFrame(rows).fillna({"label": "", "note": ""}) if rows else pd.DataFrame()
+
+
+def history_markdown(frame: pd.DataFrame, metric: str) -> str:
+    """The history as a table of runs (date, version, config, label, note) with the metric of each method.
+
+    One row per run and version that has records: the rows are grouped, never the product of their columns.
+    """
+    name, _, k = metric.partition("@")
+    index = ["run", "date", "qset", "qset_sha256", "config_sha256", "label", "note"]
+    wide = frame.groupby(index + ["method"], sort=True)[metric].first().unstack("method")
+    wide = wide.reset_index().assign(qset_sha256=lambda f: f["qset_sha256"].str[:12],
+                                     config_sha256=lambda f: f["config_sha256"].str[:12])
+    wide = wide.rename(columns={"qset_sha256": "qset sha256", "config_sha256": "config sha256"}).set_index("run")
+    wide.columns.name = None
+    wide = wide.astype(object).map(lambda v: "" if pd.isna(v) else f"{v:.3f}" if isinstance(v, float) else v)
+    return (f"# History of runs: {metric_label(name, int(k) if k else 0)}\n\nOne row per run and question-set "
+            f"version; a method's value appears when its record changed in that run.\n\n{markdown_grid(wide)}\n")
+
+
+def record_run(record_paths: Sequence[str], history_path: str | Path, dataset: str, metric: str,
+               outputs: Mapping[str, str], date: str, draw: Callable[[pd.DataFrame, str], None]) -> int:
+    """Append the records of every version of a complete run to the history, then redraw the dataset's pages.
+
+    Idempotent (a record equal to its method's latest is not appended again), so a job killed half-way is simply
+    run again by the next run; returns how many records were added. `draw(frame, metric)` redraws the plot.
+    """
+    records = [record for path in record_paths for record in json.loads(Path(path).read_text(encoding="utf-8"))]
+    with locked(history_path):
+        added = _append(history_path, records, date)
+        frame = history_frame(read_history(history_path), dataset)
+        frame = frame if metric in frame else frame.assign(**{metric: float("nan")})  # older records lack it
+        write_text(history_markdown(frame, metric), outputs["markdown"])
+        draw(frame, metric)
+    return added

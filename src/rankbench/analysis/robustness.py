@@ -1,0 +1,321 @@
+"""Robustness of the verdict: perturb the labels (drop some, shift grades, unjudged items as relevant), score the
+runs again with the project's metrics, and count how often the best method, the ranking and the marks survive."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _sps
+
+from rankbench.evaluation.evaluate import _grain_qrels, _grain_runs
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.metrics import per_query_metrics
+from rankbench.evaluation.ppi import judge_corrected
+from rankbench.evaluation.stats import TIE_TOLERANCE, holm, randomization_p_values
+from rankbench.io.markdown import markdown_grid
+
+# (perturbation, level): the share of labels dropped, or the probability that a grade moves by one.
+PERTURBATIONS = (("drop labels", 0.1), ("shift grades", 0.1))
+PHRASES = {"drop labels": "with {:.0%} of the labels dropped", "shift grades": "with {:.0%} of the grades moved by one",
+           "LLM labels": "with the LLM judge's grades in place of people's on its pool ({:.0%} of the labels regraded)"}
+NOT_APPLICABLE = "not applicable (no LLM judgements for this version)"
+REPETITIONS = 10
+RESAMPLES = 2000
+SURVIVAL_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "perturbation", "level", "repetitions", "best",
+                    "best_survives", "tau_mean", "tau_min", "marks", "marks_survive"]
+BOUNDS_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "method", "unjudged_share", "pessimistic",
+                  "optimistic"]
+CORRECTED_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "method", "estimator", "estimate", "ci_low", "ci_high",
+                     "weight", "n_labelled", "n_unlabelled"]
+# judge-corrected.parquet's types: its (empty) frame for a version without LLM judgements has them too
+CORRECTED_TYPES = {"dataset": "str", "qset": "str", "grain": "str", "metric": "str", "k": "int64", "method": "str",
+                   "estimator": "str", "estimate": "float64", "ci_low": "float64", "ci_high": "float64",
+                   "weight": "float64", "n_labelled": "int64", "n_unlabelled": "int64"}
+
+
+def drop_labels(qrels: pd.DataFrame, share: float, rng: np.random.Generator) -> pd.DataFrame:
+    """The qrels without a random `share` of their rows."""
+    return qrels[rng.random(len(qrels)) >= share]
+
+
+def shift_grades(qrels: pd.DataFrame, probability: float, rng: np.random.Generator) -> pd.DataFrame:
+    """Each grade moved up or down by one with `probability`, kept within the grades the qrels use."""
+    moved = rng.random(len(qrels)) < probability
+    step = np.where(rng.random(len(qrels)) < 0.5, -1, 1) * moved
+    grades = np.clip(qrels["grade"].to_numpy() + step, qrels["grade"].min(), qrels["grade"].max())
+    return qrels.assign(grade=grades)
+
+
+def unjudged_as_relevant(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], depth: int,
+                         relevance_threshold: int) -> pd.DataFrame:
+    """The optimistic qrels: every unjudged item in the top `depth` of any run graded just relevant."""
+    top = pd.concat([run.loc[run["rank"] <= depth, ["qid", "item_id"]] for run in runs.values()])
+    top = top.drop_duplicates().merge(qrels[["qid", "item_id"]], how="left", indicator=True)
+    added = top[top["_merge"] == "left_only"][["qid", "item_id"]].assign(grade=relevance_threshold)
+    return pd.concat([qrels, added], ignore_index=True)
+
+
+def unjudged_share(run: pd.DataFrame, qrels: pd.DataFrame, depth: int) -> float:
+    """Share of a run's top-`depth` items that carry no label."""
+    top = run.loc[run["rank"] <= depth, ["qid", "item_id"]]
+    judged = top.merge(qrels[["qid", "item_id"]], how="left", indicator=True)["_merge"] == "both"
+    return float(1 - judged.mean()) if len(top) else 0.0
+
+
+def scores(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], headline: Sequence[tuple[str, int]],
+           relevance_threshold: int, gain: str) -> dict[tuple[str, int], pd.DataFrame]:
+    """Per headline (metric, k): a wide table of per-query values (qid x method) from the project's metric code
+    (no rows when no question has a relevant label, e.g. a judge that grades everything 0)."""
+    metrics, ks = sorted({m for m, _ in headline}), sorted({k for _, k in headline})
+    long = pd.concat([per_query_metrics(run, qrels[method], ks, relevance_threshold=relevance_threshold, gain=gain,
+                                        metrics=metrics).assign(method=method) for method, run in runs.items()],
+                     ignore_index=True)
+    wide = long.pivot_table(index=["metric", "k", "qid"], columns="method", values="value", aggfunc="first")
+    wide = wide.reindex(columns=list(runs)).fillna(0.0)
+    found = set(zip(wide.index.get_level_values("metric"), wide.index.get_level_values("k")))
+    return {(metric, k): wide.xs((metric, k), level=["metric", "k"]) if (metric, k) in found
+            else pd.DataFrame(columns=list(runs), index=pd.Index([], name="qid"), dtype=np.float64)
+            for metric, k in headline}
+
+
+def verdict(wide: pd.DataFrame, baseline: str | None, alpha: float, seed: int) -> tuple[list[str], dict[str, int]]:
+    """Methods by mean (best first, ties by name) and each method's mark against the baseline: +1 or -1 when
+    significant after Holm (randomization test), 0 otherwise."""
+    means = wide.mean()
+    ranking = sorted(wide.columns, key=lambda m: (-means[m], m))
+    if baseline not in wide.columns:
+        return ranking, {}
+    others = [m for m in wide.columns if m != baseline]
+    differences = wide[others].to_numpy().T - wide[baseline].to_numpy()
+    p = holm(randomization_p_values(differences, n_resamples=RESAMPLES, seed=seed))
+    return ranking, {m: int(np.sign(d.mean())) if q < alpha else 0 for m, d, q in zip(others, differences, p)}
+
+
+def outcome(wide: pd.DataFrame, original: tuple[list[str], dict[str, int]], baseline: str | None, alpha: float,
+            seed: int) -> tuple[bool, float, int, int]:
+    """One perturbed scoring against the original verdict: is the best still best (ties count), Kendall's tau of
+    the rankings, how many marks are unchanged and out of how many."""
+    ranking, marks = verdict(wide, baseline, alpha, seed)
+    ranking0, marks0 = original
+    tau = (_sps.kendalltau(range(len(ranking0)), [ranking.index(m) for m in ranking0]).statistic
+           if len(ranking0) > 1 else 1.0)  # one method: its ranking cannot change
+    means = wide.mean()
+    still_best = means[ranking0[0]] >= means.max() - TIE_TOLERANCE
+    return bool(still_best), float(tau), sum(marks[m] == marks0[m] for m in marks0), len(marks0)
+
+
+def survival_rows(outcomes: Mapping[tuple[str, int], list[tuple[bool, float, int, int]]],
+                  verdicts: Mapping[tuple[str, int], tuple[list[str], dict[str, int]]], grain: str, name: str,
+                  level: float) -> list[dict]:
+    """SURVIVAL_COLUMNS (but dataset, qset) of one perturbation, one row per headline metric."""
+    rows = []
+    for (metric, k), results in outcomes.items():
+        kept, total = sum(o[2] for o in results), sum(o[3] for o in results)
+        rows.append({"grain": grain, "metric": metric, "k": k, "perturbation": name, "level": level,
+                     "repetitions": len(results), "best": verdicts[(metric, k)][0][0],
+                     "best_survives": float(np.mean([o[0] for o in results])),
+                     "tau_mean": float(np.mean([o[1] for o in results])),
+                     "tau_min": float(np.min([o[1] for o in results])),
+                     "marks": int(np.count_nonzero(list(verdicts[(metric, k)][1].values()))),
+                     "marks_survive": kept / total if total else np.nan})
+    return rows
+
+
+def at_grain(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], grain: str
+             ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Each method's run and qrels at one grain (items as item_id), methods in name order."""
+    grain_runs = {m: _grain_runs(run, [grain])[grain][["qid", "item_id", "rank", "score"]]
+                  for m, run in sorted(runs.items())}
+    return grain_runs, {m: _grain_qrels(qrels[m], grain).sort_values(["qid", "item_id"], ignore_index=True)
+                        for m in grain_runs}
+
+
+def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], grain: str,
+               headline: Sequence[tuple[str, int]], baseline: str | None, alpha: float, relevance_threshold: int,
+               gain: str, seed: int, repetitions: int = REPETITIONS,
+               perturbations: Sequence[tuple[str, float]] = PERTURBATIONS) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Survival of the verdict under label perturbations (SURVIVAL_COLUMNS but dataset, qset) and each method's
+    metric bounds for its unjudged items (BOUNDS_COLUMNS but dataset, qset), at one grain, over all questions.
+
+    runs and qrels per method (each method's own chunker's qrels). Repetition r of every perturbation draws from
+    the seed (seed, perturbation index, r), the same for every method's qrels, so equal qrels get equal noise.
+    """
+    grain_runs, base = at_grain(runs, qrels, grain)
+    depth = max(k for _, k in headline)
+    reference = scores(grain_runs, base, headline, relevance_threshold, gain)
+    verdicts = {key: verdict(wide, baseline, alpha, seed) for key, wide in reference.items()}
+    rows = []
+    perturb = {"drop labels": drop_labels, "shift grades": shift_grades}
+    for index, (name, level) in enumerate(perturbations):
+        outcomes: dict[tuple[str, int], list[tuple[bool, float, int, int]]] = {key: [] for key in verdicts}
+        for r in range(repetitions):
+            noisy = {m: perturb[name](frame, level, np.random.default_rng([seed, index, r])) for m, frame in
+                     base.items()}
+            for key, wide in scores(grain_runs, noisy, headline, relevance_threshold, gain).items():
+                outcomes[key].append(outcome(wide, verdicts[key], baseline, alpha, seed))
+        rows += survival_rows(outcomes, verdicts, grain, name, level)
+    optimistic = {m: unjudged_as_relevant(frame, grain_runs, depth, relevance_threshold) for m, frame in base.items()}
+    high = scores(grain_runs, optimistic, headline, relevance_threshold, gain)
+    bounds = [{"grain": grain, "metric": metric, "k": k, "method": method,
+               "unjudged_share": unjudged_share(grain_runs[method], base[method], k),
+               "pessimistic": float(reference[(metric, k)][method].mean()),
+               "optimistic": float(high[(metric, k)][method].reindex(reference[(metric, k)].index).mean())}
+              for metric, k in headline for method in grain_runs]
+    return pd.DataFrame(rows), pd.DataFrame(bounds)
+
+
+def judge_items(judgements: pd.DataFrame, grain: str) -> pd.DataFrame:
+    """The LLM judge's grades (llm/judgements.parquet) as qrels of one grain: a document takes the best grade of its
+    judged chunks; unparsable grades are left out."""
+    judged = judgements[judgements["judge"].notna()]
+    item = "chunk_id" if grain == "chunk" else "doc_id"
+    frame = judged.rename(columns={item: "item_id"}).groupby(["qid", "item_id"], as_index=False)["judge"].max()
+    return frame.rename(columns={"judge": "grade"}).astype({"grade": np.int64})
+
+
+def swap_in_judge(qrels: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
+    """People's qrels with the judge's grade in place of theirs on every item it graded (and its items people left
+    unlabelled added), on the questions people labelled."""
+    judged = judged[judged["qid"].isin(qrels["qid"])]
+    kept = qrels.merge(judged[["qid", "item_id"]], how="left", indicator=True)
+    kept = kept[kept["_merge"] == "left_only"].drop(columns="_merge")
+    return pd.concat([kept, judged[kept.columns]], ignore_index=True).sort_values(["qid", "item_id"],
+                                                                                 ignore_index=True)
+
+
+def fully_labelled(qrels: pd.DataFrame, judged: pd.DataFrame) -> pd.Index:
+    """Questions whose every judged item people also graded: their human metric values are exact on the pool."""
+    missing = judged.merge(qrels[["qid", "item_id"]], how="left", indicator=True)
+    incomplete = set(missing.loc[missing["_merge"] == "left_only", "qid"])
+    return pd.Index(sorted(set(qrels["qid"]) - incomplete))
+
+
+def judge_effects(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], judgements: pd.DataFrame,
+                  grain: str, headline: Sequence[tuple[str, int]], baseline: str | None, alpha: float,
+                  relevance_threshold: int, gain: str, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What the LLM judge's labels do to the verdict: the survival row of swapping them in for people's (one
+    repetition, the same questions as the tables) and the judge-corrected metrics (CORRECTED_COLUMNS but dataset,
+    qset): human-only, judge-only and PPI++ per headline metric and method, at one grain."""
+    grain_runs, base = at_grain(runs, qrels, grain)
+    judged = judge_items(judgements, grain)
+    swapped = {m: swap_in_judge(frame, judged) for m, frame in base.items()}
+    reference = scores(grain_runs, base, headline, relevance_threshold, gain)
+    llm = scores(grain_runs, swapped, headline, relevance_threshold, gain)
+    llm = {key: wide.reindex(reference[key].index).fillna(0.0) for key, wide in llm.items()}
+    verdicts = {key: verdict(wide, baseline, alpha, seed) for key, wide in reference.items()}
+    outcomes = {key: [outcome(llm[key], verdicts[key], baseline, alpha, seed)] for key in verdicts}
+    labels = pd.concat(base.values()).drop_duplicates(["qid", "item_id"])
+    regraded = labels.merge(judged, on=["qid", "item_id"], suffixes=("", "_judge"))
+    level = float((regraded["grade"] != regraded["grade_judge"]).sum() / len(labels)) if len(labels) else 0.0
+    survival = pd.DataFrame(survival_rows(outcomes, verdicts, grain, "LLM labels", level))
+    labelled = {m: fully_labelled(frame, judged) for m, frame in base.items()}
+    corrected = [judge_corrected(reference[key], llm[key], labelled).assign(grain=grain, metric=key[0], k=key[1])
+                 for key in reference]
+    return survival, pd.concat(corrected, ignore_index=True)
+
+
+def survival_sentence(rows: pd.DataFrame) -> str:
+    """One headline metric's survival over its perturbations, in words (the LLM judge's swap, one repetition,
+    in a sentence of its own)."""
+    def detail(row: tuple) -> str:
+        return (f"(τ to the original ranking ≥ {row.tau_min:.2f}"
+                + ("" if np.isnan(row.marks_survive) else f", marks unchanged {row.marks_survive:.0%}") + ")")
+
+    noise = rows[rows["perturbation"] != "LLM labels"]
+    text = (f"{metric_label(rows['metric'].iloc[0], rows['k'].iloc[0])}: the winner {rows['best'].iloc[0]} stays "
+            "first in " + " and in ".join(f"{row.best_survives:.0%} of repetitions "
+                                          f"{PHRASES[row.perturbation].format(row.level)} {detail(row)}"
+                                          for row in noise.itertuples()) + ".")
+    for row in rows[rows["perturbation"] == "LLM labels"].itertuples():
+        phrase = PHRASES[row.perturbation].format(row.level)
+        text += (f" {phrase[0].upper() + phrase[1:]}, it "
+                 f"{'stays' if row.best_survives == 1 else 'does not stay'} first {detail(row)}.")
+    return text
+
+
+def bounds_sentence(rows: pd.DataFrame) -> str:
+    """The method of one headline metric with the most unjudged items in its top k, with its metric bounds."""
+    worst = rows.sort_values(["unjudged_share", "method"], ascending=[False, True], kind="stable").iloc[0]
+    low, high = sorted([worst["pessimistic"], worst["optimistic"]])
+    return (f"{metric_label(worst['metric'], worst['k'])}: {worst['unjudged_share']:.0%} of {worst['method']}'s "
+            f"top {worst['k']} are unjudged, bounds {low:.3f}–{high:.3f}.")
+
+
+def headline_findings(survival: pd.DataFrame, bounds: pd.DataFrame) -> list[str]:
+    """The comparison page's sentence: survival and unjudged bounds of the first headline metric (none without
+    a second method to rank against)."""
+    if survival.empty or bounds["method"].nunique() < 2:
+        return []
+    metric, k = survival["metric"].iloc[0], survival["k"].iloc[0]
+    rows = survival[(survival["metric"] == metric) & (survival["k"] == k)]
+    limits = bounds[(bounds["metric"] == metric) & (bounds["k"] == k)]
+    return [f"Label noise — {survival_sentence(rows)} {bounds_sentence(limits)} More in `robustness.md`."]
+
+
+def corrected_section(corrected: pd.DataFrame | None) -> list[str]:
+    """The page's judge-corrected metrics: per headline metric, human-only, judge-only and PPI++ with their CIs."""
+    lines = ["## LLM judge: swapped labels and judge-corrected metrics", ""]
+    if corrected is None:
+        return lines + [f"Swapping people's labels for an LLM judge's, and judge-corrected metrics: {NOT_APPLICABLE}. "
+                        "They appear here once the `llm` target has judged this version (`llm.judge.qsets`).", ""]
+    lines += ["The judge graded a pool (`llm/judgements.parquet`). *Survival* above has a row where its grades "
+              "replace people's on that pool. Below, per method: the mean on people's labels over the questions "
+              "whose pooled items people all graded (human), on the judge's grades over every question (judge, "
+              "biased as far as the judge is), and the prediction-powered estimate (PPI++: the judge's values "
+              "everywhere, corrected by the fully labelled questions; λ weighs the judge, 0 = human-only). "
+              "95% normal CIs. PPI assumes the fully labelled questions are like the others (a random subset).", ""]
+    if corrected.empty:
+        return lines + ["No method has 2 or more fully labelled questions: nothing to estimate.", ""]
+    if (corrected["n_unlabelled"] < 2).all():
+        lines += ["People graded every pooled item of (almost) every question, so the judge has nothing to add: "
+                  "the PPI estimate is the human-only one (λ = 0).", ""]
+    for (metric, k), rows in corrected.groupby(["metric", "k"], sort=False):
+        wide = rows.pivot(index="method", columns="estimator")
+        cell = {e: [f"{v:.3f} ({lo:.3f}–{hi:.3f})" for v, lo, hi in zip(wide[("estimate", e)], wide[("ci_low", e)],
+                                                                          wide[("ci_high", e)])]
+                for e in ("human", "judge", "ppi")}
+        table = pd.DataFrame({"human only": cell["human"], "judge only": cell["judge"], "PPI": cell["ppi"],
+                              "λ": wide[("weight", "ppi")].map("{:.2f}".format).to_numpy(),
+                              "questions labelled / not": [f"{a} / {b}" for a, b in zip(
+                                  wide[("n_labelled", "ppi")], wide[("n_unlabelled", "ppi")])]},
+                             index=wide.index)
+        lines += [f"### {metric_label(metric, k)}", "", markdown_grid(table), ""]
+    return lines
+
+
+def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, qset: str,
+                    corrected: pd.DataFrame | None = None) -> str:
+    """The robustness page: one sentence per headline metric, the survival table, the unjudged bounds and the LLM
+    judge's section (corrected: None when the version has no LLM judgements)."""
+    lines = [f"# {dataset} — question-set version {qset}: does the verdict survive label noise?", "",
+             "The runs are scored again on perturbed labels with the same metric code, over all questions: a share "
+             "of the labels dropped, or each grade moved up or down by one with some probability (seeded "
+             "repetitions). Best survives: the original best method still has the highest mean (ties count); "
+             "τ: Kendall's tau between the perturbed and the original ranking of the methods by mean; marks "
+             "survive: each method's mark against the baseline (better, worse or not significant after Holm, "
+             "randomization test) is unchanged. Bounds: unjudged items count as not relevant (pessimistic, what "
+             "the tables show) or, for every unjudged item in the top k of any method, as just relevant "
+             "(optimistic). Recall can fall in the optimistic case, as the items counted relevant also grow the "
+             "number it divides by.", "", "## Findings", ""]
+    lines += [f"- {survival_sentence(rows)}" for _, rows in survival.groupby(["metric", "k"], sort=False)]
+    lines += [f"- {bounds_sentence(rows)}" for _, rows in bounds.groupby(["metric", "k"], sort=False)]
+    frame = pd.DataFrame({
+        "metric": [metric_label(m, k) for m, k in zip(survival["metric"], survival["k"])],
+        "perturbation": [f"{p} {level:.0%}" for p, level in zip(survival["perturbation"], survival["level"])],
+        "repetitions": survival["repetitions"].to_numpy(), "best": survival["best"].to_numpy(),
+        "best survives": survival["best_survives"].map("{:.2f}".format).to_numpy(),
+        "τ mean": survival["tau_mean"].map("{:.2f}".format).to_numpy(),
+        "τ min": survival["tau_min"].map("{:.2f}".format).to_numpy(),
+        "marks": survival["marks"].to_numpy(),
+        "marks survive": survival["marks_survive"].map(lambda v: "–" if np.isnan(v) else f"{v:.2f}").to_numpy(),
+    }).set_index("metric")
+    lines += ["", "## Survival", "", markdown_grid(frame), "", "## Bounds for unjudged items", ""]
+    for (metric, k), rows in bounds.groupby(["metric", "k"], sort=False):
+        table = pd.DataFrame({"unjudged in top k": rows["unjudged_share"].map("{:.0%}".format).to_numpy(),
+                              "pessimistic": rows["pessimistic"].map("{:.3f}".format).to_numpy(),
+                              "optimistic": rows["optimistic"].map("{:.3f}".format).to_numpy()},
+                             index=pd.Index(rows["method"], name="method"))
+        lines += [f"### {metric_label(metric, k)}", "", markdown_grid(table), ""]
+    return "\n".join(lines + corrected_section(corrected))

@@ -1,0 +1,294 @@
+"""From labels and runs to per-query metrics at chunk and document grain, and their tidy aggregate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankbench.evaluation.metrics import (
+    EXTRA_METRICS_AT_K,
+    EXTRA_METRICS_FULL,
+    METRICS_AT_K,
+    METRICS_FULL,
+    POLLUTION_METRICS,
+    grade_labels,
+    grades_by_rank,
+    per_query_metrics,
+)
+from rankbench.evaluation.stats import (
+    COMPARISON_COLUMNS,
+    bootstrap_ci,
+    holm,
+    method_pairs,
+    paired_comparison,
+    rank_intervals,
+    tiers,
+)
+from rankbench.io.runs import collapse_to_documents
+
+GRAINS = ("document", "chunk")
+ALL_KINDS = "all"
+PER_QUERY_COLUMNS = ["qid", "kind", "grain", "metric", "k", "value"]
+# Against the configured baseline (NaN on the baseline's own rows and without a baseline): diff = method -
+# baseline with its bootstrap CI, the standardized effect d_z with its CI, p-values (p_holm: Holm over the
+# non-baseline methods of one grain, kind, metric, k), wins/ties/losses of the method, and whether one question
+# alone accounts for diff.
+BASELINE_COLUMNS = ["baseline", "diff", "diff_low", "diff_high", "d_z", "d_z_low", "d_z_high", "p_randomization", "p_t",
+                    "p_holm", "wins", "ties", "losses", "below_one_question"]
+BASELINE_DTYPES = {"baseline": object, "diff": np.float64, "diff_low": np.float64, "diff_high": np.float64,
+                   "d_z": np.float64, "d_z_low": np.float64, "d_z_high": np.float64,
+                   "p_randomization": np.float64, "p_t": np.float64, "p_holm": np.float64, "wins": "Int64",
+                   "ties": "Int64", "losses": "Int64", "below_one_question": "boolean"}
+AGGREGATE_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high",
+                     "n", "n_excluded"] + BASELINE_COLUMNS
+PAIRS_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k"] + list(COMPARISON_COLUMNS)
+GRADES_COLUMNS = ["grain", "kind", "rank", "grade", "count", "share", "n"]
+# Per headline metric, grain and kind: the method's tier (a = not significantly worse than the best, Holm over the
+# pairs with the best; b = the same among the rest, ...), its rank by mean and the 95% bootstrap interval of that
+# rank over the n questions every method evaluates.
+TIERS_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k", "mean", "tier", "rank", "rank_low",
+                 "rank_high", "n"]
+
+
+def method_grains(spec: Mapping[str, Any]) -> list[str]:
+    """Grains a method is scored at: external runs rank documents, so document grain only; others both."""
+    return ["document"] if spec["type"] == "external" else list(GRAINS)
+
+
+def _grain_runs(run: pd.DataFrame, grains: Sequence[str]) -> dict[str, pd.DataFrame]:
+    """The run at each grain with its ranked id as item_id (document grain: chunks collapsed to documents)."""
+    unknown = sorted(set(grains) - set(GRAINS))
+    if unknown:
+        raise ValueError(f"unknown grain(s) {unknown}; known: {list(GRAINS)}")
+    ids = {"chunk": "chunk_id", "document": "doc_id"}
+    return {grain: (run if grain == "chunk" else collapse_to_documents(run)).assign(item_id=lambda f, g=grain: f[ids[g]])
+            for grain in grains}
+
+
+def _grain_qrels(qrels: pd.DataFrame, grain: str) -> pd.DataFrame:
+    return qrels.loc[qrels["grain"] == grain, ["qid", "item_id", "grade"]]
+
+
+def evaluate_run(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame, ks: Sequence[int],
+                 relevance_threshold: int = 1, gain: str = "linear", grains: Sequence[str] = GRAINS,
+                 extra_metrics: Sequence[str] = (), rbp_p: float = 0.8) -> pd.DataFrame:
+    """Per-query metrics of one run at each grain, with each question's kind; unanswerable questions left out.
+
+    Chunk grain adds the pollution metrics (distinct documents, top document's share) for the questions it evaluates;
+    extra_metrics adds metrics computed only on request (EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL: bpref, RBP, ...).
+    """
+    unknown = sorted(set(extra_metrics) - set(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL))
+    if unknown:
+        raise ValueError(f"unknown extra metric(s) {unknown}; known: {list(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL)}")
+    frames = []
+    for grain, grain_run in _grain_runs(run, grains).items():
+        columns, metrics = ["qid", "item_id", "rank", "score"], list(METRICS_AT_K + METRICS_FULL) + list(extra_metrics)
+        if grain == "chunk":
+            columns, metrics = columns + ["doc_id"], metrics + list(POLLUTION_METRICS)
+        values = per_query_metrics(grain_run[columns], _grain_qrels(qrels, grain), ks,
+                                   relevance_threshold=relevance_threshold, gain=gain, metrics=metrics, rbp_p=rbp_p)
+        frames.append(values.assign(grain=grain))
+    per_query = pd.concat(frames, ignore_index=True).merge(questions[["qid", "kind"]], on="qid", how="left")
+    return per_query.sort_values(["grain", "qid", "metric", "k"], ignore_index=True)[PER_QUERY_COLUMNS]
+
+
+def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame, depth: int,
+                       relevance_threshold: int = 1, grains: Sequence[str] = GRAINS) -> pd.DataFrame:
+    """Share of each grade (0..3 and any other grade the qrels hold, unjudged, none retrieved) at each rank 1..depth,
+    per grain and kind (incl. 'all').
+
+    Over the questions the metrics evaluate (with a relevant label); shares at one rank sum to 1.
+    """
+    rows = []
+    for grain, grain_run in _grain_runs(run, grains).items():
+        qids, codes = grades_by_rank(grain_run[["qid", "item_id", "rank", "score"]], _grain_qrels(qrels, grain),
+                                     depth, relevance_threshold=relevance_threshold)
+        labels = grade_labels(_grain_qrels(qrels, grain))
+        kinds = qids.map(questions.set_index("qid")["kind"]).to_numpy(dtype=object)
+        for kind in [ALL_KINDS] + sorted(set(kinds.tolist())):
+            selected = codes if kind == ALL_KINDS else codes[kinds == kind]
+            counts = np.stack([(selected == code).sum(axis=0) for code in range(len(labels))])
+            rows.append(pd.DataFrame({
+                "grain": grain, "kind": kind,
+                "rank": np.repeat(np.arange(1, codes.shape[1] + 1), len(labels)),
+                "grade": np.tile(np.array(labels, dtype=object), codes.shape[1]),
+                "count": counts.T.reshape(-1).astype(np.int64), "n": len(selected),
+            }))
+    table = pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=GRADES_COLUMNS)
+    table["share"] = table["count"] / table["n"].where(table["n"] > 0)
+    return table[GRADES_COLUMNS]
+
+
+def _baseline_view(pairs: pd.DataFrame, by: Sequence[str], baseline: str) -> pd.DataFrame:
+    """The baseline pairs seen from the other method: diff = method - baseline, Holm over that family."""
+    view = pairs[pairs["is_baseline_pair"]].copy()
+    # 0.0 - x, not -x: a difference of 0 stays 0.0 instead of becoming -0.0 (printed "-0.0000")
+    view = view.assign(method=view["method_b"], baseline=baseline, diff=0.0 - view["diff"],
+                       diff_low=0.0 - view["diff_high"], diff_high=0.0 - view["diff_low"], d_z=0.0 - view["d_z"],
+                       d_z_low=0.0 - view["d_z_high"], d_z_high=0.0 - view["d_z_low"], wins=view["losses"],
+                       losses=view["wins"])
+    family = list(by) + ["metric", "k"]
+    view["p_holm"] = view.groupby(family, sort=False)["p_randomization"].transform(lambda p: holm(p.to_numpy()))
+    return view[["method"] + family + BASELINE_COLUMNS]
+
+
+def summarize(per_query: pd.DataFrame, by: Sequence[str], baseline: str | None, n_resamples: int = 10_000,
+              seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Means with bootstrap CIs, and every pair of methods compared, per (by..., metric, k) of a long table.
+
+    ``per_query`` has columns method, qid, metric, k, value and the ``by`` columns. Returns the summary (one row
+    per method, by..., metric, k: mean, ci_low, ci_high, n and, against the baseline, BASELINE_COLUMNS) and the
+    pairs (one row per pair of methods, COMPARISON_COLUMNS; p_holm over all pairs of one (by..., metric, k)).
+    A pair is compared on the questions both methods evaluate; resamples depend on the seed and the questions
+    only, so all pairs over the same questions are computed in one vectorized call.
+    """
+    means, pairs = [], []
+    keys = list(by) + ["metric", "k"]
+    grouped = per_query.groupby(list(by), sort=True) if by else [((), per_query)]
+    for group_key, group in grouped:
+        labels = dict(zip(by, group_key if isinstance(group_key, tuple) else (group_key,)))
+        wide = group.set_index(["method", "metric", "k", "qid"])["value"].unstack("qid")
+        methods = sorted(wide.index.get_level_values("method").unique())
+        metric_index = wide.index.droplevel("method").unique().sort_values()
+        cube = np.stack([wide.loc[m].reindex(metric_index).to_numpy(dtype=np.float64) for m in methods])
+        present = ~np.isnan(cube).all(axis=1)  # [method, question]
+        for mask, members in _batches({i: present[i] for i in range(len(methods))}):
+            values = cube[members][:, :, mask]
+            low, high = bootstrap_ci(values.reshape(-1, values.shape[-1]), n_resamples=n_resamples, seed=seed)
+            for j, m in enumerate(members):
+                means.append(pd.DataFrame({"method": methods[m], **labels, "metric": metric_index.get_level_values(0),
+                                           "k": metric_index.get_level_values(1), "mean": values[j].mean(axis=1),
+                                           "ci_low": low.reshape(values.shape[:2])[j],
+                                           "ci_high": high.reshape(values.shape[:2])[j], "n": int(mask.sum())}))
+        pair_list = method_pairs(methods, baseline if baseline in methods else None)
+        index = {name: i for i, name in enumerate(methods)}
+        common = {p: present[index[p[0]]] & present[index[p[1]]] for p in pair_list}
+        for mask, members in _batches(common):
+            a = np.concatenate([cube[index[x]][:, mask] for x, _, _ in members])
+            b = np.concatenate([cube[index[y]][:, mask] for _, y, _ in members])
+            result = paired_comparison(a, b, n_resamples=n_resamples, seed=seed)
+            n_rows = len(metric_index)
+            pairs.append(pd.DataFrame({
+                **labels,
+                "metric": np.tile(metric_index.get_level_values(0), len(members)),
+                "k": np.tile(metric_index.get_level_values(1), len(members)),
+                "method_a": np.repeat([x for x, _, _ in members], n_rows),
+                "method_b": np.repeat([y for _, y, _ in members], n_rows),
+                "mean_a": a.mean(axis=1), "mean_b": b.mean(axis=1), **result, "n": int(mask.sum()),
+                "is_baseline_pair": np.repeat([flag for _, _, flag in members], n_rows),
+            }))
+    summary = pd.concat(means, ignore_index=True) if means else pd.DataFrame(columns=["method"] + keys)
+    pair_table = (pd.concat(pairs, ignore_index=True) if pairs
+                  else pd.DataFrame(columns=keys + [c for c in COMPARISON_COLUMNS]))
+    pair_table["p_holm"] = (pair_table.groupby(keys, sort=False)["p_randomization"]
+                            .transform(lambda p: holm(p.to_numpy())) if len(pair_table) else [])
+    pair_table = pair_table[keys + list(COMPARISON_COLUMNS)].sort_values(keys, kind="stable", ignore_index=True)
+    if baseline is not None and len(pair_table):
+        summary = summary.merge(_baseline_view(pair_table, by, baseline), on=["method"] + keys, how="left")
+    for column in BASELINE_COLUMNS:
+        if column not in summary:
+            summary[column] = np.nan
+    summary = summary.assign(baseline=baseline).astype(BASELINE_DTYPES)
+    return summary.sort_values(["method"] + keys, ignore_index=True), pair_table
+
+
+def _batches(masks: Mapping[Any, np.ndarray]) -> list[tuple[np.ndarray, list]]:
+    """Keys grouped by their boolean mask (the questions they are computed on), in first-seen order."""
+    grouped: dict[bytes, tuple[np.ndarray, list]] = {}
+    for key, mask in masks.items():
+        grouped.setdefault(mask.tobytes(), (mask, []))[1].append(key)
+    return list(grouped.values())
+
+
+def aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, dataset: str, qset: str,
+              n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tidy aggregate (AGGREGATE_COLUMNS) and all pairs of methods (PAIRS_COLUMNS), per (grain, kind incl. 'all')."""
+    kind_sizes = questions["kind"].value_counts().to_dict()
+    kind_sizes[ALL_KINDS] = len(questions)
+    long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())], ignore_index=True)
+    long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True)
+    summary, pairs = summarize(long, ["grain", "kind"], baseline, n_resamples=n_resamples, seed=seed)
+    summary = summary.assign(dataset=dataset, qset=qset,
+                             n_excluded=summary["kind"].map(kind_sizes).fillna(0).astype(np.int64) - summary["n"])
+    return summary[AGGREGATE_COLUMNS], pairs.assign(dataset=dataset, qset=qset)[PAIRS_COLUMNS]
+
+
+def tier_table(per_query: Mapping[str, pd.DataFrame], summary: pd.DataFrame, pairs: pd.DataFrame,
+               metrics: Sequence[tuple[str, int]], alpha: float, n_resamples: int = 10_000, seed: int = 0
+               ) -> pd.DataFrame:
+    """Tiers and rank intervals (TIERS_COLUMNS but dataset, qset) of the given (metric, k), per grain and kind (incl.
+    'all'), from the per-query values, the aggregate's means and the pairs' randomization p-values.
+
+    Ranks are over the questions every method of the grain evaluates (n); without such questions they are null.
+    """
+    wanted = pd.DataFrame([(m, int(k)) for m, k in metrics], columns=["metric", "k"]).drop_duplicates()
+    long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())], ignore_index=True)
+    long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True).merge(wanted, on=["metric", "k"])
+    means = summary.set_index(["grain", "kind", "metric", "k", "method"])["mean"]
+    keys = ["grain", "kind", "metric", "k"]
+    p_values = {key: {frozenset(pair): p for *pair, p in group[["method_a", "method_b", "p_randomization"]]
+                      .itertuples(index=False)}
+                for key, group in pairs.merge(wanted, on=["metric", "k"]).groupby(keys)}
+    rows = []
+    for (grain, kind), group in long.groupby(["grain", "kind"], sort=True):
+        methods = sorted(group["method"].unique())
+        wide = group.set_index(["metric", "k", "method", "qid"])["value"].unstack("qid")
+        cuts = sorted(set(zip(group["metric"], group["k"].astype(int))))
+        cube = np.stack([wide.reindex(pd.MultiIndex.from_tuples([(m, k, x) for x in methods])).to_numpy(
+            dtype=np.float64) for m, k in cuts])  # [metric, method, question]
+        common = ~np.isnan(cube).any(axis=(0, 1))
+        rank = low = high = np.full((len(cuts), len(methods)), pd.NA)
+        if common.any():
+            rank, low, high = rank_intervals(cube[:, :, common], n_resamples=n_resamples, seed=seed)
+        for i, (metric, k) in enumerate(cuts):
+            method_means = {x: float(means[(grain, kind, metric, k, x)]) for x in methods}
+            letters = tiers(method_means, p_values.get((grain, kind, metric, k), {}), alpha)
+            rows.append(pd.DataFrame({
+                "method": methods, "grain": grain, "kind": kind, "metric": metric, "k": k,
+                "mean": [method_means[x] for x in methods], "tier": [letters[x] for x in methods],
+                "rank": pd.array(rank[i], dtype="Int64"), "rank_low": pd.array(low[i], dtype="Int64"),
+                "rank_high": pd.array(high[i], dtype="Int64"), "n": int(common.sum())}))
+    columns = TIERS_COLUMNS[2:]
+    table = pd.concat(rows, ignore_index=True)[columns] if rows else pd.DataFrame(columns=columns)
+    return table.sort_values(["grain", "kind", "metric", "k", "tier", "mean", "method"],
+                             ascending=[True, True, True, True, True, False, True], ignore_index=True)
+
+
+def score_runs(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: Sequence[tuple[str, int]],
+               grain: str = "document", relevance_threshold: int = 1, gain: str = "linear",
+               baseline: str | None = None, n_resamples: int = 10_000, seed: int = 0, rbp_p: float = 0.8
+               ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Runs (RUN_COLUMNS) scored against one grain's qrels (qid, item_id, grade) outside the workflow.
+
+    Returns the per-query values (method, qid, metric, k, value) of the requested (metric, k) pairs and their
+    summary (method, metric, k, mean, ci_low, ci_high, n, n_excluded and BASELINE_COLUMNS against `baseline`).
+    k = 0 asks for a cutoff metric over the whole run (trec_eval's uncut map, recip_rank, ndcg).
+    """
+    ks = sorted({k for _, k in metrics if k > 0}) or [1]
+    uncut = [m for m, k in metrics if k == 0 and m in METRICS_AT_K]
+    extra = sorted({m for m, _ in metrics if m in EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL})
+    questions = pd.DataFrame({"qid": pd.unique(qrels["qid"]), "kind": ALL_KINDS})
+    grain_qrels = qrels.assign(grain=grain)
+    wanted = pd.DataFrame(list(metrics), columns=["metric", "k"]).drop_duplicates()
+    frames = []
+    for method, run in runs.items():
+        values = evaluate_run(run, questions, grain_qrels, ks, relevance_threshold, gain, grains=[grain],
+                              extra_metrics=extra, rbp_p=rbp_p)
+        if uncut:  # a cutoff beyond every question's results and labels cuts nothing
+            whole = evaluate_run(run, questions, grain_qrels, [len(run) + len(qrels) + 1], relevance_threshold, gain,
+                                 grains=[grain])
+            values = pd.concat([values, whole[whole["metric"].isin(uncut)].assign(k=0)], ignore_index=True)
+        frames.append(values.merge(wanted, on=["metric", "k"]).assign(method=method))
+    per_query = pd.concat(frames, ignore_index=True)[["method", "qid", "metric", "k", "value"]]
+    summary, _ = summarize(per_query, [], baseline, n_resamples=n_resamples, seed=seed)
+    summary = summary.assign(n_excluded=len(questions) - summary["n"])
+    order = {key: i for i, key in enumerate(wanted.itertuples(index=False, name=None))}
+    summary = summary.assign(_metric=[order[(m, k)] for m, k in zip(summary["metric"], summary["k"])],
+                             _method=summary["method"].map({m: i for i, m in enumerate(runs)}))
+    summary = summary.sort_values(["_metric", "_method"], kind="stable", ignore_index=True)
+    return per_query, summary[["method", "metric", "k", "mean", "ci_low", "ci_high", "n", "n_excluded"]
+                              + BASELINE_COLUMNS]

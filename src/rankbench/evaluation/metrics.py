@@ -1,0 +1,590 @@
+"""Per-question retrieval metrics, trec_eval-exact, vectorized over all questions with numpy.
+
+Conventions (DESIGN.md, "Metric conventions"): grades are any integers, as in trec_eval (0 and
+negative grades are judged non-relevant); a result is relevant when its grade is
+>= ``relevance_threshold``; (n)DCG uses every positive grade whatever the threshold (negative
+grades gain 0), as trec_eval's ``ndcg_cut`` does; questions without a relevant label are left out (count them
+with :func:`questions_without_relevant`); a labelled question missing from the run scores 0
+(``trec_eval -c``). A question's results are ordered by its ``rank`` column and the i-th of
+them (1-based) is at rank i for every metric, as in trec_eval, which re-sorts and ignores
+the rank column (so gaps in ranks are closed up).
+
+How it runs: ids are integer-coded once, the run becomes a ``[question, position]`` matrix
+of grades (two codes below any grade: retrieved but unlabelled, nothing retrieved there), the labels become a
+``[question, position]`` matrix of ideal gains, and each metric is a column read of a
+cumulative sum over those matrices. No Python loop runs per question or per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from rankbench.io.qrels import GRADE_BOUND
+
+METRICS_AT_K = ("hit", "recall", "rcap_recall", "precision", "rr", "ndcg", "dcg", "ap", "judged", "mean_grade")
+METRICS_FULL = ("r_precision",)  # reported with k = 0, meaning "no cutoff"
+# Computed only when asked for (the defaults stay as fast as before): trec_eval's bpref and infAP, gdeval's ERR@k,
+# rank-biased precision RBP(p) and its residual (the most unjudged results could add), and condensed nDCG@k
+# (trec_eval -J: unjudged results removed before ranking). bpref and condensed nDCG read a negative grade as not
+# judged, and infAP as pooled but not judged, as trec_eval does.
+EXTRA_METRICS_AT_K = ("err", "ndcg_condensed")
+EXTRA_METRICS_FULL = ("bpref", "infap", "rbp", "rbp_residual")  # over the whole run, reported with k = 0
+UNCUT_METRICS = METRICS_FULL + EXTRA_METRICS_FULL
+ERR_MAX_GRADE = 4  # ERR's stopping probability is (2^grade - 1) / 2^4, as in gdeval (TREC Web track)
+INFAP_EPSILON = 0.00001  # trec_eval's smoothing in infAP
+# Chunk grain only: how many distinct documents the top k shows, and how much of it one document takes.
+POLLUTION_METRICS = ("distinct_docs", "top_doc_share")
+# Labels of grades_by_rank's codes when the grades are 0..3 (see grade_labels): the grades, then
+# retrieved-but-unlabelled, then nothing retrieved there.
+GRADE_LABELS = ("0", "1", "2", "3", "unjudged", "none")
+GAINS = ("linear", "exponential")
+
+
+_GRADES = np.int32  # dtype of the grade matrix: its two lowest values, below every grade, are codes
+_EMPTY = int(np.iinfo(_GRADES).min)  # nothing retrieved at this position
+_UNJUDGED = _EMPTY + 1  # retrieved, no label for this (question, item)
+_EXP_GAIN_MAX = 1023  # 2^grade - 1 is finite in float64 up to here
+_RUN_COLUMNS = ("qid", "item_id", "rank", "score")
+_QRELS_COLUMNS = ("qid", "item_id", "grade")
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _require_columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> None:
+    """Fail early, naming the missing columns, when a frame lacks a required column."""
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{what} lacks column(s) {missing}; expected {list(columns)}")
+
+
+def _row_name(frame: pd.DataFrame, i: int) -> str:
+    """'question <qid>, item <item_id>' of row position i, for error messages."""
+    return f"question {frame['qid'].iloc[i]!r}, item {frame['item_id'].iloc[i]!r}"
+
+
+def _validated_ks(ks: Sequence[int]) -> np.ndarray:
+    """Sorted distinct cutoffs as int64; each must be a positive integer (bools rejected)."""
+    values = []
+    for k in ks:
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"cutoff k must be a positive integer, got {k!r}")
+        values.append(int(k))
+    return np.array(sorted(set(values)), dtype=np.int64)
+
+
+def _validated_metrics(metrics: Sequence[str] | None) -> tuple[str, ...]:
+    """Requested metric names, sorted and checked against the known ones.
+
+    By default every metric but the pollution ones, which need a doc_id column and mean something at chunk grain only.
+    """
+    known = METRICS_AT_K + METRICS_FULL + POLLUTION_METRICS + EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL
+    if metrics is None:
+        return tuple(sorted(METRICS_AT_K + METRICS_FULL))
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    unknown = sorted(set(metrics) - set(known))
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {list(known)}")
+    return tuple(sorted(set(metrics)))
+
+
+def _validated_threshold(relevance_threshold: int) -> int:
+    """The relevance threshold as an int >= 1 (grade 0 always means judged non-relevant)."""
+    ok = isinstance(relevance_threshold, (int, np.integer)) and not isinstance(relevance_threshold, bool)
+    if not ok or relevance_threshold < 1:
+        raise ValueError(f"relevance_threshold must be an integer >= 1, got {relevance_threshold!r}")
+    return int(relevance_threshold)
+
+
+def _validated_gain(gain: str) -> str:
+    if gain not in GAINS:
+        raise ValueError(f"gain must be one of {GAINS}, got {gain!r}")
+    return gain
+
+
+def _validated_persistence(rbp_p: float) -> float:
+    """RBP's persistence p, a number strictly between 0 and 1."""
+    ok = isinstance(rbp_p, (int, float, np.floating)) and not isinstance(rbp_p, bool) and 0 < rbp_p < 1
+    if not ok:
+        raise ValueError(f"rbp_p (RBP's persistence) must be a number strictly between 0 and 1, got {rbp_p!r}")
+    return float(rbp_p)
+
+
+def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
+    """Gain of each grade: the grade itself (trec_eval) or 2^grade - 1 (Burges et al.); grades <= 0 and the
+    codes below them gain 0."""
+    positive = np.maximum(grades, 0).astype(np.float64)
+    return positive if gain == "linear" else np.exp2(positive) - 1.0
+
+
+def _ids(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
+    """An id column as strings (ids of other types are converted); missing ids raise."""
+    ids = frame[column]
+    missing = ids.isna().to_numpy()
+    if missing.any():
+        i = int(np.flatnonzero(missing)[0])
+        raise ValueError(f"{what} has a missing {column} at row {i} ({_row_name(frame, i)})")
+    return ids if pd.api.types.is_string_dtype(ids) else ids.astype(str)
+
+
+def _integers(frame: pd.DataFrame, column: str, what: str) -> np.ndarray:
+    """A column as int64, or a ValueError naming the first row (qid, item_id) that is not an integer."""
+    values = frame[column].to_numpy()
+    if values.dtype.kind in "iu":
+        return values.astype(np.int64, copy=False)
+    numeric = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(numeric) | (numeric != np.round(numeric)) | (values.dtype.kind == "b")
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{what} {column} must be an integer: {_row_name(frame, i)} has {values[i]!r}")
+    return numeric.astype(np.int64)
+
+
+def _checked_grades(qrels: pd.DataFrame) -> np.ndarray:
+    """Grades as int64: any integers (as trec_eval takes them) that the grade matrix can hold."""
+    _require_columns(qrels, _QRELS_COLUMNS, "qrels")
+    grade = _integers(qrels, "grade", "qrels")
+    bad = np.abs(grade) > GRADE_BOUND
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"qrels grade must be in -{GRADE_BOUND}..{GRADE_BOUND}: {_row_name(qrels, i)} has {grade[i]}")
+    return grade
+
+
+def _checked_ranks(run: pd.DataFrame) -> np.ndarray:
+    """Run ranks as int64 (integers >= 1), after checking that no score is NaN."""
+    _require_columns(run, _RUN_COLUMNS, "run")
+    score = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    nan = np.isnan(score)
+    if nan.any():
+        raise ValueError(f"run score is NaN or not numeric: {_row_name(run, int(np.flatnonzero(nan)[0]))}")
+    rank = _integers(run, "rank", "run")
+    if len(rank) and rank.min() < 1:
+        i = int(np.argmin(rank))
+        raise ValueError(f"run rank must be >= 1: {_row_name(run, i)} has rank {rank[i]}")
+    return rank
+
+
+# --------------------------------------------------------------------------- coding
+
+
+def _shared_codes(first: pd.Series, second: pd.Series) -> tuple[np.ndarray, np.ndarray, pd.Index]:
+    """Integer codes of two id columns over one shared vocabulary (codes of `first` come first)."""
+    codes, uniques = pd.factorize(pd.concat([first, second], ignore_index=True))
+    return codes[: len(first)].astype(np.int64), codes[len(first):].astype(np.int64), pd.Index(uniques)
+
+
+def _pair_keys(first: np.ndarray, second: np.ndarray, n_second: int) -> np.ndarray:
+    """One int64 key per (first code, second code) pair, for duplicate checks and lookups."""
+    return first * np.int64(max(n_second, 1)) + second
+
+
+def _deduplicated_labels(qrels: pd.DataFrame, keys: np.ndarray, grade: np.ndarray) -> np.ndarray:
+    """Mask keeping one row per (qid, item_id); conflicting grades for a pair raise."""
+    order = np.argsort(keys, kind="stable")
+    repeat = keys[order[1:]] == keys[order[:-1]]
+    keep = np.ones(len(keys), dtype=bool)
+    if repeat.any():
+        conflict = repeat & (grade[order[1:]] != grade[order[:-1]])
+        if conflict.any():
+            j = int(order[np.flatnonzero(conflict)[0]])
+            found = sorted(set(grade[keys == keys[j]].tolist()))
+            raise ValueError(f"conflicting grades in qrels for {_row_name(qrels, j)}: {found}")
+        keep[order[1:][repeat]] = False
+    return keep
+
+
+def _run_rows_of(run: pd.DataFrame, run_keys: np.ndarray, label_keys: np.ndarray) -> np.ndarray:
+    """Run row holding each label's (question, item) key, -1 when not retrieved; a run listing the same
+    (qid, item_id) twice raises. One hash table serves both the duplicate check and the lookup."""
+    index = pd.Index(run_keys)
+    if not index.is_unique:
+        i = int(np.flatnonzero(index.duplicated())[0])
+        raise ValueError(f"run lists the same item twice: {_row_name(run, i)}")
+    return index.get_indexer(label_keys)
+
+
+def _rank_order(run: pd.DataFrame, run_q: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
+    """Row order by (question, rank), None when rows are already in it; duplicate ranks raise."""
+    keys = _pair_keys(run_q, rank, int(rank.max(initial=0)) + 1)
+    if bool(np.all(keys[1:] > keys[:-1])):
+        return None  # grouped by question in rank order: the usual case, no sort needed
+    order = np.argsort(keys, kind="stable")
+    same = keys[order[1:]] == keys[order[:-1]]
+    if same.any():
+        i = int(order[np.flatnonzero(same)[0] + 1])
+        raise ValueError(f"run has rank {rank[i]} twice: {_row_name(run, i)}")
+    return order
+
+
+def _group_positions(sorted_groups: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """0-based position of each row inside its group (rows sorted by group) and the group sizes."""
+    counts = np.bincount(sorted_groups, minlength=n_groups)
+    starts = np.cumsum(counts) - counts
+    return np.arange(len(sorted_groups), dtype=np.int64) - np.repeat(starts, counts), counts
+
+
+# --------------------------------------------------------------------------- matrices
+
+
+def _grade_matrix(out: np.ndarray, pos: np.ndarray, grades: np.ndarray, n_q: int, depth: int) -> np.ndarray:
+    """[question, position] matrix of the grades retrieved, _EMPTY where nothing was."""
+    matrix = np.full((n_q, depth), _EMPTY, dtype=_GRADES)
+    matrix[out, pos] = grades
+    return matrix
+
+
+def _ideal_gains(label_out: np.ndarray, label_grade: np.ndarray, n_q: int, depth_wanted: int,
+                 gain: str) -> np.ndarray:
+    """[question, position] gains of the ideal ranking: all positive labels, grade desc."""
+    positive = (label_out >= 0) & (label_grade > 0)
+    q, g = label_out[positive], label_grade[positive]
+    order = np.lexsort((-g, q))
+    q, g = q[order], g[order]
+    pos, counts = _group_positions(q, n_q)
+    depth = int(max(1, min(depth_wanted, counts.max(initial=0))))
+    keep = pos < depth
+    ideal = np.zeros((n_q, depth), dtype=np.float64)
+    ideal[q[keep], pos[keep]] = _gains(g[keep], gain)
+    return ideal
+
+
+def _at(cumulative: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """Columns of a per-position cumulative matrix at cutoffs ks (flat beyond the matrix depth)."""
+    return cumulative[:, np.minimum(ks, cumulative.shape[1]) - 1]
+
+
+def _cumulative_dcg(gains: np.ndarray) -> np.ndarray:
+    """Running DCG along positions: gain / log2(rank + 1), summed in rank order as trec_eval does."""
+    discount = np.log2(np.arange(2, gains.shape[1] + 2, dtype=np.float64))
+    return np.cumsum(gains / discount, axis=1)
+
+
+def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is 0 (trec_eval's convention)."""
+    denominator = np.broadcast_to(denominator, numerator.shape)
+    out = np.zeros(numerator.shape, dtype=np.float64)
+    np.divide(numerator, denominator, out=out, where=denominator != 0)
+    return out
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def _metric_values(
+    grades: np.ndarray, run_length: np.ndarray, ideal: np.ndarray, n_rel: np.ndarray,
+    ks: np.ndarray, threshold: int, gain: str, names: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """Every requested metric as a [question, len(ks)] array ([question, 1] for r_precision)."""
+    rel = grades >= threshold
+    cum_rel = np.cumsum(rel, axis=1, dtype=np.int32)
+    rel_at_k = _at(cum_rel, ks).astype(np.float64)
+    n_rel_col = n_rel[:, None].astype(np.float64)
+    kf = ks[None, :].astype(np.float64)
+    shown = np.minimum(run_length[:, None], ks[None, :]).astype(np.float64)  # results in the top k
+    values: dict[str, np.ndarray] = {}
+    for name in names:
+        if name == "hit":  # trec_eval success.k
+            values[name] = (rel_at_k > 0).astype(np.float64)
+        elif name == "recall":  # trec_eval recall.k: divides by all relevant
+            values[name] = rel_at_k / n_rel_col
+        elif name == "rcap_recall":  # BEIR R_cap@k: divides by min(all relevant, k)
+            values[name] = rel_at_k / np.minimum(n_rel_col, kf)
+        elif name == "precision":  # trec_eval P.k: divides by k even when fewer were retrieved
+            values[name] = rel_at_k / kf
+        elif name == "rr":  # trec_eval recip_rank on the run cut at k
+            first = np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0)[:, None]  # 0: none found
+            found = (first > 0) & (first <= ks[None, :])
+            values[name] = _safe_divide(found.astype(np.float64), first.astype(np.float64))
+        elif name in ("dcg", "ndcg"):  # every positive grade counts, whatever the threshold
+            dcg = _at(_cumulative_dcg(_gains(grades, gain)), ks)
+            values[name] = dcg if name == "dcg" else _safe_divide(dcg, _at(_cumulative_dcg(ideal), ks))
+        elif name == "ap":  # trec_eval map_cut.k: divides by all relevant
+            positions = np.arange(1, grades.shape[1] + 1, dtype=np.float64)
+            precision_at_rel = np.where(rel, cum_rel / positions, 0.0)
+            values[name] = _at(np.cumsum(precision_at_rel, axis=1), ks) / n_rel_col
+        elif name == "judged":  # ir_measures Judged@k (any grade, negative too): divides by min(k, retrieved)
+            judged_at_k = _at(np.cumsum(grades > _UNJUDGED, axis=1, dtype=np.int32), ks).astype(np.float64)
+            values[name] = _safe_divide(judged_at_k, shown)
+        elif name == "mean_grade":  # mean grade of the results shown (min(k, retrieved)); unjudged, negative count 0
+            grade_sum = _at(np.cumsum(np.maximum(grades, 0), axis=1, dtype=np.int64), ks).astype(np.float64)
+            values[name] = _safe_divide(grade_sum, shown)
+        elif name == "r_precision":  # trec_eval Rprec: precision at rank R = number relevant
+            at_r = np.minimum(n_rel, grades.shape[1]) - 1
+            values[name] = (cum_rel[np.arange(len(n_rel)), at_r] / n_rel)[:, None]
+    return values
+
+
+def _condensed(grades: np.ndarray) -> np.ndarray:
+    """The grade matrix with results that have no grade >= 0 removed and the rest closed up (trec_eval -J)."""
+    keep = grades >= 0
+    q, position = np.nonzero(keep)
+    condensed = np.full(grades.shape, _EMPTY, dtype=_GRADES)
+    condensed[q, np.cumsum(keep, axis=1)[q, position] - 1] = grades[q, position]
+    return condensed
+
+
+def _extra_values(
+    grades: np.ndarray, run_length: np.ndarray, ideal: np.ndarray, n_rel: np.ndarray, n_nonrel: np.ndarray,
+    ks: np.ndarray, threshold: int, gain: str, rbp_p: float, names: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """EXTRA_METRICS_* as [question, len(ks)] arrays ([question, 1] for the whole-run ones); grades cover every
+    result retrieved."""
+    rel = grades >= threshold
+    nonrel = (grades >= 0) & ~rel  # judged non-relevant; a negative grade counts as not judged (trec_eval)
+    nonrel_before = np.cumsum(nonrel, axis=1, dtype=np.int64) - nonrel
+    positions = np.arange(grades.shape[1], dtype=np.float64)  # 0-based
+    n_rel_f = n_rel.astype(np.float64)
+    values: dict[str, np.ndarray] = {}
+    for name in names:
+        if name == "bpref":  # trec_eval bpref: each relevant result loses the share of judged non-relevant above it
+            cap = np.minimum(n_nonrel, n_rel)[:, None].astype(np.float64)
+            above = np.minimum(nonrel_before, n_rel[:, None]).astype(np.float64)
+            term = np.where(nonrel_before > 0, 1.0 - _safe_divide(above, np.broadcast_to(cap, above.shape)), 1.0)
+            values[name] = (np.where(rel, term, 0.0).sum(axis=1) / n_rel_f)[:, None]
+        elif name == "infap":  # trec_eval infAP: a negative grade is pooled but unjudged, an unlabelled result unpooled
+            rel_so_far = np.cumsum(rel, axis=1, dtype=np.int64).astype(np.float64)
+            pooled_unjudged = np.cumsum((grades < 0) & (grades > _UNJUDGED), axis=1, dtype=np.int64)
+            judged_above = rel_so_far - 1 + nonrel_before
+            with np.errstate(divide="ignore", invalid="ignore"):
+                estimate = (1.0 / (positions + 1.0) + (positions / (positions + 1.0))
+                            * ((judged_above + pooled_unjudged) / positions)
+                            * ((rel_so_far - 1 + INFAP_EPSILON) / (judged_above + 2 * INFAP_EPSILON)))
+            estimate[:, 0] = 1.0
+            values[name] = (np.where(rel, estimate, 0.0).sum(axis=1) / n_rel_f)[:, None]
+        elif name == "rbp":  # Moffat & Zobel: (1 - p) sum of p^(rank - 1) over relevant results
+            weights = (1.0 - rbp_p) * rbp_p ** positions
+            values[name] = (rel @ weights)[:, None]
+        elif name == "rbp_residual":  # weight of results retrieved without a label, plus p^depth beyond the run
+            weights = (1.0 - rbp_p) * rbp_p ** positions
+            values[name] = ((grades == _UNJUDGED) @ weights + rbp_p ** run_length.astype(np.float64))[:, None]
+        elif name == "err":  # gdeval ERR@k: cascade with stop probability (2^grade - 1) / 2^ERR_MAX_GRADE
+            stop = (np.exp2(np.maximum(grades, 0).astype(np.float64)) - 1.0) / 2.0 ** ERR_MAX_GRADE
+            reach = np.cumprod(np.hstack([np.ones((len(grades), 1)), 1.0 - stop[:, :-1]]), axis=1)
+            values[name] = _at(np.cumsum(stop * reach / (positions + 1.0), axis=1), ks)
+        elif name == "ndcg_condensed":  # trec_eval -J ndcg_cut: nDCG of the judged results only
+            dcg = _at(_cumulative_dcg(_gains(_condensed(grades), gain)), ks)
+            values[name] = _safe_divide(dcg, _at(_cumulative_dcg(ideal), ks))
+    return values
+
+
+def _long_table(questions: pd.Series, names: tuple[str, ...], ks: np.ndarray,
+                values: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The long output (qid, metric, k, value), built directly in (qid, metric, k) order."""
+    metric_col: list[str] = []
+    k_parts = [np.zeros(0, dtype=np.int64)]
+    for name in names:
+        cuts = np.zeros(1, dtype=np.int64) if name in UNCUT_METRICS else ks
+        metric_col += [name] * len(cuts)
+        k_parts.append(cuts)
+    n_q, n_cols = len(questions), len(metric_col)
+    matrix = np.hstack([values[n] for n in names]) if names else np.zeros((n_q, 0))
+    return pd.DataFrame({
+        "qid": questions.take(np.repeat(np.arange(n_q), n_cols)).reset_index(drop=True),
+        "metric": pd.Series(metric_col, dtype="str").take(np.tile(np.arange(n_cols), n_q)).reset_index(drop=True),
+        "k": np.tile(np.concatenate(k_parts), n_q).astype(np.int64),
+        "value": matrix.reshape(-1).astype(np.float64),
+    })
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """A run read against its labels: one row per evaluated question (qid order), one column per position."""
+
+    questions: pd.Series  # qids with at least one relevant label, sorted
+    grades: np.ndarray  # [question, position] _GRADES: grade, _UNJUDGED or _EMPTY
+    run_length: np.ndarray  # results retrieved per question
+    n_rel: np.ndarray  # relevant labels per question
+    label_out: np.ndarray  # row of each (deduplicated) label's question, -1 when not evaluated
+    label_grade: np.ndarray  # grade of each (deduplicated) label
+    documents: np.ndarray | None  # [question, position] document code of each result (-1: none), when asked for
+
+
+def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold: int,
+           through_r: bool = False, with_documents: bool = False) -> _Judged:
+    """Integer-code run and labels, validate them, and build the grade matrix down to depth_wanted
+    (or to the largest number of relevant labels when through_r, as R-precision reads rank R).
+
+    with_documents also codes the run's doc_id column into a matrix of the same shape, for the pollution
+    metrics: done here so that questions, ranks and positions are coded once for all metrics.
+    """
+    label_grade = _checked_grades(qrels)
+    rank = _checked_ranks(run)
+
+    # Integer codes: questions and items share one vocabulary between run and labels.
+    run_q, label_q, qid_vocab = _shared_codes(_ids(run, "qid", "run"), _ids(qrels, "qid", "qrels"))
+    run_i, label_i, item_vocab = _shared_codes(_ids(run, "item_id", "run"), _ids(qrels, "item_id", "qrels"))
+    n_items = len(item_vocab)
+    label_keys = _pair_keys(label_q, label_i, n_items)
+    keep_label = _deduplicated_labels(qrels, label_keys, label_grade)
+    label_q, label_keys, label_grade = label_q[keep_label], label_keys[keep_label], label_grade[keep_label]
+    # Grade of each run row: its label's, _UNJUDGED when it has none.
+    label_row = _run_rows_of(run, _pair_keys(run_q, run_i, n_items), label_keys)
+    row_grade = np.full(len(run), _UNJUDGED, dtype=_GRADES)
+    retrieved = label_row >= 0
+    row_grade[label_row[retrieved]] = label_grade[retrieved]
+
+    # Questions evaluated: those with a relevant label, in qid order; out[code] = their row.
+    relevant_codes = np.unique(label_q[label_grade >= threshold])
+    names_of_relevant = qid_vocab[relevant_codes].to_numpy(dtype=object)
+    by_name = np.argsort(names_of_relevant, kind="stable")
+    questions = pd.Series(names_of_relevant[by_name], dtype="str")
+    n_q = len(questions)
+    out_of_code = np.full(len(qid_vocab), -1, dtype=np.int64)
+    out_of_code[relevant_codes[by_name]] = np.arange(n_q)
+    label_out = out_of_code[label_q]
+    n_rel = np.bincount(label_out[(label_out >= 0) & (label_grade >= threshold)], minlength=n_q)
+
+    # Run rows in (question, rank) order, their positions, and how deep the matrix must go.
+    order = _rank_order(run, run_q, rank)
+    rows_q = run_q if order is None else run_q[order]
+    pos, counts = _group_positions(rows_q, len(qid_vocab))
+    run_length = np.zeros(n_q, dtype=np.int64)
+    evaluated = out_of_code >= 0
+    run_length[out_of_code[evaluated]] = counts[evaluated]
+    wanted = max(depth_wanted, int(n_rel.max(initial=0)) if through_r else 1)
+    depth = int(max(1, min(wanted, run_length.max(initial=0))))
+    rows_out = out_of_code[rows_q]
+    kept = (rows_out >= 0) & (pos < depth)
+    rows = np.flatnonzero(kept) if order is None else order[kept]  # run row of each matrix cell filled
+    rows_out, pos = rows_out[kept], pos[kept]
+    grades = _grade_matrix(rows_out, pos, row_grade[rows], n_q, depth)
+    documents = None
+    if with_documents:
+        _require_columns(run, ("doc_id",), "run")
+        documents = np.full((n_q, depth), -1, dtype=np.int32)
+        documents[rows_out, pos] = pd.factorize(_ids(run, "doc_id", "run"))[0][rows]
+    return _Judged(questions, grades, run_length, n_rel, label_out, label_grade, documents)
+
+
+def per_query_metrics(
+    run: pd.DataFrame,
+    qrels: pd.DataFrame,
+    ks: Sequence[int],
+    *,
+    relevance_threshold: int = 1,
+    gain: Literal["linear", "exponential"] = "linear",
+    metrics: Sequence[str] | None = None,
+    rbp_p: float = 0.8,
+) -> pd.DataFrame:
+    """Long table qid, metric, k, value for every question with at least one relevant label.
+
+    The pollution metrics (POLLUTION_METRICS) and the EXTRA_METRICS_* are computed only when asked for in
+    `metrics`; the pollution ones read the run's doc_id column, RBP uses the persistence rbp_p. A labelled question
+    absent from the run scores 0 on every metric (RBP's residual: 1).
+    """
+    ks_arr = _validated_ks(ks)
+    names = _validated_metrics(metrics)
+    threshold = _validated_threshold(relevance_threshold)
+    gain = _validated_gain(gain)
+    rbp_p = _validated_persistence(rbp_p)
+    at_k = [n for n in names if n in METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K]
+    if at_k and len(ks_arr) == 0:
+        raise ValueError(f"metrics {at_k} need at least one cutoff k")
+    max_k = int(ks_arr.max()) if len(ks_arr) else 1
+    polluted = tuple(n for n in names if n in POLLUTION_METRICS)
+    extra = tuple(n for n in names if n in EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL)
+    whole_run = bool(set(extra) - {"err"})  # these read results below rank max(ks) too
+    judged = _judge(run, qrels, np.iinfo(np.int64).max if whole_run else max_k, threshold,
+                    through_r="r_precision" in names, with_documents=bool(polluted))
+    n_q = len(judged.questions)
+    if gain == "exponential" and judged.label_grade.max(initial=0) > _EXP_GAIN_MAX:
+        raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {_EXP_GAIN_MAX}: "
+                         f"qrels hold grade {judged.label_grade.max()}; use the linear gain")
+    if "err" in names and err_grade_problem(qrels):
+        raise ValueError(err_grade_problem(qrels))
+    ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain)
+             if {"ndcg", "ndcg_condensed"} & set(names) else np.zeros((n_q, 1)))
+    values = _metric_values(judged.grades, judged.run_length, ideal, judged.n_rel, ks_arr, threshold, gain,
+                            tuple(n for n in names if n in METRICS_AT_K + METRICS_FULL))
+    if judged.documents is not None:
+        values |= _pollution_values(judged.documents, judged.run_length, ks_arr, polluted)
+    if extra:
+        evaluated = (judged.label_out >= 0) & (judged.label_grade >= 0) & (judged.label_grade < threshold)
+        n_nonrel = np.bincount(judged.label_out[evaluated], minlength=n_q)
+        values |= _extra_values(judged.grades, judged.run_length, ideal, judged.n_rel, n_nonrel, ks_arr, threshold,
+                                gain, rbp_p, extra)
+    return _long_table(judged.questions, names, ks_arr, values)
+
+
+def err_grade_problem(qrels: pd.DataFrame) -> str:
+    """Why ERR cannot score these labels ('' when it can): its stop probability needs grades <= ERR_MAX_GRADE."""
+    grade = _checked_grades(qrels)
+    if grade.max(initial=0) <= ERR_MAX_GRADE:
+        return ""
+    i = int(np.argmax(grade))
+    return (f"ERR takes grades up to {ERR_MAX_GRADE} (as gdeval does): {_row_name(qrels, i)} has grade {grade[i]}; "
+            f"map the grades onto 0..{ERR_MAX_GRADE} or leave ERR out")
+
+
+def grade_labels(qrels: pd.DataFrame) -> tuple[str, ...]:
+    """Labels of grades_by_rank's codes for these qrels: grades 0..3 and any other grade they hold, ascending, then
+    "unjudged" and "none" (GRADE_LABELS when every grade is in 0..3)."""
+    grades = sorted({0, 1, 2, 3} | set(_checked_grades(qrels).tolist()))
+    return tuple(str(g) for g in grades) + ("unjudged", "none")
+
+
+def grades_by_rank(run: pd.DataFrame, qrels: pd.DataFrame, depth: int, *,
+                   relevance_threshold: int = 1) -> tuple[pd.Series, np.ndarray]:
+    """The evaluated questions (qid order) and a [question, rank 1..depth] matrix of codes into grade_labels(qrels).
+
+    With grades 0..3, code g is the grade retrieved there, 4 a result without a label, 5 no result (short run or
+    question missing from the run). Questions are those per_query_metrics evaluates.
+    """
+    depth = int(_validated_ks([depth])[0])
+    judged = _judge(run, qrels, depth, _validated_threshold(relevance_threshold))
+    labels = grade_labels(qrels)
+    values = np.array([int(g) for g in labels[:-2]], dtype=np.int64)
+    codes = np.full((len(judged.questions), depth), labels.index("none"), dtype=np.int32)
+    grades = judged.grades
+    codes[:, : grades.shape[1]] = np.where(grades == _UNJUDGED, labels.index("unjudged"),
+                                           np.where(grades == _EMPTY, labels.index("none"),
+                                                    np.searchsorted(values, grades)))
+    return judged.questions, codes
+
+
+def _pollution_values(documents: np.ndarray, run_length: np.ndarray, ks: np.ndarray,
+                      names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """distinct_docs@k (documents among the top k) and top_doc_share@k (results of the most frequent
+    document / min(k, retrieved)) from the [question, position] document codes, as [question, len(ks)] arrays.
+
+    Each question's top k is sorted so that one document's results sit together (-1, nothing, first):
+    a document starts where the code changes, and its count is the length of its stretch.
+    """
+    distinct = np.zeros((len(documents), len(ks)), dtype=np.float64)
+    top_count = np.zeros((len(documents), len(ks)), dtype=np.float64)
+    for column, k in enumerate(ks.tolist()):
+        top = np.sort(documents[:, :k], axis=1)
+        present = top >= 0
+        starts = present.copy()
+        starts[:, 1:] &= top[:, 1:] != top[:, :-1]
+        distinct[:, column] = starts.sum(axis=1)
+        position = np.arange(top.shape[1])
+        stretch_start = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+        top_count[:, column] = np.where(present, position - stretch_start + 1, 0).max(axis=1, initial=0)
+    shown = np.minimum(run_length[:, None], ks[None, :]).astype(np.float64)
+    values = {"distinct_docs": distinct, "top_doc_share": _safe_divide(top_count, shown)}
+    return {name: values[name] for name in names}
+
+
+def questions_without_relevant(qrels: pd.DataFrame, qids: Iterable[str], relevance_threshold: int = 1) -> list[str]:
+    """Questions (from qids) that have no label with grade >= threshold: excluded from averages, counted apart.
+
+    Returned sorted and without repeats, so the count and the listing are deterministic.
+    The labels are validated like per_query_metrics does (integer grades, no conflicting grades).
+    """
+    threshold = _validated_threshold(relevance_threshold)
+    grade = _checked_grades(qrels)
+    qid = _ids(qrels, "qid", "qrels")
+    label_q, _ = pd.factorize(qid)
+    label_i, item_vocab = pd.factorize(_ids(qrels, "item_id", "qrels"))
+    keys = _pair_keys(label_q.astype(np.int64), label_i.astype(np.int64), len(item_vocab))
+    _deduplicated_labels(qrels, keys, grade)  # raises on conflicting grades
+    with_relevant = set(qid[grade >= threshold].tolist())
+    return sorted({str(q) for q in qids} - with_relevant)

@@ -1,0 +1,51 @@
+"""Relevance judgements: the one grade check of every loader, and labels mapped to documents and chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankbench.errors import InputError
+
+QRELS_COLUMNS = ["grain", "qid", "item_id", "grade"]
+
+
+def build_qrels(labels: pd.DataFrame, chunks: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Judgements per grain: a document takes its best label; a chunk the best label of a section it covers.
+
+    A label without a section applies to every chunk of its document. Labels that reach no chunk are returned
+    apart, so the report can say which evidence the chunker lost.
+    """
+    documents = (labels.groupby(["qid", "doc_id"], as_index=False, sort=True)["grade"].max()
+                 .rename(columns={"doc_id": "item_id"}).assign(grain="document"))
+    chunk_sections = chunks[["chunk_id", "doc_id", "sections"]].explode("sections").rename(
+        columns={"sections": "section"})
+    labels = labels.reset_index(drop=True).rename_axis("label").reset_index()
+    by_section = labels[labels["section"].notna()].merge(chunk_sections, on=["doc_id", "section"])
+    by_document = labels[labels["section"].isna()].merge(chunk_sections[["chunk_id", "doc_id"]].drop_duplicates(),
+                                                         on="doc_id")
+    matched = pd.concat([by_section, by_document], ignore_index=True)
+    chunk_qrels = (matched.groupby(["qid", "chunk_id"], as_index=False, sort=True)["grade"].max()
+                   .rename(columns={"chunk_id": "item_id"}).assign(grain="chunk"))
+    unmapped = labels[~labels["label"].isin(matched["label"])].drop(columns="label").reset_index(drop=True)
+    return pd.concat([documents, chunk_qrels], ignore_index=True)[QRELS_COLUMNS], unmapped
+
+GRADE_BOUND = 2**31 - 2  # grades are integers in -GRADE_BOUND..GRADE_BOUND (the grade matrix's dtype holds them)
+
+
+def check_grades(grades: Sequence[Any], path: Path | str, where: Sequence[str]) -> np.ndarray:
+    """Grades as int64: the one grade check of every loader (native, BEIR, TREC). Any integer, as trec_eval
+    (0 and below: not relevant); 2.0 reads as 2; 2.5, text and NaN are refused, naming ``where[i]``."""
+    numeric = pd.to_numeric(pd.Series(list(grades), dtype=object), errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan)
+    bad = ~np.isfinite(numeric) | (numeric != np.round(numeric)) | (np.abs(numeric) > GRADE_BOUND)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(path, where[i], f"grade {grades[i]!r} is not an integer (of at most {GRADE_BOUND:,} in size)",
+                         "Give integer grades, as trec_eval reads them: 0 or below is not relevant, higher is more "
+                         "relevant (2.0 is read as 2).")
+    return numeric.astype(np.int64)

@@ -1,0 +1,377 @@
+"""The method graph declared in config: grids expanded, checked before anything runs, resolved into plain values."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from rankbench.corpus.chunking import ChunkerSpec
+from rankbench.errors import InputError
+from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
+from rankbench.retrieval.encoders import PACKAGED_MODELS
+from rankbench.retrieval.registry import (
+    FIRST_STAGE_TYPES,
+    FUSION_TYPES,
+    METHOD_TYPES,
+    method_inputs,
+)
+
+FILTERS = ("audience", "validity")
+# Keys a grid may not vary: they change what a method is, not how it is tuned.
+_STRUCTURAL_KEYS = ("type", "inputs", "input", "grid")
+# Methods once grids are expanded (each is a run per version, a row of every table, and its jobs).
+MAX_METHODS = 1_000
+# A method name (grid point names included) is a file name stem: runs/<method>.parquet, benchmarks, logs.
+MAX_NAME_LENGTH = 200
+# A grid value becomes part of a file name (`runs/name[key=value].parquet`).
+_GRID_VALUE = re.compile(r"^[A-Za-z0-9_.+-]{1,100}$")
+
+
+def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: str) -> None:
+    """The raw config against the JSON schema; the most relevant error named by its key."""
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
+    if error is not None:
+        raise _schema_error(error, source)
+
+
+def _schema_error(error: jsonschema.ValidationError, source: str) -> InputError:
+    """A schema error as the key it concerns (dotted, list items in brackets), the problem and the fix."""
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
+    where = where.lstrip(".") or "top level"
+    problem, fix = error.message, "See config/README.md for what this key accepts."
+    if where == "results":
+        fix = "Name a folder, e.g. `results`, without {…} (Snakemake would read it as a wildcard)."
+    elif error.validator == "not":
+        problem = f"{error.instance!r} is reserved: it is a folder of results/<dataset>/"
+        fix = "Choose another name."
+    elif error.validator == "pattern":
+        fix = ("Names become folder and file names: letters, digits and _ . + - "
+               "(the last three not first), at most 100 characters.")
+    return InputError(source, where, problem, fix)
+
+
+def check_grids(methods: Mapping[str, Mapping[str, Any]], schema: Mapping[str, Any], source: str) -> None:
+    """Every grid key is a parameter and every value passes the schema rule of the plain key it stands for."""
+    method_schema = schema["properties"]["methods"]["additionalProperties"]
+    validator = jsonschema.Draft202012Validator(schema)
+    for name, spec in methods.items():
+        for key, values in spec.get("grid", {}).items():
+            where = f"methods.{name}.grid.{key}"
+            if key in _STRUCTURAL_KEYS:
+                continue  # expand_methods says why
+            if key not in method_schema["properties"]:
+                parameters = sorted(set(method_schema["properties"]) - set(_STRUCTURAL_KEYS))
+                raise InputError(source, where, f"varies {key!r}, which is not a method parameter",
+                                 f"Vary one of: {', '.join(parameters)}.")
+            if key in spec:
+                raise InputError(source, where, f"varies {key!r}, which the method also sets",
+                                 f"Remove `methods.{name}.{key}` or the grid over it.")
+            for number, value in enumerate(values):
+                error = jsonschema.exceptions.best_match(
+                    validator.evolve(schema=method_schema["properties"][key]).iter_errors(value))
+                if error is not None:
+                    raise InputError(source, f"{where}[{number}]", error.message,
+                                     f"A grid value must be a valid `{key}` of a method (see config/README.md).")
+                if not _GRID_VALUE.match(_plain(value)):
+                    raise InputError(source, f"{where}[{number}]", f"{value!r} cannot be part of a method name",
+                                     "Grid values become file names: letters, digits and _ . + - only.")
+
+
+def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: str) -> dict[str, dict[str, Any]]:
+    """Every check that can fail on the config alone, in order, at start: the methods with grids expanded."""
+    validate_config(config, schema, source)
+    check_grids(config["methods"], schema, source)
+    methods = expand_methods(config["methods"], source)
+    expanded = {**config, "methods": methods}
+    check_methods(expanded, source)
+    check_settings(expanded, source)
+    check_llm(expanded, source)
+    check_paths(expanded, source)
+    check_inputs(expanded, source)
+    return methods
+
+
+def grid_point_name(name: str, point: Mapping[str, Any]) -> str:
+    """Deterministic name of one grid point: `name[key=value,...]`, keys sorted."""
+    return f"{name}[{','.join(f'{key}={_plain(value)}' for key, value in sorted(point.items()))}]"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def expand_methods(methods: Mapping[str, Mapping[str, Any]], source: str) -> dict[str, dict[str, Any]]:
+    """Every configured method with its `grid` expanded into one method per point (sorted by name).
+
+    Inputs of fusion/rerank methods name concrete methods: a grid point by its full name
+    (`bm25[k1=0.9]`), never a grid's base name, so every composed run says exactly what it consumes.
+    """
+    expanded: dict[str, dict[str, Any]] = {}
+    for name, spec in methods.items():
+        grid = spec.get("grid")
+        if not grid:
+            expanded[name] = {key: value for key, value in spec.items() if key != "grid"}
+            continue
+        for key in grid:
+            if key in _STRUCTURAL_KEYS:
+                raise InputError(source, f"methods.{name}.grid", f"varies {key!r}, which defines the method",
+                                 "A grid varies parameters only (e.g. depth, k, k1); declare other methods apart.")
+        points = math.prod(len(values) for values in grid.values())
+        if len(expanded) + points > MAX_METHODS:
+            raise InputError(source, f"methods.{name}.grid", f"makes {points:,} methods, more than the "
+                             f"{MAX_METHODS:,} a config may have once grids are expanded",
+                             "Vary fewer values at once; every point is a run per version and a row of every table.")
+        keys = sorted(grid)
+        for values in itertools.product(*(grid[key] for key in keys)):
+            point = dict(zip(keys, values))
+            base = {key: value for key, value in spec.items() if key != "grid"}
+            point_name = grid_point_name(name, point)
+            if len(point_name) > MAX_NAME_LENGTH:
+                raise InputError(source, f"methods.{name}.grid", f"names a point {point_name!r}, longer than the "
+                                 f"{MAX_NAME_LENGTH} characters a method name may have (it names files)",
+                                 "Use a shorter method name or fewer, shorter grid values.")
+            expanded[point_name] = {**base, **point}
+    if len(expanded) > MAX_METHODS:
+        raise InputError(source, "methods", f"has {len(expanded):,} methods, more than the {MAX_METHODS:,} a "
+                         "config may have", "Compare fewer methods at once.")
+    grids = {name: [point for point in expanded if point.startswith(f"{name}[")]
+             for name, spec in methods.items() if spec.get("grid")}
+    for name, spec in expanded.items():
+        for input_name in method_inputs(spec):
+            if input_name in grids:
+                raise InputError(source, f"methods.{name}", f"consumes {input_name!r}, which is a grid",
+                                 f"Name one of its points: {', '.join(grids[input_name])}.")
+    return dict(sorted(expanded.items()))
+
+
+def check_methods(config: Mapping[str, Any], source: str) -> None:
+    """Unknown types, inputs, encoders, chunkers, rewrites and cycles are config errors, caught at start.
+
+    `config["methods"]` must already be expanded (see expand_methods).
+    """
+    methods, encoders, chunkers = config["methods"], config.get("encoders", {}), config["chunkers"]
+    for name, spec in methods.items():
+        where = f"methods.{name}"
+        kind = spec["type"]
+        if kind not in METHOD_TYPES:
+            raise InputError(source, where, f"has unknown type {kind!r}", f"Use one of: {', '.join(METHOD_TYPES)}.")
+        for input_name in method_inputs(spec):
+            if input_name not in methods:
+                raise InputError(source, where, f"consumes the run of {input_name!r}, which is not a method",
+                                 f"Name one of the configured methods: {', '.join(sorted(methods))}.")
+        weights = spec.get("weights")
+        if weights is not None and len(weights) != len(method_inputs(spec)):
+            raise InputError(source, where, f"has {len(weights)} weights for {len(method_inputs(spec))} inputs",
+                             "Give one weight per input, in the order of `inputs`.")
+        _check_keys_apply(spec, where, source)
+        encoder_names = [spec.get("encoder")] if kind == "dense" else []
+        if kind == "rerank" and spec["scorer"]["kind"] == "bi-encoder":
+            encoder_names.append(spec["scorer"].get("encoder"))
+        for encoder in encoder_names:
+            if encoder not in encoders:
+                raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",
+                                 f"Declare it under `encoders` or use one of: {', '.join(sorted(encoders)) or 'none'}.")
+        if spec["type"] == "external" and (not spec.get("path") or spec.get("format") not in ("trec", "parquet")):
+            raise InputError(source, where, "is an external run without `path` and `format` (trec or parquet)",
+                             "Give e.g. `path: runs/{qset}/colbert.trec` and `format: trec`.")
+        chunker = spec.get("chunker")
+        if chunker is not None and chunker not in chunkers:
+            raise InputError(source, where, f"uses chunker {chunker!r}, which is not under `chunkers`",
+                             f"Use one of: {', '.join(sorted(chunkers))}.")
+        rewrite = spec.get("rewrite")
+        if rewrite is not None:
+            for qset, qset_spec in config["qsets"].items():
+                if rewrite not in qset_spec.get("rewrites", {}):
+                    raise InputError(source, where, f"uses rewrite {rewrite!r}, which question-set version "
+                                     f"{qset!r} does not supply",
+                                     f"Add `qsets.{qset}.rewrites.{rewrite}: PATH` (a JSONL of qid/query lines).")
+    for name in methods:
+        method_chunker(config, name, source)
+    baseline = config.get("evaluation", {}).get("baseline")
+    if baseline is not None and baseline not in methods:
+        raise InputError(source, "evaluation.baseline", f"names {baseline!r}, which is not a method",
+                         f"Name one of the configured methods: {', '.join(sorted(methods))}.")
+
+
+def _check_keys_apply(spec: Mapping[str, Any], where: str, source: str) -> None:
+    """Keys that only make sense for some method types are errors elsewhere (they would be silently ignored)."""
+    bm25 = ("bm25",)
+    allowed = {"prf": bm25, "variant": bm25, "k1": bm25, "b": bm25, "delta": bm25, "stopwords": bm25,
+               "stemming": bm25, "fold_accents": bm25, "index": ("dense",), "encoder": ("dense",),
+               "filters": FIRST_STAGE_TYPES, "chunker": FIRST_STAGE_TYPES + ("external",),
+               "rewrite": FIRST_STAGE_TYPES + ("rerank",), "normalization": ("combsum", "combmnz"),
+               "weights": FUSION_TYPES, "inputs": FUSION_TYPES, "k": ("rrf",), "input": ("rerank",),
+               "depth": ("rerank",), "scorer": ("rerank",), "path": ("external",), "format": ("external",)}
+    for key, types in allowed.items():
+        if key in spec and spec["type"] not in types:
+            raise InputError(source, where, f"sets `{key}`, which a {spec['type']} method does not use",
+                             f"`{key}` applies to: {', '.join(types)}.")
+
+
+def _check_analyzer(spec: Mapping[str, Any], language: str, where: str, source: str) -> None:
+    """A BM25 method's analyzer and parameters can be built (e.g. a stopword list exists for the language)."""
+    try:
+        analyzer_and_params(spec, language)
+    except ValueError as error:
+        raise InputError(source, where, str(error), "See config/README.md, `methods`.") from None
+
+
+def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tuple[str, ...] = ()) -> str:
+    """The chunker a method ranks; composed methods take their inputs' (which must agree)."""
+    if name in _path:
+        raise InputError(source, f"methods.{name}", f"is part of a cycle: {' -> '.join(_path + (name,))}",
+                         "A method cannot consume its own run, directly or through others.")
+    spec = config["methods"][name]
+    inputs = method_inputs(spec)
+    if not inputs:
+        return spec.get("chunker") or config["chunker"]
+    found = {method_chunker(config, i, source, _path + (name,)) for i in inputs}
+    if len(found) > 1:
+        raise InputError(source, f"methods.{name}", f"combines runs over different chunkers ({', '.join(sorted(found))})",
+                         "Fuse or rerank runs made over the same chunker.")
+    return found.pop()
+
+
+EVALUATION_DEFAULTS: dict[str, Any] = {
+    "depth": 100, "ks": [1, 3, 5, 10], "relevance_threshold": 1, "gain": "linear", "baseline": None,
+    "bootstrap_resamples": 10_000, "seed": 0, "metrics": [], "rbp_p": 0.8,
+}
+
+
+def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The `evaluation` block with defaults filled in and ks sorted."""
+    settings = {**EVALUATION_DEFAULTS, **config.get("evaluation", {})}
+    settings["ks"] = sorted(set(settings["ks"]))
+    return settings
+
+
+def check_settings(config: Mapping[str, Any], source: str) -> None:
+    """Dataset, analyzers, chunkers and encoders: what each needs, checked before any job (methods expanded)."""
+    dataset = config["dataset"]
+    needed = ("corpus", "lock") if dataset["format"] == "native" else ("path",)
+    for key in needed:
+        if not dataset.get(key):
+            raise InputError(source, f"dataset.{key}", f"is missing: a {dataset['format']} dataset needs "
+                             f"{' and '.join(f'`{k}`' for k in needed)}", "See config/README.md, `dataset`.")
+    qset_key = "path" if dataset["format"] == "native" else "split"
+    for name, spec in config["qsets"].items():
+        if not spec.get(qset_key):
+            raise InputError(source, f"qsets.{name}.{qset_key}", f"is missing: a version of a {dataset['format']} "
+                             f"dataset needs `{qset_key}`", "See config/README.md, `qsets`.")
+    language = dataset.get("language", "english")
+    if language not in LANGUAGES:
+        raise InputError(source, "dataset.language", f"is {language!r}, which the BM25 analyzer does not know",
+                         f"Use one of: {', '.join(LANGUAGES)}.")
+    for name, spec in config["methods"].items():
+        if spec["type"] == "bm25":
+            _check_analyzer(spec, language, f"methods.{name}", source)
+    if config["chunker"] not in config["chunkers"]:
+        raise InputError(source, "chunker", f"names {config['chunker']!r}, which is not under `chunkers`",
+                         f"Use one of: {', '.join(sorted(config['chunkers']))}.")
+    for name, spec in config["chunkers"].items():
+        try:
+            ChunkerSpec(**spec)
+        except ValueError as error:
+            raise InputError(source, f"chunkers.{name}", str(error),
+                             "A fixed chunker needs a size; the overlap must be smaller than the size.") from None
+    for name, spec in config.get("encoders", {}).items():
+        model = spec.get("model", next(iter(PACKAGED_MODELS)))
+        if spec["kind"] == "sentence-transformers" and model not in PACKAGED_MODELS and not Path(model).is_dir():
+            raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither a packaged model "
+                             f"({', '.join(PACKAGED_MODELS)}) nor an existing folder",
+                             "rankbench never downloads models: download it beforehand and give its folder.")
+
+
+def check_llm(config: Mapping[str, Any], source: str) -> None:
+    """The LLM stage's references: versions, methods and chunker it names exist (methods expanded)."""
+    llm = config.get("llm", {})
+    for task in ("judge", "rewrite"):
+        for number, qset in enumerate(llm.get(task, {}).get("qsets", [])):
+            if qset not in config["qsets"]:
+                raise InputError(source, f"llm.{task}.qsets[{number}]", f"names {qset!r}, which is not under `qsets`",
+                                 f"Name one of: {', '.join(sorted(config['qsets']))}.")
+    judge = llm.get("judge", {})
+    for number, method in enumerate(judge.get("methods", [])):
+        if method not in config["methods"]:
+            raise InputError(source, f"llm.judge.methods[{number}]", f"names {method!r}, which is not a method",
+                             f"Name one of: {', '.join(config['methods'])}.")
+    if judge.get("chunker", config["chunker"]) not in config["chunkers"]:
+        raise InputError(source, "llm.judge.chunker", f"names {judge['chunker']!r}, which is not under `chunkers`",
+                         f"Use one of: {', '.join(sorted(config['chunkers']))}.")
+
+
+def _escapes(path: str, roots: list[str]) -> bool:
+    """Whether a relative path leaves every root ('..' counted lexically, symlinks not followed)."""
+    relative = [os.path.relpath(os.path.normpath(path), os.path.normpath(root)) for root in roots]
+    return all(rel == os.pardir or rel.startswith(os.pardir + os.sep) for rel in relative)
+
+
+def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """(key, path, is a folder) of every file or folder the config reads; external runs once per version."""
+    dataset = config["dataset"]
+    if dataset["format"] == "native":
+        paths = [("dataset.corpus", dataset["corpus"], False), ("dataset.lock", dataset["lock"], False)]
+        paths += [(f"qsets.{name}.path", spec["path"], False) for name, spec in config["qsets"].items()]
+    else:
+        root = dataset["path"]
+        paths = [("dataset.path", root, True), ("dataset.path", f"{root}/corpus.jsonl", False),
+                 ("dataset.path", f"{root}/queries.jsonl", False)]
+        paths += [(f"qsets.{name}.split", f"{root}/qrels/{spec['split']}.tsv", False)
+                  for name, spec in config["qsets"].items()]
+    paths += [(f"qsets.{name}.rewrites.{rewrite}", path, False)
+              for name, spec in config["qsets"].items() for rewrite, path in spec.get("rewrites", {}).items()]
+    paths += [(f"methods.{name}.path", spec["path"].replace("{qset}", qset), False)
+              for name, spec in config["methods"].items() if spec["type"] == "external" for qset in config["qsets"]]
+    chats = [("llm.chat", config.get("llm", {}).get("chat", {}))]
+    chats += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
+              for name, spec in config["methods"].items() if spec["type"] == "rerank"]
+    paths += [(f"{where}.model_path", chat["model_path"], False) for where, chat in chats if "model_path" in chat]
+    return paths
+
+
+def check_paths(config: Mapping[str, Any], source: str) -> None:
+    """Relative paths stay inside the project (or, for inputs, the dataset root); absolute ones are deliberate."""
+    dataset = config["dataset"]
+    input_roots = ["."] + ([dataset["path"]] if dataset.get("path") else [])
+    results = config.get("results", "results")
+    if os.path.normpath(results) == os.curdir:
+        raise InputError(source, "results", f"{results!r} is the project folder itself",
+                         "Name a folder for the results, e.g. `results`.")
+    checks = [("results", results, ["."])]
+    checks += [(f"dataset.{key}", dataset[key], input_roots) for key in ("corpus", "lock") if key in dataset]
+    checks += [(key, path, input_roots) for key, path, _ in input_paths(config) if key.startswith("qsets.")]
+    checks += [(key, path, ["."]) for key, path, _ in input_paths(config) if key.startswith("methods.")]
+    for where, path, roots in checks:
+        if not os.path.isabs(path) and _escapes(path, roots):
+            raise InputError(source, where, f"{path!r} leads outside the project"
+                             + (" and the dataset root" if len(roots) > 1 else ""),
+                             "Keep relative paths inside the project, or write an absolute path if you mean it.")
+
+
+def check_inputs(config: Mapping[str, Any], source: str) -> None:
+    """Every file and folder the config reads exists, whatever results are already there."""
+    for where, path, folder in input_paths(config):
+        if "{" in path or "}" in path:
+            raise InputError(source, where, f"{path!r} contains {{…}}, which Snakemake reads as a wildcard",
+                             "Rename the file or folder without braces (`{qset}` only in an external run's path).")
+        if not (Path(path).is_dir() if folder else Path(path).is_file()):
+            raise InputError(source, where, f"{path!r} is not an existing {'folder' if folder else 'file'}",
+                             "Fix the path (relative paths start from the project folder).")
+
+
+def check_outputs(outputs: list[str], results: str, source: str) -> None:
+    """Every output of the run resolves inside the results folder (names cannot lead elsewhere)."""
+    root = os.path.normpath(results)
+    for output in outputs:
+        if os.path.commonpath([root, os.path.normpath(output)]) != root:
+            raise InputError(source, "results", f"output {output!r} would be written outside {results!r}",
+                             "Check the names in the config: they must not contain separators or '..'.")

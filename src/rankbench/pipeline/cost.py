@@ -1,0 +1,85 @@
+"""Cost beside quality: seconds per stage of a method (its own and its inputs') from Snakemake benchmark files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rankbench.errors import InputError
+from rankbench.retrieval.registry import method_inputs
+
+# The rule that makes a method's run, by method type (external runs are imported: no benchmark).
+RUN_RULES = {"bm25": "retrieve_bm25", "dense": "retrieve_dense", "rrf": "fuse", "combsum": "fuse", "combmnz": "fuse",
+             "rerank": "rerank"}
+COST_COLUMNS = ["method", "index_s", "query_s", "questions", "ms_per_question", "stages"]
+
+Stage = tuple[str, str, dict[str, str]]  # (rule, side: index | query, wildcards)
+
+
+def _query_stage(encoder: str, rewrite: str | None) -> Stage:
+    if rewrite:
+        return ("embed_rewritten_queries", "query", {"encoder": encoder, "rewrite": rewrite})
+    return ("embed_queries", "query", {"encoder": encoder})
+
+
+def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker_of: Callable[[str], str],
+                  index_name: Callable[[str], str]) -> list[Stage]:
+    """Every benchmarked job a method's run needs: its own, its encoders' and indexes', and its inputs' (recursively).
+
+    Index-side stages are built once per corpus; query-side stages run once per question-set version. A stage
+    shared by two methods (e.g. the query embeddings of one encoder) is counted in full for each. index_name
+    names the BM25 or FAISS index a first-stage method searches (methods with the same parameters share one).
+    """
+    spec, chunker = methods[method], chunker_of(method)
+    stages: list[Stage] = []
+    if spec["type"] == "bm25":
+        stages.append(("bm25_index", "index", {"chunker": chunker, "method": index_name(method)}))
+    if spec["type"] == "dense":
+        encoder = spec["encoder"]
+        stages += [("embed_corpus", "index", {"chunker": chunker, "encoder": encoder}),
+                   ("faiss_index", "index", {"chunker": chunker, "encoder": encoder, "index": index_name(method)}),
+                   _query_stage(encoder, spec.get("rewrite"))]
+    if spec["type"] == "rerank" and spec["scorer"]["kind"] == "bi-encoder":
+        encoder = spec["scorer"]["encoder"]
+        stages += [("embed_corpus", "index", {"chunker": chunker, "encoder": encoder}),
+                   _query_stage(encoder, spec.get("rewrite"))]
+    if spec["type"] in RUN_RULES:
+        stages.append((RUN_RULES[spec["type"]], "query", {"method": method}))
+    for name in method_inputs(spec):
+        stages += method_stages(methods, name, chunker_of, index_name)
+    unique: dict[tuple, Stage] = {}
+    for stage in stages:
+        unique.setdefault((stage[0], tuple(sorted(stage[2].items()))), stage)
+    return list(unique.values())
+
+
+def read_benchmark(path: str | Path) -> float:
+    """Wall-clock seconds of one benchmark file (the mean over its repeats)."""
+    try:
+        seconds = pd.read_csv(path, sep="\t")["s"]
+    except (OSError, KeyError, ValueError, pd.errors.ParserError) as error:
+        raise InputError(path, None, f"is not a Snakemake benchmark file ({error})",
+                         "Delete it and rerun the rule that writes it.") from None
+    return float(seconds.mean())
+
+
+def cost_table(plan: Mapping[str, Sequence[Sequence[str]]], seconds: Mapping[str, float], n_questions: int
+               ) -> pd.DataFrame:
+    """Per method: index-side seconds, query-side seconds and milliseconds per question, and the stages counted.
+
+    plan maps a method to its stages as (label, side, benchmark path); seconds maps a path to its seconds.
+    """
+    rows = []
+    for method, stages in sorted(plan.items()):
+        index_s = sum(seconds[path] for _, side, path in stages if side == "index")
+        query_s = sum(seconds[path] for _, side, path in stages if side == "query")
+        counted = dict.fromkeys([label for label, side, _ in stages if side == "query"] +
+                                [f"{label} (index)" for label, side, _ in stages if side == "index"])
+        rows.append({"method": method, "index_s": index_s if stages else float("nan"),
+                     "query_s": query_s if stages else float("nan"), "questions": n_questions,
+                     "ms_per_question": 1000 * query_s / n_questions if stages and n_questions else float("nan"),
+                     "stages": ", ".join(counted)})
+    return pd.DataFrame(rows, columns=COST_COLUMNS)

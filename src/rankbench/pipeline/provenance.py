@@ -1,0 +1,78 @@
+"""What produced a result: the canonical JSON of the config and its hash, and the report's settings with defaults."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from rankbench.errors import InputError
+from rankbench.evaluation.metric_names import parse_metrics
+from rankbench.evaluation.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
+
+REPORT_DEFAULTS: dict[str, Any] = {
+    "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",
+    "ci": False, "alpha": 0.05,
+}
+
+
+def canonical_config(config: Mapping[str, Any]) -> str:
+    """The config as JSON with sorted keys and no spaces: equal configs give equal text, whatever the YAML order."""
+    return json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def qset_config(config: Mapping[str, Any], qset: str) -> dict[str, Any]:
+    """The config as it bears on one version's results: other versions and the diffs left out, so adding a
+    version does not touch the tables (or the config hash) of the others."""
+    kept = {key: value for key, value in config.items() if key not in ("qsets", "diffs")}
+    return {**kept, "qsets": {qset: config["qsets"][qset]}}
+
+
+def config_hash(canonical: str) -> str:
+    """sha256 of the canonical config JSON."""
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def report_settings(config: Mapping[str, Any], ks: list[int], source: str) -> dict[str, Any]:
+    """The `report` block with defaults; headline metrics parsed to (metric, k) and kept to the configured ks.
+
+    Default headline metrics whose k is not configured are dropped (a user-given one is an error).
+    """
+    given = config.get("report", {})
+    settings = {**REPORT_DEFAULTS, **given}
+    parsed = {}
+    for key in ("headline", "plot_metric"):
+        names = settings[key] if isinstance(settings[key], list) else [settings[key]]
+        try:
+            metrics = parse_metrics(",".join(names))
+        except argparse.ArgumentTypeError as error:
+            raise InputError(source, f"report.{key}", str(error), "Write metrics as name@k, e.g. ndcg@10.") from None
+        outside = [f"{m}@{k}" for m, k in metrics if k and k not in ks]
+        if outside and key in given:
+            raise InputError(source, f"report.{key}", f"uses a cut-off that is not in evaluation.ks ({', '.join(outside)})",
+                             f"Use one of the configured ks: {ks}.")
+        parsed[key] = [(m, k) for m, k in metrics if not k or k in ks] or [("ndcg", max(ks))]
+    requested = set(config.get("evaluation", {}).get("metrics", []))
+    for key, metrics in parsed.items():
+        missing = sorted({m for m, _ in metrics if m in EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL} - requested)
+        if missing:
+            raise InputError(source, f"report.{key}", f"names {', '.join(missing)}, which is computed only on request",
+                             f"Add {', '.join(missing)} to evaluation.metrics.")
+    settings["headline"] = [list(item) for item in parsed["headline"]]
+    settings["plot_metric"] = list(parsed["plot_metric"][0])
+    return dict(sorted(settings.items()))
+
+
+def diff_pairs(config: Mapping[str, Any], source: str) -> list[tuple[str, str]]:
+    """The `diffs` pairs of question-set versions, each naming two configured versions."""
+    pairs = []
+    for number, (a, b) in enumerate(config.get("diffs", [])):
+        unknown = [v for v in (a, b) if v not in config["qsets"]]
+        if unknown or a == b:
+            raise InputError(source, f"diffs[{number}]", f"compares {a!r} with {b!r}"
+                             + (f", but {', '.join(map(repr, unknown))} is not under `qsets`" if unknown else ""),
+                             f"Name two different versions of: {', '.join(sorted(config['qsets']))}.")
+        pairs.append((a, b))
+    return pairs

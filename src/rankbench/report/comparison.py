@@ -1,0 +1,216 @@
+"""The comparison page of one question-set version: header with provenance, headline table with cost, findings,
+full tables per grain and per kind, label findings and the exact config."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankbench.evaluation.evaluate import ALL_KINDS
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.io.markdown import markdown_grid
+from rankbench.report.findings import findings
+from rankbench.report.tables import (
+    TIERS_LEGEND,
+    legend,
+    marked,
+    near_best,
+    table_metrics,
+    tier_grid,
+    wide,
+)
+
+DATE_PREFIX = "- date: "
+HOW_SURE = ("How sure is this table: `budget.md` says how many questions would separate the best method from the "
+            "runner-up and each method from the baseline; `robustness.md` whether the verdict survives dropped or "
+            "shifted labels, and the metric bounds for unjudged items.")
+
+
+def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str
+              ) -> str:
+    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted.
+
+    Timings change from run to run, so they live on this page and not on the comparison page, which stays
+    byte-identical across runs apart from its date.
+    """
+    grain, headline = report["grain"], [tuple(item) for item in report["headline"]]
+    methods = sorted(aggregate["method"].unique())
+    table = marked(aggregate, report["alpha"])
+    frame = wide(table, grain, ALL_KINDS, headline, report["ci"], methods)
+    by_method = cost.set_index("method").reindex(methods)
+    for column, name, digits in (("ms_per_question", "ms/question", 1), ("query_s", "query-side s", 2),
+                                 ("index_s", "index-side s (once per corpus)", 2)):
+        frame[name] = by_method[column].map(lambda v, d=digits: "–" if pd.isna(v) else f"{v:.{d}f}").to_numpy()
+    frame["stages counted"] = by_method["stages"].fillna("").to_numpy()
+    return "\n".join([
+        f"# {dataset} — question-set version {qset}: cost beside quality", "",
+        markdown_grid(frame), "",
+        f"Quality: {grain} grain, all questions (marks as on the comparison page). ms/question: query-side seconds "
+        "of the method's own job and of its inputs' jobs (query embeddings, first stages) divided by the questions "
+        "of the version; index-side: corpus jobs, paid once per corpus. Seconds are wall-clock times from the "
+        "rules' benchmark files; a stage shared by two methods counts in full for each. They include process "
+        "start-up and model loading, so on a small question set they overstate the cost per question.", ""])
+
+
+LEAK_HEADINGS = {"staff": "staff-only in top {k}", "outdated": "out of date in top {k}"}
+LEAK_NAMES = {"staff": "Staff-only", "outdated": "Out of date"}
+
+
+def leaks_section(leaks: pd.DataFrame, methods: list[str], staff_documents: int) -> list[str]:
+    """Markdown lines: per method and k, questions shown at least one staff-only chunk (public questions only) or
+    one chunk not in force at their as_of, out of the questions it applies to, with the mean count per question.
+    A leak type that cannot happen (no staff-only document; no question with an as_of) is one line, not zeros."""
+    asked = leaks.groupby("leak")["n_questions"].sum()
+    absent = {"staff": "no staff-only document" if staff_documents == 0
+              else "no public question" if asked.get("staff", 0) == 0 else None,
+              "outdated": "no question with an `as_of`" if asked.get("outdated", 0) == 0 else None}
+    if all(absent.values()):
+        return ["## Leaks", "", f"Not applicable ({absent['staff']}, {absent['outdated']}).", ""]
+    frame = pd.DataFrame(index=pd.Index(methods, name="method"))
+    for leak in [leak for leak in ("staff", "outdated") if not absent[leak]]:
+        for k in sorted(leaks["k"].unique()):
+            rows = leaks[(leaks["leak"] == leak) & (leaks["k"] == k)].set_index("method")
+            frame[LEAK_HEADINGS[leak].format(k=k)] = [
+                f"{rows.at[m, 'n_with_leak']}/{rows.at[m, 'n_questions']} ({rows.at[m, 'mean']:.2f})"
+                if m in rows.index else "–" for m in methods]
+    lines = ["## Leaks", "",
+             "Questions with at least one leaked chunk in the top k, out of the questions concerned "
+             "(staff-only: public questions; out of date: questions with an `as_of`), and in brackets the mean "
+             "number of leaked chunks per question. A method with `filters` should show 0."
+             + "".join(f" {LEAK_NAMES[leak]}: not applicable ({why})." for leak, why in absent.items() if why),
+             ""]
+    header = "| method | " + " | ".join(frame.columns) + " |"
+    lines += [header, "|---|" + "---:|" * len(frame.columns)]
+    lines += [f"| {method} | " + " | ".join(row) + " |" for method, row in zip(frame.index, frame.to_numpy())]
+    return lines + [""]
+
+
+def labels_section(validation: str) -> list[str]:
+    """validation.md's findings (labels checked against the documents and every chunker's chunks), under this page's
+    heading level."""
+    return [validation.replace("# Label validation", "### Label validation").strip(), ""]
+
+
+def judge_section(agreement: pd.DataFrame | None) -> list[str]:
+    """How far the config's LLM judge agrees with these human labels (from `llm/agreement.parquet`)."""
+    lines = ["### LLM judge agreement with these labels", ""]
+    if agreement is None:
+        return lines + ["The config's LLM judge grades this version, but its agreement has not been measured yet: "
+                        "run `snakemake llm` (the `llm` target), then this page again.", ""]
+    frame = pd.DataFrame({
+        "n pairs": agreement["n"].to_numpy(),
+        "exact": agreement["exact"].map("{:.3f}".format).to_numpy(),
+        "kappa (quadratic)": agreement["kappa_quadratic"].map("{:.3f}".format).to_numpy(),
+        "95% CI": [("–" if np.isnan(low) else f"{low:.2f} to {high:.2f}")
+                   for low, high in zip(agreement["kappa_quadratic_low"], agreement["kappa_quadratic_high"])],
+    }, index=pd.Index(agreement["kind"], name="kind"))
+    return lines + ["Over the pooled pairs graded both by people and by the judge (`llm/agreement.md` has the "
+                    "confusion matrix). A low kappa means the judged labels of a version built from this judge "
+                    "need review.", "", markdown_grid(frame), ""]
+
+
+def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.DataFrame,
+                    manifest: Mapping[str, Any], dataset: str, evaluation: Mapping[str, Any],
+                    report: Mapping[str, Any], validation: str, config_json: str,
+                    config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
+                    staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
+                    judged: bool = False, how_sure: Sequence[str] = (), tiers: pd.DataFrame | None = None) -> str:
+    """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
+
+    staff_documents: staff-only documents in the corpus (none: the staff leak cannot happen).
+    judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
+    once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
+    tiers: tiers.parquet (tiers and rank intervals of the headline metrics).
+    """
+    ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
+    headline = [tuple(item) for item in report["headline"]]
+    table = marked(aggregate, alpha)
+    methods = sorted(aggregate["method"].unique())
+    evaluated = int(aggregate[(aggregate["kind"] == ALL_KINDS) & (aggregate["grain"] == "document")]["n"].max())
+    experiment = json.loads(config_json).get("experiment", {})
+    baseline = evaluation.get("baseline")
+    lines = [
+        f"# {dataset} — question-set version {manifest['version']}",
+        "",
+        f"- dataset: `{dataset}`; question-set version: `{manifest['version']}` (sha256 `{manifest['sha256']}`)",
+        f"- questions: {len(questions)}; with a relevant label (evaluated): {evaluated}; "
+        f"excluded (no relevant label, counted apart): {len(questions) - evaluated}",
+        f"{DATE_PREFIX}{date}",
+        f"- config: sha256 `{config_sha256}` (the exact config is at the end of this page)",
+        "- every question, what each method returned and where it wins or loses: [explorer.html](explorer.html)",
+    ]
+    if experiment:
+        lines.append(f"- experiment: {experiment.get('label', '–')}" + (f" — {experiment['note']}"
+                                                                       if experiment.get("note") else ""))
+    lines += [
+        f"- relevant when grade >= {evaluation['relevance_threshold']}; nDCG gain {evaluation['gain']}; "
+        f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 (trec_eval -c); "
+        f"baseline: {baseline or 'none'}",
+        "",
+        f"## Headline ({grain} grain, all questions)",
+        "",
+        markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)),
+        "",
+        legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
+        "`cost.md` (timings vary from run to run, so they are kept off this page).",
+        "",
+        HOW_SURE,
+        "",
+    ]
+    notes = [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
+    notes += [f"- **{method} is degraded**: its scorer failed ({reason}), so the run is its input run's order."
+              for method, reason in sorted(degraded.items())]
+    notes += [f"- **{method} matches no label**: none of its results in the top {max(ks)} of any question is labelled "
+              "(foreign ids, or an empty run; its log says more), so its zeros say nothing about its ranking."
+              for method in unlabelled_methods(aggregate)]
+    lines += [*notes, ""] if notes else []
+    lines += leaks_section(leaks, methods, staff_documents)
+    lines += ["## Findings", ""]
+    lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha,
+                                                                    evaluation["bootstrap_resamples"])]
+    lines += [f"- {sentence}" for sentence in how_sure]
+    lines.append("")
+    if tiers is not None and len(tiers):
+        n = int(tiers.loc[(tiers["grain"] == grain) & (tiers["kind"] == ALL_KINDS), "n"].max())
+        lines += [f"## Tiers and rank intervals ({grain} grain, all questions)", "",
+                  markdown_grid(tier_grid(tiers, grain, ALL_KINDS, headline, methods)), "",
+                  "T" + TIERS_LEGEND.format(alpha=alpha)[1:] + f" Then the rank by mean and its 95% bootstrap interval over the "
+                  f"{n} questions every method evaluates (`tiers.parquet` has every kind and grain).", ""]
+    full = table_metrics(aggregate, ks)
+    shown: dict[str, str] = {}
+    for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
+        if (table["grain"] == g).any():
+            grid = markdown_grid(wide(table, g, ALL_KINDS, full, ci, methods))
+            same = next((other for other, text in shown.items() if text == grid), None)
+            lines += [f"## All questions, {g} grain", "",  # one chunk per document: the grains agree cell for cell
+                      f"The same figures as at {same} grain (each document is one chunk)." if same else grid, ""]
+            shown[g] = grid
+    kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
+    counts = questions["kind"].value_counts()
+    if len(kinds) < 2:
+        lines += ["## Per question kind", "", f"Not applicable (every question is of one kind: {', '.join(kinds)}).",
+                  ""]
+    for metric, k in headline if len(kinds) > 1 else []:
+        rows = table[(table["grain"] == grain) & (table["kind"] != ALL_KINDS)]
+        frame = pd.DataFrame(index=pd.Index(methods, name="method"))
+        for kind in kinds:
+            n = int(rows[rows["kind"] == kind]["n"].max())
+            frame[f"{kind} (n={n}/{counts.get(kind, n)})"] = wide(rows, grain, kind, [(metric, k)], ci,
+                                                                  methods).iloc[:, 0]
+        lines += [f"## Per question kind: {metric_label(metric, k)}, {grain} grain", "", markdown_grid(frame), ""]
+    lines += ["## Labels", "", *labels_section(validation)]
+    if judged:
+        lines += judge_section(judge_agreement)
+    lines += ["## Config", "", "```json", json.dumps(json.loads(config_json), indent=2, ensure_ascii=False,
+                                                     sort_keys=True), "```", ""]
+    return "\n".join(lines)
+
+
+def unlabelled_methods(aggregate: pd.DataFrame) -> list[str]:
+    """Methods whose Judged@k is 0 over all questions at every k and grain: their ids match no label."""
+    judged = aggregate[(aggregate["metric"] == "judged") & (aggregate["kind"] == ALL_KINDS) & (aggregate["n"] > 0)]
+    return sorted(method for method, rows in judged.groupby("method", sort=True) if (rows["mean"] == 0).all())

@@ -1,0 +1,151 @@
+"""Figures as PNG and deterministic SVG (matplotlib Agg, no date, fixed hash salt): recall curves, a metric with
+CI whiskers, a per-kind heatmap, mean grade by rank, top-1 score distributions and a metric over runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from rankbench.evaluation.evaluate import ALL_KINDS  # noqa: E402
+from rankbench.evaluation.metric_names import metric_label  # noqa: E402
+from rankbench.io.files import write_atomically  # noqa: E402
+
+plt.rcParams.update({"svg.hashsalt": "rankbench", "font.size": 10, "axes.spines.top": False,
+                     "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 120})
+
+
+def colors(methods: Sequence[str]) -> dict[str, tuple]:
+    """One stable colour per method (sorted names), the same in every figure; up to 20 stay distinct."""
+    names = sorted(methods)
+    palette = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return {m: palette(i % palette.N) for i, m in enumerate(names)}
+
+
+def save(figure: plt.Figure, png: str | Path, svg: str | Path) -> None:
+    """Write a figure as PNG and SVG without timestamps, atomically, and close it."""
+    figure.tight_layout()
+    write_atomically(png, lambda tmp: figure.savefig(tmp, format="png", metadata={"Software": None}))
+    write_atomically(svg, lambda tmp: figure.savefig(tmp, format="svg", metadata={"Date": None}))
+    plt.close(figure)
+
+
+def _rows(aggregate: pd.DataFrame, grain: str, metric: str, kind: str | None = ALL_KINDS) -> pd.DataFrame:
+    """Rows of one grain and metric, of one kind (None: every kind)."""
+    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["metric"] == metric)]
+    return rows if kind is None else rows[rows["kind"] == kind]
+
+
+def recall_curves(aggregate: pd.DataFrame, grain: str, title: str) -> plt.Figure:
+    """recall@k against k, one line per method, with the 95% CI as a band."""
+    figure, axis = plt.subplots(figsize=(6.4, 4.2))
+    rows = _rows(aggregate, grain, "recall")
+    palette = colors(rows["method"].unique())
+    for method, group in rows.sort_values("k").groupby("method"):
+        axis.plot(group["k"], group["mean"], marker="o", label=method, color=palette[method])
+        axis.fill_between(group["k"], group["ci_low"], group["ci_high"], color=palette[method], alpha=0.12)
+    axis.set(xlabel="k (results shown)", ylabel=f"recall@k ({grain} grain)", ylim=(0, 1.02), title=title)
+    axis.set_xticks(sorted(rows["k"].unique()))
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8, loc="lower right")
+    return figure
+
+
+def metric_bars(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title: str) -> plt.Figure:
+    """One bar per method (best first) with its 95% bootstrap CI as whiskers and the value printed."""
+    rows = _rows(aggregate, grain, metric)
+    rows = rows[rows["k"] == k].sort_values(["mean", "method"], ascending=[False, True])
+    palette = colors(aggregate["method"].unique())
+    figure, axis = plt.subplots(figsize=(6.4, 0.55 * len(rows) + 1.4))
+    y = np.arange(len(rows))
+    axis.barh(y, rows["mean"], color=[palette[m] for m in rows["method"]],
+              xerr=[rows["mean"] - rows["ci_low"], rows["ci_high"] - rows["mean"]], capsize=4)
+    for position, (mean, high) in enumerate(zip(rows["mean"], rows["ci_high"])):
+        axis.text(high + 0.01, position, f"{mean:.3f}", va="center", fontsize=9)
+    axis.set_yticks(y, rows["method"])
+    axis.invert_yaxis()
+    axis.set(xlim=(0, 1.12), xlabel=f"{metric_label(metric, k)} ({grain} grain), 95% CI", title=title)
+    return figure
+
+
+def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title: str) -> plt.Figure:
+    """Methods × question kinds, the value written in each cell (darker = better)."""
+    rows = _rows(aggregate, grain, metric, kind=None)
+    rows = rows[(rows["k"] == k)]
+    grid = rows.pivot(index="method", columns="kind", values="mean")
+    kinds = [ALL_KINDS] + sorted(c for c in grid.columns if c != ALL_KINDS)
+    grid = grid[[c for c in kinds if c in grid.columns]]
+    n = rows.groupby("kind")["n"].max()
+    figure, axis = plt.subplots(figsize=(1.2 * len(grid.columns) + 2.6, 0.5 * len(grid) + 1.8))
+    image = axis.imshow(grid.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    for (i, j), value in np.ndenumerate(grid.to_numpy(dtype=float)):
+        if not np.isnan(value):
+            axis.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
+                      color="white" if value < 0.6 else "black")
+    axis.set_xticks(range(len(grid.columns)), [f"{c}\n(n={n[c]})" for c in grid.columns], rotation=30, ha="right",
+                    fontsize=8)
+    axis.set_yticks(range(len(grid)), grid.index)
+    axis.spines[:].set_visible(False)
+    figure.colorbar(image, ax=axis, label=f"{metric_label(metric, k)} ({grain} grain)")
+    axis.set_title(title)
+    return figure
+
+
+def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: str) -> plt.Figure:
+    """Mean relevance grade (0–3; unjudged and empty positions count 0) at each rank, one line per method."""
+    figure, axis = plt.subplots(figsize=(6.4, 4.2))
+    palette = colors(list(grades))
+    for method, frame in sorted(grades.items()):
+        rows = frame[(frame["grain"] == grain) & (frame["kind"] == ALL_KINDS)]
+        numeric = rows[rows["grade"].isin(["0", "1", "2", "3"])]
+        mean = (numeric["grade"].astype(int) * numeric["share"]).groupby(numeric["rank"]).sum()
+        axis.plot(mean.index, mean.to_numpy(), marker="o", label=method, color=palette[method])
+    axis.set(xlabel="rank", ylabel=f"mean grade ({grain} grain)", ylim=(0, 3), title=title)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=8, loc="upper right")
+    return figure
+
+
+def top1_distributions(top1: pd.DataFrame, title: str) -> plt.Figure:
+    """Per method (own scale), the top-1 scores of answerable and unanswerable questions, side by side."""
+    methods = sorted(top1["method"].unique())
+    figure, axes = plt.subplots(1, len(methods), figsize=(2.3 * len(methods) + 0.8, 3.8), squeeze=False)
+    for axis, method in zip(axes[0], methods):
+        rows = top1[(top1["method"] == method) & top1["score"].notna()]
+        groups = [rows[rows["answerable"]]["score"].to_numpy(), rows[~rows["answerable"]]["score"].to_numpy()]
+        for position, (values, color) in enumerate(zip(groups, ("tab:blue", "tab:red"))):
+            if len(values):
+                axis.boxplot(values, positions=[position], widths=0.5, showfliers=False,
+                             medianprops={"color": color})
+                jitter = np.linspace(-0.15, 0.15, len(values)) if len(values) > 1 else np.zeros(1)
+                axis.scatter(position + jitter, values, s=9, color=color, alpha=0.6)
+        axis.set_xticks([0, 1], ["answerable", "unanswerable"], rotation=20, fontsize=8)
+        axis.set_title(method, fontsize=9)
+    axes[0][0].set_ylabel("top-1 score")
+    figure.suptitle(title)
+    return figure
+
+
+def history_plot(history: pd.DataFrame, metric: str, title: str) -> plt.Figure:
+    """A metric over successive runs (x: run, labelled by date and experiment label), one line per method."""
+    qsets = sorted(history["qset"].unique())
+    figure, axes = plt.subplots(1, len(qsets), figsize=(max(6.4, 4.5 * len(qsets)), 4.2), squeeze=False)
+    palette = colors(history["method"].unique())
+    for axis, qset in zip(axes[0], qsets):
+        rows = history[history["qset"] == qset]
+        runs = rows.drop_duplicates("run")[["run", "date", "label"]].reset_index(drop=True)
+        position = {run: i for i, run in enumerate(runs["run"])}
+        for method, group in rows.groupby("method"):
+            axis.plot(group["run"].map(position), group[metric], marker="o", label=method, color=palette[method])
+        axis.set_xticks(range(len(runs)), [f"{d[:10]}\n{label or ''}" for d, label in zip(runs["date"], runs["label"])],
+                        fontsize=7, rotation=30, ha="right")
+        axis.set(ylabel=metric, title=f"{title} — {qset}", ylim=(0, 1.02))
+        axis.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    return figure

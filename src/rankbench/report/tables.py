@@ -1,0 +1,181 @@
+"""Comparison tables from the tidy aggregate: cells with marks (Holm-significant vs the baseline, within one
+question's worth), best values, and the same table as Markdown, LaTeX (booktabs) and CSV."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import pandas as pd
+
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
+
+TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
+NOT_RANKED = ("rbp_residual",)  # an uncertainty, not a quality: no best value is marked
+BETTER, WORSE, NEAR = "↑", "↓", "°"
+LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
+CSV_COLUMNS = ["method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high", "n", "baseline", "diff",
+               "p_holm", "significant", "below_one_question", "best", "cell"]
+
+
+def legend(alpha: float, baseline: str | None) -> str:
+    """What the marks mean, in one sentence."""
+    if baseline is None:
+        return "Bold: best value of the column. No baseline is configured, so no significance marks."
+    return (f"Bold: best value of the column. {BETTER} / {WORSE}: better / worse than the baseline `{baseline}`, "
+            f"paired randomization test Holm-corrected over the methods, p < {alpha:g}. "
+            f"{NEAR}: within one question's worth of the baseline (one question alone accounts for the difference).")
+
+
+def marked(aggregate: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """The aggregate with `significant` (↑/↓/''), `near` (within one question's worth of the baseline) and `best`."""
+    table = aggregate.copy()
+    compared = table["baseline"].notna() & (table["method"] != table["baseline"]) & table["p_holm"].notna()
+    significant = compared & (table["p_holm"] < alpha)
+    table["significant"] = ""
+    table.loc[significant & (table["diff"] > 0), "significant"] = BETTER
+    table.loc[significant & (table["diff"] < 0), "significant"] = WORSE
+    table["near"] = compared & table["below_one_question"].fillna(False).astype(bool)
+    group = ["grain", "kind", "metric", "k"]
+    top = table.groupby(group)["mean"].transform("max")
+    count = table.groupby(group)["mean"].transform("count")
+    table["best"] = (table["mean"] == top) & (count > 1) & ~table["metric"].isin(NOT_RANKED)
+    return table
+
+
+def table_metrics(aggregate: pd.DataFrame, ks: Sequence[int]) -> list[tuple[str, int]]:
+    """Columns of the full tables: TABLE_METRICS at every k, then the metrics computed on request (evaluation.metrics)
+    that the aggregate holds."""
+    extra = aggregate.loc[aggregate["metric"].isin(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL), ["metric", "k"]]
+    return [(m, k) for m in TABLE_METRICS for k in ks] + sorted({(m, int(k)) for m, k in extra.itertuples(index=False)})
+
+
+def cell(row: pd.Series, ci: bool, latex: bool = False) -> str:
+    """One cell: the mean (bold when best), its CI on request, then the marks."""
+    text = f"{row['mean']:.3f}"
+    if row["best"]:
+        text = rf"\textbf{{{text}}}" if latex else f"**{text}**"
+    if ci:
+        text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
+    marks = row["significant"] + (NEAR if row["near"] else "")
+    tier = row.get("tier")
+    tier_mark = rf"$^{{\mathrm{{{tier}}}}}$" if latex and isinstance(tier, str) else ""
+    return text + ("".join(LATEX_MARKS[m] for m in marks) + tier_mark if latex else marks)
+
+
+def with_tiers(table: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
+    """The marked table with each cell's tier letter (tiers.parquet; null where no tier was computed)."""
+    keys = ["method", "grain", "kind", "metric", "k"]
+    return table.merge(tiers[keys + ["tier"]], on=keys, how="left")
+
+
+TIERS_LEGEND = ("tier letters: a = the best method and every method not significantly worse than it (paired "
+                "randomization test, Holm-corrected over the pairs with the best, p >= {alpha:g}); b = the same among "
+                "the methods left; and so on. The findings about the best use the same family, so they agree with "
+                "tier a; `pairs.parquet`'s p_holm and the per-kind findings correct over all pairs.")
+
+
+def tier_grid(tiers: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]],
+              methods: Sequence[str]) -> pd.DataFrame:
+    """Methods x metric@k cells 'tier · rank (95% interval)', e.g. 'a · 2 (1–3)' ('–' where none was computed)."""
+    rows = tiers[(tiers["grain"] == grain) & (tiers["kind"] == kind)].set_index(["method", "metric", "k"])
+    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
+    for metric, k in metrics:
+        cells = []
+        for method in methods:
+            if (method, metric, k) not in rows.index:
+                cells.append("–")
+                continue
+            row = rows.loc[(method, metric, k)]
+            ranked = f" · {row['rank']} ({row['rank_low']}–{row['rank_high']})" if pd.notna(row["rank"]) else ""
+            cells.append(f"{row['tier']}{ranked}")
+        frame[metric_label(metric, k)] = cells
+    return frame
+
+
+def wide(table: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]], ci: bool,
+         methods: Sequence[str], latex: bool = False) -> pd.DataFrame:
+    """Methods × metric@k cells of one grain and kind ('–' where a method has no value)."""
+    rows = table[(table["grain"] == grain) & (table["kind"] == kind)].set_index(["method", "metric", "k"])
+    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
+    for metric, k in metrics:
+        frame[metric_label(metric, k)] = [cell(rows.loc[(m, metric, k)], ci, latex) if (m, metric, k) in rows.index
+                                          else "–" for m in methods]
+    return frame
+
+
+def near_best(table: pd.DataFrame, pairs: pd.DataFrame, grain: str, kind: str,
+              metrics: Sequence[tuple[str, int]]) -> list[str]:
+    """Columns where one question alone accounts for the lead of the best method over the runner-up."""
+    notes = []
+    for metric, k in metrics:
+        rows = table[(table["grain"] == grain) & (table["kind"] == kind) & (table["metric"] == metric)
+                     & (table["k"] == k)].sort_values(["mean", "method"], ascending=[False, True])
+        if len(rows) < 2:
+            continue
+        (first, a), (second, b) = rows[["method", "mean"]].iloc[0], rows[["method", "mean"]].iloc[1]
+        pair = pair_row(pairs, grain, kind, metric, k, first, second)
+        if pair is not None and bool(pair["below_one_question"]):
+            notes.append(f"{metric_label(metric, k)}: {first} ({a:.3f}) and {second} ({b:.3f}) are within one "
+                         f"question's worth: one question alone accounts for the difference")
+    return notes
+
+
+def pair_row(pairs: pd.DataFrame, grain: str, kind: str, metric: str, k: int, x: str, y: str) -> pd.Series | None:
+    """The pairs row of methods x and y, seen from x: diff = x − y, wins/losses of x."""
+    rows = pairs[(pairs["grain"] == grain) & (pairs["kind"] == kind) & (pairs["metric"] == metric)
+                 & (pairs["k"] == k)]
+    direct = rows[(rows["method_a"] == x) & (rows["method_b"] == y)]
+    if len(direct):
+        return direct.iloc[0]
+    swapped = rows[(rows["method_a"] == y) & (rows["method_b"] == x)]
+    if not len(swapped):
+        return None
+    row = swapped.iloc[0].copy()
+    row["method_a"], row["method_b"], row["mean_a"], row["mean_b"] = x, y, row["mean_b"], row["mean_a"]
+    row["diff"], row["diff_low"], row["diff_high"] = -row["diff"], -row["diff_high"], -row["diff_low"]
+    if "d_z" in row:
+        row["d_z"], row["d_z_low"], row["d_z_high"] = -row["d_z"], -row["d_z_high"], -row["d_z_low"]
+    row["wins"], row["losses"] = row["losses"], row["wins"]
+    return row
+
+
+def _latex_escape(text: str) -> str:
+    return "".join({"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}",
+                    "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}.get(c, c)
+                   for c in text)
+
+
+def latex_table(table: pd.DataFrame, metrics: Sequence[tuple[str, int]], grains: Sequence[str],
+                methods: Sequence[str], ci: bool, caption: str, label: str, comments: Sequence[str]) -> str:
+    """A booktabs table: methods × (grain × metric), best value bold, significance marks as superscripts."""
+    blocks = [wide(table, grain, "all", metrics, ci, methods, latex=True) for grain in grains]
+    width = len(metrics)
+    lines = [f"% {line}" for line in comments]
+    lines += [r"\begin{table}[t]", r"\centering", r"\small",
+              r"\begin{tabular}{l" + ("r" * width) * len(grains) + "}", r"\toprule"]
+    lines.append(" & " + " & ".join(rf"\multicolumn{{{width}}}{{c}}{{{grain} grain}}" for grain in grains) + r" \\")
+    lines.append("".join(rf"\cmidrule(lr){{{2 + i * width}-{1 + (i + 1) * width}}}" for i in range(len(grains))))
+    headings = [_latex_escape(metric_label(m, k)) for m, k in metrics] * len(grains)
+    lines += ["Method & " + " & ".join(headings) + r" \\", r"\midrule"]
+    for method in methods:
+        cells = [c for block in blocks for c in block.loc[method]]
+        lines.append(_latex_escape(method) + " & " + " & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}",
+              rf"\caption{{{_latex_escape(caption)}}}".replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$")
+              .replace("°", r"$^{\circ}$"),
+              rf"\label{{{label}}}", r"\end{table}", ""]
+    return "\n".join(lines)
+
+
+def csv_table(table: pd.DataFrame, metrics: Sequence[tuple[str, int]], ci: bool) -> str:
+    """Tidy CSV of every cell the tables show (all kinds, both grains), with its marks."""
+    keep = pd.MultiIndex.from_frame(table[["metric", "k"]]).isin(list(metrics))
+    rows = table[keep].copy()
+    rows["cell"] = [cell(row, ci).replace("**", "") for _, row in rows.iterrows()]
+    rows["below_one_question"] = rows["near"]
+    rows = rows.sort_values(["grain", "kind", "metric", "k", "method"], ignore_index=True)[CSV_COLUMNS]
+    buffer = io.StringIO()
+    rows.to_csv(buffer, index=False, float_format="%.6f", lineterminator="\n")
+    return buffer.getvalue()

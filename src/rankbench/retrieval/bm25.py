@@ -1,0 +1,376 @@
+"""BM25 retrieval on top of bm25s: one analyzer for corpus and queries, one-file indexes, top-k search.
+
+Conventions
+-----------
+* Scores are bm25s's: the "robertson" and "lucene" variants omit the constant factor (k1 + 1) of the
+  textbook formula (as Lucene >= 8 does), so they equal rank_bm25's BM25Okapi scores / (k1 + 1);
+  rankings are unchanged. A query term repeated n times counts n times (as in bm25s and rank_bm25).
+* No match: `search` only returns documents sharing at least one term with the query. Slots it
+  cannot fill (no overlap, all-stopword or all-unknown queries, k > number of matches) hold
+  position -1 and score 0.0. Callers drop rows with position -1 (and may also drop score <= 0:
+  with "robertson"/"atire" a term found in most documents has IDF 0). For "bm25l"/"bm25+" every
+  document gets a positive baseline score, which is why no-match is decided by term overlap, not score.
+* Order: score descending, then corpus position ascending. Ties are broken the same way at the k-th
+  place, so the returned set is deterministic (search is single-threaded numpy; no thread count).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import secrets
+import unicodedata
+import zipfile
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain
+from pathlib import Path
+from typing import Any, Callable
+
+import bm25s
+import numpy as np
+import Stemmer
+from bm25s import stopwords as _bm25s_stopwords
+
+from rankbench.corpus.filters import ChunkMasks
+from rankbench.errors import InputError
+
+VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
+LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
+# Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others.
+_STOPWORDS: dict[str, tuple[str, ...]] = {
+    "english": _bm25s_stopwords.STOPWORDS_EN,
+    "french": _bm25s_stopwords.STOPWORDS_FRENCH,
+    "german": _bm25s_stopwords.STOPWORDS_GERMAN,
+    "dutch": _bm25s_stopwords.STOPWORDS_DUTCH,
+    "spanish": _bm25s_stopwords.STOPWORDS_SPANISH,
+    "portuguese": _bm25s_stopwords.STOPWORDS_PORTUGUESE,
+    "italian": _bm25s_stopwords.STOPWORDS_ITALIAN,
+    "russian": _bm25s_stopwords.STOPWORDS_RUSSIAN,
+    "swedish": _bm25s_stopwords.STOPWORDS_SWEDISH,
+    "norwegian": _bm25s_stopwords.STOPWORDS_NORWEGIAN,
+    "turkish": _bm25s_stopwords.STOPWORDS_TURKISH,
+    "danish": _bm25s_stopwords.STOPWORDS_DANISH,
+}
+_TOKEN = re.compile(r"\w+")
+_LIGATURES = str.maketrans({"œ": "oe", "æ": "ae", "ß": "ss"})
+_FORMAT = "rankbench-bm25"
+_FORMAT_VERSION = 1
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed member timestamps: same index -> same bytes
+_ANALYZER_ATTR = "rankbench_analyzer"
+_PARAMS_ATTR = "rankbench_params"
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """Text -> tokens: NFC, lowercase, optional accent folding, `\\w+` split, stopwords, Snowball stem."""
+
+    language: str = "english"
+    stopwords: bool = True
+    stemming: bool = True
+    fold_accents: bool = False
+
+    def __post_init__(self) -> None:
+        """Reject unknown languages, and stopword removal where no list exists, at construction."""
+        if self.language not in LANGUAGES:
+            raise ValueError(
+                f"unknown analyzer language {self.language!r}; accepted: {', '.join(LANGUAGES)}"
+            )
+        if self.stopwords and self.language not in _STOPWORDS:
+            raise ValueError(
+                f"no stopword list for language {self.language!r}; set stopwords=False "
+                f"or use one of: {', '.join(sorted(_STOPWORDS))}"
+            )
+
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        """Tokens of each text; the single function used for corpus and queries alike."""
+        if isinstance(texts, str):
+            raise TypeError("tokenize takes a sequence of texts, not a single string")
+        stopset = _stopword_set(self.language, self.fold_accents) if self.stopwords else frozenset()
+        stem = _stemmer(self.language) if self.stemming else None
+        out: list[list[str]] = []
+        for text in texts:
+            tokens = _TOKEN.findall(normalize(text, self.fold_accents))
+            if stopset:
+                tokens = [t for t in tokens if t not in stopset]
+            if stem is not None and tokens:
+                tokens = stem(tokens)
+            out.append(tokens)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (stored in saved indexes)."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """BM25 variant (bm25s method name) and its parameters; delta only matters for bm25l / bm25+."""
+
+    variant: str = "lucene"
+    k1: float = 1.2
+    b: float = 0.75
+    delta: float = 0.5
+
+    def __post_init__(self) -> None:
+        """Reject unknown variants and out-of-range parameters at construction."""
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown BM25 variant {self.variant!r}; accepted: {', '.join(VARIANTS)}")
+        if not self.k1 >= 0:
+            raise ValueError(f"k1 must be >= 0, got {self.k1!r}")
+        if not 0 <= self.b <= 1:
+            raise ValueError(f"b must be in [0, 1], got {self.b!r}")
+        if not self.delta >= 0:
+            raise ValueError(f"delta must be >= 0, got {self.delta!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form (stored in saved indexes)."""
+        return dataclasses.asdict(self)
+
+
+def analyzer_and_params(spec: Mapping[str, Any], language: str) -> tuple[Analyzer, BM25Params]:
+    """Analyzer and BM25 parameters from a method's config entry (unset keys take the dataclass defaults)."""
+    analyzer_keys = {field.name for field in dataclasses.fields(Analyzer)} - {"language"}
+    param_keys = {field.name for field in dataclasses.fields(BM25Params)}
+    analyzer = Analyzer(language=language, **{key: spec[key] for key in analyzer_keys if key in spec})
+    return analyzer, BM25Params(**{key: spec[key] for key in param_keys if key in spec})
+
+
+def index_keys(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """What shapes a method's index (analyzer and BM25 parameters, defaults filled in, sorted): methods that agree
+    on it share one index, whatever their query-time settings (rewrite, prf, filters)."""
+    analyzer, params = analyzer_and_params(spec, "english")
+    keys = {**analyzer.to_dict(), **params.to_dict()}
+    del keys["language"]
+    return dict(sorted(keys.items()))
+
+
+def normalize(text: str, fold_accents: bool) -> str:
+    """NFC + lowercase, then optionally strip diacritics and expand œ/æ/ß, so variants compare equal."""
+    text = unicodedata.normalize("NFC", text).lower()
+    if not fold_accents:
+        return text
+    decomposed = unicodedata.normalize("NFKD", text.translate(_LIGATURES))
+    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+@lru_cache(maxsize=None)
+def _stopword_set(language: str, fold_accents: bool) -> frozenset[str]:
+    """Stopwords of a language, normalized like the text they are compared with."""
+    return frozenset(normalize(w, fold_accents) for w in _STOPWORDS[language])
+
+
+def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
+    """Snowball stemmer for a language (a fresh one per call: PyStemmer objects are not thread-safe)."""
+    return Stemmer.Stemmer(language).stemWords
+
+
+def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) -> bm25s.BM25:
+    """BM25 index of texts (corpus position = index in `texts`), with a sorted, reproducible vocabulary."""
+    if len(texts) == 0:
+        raise InputError(None, "BM25 index", "has no passage to index (the corpus yields no chunk)",
+                         "Give the documents body text (a corpus of headings only yields no chunk).")
+    corpus_tokens = analyzer.tokenize(texts)
+    vocab = {token: i for i, token in enumerate(sorted(set(chain.from_iterable(corpus_tokens))))}
+    if not vocab:
+        raise InputError(None, "BM25 index", f"has nothing to index: all {len(texts)} passages are empty after "
+                         f"analysis (no tokens left with {analyzer})",
+                         "Give the documents words, or analyze them without stopwords or in their language.")
+    index = _new_bm25(params)
+    token_ids = [list(map(vocab.__getitem__, doc)) for doc in corpus_tokens]
+    # The (ids, vocab) form keeps our vocabulary; bm25s's own would follow set order (hash-seeded).
+    index.index((token_ids, vocab), create_empty_token=False, show_progress=False)
+    _attach(index, analyzer, params)
+    return index
+
+
+def _new_bm25(params: BM25Params) -> bm25s.BM25:
+    """An empty bm25s model with our parameters and the numpy backend."""
+    return bm25s.BM25(
+        k1=params.k1, b=params.b, delta=params.delta, method=params.variant, backend="numpy"
+    )
+
+
+def _attach(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params) -> None:
+    """Remember how an index was built, so search can refuse a different analyzer."""
+    setattr(index, _ANALYZER_ATTR, analyzer)
+    setattr(index, _PARAMS_ATTR, params)
+
+
+def save_index(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params, path: Path) -> None:
+    """Write an index as one .npz (no pickle, fixed timestamps), via a temp file renamed into place."""
+    path = Path(path)
+    _check_built_with(index, analyzer, params)
+    arrays = _index_arrays(index, analyzer, params)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A unique name in the same folder (so the rename is atomic), created with the usual umask.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(tmp, "xb") as handle:
+            _write_npz(handle, arrays)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _index_arrays(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params) -> dict[str, np.ndarray]:
+    """The arrays that make up a saved index: sparse score matrix, vocabulary, metadata."""
+    vocab = sorted(index.vocab_dict, key=index.vocab_dict.__getitem__)
+    if [index.vocab_dict[t] for t in vocab] != list(range(len(vocab))):
+        raise ValueError("index vocabulary ids are not 0..n-1; save indexes made by build_index")
+    meta = {
+        "format": _FORMAT,
+        "format_version": _FORMAT_VERSION,
+        "bm25s_version": bm25s.__version__,
+        "num_docs": int(index.scores["num_docs"]),
+        "dtype": str(index.dtype),
+        "analyzer": analyzer.to_dict(),
+        "params": params.to_dict(),
+    }
+    arrays = {
+        "data": np.asarray(index.scores["data"]),
+        "indices": np.asarray(index.scores["indices"]),
+        "indptr": np.asarray(index.scores["indptr"]),
+        "vocab_json": _json_bytes(vocab),
+        "meta_json": _json_bytes(meta),
+    }
+    if index.nonoccurrence_array is not None:
+        arrays["nonoccurrence"] = np.asarray(index.nonoccurrence_array)
+    return arrays
+
+
+def _json_bytes(value: Any) -> np.ndarray:
+    """JSON as a uint8 array, so text travels in .npz without pickle."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+
+
+def _from_json_bytes(array: np.ndarray) -> Any:
+    """Inverse of _json_bytes."""
+    return json.loads(array.tobytes().decode("utf-8"))
+
+
+def _write_npz(handle: Any, arrays: dict[str, np.ndarray]) -> None:
+    """np.savez equivalent with fixed member timestamps and order, so output bytes are reproducible."""
+    with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED) as archive:
+        for name in sorted(arrays):
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE)
+            with archive.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.ascontiguousarray(arrays[name]), allow_pickle=False)
+
+
+def load_index(path: Path) -> tuple[bm25s.BM25, Analyzer, BM25Params]:
+    """Read an index written by save_index, with the analyzer and parameters it was built with."""
+    path = Path(path)
+    with np.load(path, allow_pickle=False) as npz:
+        if "meta_json" not in npz.files:
+            raise ValueError(f"{path} is not a rankbench BM25 index (no metadata)")
+        meta = _from_json_bytes(npz["meta_json"])
+        if meta.get("format") != _FORMAT or meta.get("format_version") != _FORMAT_VERSION:
+            raise ValueError(
+                f"{path}: unsupported index format {meta.get('format')!r} "
+                f"version {meta.get('format_version')!r}; rebuild the index"
+            )
+        vocab = _from_json_bytes(npz["vocab_json"])
+        arrays = {name: npz[name] for name in ("data", "indices", "indptr")}
+        nonoccurrence = npz["nonoccurrence"] if "nonoccurrence" in npz.files else None
+    analyzer = Analyzer(**meta["analyzer"])
+    params = BM25Params(**meta["params"])
+    if len(arrays["indptr"]) != len(vocab) + 1:
+        raise ValueError(f"{path}: corrupt index (indptr length does not match the vocabulary)")
+    index = _new_bm25(params)
+    index.dtype = meta["dtype"]
+    index.scores = {**arrays, "num_docs": int(meta["num_docs"])}
+    index.vocab_dict = {token: i for i, token in enumerate(vocab)}
+    index.unique_token_ids_set = set(index.vocab_dict.values())
+    index.nonoccurrence_array = nonoccurrence
+    _attach(index, analyzer, params)
+    return index, analyzer, params
+
+
+def _check_built_with(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params | None) -> None:
+    """Refuse an analyzer (or params) other than the ones the index was built with, when known."""
+    built_analyzer = getattr(index, _ANALYZER_ATTR, None)
+    if built_analyzer is not None and built_analyzer != analyzer:
+        raise ValueError(f"index was built with {built_analyzer}, not {analyzer}")
+    built_params = getattr(index, _PARAMS_ATTR, None)
+    if params is not None and built_params is not None and built_params != params:
+        raise ValueError(f"index was built with {built_params}, not {params}")
+
+
+def search(
+    index: bm25s.BM25, analyzer: Analyzer, queries: Sequence[str], k: int, allowed: ChunkMasks | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k corpus positions and scores per query ([n_queries, k'], k' = min(k, n_docs)).
+
+    Positions are int64, scores float64. Only documents sharing a term with the query are
+    returned; unfilled slots hold position -1 and score 0.0 (see the module docstring).
+    Order: score descending, then position ascending (also at the k-th place).
+    `allowed` restricts each query to some documents before the top k is taken.
+    """
+    _check_built_with(index, analyzer, None)
+    weights = [Counter(tokens) for tokens in analyzer.tokenize(queries)]
+    return search_weighted(index, weights, k, allowed)
+
+
+def search_weighted(
+    index: bm25s.BM25, queries: Sequence[Mapping[str, float]], k: int, allowed: ChunkMasks | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """`search` for queries given as analyzed term -> weight (a term's BM25 contribution is multiplied by it)."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k!r}")
+    n_docs = int(index.scores["num_docs"])
+    width = min(k, n_docs)
+    positions = np.full((len(queries), width), -1, dtype=np.int64)
+    scores = np.zeros((len(queries), width), dtype=np.float64)
+    vocab = index.vocab_dict
+    for row, terms in enumerate(queries):
+        known = [(vocab[t], w) for t, w in terms.items() if t in vocab]
+        if not known:
+            continue
+        term_ids = np.array([t for t, _ in known], dtype=np.int64)
+        docs, doc_scores = _score_matches(index, term_ids, np.array([w for _, w in known]), n_docs)
+        if allowed is not None:
+            keep = allowed.masks[allowed.group[row]][docs]
+            docs, doc_scores = docs[keep], doc_scores[keep]
+        top = _top_k(docs, doc_scores, width)
+        positions[row, : len(top)] = docs[top]
+        scores[row, : len(top)] = doc_scores[top]
+    return positions, scores
+
+
+def _score_matches(
+    index: bm25s.BM25, term_ids: np.ndarray, weights: np.ndarray, n_docs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Documents containing at least one query term, and their weighted BM25 scores (summed in float64)."""
+    data, indices, indptr = index.scores["data"], index.scores["indices"], index.scores["indptr"]
+    spans = [(indptr[t], indptr[t + 1]) for t in term_ids]
+    doc_idx = np.concatenate([indices[s:e] for s, e in spans])
+    contributions = np.concatenate([np.asarray(data[s:e], dtype=np.float64) * w for (s, e), w in zip(spans, weights)])
+    totals = np.bincount(doc_idx, weights=contributions, minlength=n_docs)
+    if index.nonoccurrence_array is not None:
+        # bm25l / bm25+: stored scores are relative to a per-term baseline every document gets.
+        totals += float((np.asarray(index.nonoccurrence_array, dtype=np.float64)[term_ids] * weights).sum())
+    matched = np.zeros(n_docs, dtype=bool)
+    matched[doc_idx] = True
+    docs = np.flatnonzero(matched)
+    return docs, totals[docs]
+
+
+def _top_k(docs: np.ndarray, doc_scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k best (score desc, position asc) among docs; ties at the cut included fairly."""
+    if len(docs) > k:
+        # k-th largest score; partitioning the negated scores stays fast when many scores tie.
+        threshold = -np.partition(-doc_scores, k - 1)[k - 1]
+        keep = np.flatnonzero(doc_scores >= threshold)
+    else:
+        keep = np.arange(len(docs))
+    order = np.lexsort((docs[keep], -doc_scores[keep]))
+    return keep[order[:k]]

@@ -1,0 +1,80 @@
+"""Second-stage reranking: re-score the top N of an input run; results below N keep their order underneath.
+
+Degraded mode: when the scorer cannot be built or fails while scoring, the input order is kept and the run says
+so (`degraded` True, `degraded_reason` the error), so one broken model does not stop the whole workflow."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from rankbench.io.runs import RUN_COLUMNS, order_by_trec_rule
+
+PairScorer = Callable[[pd.DataFrame], np.ndarray]
+
+
+def rerank(run: pd.DataFrame, depth: int, score_pairs: PairScorer) -> pd.DataFrame:
+    """Reranked run with a `first_stage_rank` column; a reranker cannot recover what the first N did not pass it."""
+    head = run[run["rank"] <= depth].copy()
+    tail = run[run["rank"] > depth].copy()
+    head["first_stage_rank"] = head["rank"]
+    head["score"] = np.asarray(score_pairs(head), dtype=np.float64)
+    head = order_by_trec_rule(head)
+    tail["first_stage_rank"] = tail["rank"]
+    floor = head.groupby("qid")["score"].min()
+    # Scores under the reranked head keep the tail in first-stage order (a run's rank is authoritative).
+    tail["score"] = tail["qid"].map(floor).astype(np.float64).fillna(0.0) - tail["rank"].astype(np.float64)
+    merged = pd.concat([head, tail], ignore_index=True)
+    merged = merged.sort_values(["qid", "score", "chunk_id"], ascending=[True, False, False], kind="stable")
+    merged["rank"] = merged.groupby("qid", sort=False).cumcount() + 1
+    return merged[RUN_COLUMNS + ["first_stage_rank"]].reset_index(drop=True)
+
+
+def rerank_or_fallback(run: pd.DataFrame, depth: int, make_scorer: Callable[[], PairScorer]) -> pd.DataFrame:
+    """`rerank` with a scorer built by make_scorer(); any failure of either gives the input order, marked degraded."""
+    try:
+        reranked = rerank(run, depth, make_scorer())
+        return reranked.assign(degraded=False, degraded_reason="")
+    except Exception as error:  # noqa: BLE001 - any scorer failure degrades this run only, on purpose
+        reason = f"{type(error).__name__}: {error}"
+        logging.warning("reranker failed, keeping the input order (degraded run): %s", reason)
+        fallback = run.sort_values(["qid", "rank"], kind="stable")[RUN_COLUMNS].reset_index(drop=True)
+        return fallback.assign(first_stage_rank=fallback["rank"], degraded=True, degraded_reason=reason)
+
+
+def bi_encoder_scorer(qids: Sequence[str], query_vectors: np.ndarray, chunk_ids: Sequence[str],
+                      chunk_vectors: np.ndarray) -> PairScorer:
+    """Cosine of precomputed, normalized query and chunk vectors: no model call at rerank time."""
+    query_row = pd.Index(qids)
+    chunk_row = pd.Index(chunk_ids)
+
+    def score(pairs: pd.DataFrame) -> np.ndarray:
+        q = query_vectors[query_row.get_indexer(pairs["qid"])]
+        c = chunk_vectors[chunk_row.get_indexer(pairs["chunk_id"])]
+        return np.einsum("ij,ij->i", q, c)
+
+    return score
+
+
+def cross_encoder_scorer(model: str, questions: dict[str, str], passages: dict[str, str],
+                         batch_size: int = 32) -> PairScorer:
+    """A sentence-transformers CrossEncoder (local path or packaged name) scoring (question, passage) pairs."""
+    import os
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from sentence_transformers import CrossEncoder
+
+    from rankbench.retrieval.encoders import resolve_model_path
+
+    encoder = CrossEncoder(resolve_model_path(model), device="cpu")
+
+    def score(pairs: pd.DataFrame) -> np.ndarray:
+        texts = [(questions[q], passages[c]) for q, c in zip(pairs["qid"], pairs["chunk_id"])]
+        if not texts:
+            return np.zeros(0)
+        return np.asarray(encoder.predict(texts, batch_size=batch_size, show_progress_bar=False), dtype=np.float64)
+
+    return score

@@ -1,0 +1,55 @@
+"""The package layers: imports only go down (io < corpus < retrieval < evaluation < analysis < report < llm <
+pipeline < cli), so each stage can be read, tested and reused without the ones above it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "rankbench"
+LAYERS = ("errors", "io", "corpus", "retrieval", "evaluation", "analysis", "report", "llm", "pipeline", "cli")
+# A package's entry point may call the command line (`python -m rankbench.llm` is `rankbench` with one verb).
+ENTRY_POINTS = {"llm.__main__"}
+
+
+def _layer(module: str) -> int:
+    """Layer of a rankbench module given as `a.b` under the package (`__init__` is the public API: top)."""
+    top = module.split(".")[0]
+    return LAYERS.index(top) if top in LAYERS else len(LAYERS)
+
+
+def _imports(path: Path) -> list[str]:
+    """rankbench modules a file imports, as `a.b` under the package."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("rankbench"):
+            base = node.module.removeprefix("rankbench").lstrip(".")
+            found += [f"{base}.{alias.name}" if base else alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [a.name.removeprefix("rankbench.") for a in node.names if a.name.startswith("rankbench.")]
+    return found
+
+
+def test_imports_only_go_down_the_layers() -> None:
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE).with_suffix("").parts)
+        if module == "__init__" or module in ENTRY_POINTS:
+            continue
+        for imported in _imports(path):
+            if _layer(imported) > _layer(module):
+                upward.append(f"{module} imports {imported}")
+    assert not upward, "\n".join(upward)
+
+
+def test_every_module_is_in_a_layer() -> None:
+    stray = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+             if p.parent == PACKAGE and p.stem not in ("__init__", "errors", "cli")]
+    assert not stray, f"modules outside the stage packages: {stray}"
+
+
+def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("from rankbench.pipeline.config import check_config\nfrom rankbench.io import files\n")
+    assert _imports(module) == ["pipeline.config.check_config", "io.files"]
+    assert _layer("pipeline.config.check_config") > _layer("evaluation.metrics") > _layer("io.files")
