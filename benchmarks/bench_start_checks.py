@@ -20,10 +20,10 @@ import yaml
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.frozen import content_hash
 from rankbench.io.loaders import load_beir_corpus, load_corpus
+from rankbench.pipeline.dataset_formats import corpus_files
 from rankbench.pipeline.start_checks import (
     check_dataset_records,
     check_frozen_files,
-    corpus_file,
     corpus_record,
 )
 
@@ -46,7 +46,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         original = dict(config["dataset"])
         if args.copies > 1:
-            source = Path(corpus_file(config)).read_text(encoding="utf-8").splitlines()
+            source = Path(corpus_files(config)[0]).read_text(encoding="utf-8").splitlines()
             key = "doc_id" if native else "_id"
             big = Path(folder) / "corpus.jsonl"
             with big.open("w", encoding="utf-8") as out:
@@ -59,7 +59,7 @@ def main() -> None:
             if not native:  # a BEIR folder: the original queries and qrels beside the copied corpus
                 for name in ("queries.jsonl", "qrels"):
                     (Path(folder) / name).symlink_to(Path(original["path"]).resolve() / name)
-        corpus = Path(corpus_file(config))
+        corpus = Path(corpus_files(config)[0])
         results = Path(folder) / "results"
         documents = results / "corpus" / "documents.parquet"
         frozen = seconds(lambda: check_frozen_files(config, str(Path(folder) / "none")))

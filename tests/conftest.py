@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 from workflow_helpers import copy_dataset, snakemake
+
+# ir_datasets fixes its cache folder (IR_DATASETS_HOME) when it is imported: the tests, and the workflows they start,
+# lay out their own there and never read or fill the user's ~/.ir_datasets.
+os.environ["IR_DATASETS_HOME"] = tempfile.mkdtemp(prefix="rankbench-ir-datasets-")
+atexit.register(shutil.rmtree, os.environ["IR_DATASETS_HOME"], ignore_errors=True)
 
 
 def run_demo(workdir: Path) -> Path:

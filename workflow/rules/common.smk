@@ -11,7 +11,13 @@ from rankbench.retrieval.dense import IndexSpec
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.provenance import canonical_config, config_hash, diff_pairs, qset_config, report_settings
-from rankbench.pipeline.start_checks import check_dataset, corpus_file, version_files
+from rankbench.pipeline.dataset_formats import (
+    corpus_files,
+    corpus_source,
+    version_files,
+    version_source,
+)
+from rankbench.pipeline.start_checks import check_dataset
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
@@ -84,7 +90,7 @@ def query_embedding_cache(encoder):
 
 
 def qset_files(wildcards):
-    """The files that make a question-set version: its JSONL, or a BEIR split's queries and qrels."""
+    """The files that make a question-set version (see dataset_formats.version_files)."""
     return version_files(config, wildcards.qset)
 
 

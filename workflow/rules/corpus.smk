@@ -1,6 +1,6 @@
 rule load_corpus:
     input:
-        corpus=corpus_file(config),
+        corpus=corpus_files(config),
         schema=SCHEMA_FOLDER / "corpus.schema.yaml",
     output:
         documents=f"{R}/corpus/documents.parquet",
@@ -11,6 +11,7 @@ rule load_corpus:
     threads: 1
     params:
         format=DATASET["format"],
+        source=corpus_source(config),
     script:
         "../scripts/load_corpus.py"
 

@@ -18,6 +18,7 @@ rule prepare_questions:
     threads: 1
     params:
         format=DATASET["format"],
+        source=lambda wildcards: version_source(config, wildcards.qset),
         expected_sha256=lambda wildcards: LOCK.get(wildcards.qset),
         lock=DATASET.get("lock", ""),
     script:

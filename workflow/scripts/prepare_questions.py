@@ -13,21 +13,23 @@ from rankbench.io.frozen import (
     guard_results,
     results_record,
 )
-from rankbench.io.loaders import load_beir_questions, load_questions
+from rankbench.io.ir_datasets_source import records_digest, source as ir_source
+from rankbench.pipeline.dataset_formats import load_version
 from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):
     files = [Path(path) for path in snakemake.input.files]
-    version = snakemake.wildcards.qset
-    if snakemake.params.format == "beir":
-        digest = content_hash(files)
-        questions, labels = load_beir_questions(*files)
-    else:
+    version, fmt, source = snakemake.wildcards.qset, snakemake.params.format, snakemake.params.source
+    if fmt == "native":
         digest = check_frozen(version, files, snakemake.params.expected_sha256, snakemake.params.lock)
-        questions, labels = load_questions(files[0], yaml.safe_load(Path(snakemake.input.schema).read_text()))
+    questions, labels = load_version(fmt, files, source, yaml.safe_load(Path(snakemake.input.schema).read_text()))
+    if fmt != "native":
+        # ir_datasets versions have no file of their own: what they were made from is their records.
+        digest = content_hash(files) if files else records_digest(questions, labels)
     manifest = {"version": version, "sha256": digest, "files": [str(path) for path in files],
-                "questions": len(questions), "labels": len(labels)}
+                "questions": len(questions), "labels": len(labels),
+                "labels_from": str(files[-1]) if files else ir_source(source["id"], "qrels"), **source}
     guard_results(version, digest, results_record(Path(snakemake.output.manifest).parent))
     write_text(json.dumps(manifest, indent=2) + "\n", snakemake.output.manifest)
     write_parquet(labels, snakemake.output.labels)

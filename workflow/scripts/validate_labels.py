@@ -20,7 +20,7 @@ def main(snakemake):
     questions = pd.read_parquet(snakemake.input.questions)
     labels = pd.read_parquet(snakemake.input.labels)
     documents = pd.read_parquet(snakemake.input.documents)
-    check_label_targets(labels, documents, Path(manifest["files"][-1]))
+    check_label_targets(labels, documents, manifest["labels_from"])
     chunks = {chunker: pd.read_parquet(path, columns=["chunk_id", "doc_id", "sections"])
               for chunker, path in zip(snakemake.params.chunkers, snakemake.input.chunks, strict=True)}
     findings = label_findings(questions, labels, documents, chunks)

@@ -14,6 +14,7 @@ import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
+from rankbench.io.ir_datasets_source import installed_version
 from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
 from rankbench.retrieval.encoders import PACKAGED_MODELS
 from rankbench.retrieval.registry import (
@@ -257,16 +258,7 @@ def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
 def check_settings(config: Mapping[str, Any], source: str) -> None:
     """Dataset, analyzers, chunkers and encoders: what each needs, checked before any job (methods expanded)."""
     dataset = config["dataset"]
-    needed = ("corpus", "lock") if dataset["format"] == "native" else ("path",)
-    for key in needed:
-        if not dataset.get(key):
-            raise InputError(source, f"dataset.{key}", f"is missing: a {dataset['format']} dataset needs "
-                             f"{' and '.join(f'`{k}`' for k in needed)}", "See config/README.md, `dataset`.")
-    qset_key = "path" if dataset["format"] == "native" else "split"
-    for name, spec in config["qsets"].items():
-        if not spec.get(qset_key):
-            raise InputError(source, f"qsets.{name}.{qset_key}", f"is missing: a version of a {dataset['format']} "
-                             f"dataset needs `{qset_key}`", "See config/README.md, `qsets`.")
+    check_dataset_keys(config, source)
     language = dataset.get("language", "english")
     if language not in LANGUAGES:
         raise InputError(source, "dataset.language", f"is {language!r}, which the BM25 analyzer does not know",
@@ -289,6 +281,47 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither a packaged model "
                              f"({', '.join(PACKAGED_MODELS)}) nor an existing folder",
                              "rankbench never downloads models: download it beforehand and give its folder.")
+
+
+# Per dataset format: the keys `dataset` needs, the keys each `qsets.<v>` needs (a tuple: exactly one of them),
+# and the optional keys of either that only this format reads.
+DATASET_KEYS: dict[str, tuple[tuple[str, ...], tuple[str | tuple[str, ...], ...], tuple[str, ...]]] = {
+    "native": (("corpus", "lock"), ("path",), ()),
+    "beir": (("path",), ("split",), ()),
+    "trec": (("corpus",), ("topics", "qrels"), ("topic_field",)),
+    "ir_datasets": (("id",), (("id", "split"),), ()),
+}
+_FORMAT_KEYS = {"corpus", "lock", "path", "id", "split", "topics", "qrels", "topic_field"}
+
+
+def check_dataset_keys(config: Mapping[str, Any], source: str) -> None:
+    """`dataset` and every `qsets.<v>` give what their format reads, and nothing another format reads."""
+    dataset = config["dataset"]
+    fmt = dataset["format"]
+    needed, qset_needed, optional = DATASET_KEYS[fmt]
+    blocks = [("dataset", dataset, needed)] + [(f"qsets.{name}", spec, qset_needed)
+                                               for name, spec in config["qsets"].items()]
+    for where, block, keys in blocks:
+        alternatives = [key if isinstance(key, tuple) else (key,) for key in keys]
+        wanted = " and ".join(" or ".join(f"`{k}`" for k in options) for options in alternatives)
+        for options in alternatives:
+            given = [key for key in options if block.get(key)]
+            if len(given) > 1:
+                raise InputError(source, where, f"gives both {' and '.join(f'`{k}`' for k in given)}",
+                                 f"Give one: a {fmt} dataset needs {wanted}.")
+            if not given:
+                raise InputError(source, f"{where}.{options[0]}" if len(options) == 1 else where,
+                                 f"is missing: a {fmt} dataset needs {wanted}", "See config/README.md, `dataset` "
+                                 "and `qsets`.")
+        used = {key for options in alternatives for key in options} | set(optional)
+        for key in sorted(_FORMAT_KEYS & set(block) - used):
+            raise InputError(source, f"{where}.{key}", f"is not read by a {fmt} dataset",
+                             "Remove it, or see config/README.md for the keys of each format.")
+    if fmt == "ir_datasets":
+        try:
+            installed_version()
+        except InputError as error:
+            raise InputError(source, "dataset.format", error.problem, error.fix) from None
 
 
 def check_llm(config: Mapping[str, Any], source: str) -> None:
@@ -321,6 +354,12 @@ def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     if dataset["format"] == "native":
         paths = [("dataset.corpus", dataset["corpus"], False), ("dataset.lock", dataset["lock"], False)]
         paths += [(f"qsets.{name}.path", spec["path"], False) for name, spec in config["qsets"].items()]
+    elif dataset["format"] == "trec":
+        paths = [("dataset.corpus", dataset["corpus"], False)]
+        paths += [(f"qsets.{name}.{key}", spec[key], False) for name, spec in config["qsets"].items()
+                  for key in ("topics", "qrels")]
+    elif dataset["format"] == "ir_datasets":
+        paths = []
     else:
         root = dataset["path"]
         paths = [("dataset.path", root, True), ("dataset.path", f"{root}/corpus.jsonl", False),

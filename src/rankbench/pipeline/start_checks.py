@@ -25,27 +25,17 @@ from rankbench.io.frozen import (
     results_record,
     rewrite_lock_key,
 )
-from rankbench.io.loaders import (
-    load_beir_corpus,
-    load_beir_questions,
-    load_corpus,
-    load_questions,
-)
+from rankbench.io.ir_datasets_source import records_digest, source
 from rankbench.io.rewrites import load_rewrites
-
-
-def version_files(config: Mapping[str, Any], version: str) -> list[str]:
-    """The files that make a question-set version: its JSONL, or a BEIR split's queries and qrels."""
-    dataset = config["dataset"]
-    if dataset["format"] == "native":
-        return [config["qsets"][version]["path"]]
-    split = config["qsets"][version]["split"]
-    return [f"{dataset['path']}/queries.jsonl", f"{dataset['path']}/qrels/{split}.tsv"]
-
-
-def corpus_file(config: Mapping[str, Any]) -> str:
-    dataset = config["dataset"]
-    return dataset["corpus"] if dataset["format"] == "native" else f"{dataset['path']}/corpus.jsonl"
+from rankbench.pipeline.dataset_formats import (
+    corpus_files,
+    corpus_source,
+    documents_digest,
+    load_documents,
+    load_version,
+    version_files,
+    version_source,
+)
 
 
 def corpus_record(documents: Path | str) -> Path:
@@ -58,30 +48,37 @@ def checked_documents(config: Mapping[str, Any], schemas: Path, results: str) ->
     """The corpus's documents (doc_id and text at least), every record checked.
 
     Parsing JSON costs ~50 µs a document here; hashing the file costs ~100x less. So when documents.parquet was
-    loaded from a corpus with the same sha256, its records passed these very checks and it is read instead.
+    loaded from a corpus with the same sha256 (for ir_datasets: the same id and version), its records passed these
+    very checks and it is read instead.
     """
-    corpus = Path(corpus_file(config))
+    fmt, files, source = config["dataset"]["format"], corpus_files(config), corpus_source(config)
     documents = Path(results) / "corpus" / "documents.parquet"
     record = corpus_record(documents)
-    if documents.exists() and record.exists() and record.read_text(encoding="utf-8").strip() == content_hash([corpus]):
+    if documents.exists() and record.exists() and \
+            record.read_text(encoding="utf-8").strip() == documents_digest(fmt, files, source):
         return pd.read_parquet(documents, columns=["doc_id", "title", "text"])
-    if config["dataset"]["format"] == "native":
-        return load_corpus(corpus, yaml.safe_load((schemas / "corpus.schema.yaml").read_text(encoding="utf-8")))
-    return load_beir_corpus(corpus)
+    return load_documents(fmt, files, source, _schema(schemas, "corpus"))
+
+
+def _schema(schemas: Path, name: str) -> dict[str, Any]:
+    return yaml.safe_load((schemas / f"{name}.schema.yaml").read_text(encoding="utf-8"))
 
 
 def check_frozen_files(config: Mapping[str, Any], results: str) -> None:
     """Every version and rewrites file hashes to its lock entry (native) and to what its results were made from.
 
     The files are small: they are hashed on every run, so an edit is found whatever the modification times say.
+    An ir_datasets version has no file: check_dataset_records checks the digest of its records.
     """
     dataset = config["dataset"]
     native = dataset["format"] == "native"
     lock = read_lock(dataset["lock"]) if native else {}
     for version, spec in sorted(config["qsets"].items()):
         files = [Path(path) for path in version_files(config, version)]
-        digest = check_frozen(version, files, lock.get(version), dataset["lock"]) if native else content_hash(files)
-        check_results_record(version, digest, results_record(f"{results}/{version}"))
+        if files:
+            digest = check_frozen(version, files, lock.get(version), dataset["lock"]) if native \
+                else content_hash(files)
+            check_results_record(version, digest, results_record(f"{results}/{version}"))
         for rewrite, path in sorted(spec.get("rewrites", {}).items()):
             key = rewrite_lock_key(version, rewrite)
             digest = check_frozen(key, [Path(path)], lock.get(key), dataset["lock"]) if native \
@@ -91,16 +88,18 @@ def check_frozen_files(config: Mapping[str, Any], results: str) -> None:
 
 def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str) -> None:
     """Every record of the corpus, the question sets, their labels and rewrites, with the loaders the jobs use."""
-    native = config["dataset"]["format"] == "native"
-    corpus = Path(corpus_file(config))
+    fmt = config["dataset"]["format"]
     documents = checked_documents(config, schemas, results)
-    question_schema = yaml.safe_load((schemas / "questions.schema.yaml").read_text(encoding="utf-8"))
+    corpus = (corpus_files(config) or [source(config["dataset"].get("id", ""), "docs")])[0]
+    question_schema = _schema(schemas, "questions")
     for name, spec in sorted(config["chunkers"].items()):
         check_chunkable(documents, ChunkerSpec(**spec), corpus, f"chunker {name!r}")
     for version, spec in sorted(config["qsets"].items()):
-        files = [Path(path) for path in version_files(config, version)]
-        questions, labels = load_questions(files[0], question_schema) if native else load_beir_questions(*files)
-        check_label_targets(labels, documents, files[-1])
+        files, version_spec = version_files(config, version), version_source(config, version)
+        questions, labels = load_version(fmt, files, version_spec, question_schema)
+        if not files:
+            check_results_record(version, records_digest(questions, labels), results_record(f"{results}/{version}"))
+        check_label_targets(labels, documents, files[-1] if files else source(version_spec["id"], "qrels"))
         for path in spec.get("rewrites", {}).values():
             load_rewrites(Path(path), questions)
 
