@@ -15,7 +15,7 @@ import yaml
 from workflow_helpers import REPO, SNAKEMAKE, snakemake
 
 from rankbench.errors import InputError
-from rankbench.io.ir_datasets_source import load_ir_documents, load_ir_questions
+from rankbench.io.ir_datasets_source import check_same_docs, load_ir_documents, load_ir_questions
 from rankbench.io.loaders import load_beir_corpus, load_beir_questions
 from rankbench.pipeline.config import check_config
 
@@ -76,6 +76,12 @@ def test_an_id_missing_from_the_cache_fails_at_once_naming_it_and_how_to_fetch_i
 def test_ids_that_cannot_serve_are_refused(tiny_cache: Path, dataset_id: str, parts: str, problem: str) -> None:
     with pytest.raises(InputError, match=problem):
         load_ir_documents(dataset_id) if parts == "docs" else load_ir_questions(dataset_id)
+
+
+def test_a_version_over_other_documents_is_refused(tiny_cache: Path) -> None:
+    check_same_docs("beir/scifact", "beir/scifact/train")
+    with pytest.raises(InputError, match="judges the documents of 'beir/nfcorpus', not those of dataset.id"):
+        check_same_docs("beir/scifact", "beir/nfcorpus/test")
 
 
 def _ad_hoc(name: str, folder: Path, docs: str, queries: str, qrels: str) -> str:

@@ -40,7 +40,7 @@ def source(dataset_id: str, part: str | None = None) -> str:
 def fetch_command(dataset_id: str) -> str:
     """A shell command that makes ir_datasets download and cache docs, queries and qrels of an id."""
     return (f"python -c \"import ir_datasets; d = ir_datasets.load('{dataset_id}'); "
-            "[sum(1 for _ in i) for i in (d.docs_iter(), d.queries_iter(), d.qrels_iter()) if i is not None]\"")
+            "[sum(1 for _ in getattr(d, p + '_iter')()) for p in ('docs', 'queries', 'qrels') if d.has(p)]\"")
 
 
 class _DownloadRefused(RuntimeError):
@@ -176,6 +176,20 @@ def load_ir_questions(dataset_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     questions = pd.DataFrame({"qid": qids, "question": [texts[qid][0] for qid in qids], "kind": KIND,
                               "audience": "public", "as_of": None}, columns=QUESTION_COLUMNS)
     return questions, labels
+
+
+def check_same_docs(corpus_id: str, version_id: str) -> None:
+    """A version's id ranks the corpus's documents: ir_datasets gives both ids the same docs (or the version none)."""
+    import ir_datasets
+
+    with _cache_only(version_id, "docs"):
+        if not _load(version_id).has("docs"):
+            return
+        corpus_parent, version_parent = ir_datasets.docs_parent_id(corpus_id), ir_datasets.docs_parent_id(version_id)
+    if corpus_parent != version_parent:
+        raise InputError(source(version_id), None, f"judges the documents of {version_parent!r}, not those of "
+                         f"dataset.id {corpus_id!r} ({corpus_parent!r})",
+                         "Name versions whose ids share the corpus's docs (e.g. beir/scifact/test with beir/scifact).")
 
 
 def records_digest(*frames: pd.DataFrame) -> str:

@@ -25,7 +25,7 @@ from rankbench.io.frozen import (
     results_record,
     rewrite_lock_key,
 )
-from rankbench.io.ir_datasets_source import records_digest, source
+from rankbench.io.ir_datasets_source import check_same_docs, records_digest, source
 from rankbench.io.rewrites import load_rewrites
 from rankbench.pipeline.dataset_formats import (
     corpus_files,
@@ -96,6 +96,8 @@ def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str
         check_chunkable(documents, ChunkerSpec(**spec), corpus, f"chunker {name!r}")
     for version, spec in sorted(config["qsets"].items()):
         files, version_spec = version_files(config, version), version_source(config, version)
+        if not files:
+            check_same_docs(config["dataset"]["id"], version_spec["id"])
         questions, labels = load_version(fmt, files, version_spec, question_schema)
         if not files:
             check_results_record(version, records_digest(questions, labels), results_record(f"{results}/{version}"))
