@@ -110,12 +110,14 @@ def test_an_ad_hoc_dataset_loads_with_any_integer_grade(tmp_path: Path) -> None:
     ("q1 0 d1 1\nq1 0 d2 99999999999\n", "record 2 (query 'q1', document 'd2')", "is not an integer"),
     ("q1 0 d1 1\nq1 0 d1 2\n", "record 1 (query 'q1', document 'd1') and record 2", "judge the same query"),
     ("q1 0 d1 1\nq9 0 d1 1\n", "query 'q9'", "judges 1 query id(s) its queries lack"),
+    ("q1 0 d1 1\nq1 0 d2 2.5\n", "qrels record 2", "cannot be read by ir_datasets (ValueError"),
 ])
 def test_bad_qrels_are_refused_at_load_naming_the_record(tmp_path: Path, qrels: str, where: str, problem: str) -> None:
     name = _ad_hoc(f"rankbench-test/bad-{abs(hash(qrels))}", tmp_path, "d1\ta\nd2\tb\n", "q1\tx\n", qrels)
     with pytest.raises(InputError) as error:
         load_ir_questions(name)
-    assert f"ir_datasets {name!r} (qrels), {where}" in str(error.value) and problem in str(error.value)
+    assert f"ir_datasets {name!r} (" in str(error.value) and f"), {where}" in str(error.value)
+    assert problem in str(error.value)
 
 
 def _config(workdir: Path, dataset: dict, qsets: dict) -> None:

@@ -15,6 +15,7 @@ from rankbench.errors import InputError
 from rankbench.io.loaders import load_beir_corpus, load_beir_questions
 from rankbench.io.trec_topics import load_topics, load_trec_documents, load_trec_questions
 from rankbench.pipeline.config import check_config
+from rankbench.pipeline.dataset_formats import corpus_files, corpus_source, load_documents
 
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
 TINY = REPO / "tests" / "fixtures" / "beir-tiny"
@@ -179,6 +180,18 @@ def test_a_beir_folder_written_as_trec_loads_the_same(tmp_path: Path, topics_for
     beir_questions, beir_labels = load_beir_questions(TINY / "queries.jsonl", TINY / "qrels" / "test.tsv")
     pd.testing.assert_frame_equal(questions[["qid", "question"]], beir_questions[["qid", "question"]])
     pd.testing.assert_frame_equal(labels, beir_labels)
+
+
+def test_a_trec_corpus_may_be_beir_corpus_lines(tmp_path: Path) -> None:
+    files = beir_to_trec(TINY, tmp_path)
+    config = tiny_config({"format": "trec", "corpus": str(TINY / "corpus.jsonl")},
+                         {"test": {"topics": files["topics"], "qrels": files["qrels"]}})
+    source = corpus_source(config)
+    assert source == {"corpus_format": "jsonl"}
+    documents = load_documents("trec", corpus_files(config), source)
+    pd.testing.assert_frame_equal(documents, load_beir_corpus(TINY / "corpus.jsonl"))
+    config["dataset"]["corpus"] = files["corpus"]
+    assert corpus_source(config) == {"corpus_format": "sgml"}
 
 
 def tiny_config(dataset: dict, qsets: dict) -> dict:

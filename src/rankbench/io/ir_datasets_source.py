@@ -11,7 +11,7 @@ import contextlib
 import hashlib
 import importlib.metadata
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pandas as pd
@@ -47,9 +47,18 @@ class _DownloadRefused(RuntimeError):
     """Raised in place of any download ir_datasets starts while rankbench reads its cache."""
 
 
+def _numbered(records: Iterable[Any], at: dict[str, str], part: str) -> Iterator[tuple[int, Any]]:
+    """(number, record) from 1, keeping `at` on the record being read, so a parse error inside ir_datasets is named."""
+    at["where"] = f"{part} record 1"
+    for number, record in enumerate(records, start=1):
+        yield number, record
+        at["where"] = f"{part} record {number + 1}"
+
+
 @contextlib.contextmanager
-def _cache_only(dataset_id: str, part: str) -> Iterator[None]:
-    """Run ir_datasets with its network sources refused; every failure inside becomes an InputError naming the id."""
+def _cache_only(dataset_id: str, part: str, at: dict[str, str] | None = None) -> Iterator[None]:
+    """Run ir_datasets with its network sources refused; every failure inside becomes an InputError naming the id
+    (and the record being read, kept in `at` by _numbered)."""
     try:
         import ir_datasets.util.download as download
     except ImportError:
@@ -73,9 +82,9 @@ def _cache_only(dataset_id: str, part: str) -> Iterator[None]:
             raise InputError(source(dataset_id, part), None, f"is not in the ir_datasets cache (it would download "
                              f"{refused[0]})", f"Download it once on a machine with network, with ir_datasets' own "
                              f"cache (IR_DATASETS_HOME, default ~/.ir_datasets): {fetch_command(dataset_id)}") from None
-        raise InputError(source(dataset_id, part), None, f"cannot be read by ir_datasets ({type(error).__name__}: "
-                         f"{error})", "Check the id (`ir_datasets list`) and its cache (`ir_datasets clean` "
-                         "removes a broken one).") from None
+        raise InputError(source(dataset_id, part), (at or {}).get("where"), f"cannot be read by ir_datasets "
+                         f"({type(error).__name__}: {error})", "Check the id (`ir_datasets list`) and its files "
+                         "(`ir_datasets clean` removes a broken cache).") from None
     finally:
         for cls, stream in originals.items():
             cls.stream = stream
@@ -105,6 +114,7 @@ def _text(record: Any, field: str) -> str:
 
 
 def _check_unique(ids: list[str], where: list[str], path: str, field: str) -> None:
+    """No id twice (the error names both records)."""
     seen: dict[str, int] = {}
     for i, value in enumerate(ids):
         if value in seen:
@@ -118,8 +128,9 @@ def load_ir_documents(dataset_id: str) -> pd.DataFrame:
     other fields as JSON metadata."""
     path = source(dataset_id, "docs")
     rows, ids, where = [], [], []
-    with _cache_only(dataset_id, "docs"):
-        for number, document in enumerate(_load(dataset_id, "docs").docs_iter(), start=1):
+    at: dict[str, str] = {}
+    with _cache_only(dataset_id, "docs", at):
+        for number, document in _numbered(_load(dataset_id, "docs").docs_iter(), at, "docs"):
             record = f"document {number} (doc_id {document.doc_id!r})"
             check_id(document.doc_id, path, record, "doc_id")
             fields = document._asdict()
@@ -142,15 +153,16 @@ def load_ir_questions(dataset_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     queries_path, qrels_path = source(dataset_id, "queries"), source(dataset_id, "qrels")
     texts: dict[str, tuple[str, str]] = {}
     rows, where = [], []
-    with _cache_only(dataset_id, "queries and qrels"):
+    at: dict[str, str] = {}
+    with _cache_only(dataset_id, "queries and qrels", at):
         dataset = _load(dataset_id, "queries", "qrels")
-        for number, query in enumerate(dataset.queries_iter(), start=1):
+        for number, query in _numbered(dataset.queries_iter(), at, "queries"):
             record = f"query {number} (query_id {query.query_id!r})"
             if query.query_id in texts:
                 raise InputError(queries_path, f"{texts[query.query_id][1]} and {record}", "repeat a query_id",
                                  "ir_datasets gave the same query twice; report it to the dataset's maintainers.")
             texts[query.query_id] = (_text(query, "text"), record)
-        for number, qrel in enumerate(dataset.qrels_iter(), start=1):
+        for number, qrel in _numbered(dataset.qrels_iter(), at, "qrels"):
             rows.append({"qid": qrel.query_id, "doc_id": qrel.doc_id, "section": None, "grade": qrel.relevance})
             where.append(f"record {number} (query {qrel.query_id!r}, document {qrel.doc_id!r})")
     labels = pd.DataFrame(rows, columns=LABEL_COLUMNS)

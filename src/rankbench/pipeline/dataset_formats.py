@@ -37,10 +37,11 @@ def version_files(config: Mapping[str, Any], version: str) -> list[str]:
     """The files that make a question-set version: its JSONL, a BEIR split's queries and qrels, TREC topics and
     qrels (none for ir_datasets)."""
     dataset, spec = config["dataset"], config["qsets"][version]
-    return {"native": lambda: [spec["path"]],
-            "beir": lambda: [f"{dataset['path']}/queries.jsonl", f"{dataset['path']}/qrels/{spec['split']}.tsv"],
-            "trec": lambda: [spec["topics"], spec["qrels"]],
-            "ir_datasets": lambda: []}[dataset["format"]]()
+    if dataset["format"] == "native":
+        return [spec["path"]]
+    if dataset["format"] == "beir":
+        return [f"{dataset['path']}/queries.jsonl", f"{dataset['path']}/qrels/{spec['split']}.tsv"]
+    return [spec["topics"], spec["qrels"]] if dataset["format"] == "trec" else []
 
 
 def ir_datasets_id(config: Mapping[str, Any], version: str) -> str:
