@@ -14,7 +14,7 @@ import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
-from rankbench.io.ir_datasets_source import installed_version
+from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
 from rankbench.retrieval.encoders import PACKAGED_MODELS
 from rankbench.retrieval.registry import (
@@ -281,47 +281,6 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither a packaged model "
                              f"({', '.join(PACKAGED_MODELS)}) nor an existing folder",
                              "rankbench never downloads models: download it beforehand and give its folder.")
-
-
-# Per dataset format: the keys `dataset` needs, the keys each `qsets.<v>` needs (a tuple: exactly one of them),
-# and the optional keys of either that only this format reads.
-DATASET_KEYS: dict[str, tuple[tuple[str, ...], tuple[str | tuple[str, ...], ...], tuple[str, ...]]] = {
-    "native": (("corpus", "lock"), ("path",), ()),
-    "beir": (("path",), ("split",), ()),
-    "trec": (("corpus",), ("topics", "qrels"), ("topic_field",)),
-    "ir_datasets": (("id",), (("id", "split"),), ()),
-}
-_FORMAT_KEYS = {"corpus", "lock", "path", "id", "split", "topics", "qrels", "topic_field"}
-
-
-def check_dataset_keys(config: Mapping[str, Any], source: str) -> None:
-    """`dataset` and every `qsets.<v>` give what their format reads, and nothing another format reads."""
-    dataset = config["dataset"]
-    fmt = dataset["format"]
-    needed, qset_needed, optional = DATASET_KEYS[fmt]
-    blocks = [("dataset", dataset, needed)] + [(f"qsets.{name}", spec, qset_needed)
-                                               for name, spec in config["qsets"].items()]
-    for where, block, keys in blocks:
-        alternatives = [key if isinstance(key, tuple) else (key,) for key in keys]
-        wanted = " and ".join(" or ".join(f"`{k}`" for k in options) for options in alternatives)
-        for options in alternatives:
-            given = [key for key in options if block.get(key)]
-            if len(given) > 1:
-                raise InputError(source, where, f"gives both {' and '.join(f'`{k}`' for k in given)}",
-                                 f"Give one: a {fmt} dataset needs {wanted}.")
-            if not given:
-                raise InputError(source, f"{where}.{options[0]}" if len(options) == 1 else where,
-                                 f"is missing: a {fmt} dataset needs {wanted}", "See config/README.md, `dataset` "
-                                 "and `qsets`.")
-        used = {key for options in alternatives for key in options} | set(optional)
-        for key in sorted(_FORMAT_KEYS & set(block) - used):
-            raise InputError(source, f"{where}.{key}", f"is not read by a {fmt} dataset",
-                             "Remove it, or see config/README.md for the keys of each format.")
-    if fmt == "ir_datasets":
-        try:
-            installed_version()
-        except InputError as error:
-            raise InputError(source, "dataset.format", error.problem, error.fix) from None
 
 
 def check_llm(config: Mapping[str, Any], source: str) -> None:
