@@ -71,7 +71,7 @@ def _check_gap(text: str, start: int, end: int, path: Path, element: str) -> Non
         stray = _DOC_TAG if element == "DOC" else _TOP_TAG
         problem = "opens or closes an element without its pair" if stray.search(gap) else "holds text outside"
         raise InputError(path, f"line {_line(text, offset)}", f"{problem} <{element}>…</{element}>",
-                         f"Every {element.lower() if element == 'top' else 'document'} is one "
+                         f"Every {'topic' if element == 'top' else 'document'} is one "
                          f"<{element}>…</{element}> element; fix or remove that text.")
 
 
