@@ -15,11 +15,8 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.io.files import write_text
-from rankbench.io.qrels import check_grades
+from rankbench.io.qrels import check_qrels, first_repeat, two_rows
 from rankbench.io.runs import RUN_COLUMNS, order_by_trec_rule
-
-FORMATS = ("trec", "parquet")
-
 
 def file_format(path: str | Path) -> str:
     """`parquet` for a .parquet file, `trec` for anything else (TREC files have no fixed extension)."""
@@ -46,40 +43,6 @@ def _fields(path: Path, expected: int, layout: str) -> Iterator[tuple[int, list[
         yield number, fields
 
 
-def _first_repeat(frame: pd.DataFrame, columns: list[str]) -> tuple[int, int] | None:
-    """Positions (first, second) of the first row repeating an earlier row's `columns` values, else None."""
-    repeats = frame.duplicated(columns, keep="first").to_numpy()
-    if not repeats.any():
-        return None
-    second = int(np.flatnonzero(repeats)[0])
-    same = (frame[columns] == frame.iloc[second][columns]).all(axis=1).to_numpy()
-    return int(np.flatnonzero(same)[0]), second
-
-
-def _two(where: Sequence[str], first: int, second: int) -> str:
-    """'lines 3 and 9' from ['line 3', ..., 'line 9'] (or 'rows …')."""
-    kind, a = where[first].split(" ", 1)
-    return f"{kind}s {a} and {where[second].split(' ', 1)[1]}"
-
-
-def check_qrels(qrels: pd.DataFrame, path: str | Path, where: Sequence[str]) -> pd.DataFrame:
-    """Grades are integers (check_grades, shared with the dataset loaders) and one (qid, item_id) has one grade;
-    exact repeats are dropped.
-
-    ``where[i]`` names row i in messages (e.g. "line 12" or "row 3").
-    """
-    named = [f"{w} (question {q!r}, id {i!r})" for w, q, i in zip(where, qrels["qid"], qrels["item_id"])]
-    qrels = qrels.assign(grade=check_grades(qrels["grade"].tolist(), path, named)).reset_index(drop=True)
-    distinct = qrels.drop_duplicates(["qid", "item_id", "grade"])
-    pair = _first_repeat(distinct, ["qid", "item_id"])
-    if pair is not None:
-        first, second = (distinct.index[i] for i in pair)
-        raise InputError(path, _two(where, first, second),
-                         f"question {qrels['qid'][first]!r}, id {qrels['item_id'][first]!r} is graded "
-                         f"{qrels['grade'][first]} and {qrels['grade'][second]}", "Keep one grade per question and id.")
-    return distinct.reset_index(drop=True)
-
-
 def check_run(run: pd.DataFrame, path: str | Path, where: Sequence[str], id_column: str) -> None:
     """Scores are finite numbers and no question lists an id twice; ``where[i]`` names row i in messages."""
     score = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
@@ -88,10 +51,10 @@ def check_run(run: pd.DataFrame, path: str | Path, where: Sequence[str], id_colu
         i = int(np.flatnonzero(bad)[0])
         raise InputError(path, f"{where[i]} (question {run['qid'].iloc[i]!r}, id {run[id_column].iloc[i]!r})",
                          f"score {run['score'].iloc[i]!r} is not a finite number", "Give every result a numeric score.")
-    pair = _first_repeat(run.reset_index(drop=True), ["qid", id_column])
+    pair = first_repeat(run.reset_index(drop=True), ["qid", id_column])
     if pair is not None:
         first, second = pair
-        raise InputError(path, _two(where, first, second),
+        raise InputError(path, two_rows(where, first, second),
                          f"question {run['qid'].iloc[first]!r} lists id {run[id_column].iloc[first]!r} twice",
                          "A ranked list names each id once; remove the repeat.")
 
