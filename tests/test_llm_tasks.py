@@ -27,7 +27,8 @@ from rankbench.llm.judge import judge_pool, merge_labels, pool
 from rankbench.llm.prompts import parse_generation, parse_grade, parse_rewrite
 from rankbench.llm.rerank import llm_scorer
 from rankbench.llm.rewrite import rewrite_questions
-from rankbench.llm.versions import publish, version_records, write_jsonl
+from rankbench.io.files import write_jsonl
+from rankbench.llm.versions import publish, version_records
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "fixtures" / "mini"

@@ -372,6 +372,19 @@ def test_pool_exports_unjudged_passages_and_import_makes_a_new_frozen_version(tm
         read_filled(filled_path)
 
 
+def test_a_filled_jsonl_pool_is_read_by_the_one_jsonl_reader(tmp_path) -> None:
+    """Errors name the file's real line (a blank line counts) and a broken line is named, not a parser error."""
+    filled = tmp_path / "pool.jsonl"
+    rows = [{"qid": "q1", "doc_id": "d1", "section": "s1", "grade": 2}, {"qid": "q1", "doc_id": "d2", "section": "s1",
+                                                                          "grade": 7}]
+    filled.write_text(json.dumps(rows[0]) + "\n\n" + json.dumps(rows[1]) + "\n")
+    with pytest.raises(InputError, match=r"line 3 \(question q1, d2\).*grade '7'"):
+        read_filled(filled)
+    filled.write_text(json.dumps(rows[0]) + "\n{oops\n")
+    with pytest.raises(InputError, match=r"pool.jsonl, line 2: is not a valid JSON object"):
+        read_filled(filled)
+
+
 def test_diff_pairs_must_name_two_configured_versions() -> None:
     from rankbench.pipeline.provenance import diff_pairs
 

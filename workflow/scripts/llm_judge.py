@@ -5,7 +5,7 @@ import pandas as pd
 from rankbench.io.files import write_parquet
 from rankbench.llm.chat import chat_from_spec
 from rankbench.llm.judge import judge_pool, merge_labels, pool
-from rankbench.llm.versions import version_records, write_jsonl
+from rankbench.llm.versions import version_records
 from rankbench.pipeline.scripting import run_script
 
 

@@ -4,15 +4,15 @@ with grades; importing the filled file writes a NEW frozen question-set version 
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.io.files import write_text
+from rankbench.io.files import write_jsonl, write_text
 from rankbench.io.frozen import freeze
+from rankbench.io.loaders import read_jsonl
 
 POOL_COLUMNS = ["qid", "question", "chunk_id", "doc_id", "section", "title", "passage", "methods", "best_rank",
                 "grade"]
@@ -37,30 +37,29 @@ def pool(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, qrels: pd.Da
 def write_pool(frame: pd.DataFrame, path: str | Path) -> None:
     """CSV (spreadsheet-friendly) or JSONL, chosen by the extension."""
     if str(path).endswith(".jsonl"):
-        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in frame.to_dict(orient="records"))
+        write_jsonl(frame.to_dict(orient="records"), path)
     else:
-        text = frame.to_csv(index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
-    write_text(text, path)
+        write_text(frame.to_csv(index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC), path)
 
 
 def read_filled(path: str | Path) -> pd.DataFrame:
     """The graded rows of a filled pool file (qid, doc_id, section, grade); empty grades are skipped."""
     path = Path(path)
-    try:
-        if path.suffix == ".jsonl":
-            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-            frame = pd.DataFrame(rows, dtype=object)
-        else:
+    if path.suffix == ".jsonl":
+        numbered = list(read_jsonl(path))
+        frame, lines = pd.DataFrame([record for _, record in numbered], dtype=object), [n for n, _ in numbered]
+    else:
+        try:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, ValueError) as error:
-        raise InputError(path, None, f"cannot be read as a pool file ({error})",
-                         "Fill in the file written by `rankbench pool-export` and keep its format.") from None
+        except (OSError, ValueError) as error:
+            raise InputError(path, None, f"cannot be read as a pool file ({error})",
+                             "Fill in the file written by `rankbench pool-export` and keep its format.") from None
+        lines = list(range(2, len(frame) + 2))  # line 1 is the header
     missing = {"qid", "doc_id", "section", "grade"} - set(frame.columns)
     if missing:
         raise InputError(path, None, f"lacks the column(s) {', '.join(sorted(missing))}",
                          "Keep the columns of the exported pool file.")
-    frame = frame.fillna("").astype({"grade": str})
-    frame["line"] = range(2 if path.suffix != ".jsonl" else 1, len(frame) + (2 if path.suffix != ".jsonl" else 1))
+    frame = frame.fillna("").astype({"grade": str}).assign(line=lines)
     filled = frame[frame["grade"].str.strip() != ""].copy()
     bad = filled[~filled["grade"].str.strip().isin(["0", "1", "2", "3"])]
     if len(bad):
@@ -86,8 +85,7 @@ def import_labels(filled: pd.DataFrame, source: str | Path, output: str | Path, 
         raise InputError(source, f"question {qid}", f"is given two different grades for {doc}#{section}",
                          "Keep one grade per passage in the filled pool file.")
     filled = filled.drop_duplicates(["qid", "doc_id", "section"])
-    lines = Path(source).read_text(encoding="utf-8").splitlines()
-    records = [json.loads(line) for line in lines if line.strip()]
+    records = [record for _, record in read_jsonl(Path(source))]
     known = {record["qid"] for record in records}
     unknown = sorted(set(filled["qid"]) - known)
     if unknown:
@@ -101,5 +99,5 @@ def import_labels(filled: pd.DataFrame, source: str | Path, output: str | Path, 
                 label = {"doc_id": row.doc_id, **({"section": row.section} if row.section else {}), "grade": row.grade}
                 record.setdefault("labels", []).append(label)
                 added += 1
-    write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), output)
+    write_jsonl(records, output)
     return added, freeze(output, version, Path(lock))
