@@ -27,10 +27,8 @@ def rerank(run: pd.DataFrame, depth: int, score_pairs: PairScorer) -> pd.DataFra
     floor = head.groupby("qid")["score"].min()
     # Scores under the reranked head keep the tail in first-stage order (a run's rank is authoritative).
     tail["score"] = tail["qid"].map(floor).astype(np.float64).fillna(0.0) - tail["rank"].astype(np.float64)
-    merged = pd.concat([head, tail], ignore_index=True)
-    merged = merged.sort_values(["qid", "score", "chunk_id"], ascending=[True, False, False], kind="stable")
-    merged["rank"] = merged.groupby("qid", sort=False).cumcount() + 1
-    return merged[RUN_COLUMNS + ["first_stage_rank"]].reset_index(drop=True)
+    merged = order_by_trec_rule(pd.concat([head, tail], ignore_index=True))
+    return merged[RUN_COLUMNS + ["first_stage_rank"]]
 
 
 def rerank_or_fallback(run: pd.DataFrame, depth: int, make_scorer: Callable[[], PairScorer]) -> pd.DataFrame:
