@@ -23,7 +23,7 @@ MEASURES = {"ndcg@10": "ndcg_cut_10", "P_5": "P_5", "map": "map"}
 def readme_example() -> str:
     """The first Python block of the README's "Python API" section."""
     section = README.read_text(encoding="utf-8").split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
 
 
 def write_files(folder: Path) -> None:
@@ -53,7 +53,7 @@ def test_the_readme_example_runs_and_equals_pytrec_eval(tmp_path: Path, monkeypa
     write_files(tmp_path)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
-    exec(compile(readme_example(), "README.md", "exec"), namespace)
+    exec(compile(readme_example(), "README.md", "exec"), namespace)  # noqa: S102 - the README example, verbatim
     assert "hybrid" in capsys.readouterr().out  # the summary printed
     with open(tmp_path / "qrels.txt") as handle:
         qrels = pytrec_eval.parse_qrel(handle)
@@ -144,3 +144,9 @@ def test_written_runs_and_qrels_read_back(tmp_path: Path) -> None:
         rankbench.write_run(run, tmp_path / f"run{suffix}")
         back = rankbench.read_run(tmp_path / f"run{suffix}")
         assert back[["qid", "doc_id", "rank"]].values.tolist() == run[["qid", "doc_id", "rank"]].values.tolist()
+
+
+def test_every_public_name_is_exported() -> None:
+    assert sorted(rankbench.__all__) == sorted(rankbench._EXPORTS)
+    for name in rankbench.__all__:
+        assert getattr(rankbench, name).__module__.startswith("rankbench.")

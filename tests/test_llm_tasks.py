@@ -16,18 +16,19 @@ import pytest
 import yaml
 from llm_server import ChatServer, chat_server, completion
 
+from rankbench.analysis.pooling import top_k_pool
 from rankbench.corpus.chunking import ChunkerSpec, chunk_corpus, passage_text
 from rankbench.corpus.sections import split_sections
 from rankbench.errors import InputError
+from rankbench.io.files import write_jsonl
 from rankbench.io.frozen import read_lock
 from rankbench.io.loaders import load_corpus, load_questions
 from rankbench.llm.chat import Chat, OpenAIEndpoint
 from rankbench.llm.generate import generate_questions, normalize
-from rankbench.llm.judge import judge_pool, merge_labels, pool
+from rankbench.llm.judge import judge_pool, merge_labels
 from rankbench.llm.prompts import parse_generation, parse_grade, parse_rewrite
 from rankbench.llm.rerank import llm_scorer
 from rankbench.llm.rewrite import rewrite_questions
-from rankbench.io.files import write_jsonl
 from rankbench.llm.versions import publish, version_records
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,7 +100,7 @@ def test_the_judge_grades_the_pool_and_the_merge_keeps_human_labels(server: Chat
     run = pd.DataFrame({"qid": labelled_qid, "rank": np.arange(1, len(chunks) + 1),
                         "chunk_id": chunks["chunk_id"], "doc_id": chunks["doc_id"], "score": 0.0})
     other = run.assign(rank=run["rank"].to_numpy()[::-1])
-    pooled = pool([run, other], depth=2)
+    pooled = top_k_pool({"run": run, "other": other}, depth=2)
     assert len(pooled) == min(4, len(chunks))
     assert set(pooled["chunk_id"]) == set(run["chunk_id"][:2]) | set(other.nsmallest(2, "rank")["chunk_id"])
     # Also pool the chunks that a human labelled, so agreement has something to compare.

@@ -30,7 +30,7 @@ from rankbench.analysis.history import (
     history_markdown,
     read_history,
 )
-from rankbench.analysis.pooling import import_labels, pool, read_filled, write_pool
+from rankbench.analysis.pooling import import_labels, read_filled, unjudged_pool, write_pool
 from rankbench.analysis.qset_diff import (
     CHANGE_COLUMNS,
     diff_markdown,
@@ -352,7 +352,7 @@ def test_pool_exports_unjudged_passages_and_import_makes_a_new_frozen_version(tm
     qrels = pd.DataFrame({"grain": "chunk", "qid": ["q1"], "item_id": ["d1#s1"], "grade": [3]})
     chunks = pd.DataFrame({"chunk_id": ["d1#s1", "d2#s1", "d3#s1"], "doc_id": ["d1", "d2", "d3"],
                            "sections": [["s1"]] * 3, "title": ["T1", "T2", "T3"], "text": ["t1", "t2", "t3"]})
-    frame = pool(runs, questions, qrels, chunks, depth=2)
+    frame = unjudged_pool(runs, questions, qrels, chunks, depth=2)
     assert frame[["chunk_id", "methods", "best_rank"]].values.tolist() == [["d3#s1", "m2", 1], ["d2#s1", "m1, m2", 2]]
     filled_path = tmp_path / "pool.csv"
     write_pool(frame.assign(grade=["2", ""]), filled_path)

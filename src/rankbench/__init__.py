@@ -19,7 +19,8 @@ _EXPORTS = {
     "Comparison": "rankbench.evaluation.experiment", "UnmatchedRunWarning": "rankbench.evaluation.experiment",
     "fuse": "rankbench.retrieval.fusion", "InputError": "rankbench.errors",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = ["Comparison", "Evaluation", "InputError", "UnmatchedRunWarning", "compare", "evaluate", "fuse",
+           "read_qrels", "read_run", "write_qrels", "write_run"]
 
 if TYPE_CHECKING:
     from rankbench.errors import InputError

@@ -123,14 +123,14 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 def pool_export_command(args: argparse.Namespace) -> int:
     """`rankbench pool-export`: the unjudged passages among the top k of every method of a version's results."""
-    from rankbench.analysis.pooling import pool, write_pool
+    from rankbench.analysis.pooling import unjudged_pool, write_pool
 
     base = args.results / args.qset
     runs = {path.stem: pd.read_parquet(path) for path in sorted((base / "runs").glob("*.parquet"))}
     if not runs:
         raise InputError(base / "runs", None, "holds no run", "Run the workflow for this version first.")
     chunks = pd.read_parquet(args.results / "corpus" / args.chunker / "chunks.parquet")
-    frame = pool(runs, pd.read_parquet(base / "questions.parquet"),
+    frame = unjudged_pool(runs, pd.read_parquet(base / "questions.parquet"),
                  pd.read_parquet(base / "qrels" / f"{args.chunker}.parquet"), chunks, args.depth)
     write_pool(frame, args.output)
     print(f"{len(frame)} unjudged passages from {len(runs)} runs (top {args.depth}) written to {args.output}; "

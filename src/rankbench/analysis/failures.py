@@ -34,7 +34,7 @@ def first_relevant(run: pd.DataFrame, relevant: pd.DataFrame, grain: str, depth:
     return hits.groupby("qid")["rank"].min()
 
 
-def pool_depth(spec: Mapping[str, Any]) -> int | None:
+def candidate_depth(spec: Mapping[str, Any]) -> int | None:
     """How much of each input run a multi-stage method takes as candidates (rerank: its depth; fusion: all)."""
     return spec.get("depth", 30) if spec["type"] == "rerank" else None
 
@@ -74,7 +74,7 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
         first = first_relevant(run, relevant, grain).reindex(evaluated.index)
         returned = _returned(run, grain, titles, shown)
         inputs = [name for name in method_inputs(spec) if name in runs]
-        depth = pool_depth(spec)
+        depth = candidate_depth(spec)
         in_pool = [first_relevant(runs[name], relevant, grain, depth).reindex(evaluated.index) for name in inputs]
         anywhere = [first_relevant(runs[name], relevant, grain).reindex(evaluated.index) for name in inputs]
         for failure, failed in (("rank 1", ~(first == 1)), (f"top {k}", ~(first <= k))):

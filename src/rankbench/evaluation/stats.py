@@ -12,7 +12,6 @@ import itertools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 from scipy import stats as _sps
 
 SeedLike = int | np.random.SeedSequence
