@@ -24,7 +24,7 @@ from rankbench.io.files import write_jsonl
 from rankbench.io.frozen import read_lock
 from rankbench.io.loaders import load_corpus, load_questions
 from rankbench.llm.chat import Chat, OpenAIEndpoint
-from rankbench.llm.generate import generate_questions, normalize
+from rankbench.llm.generate import duplicate_key, generate_questions
 from rankbench.llm.judge import judge_pool, merge_labels
 from rankbench.llm.prompts import parse_generation, parse_grade, parse_rewrite
 from rankbench.llm.rerank import llm_scorer
@@ -62,7 +62,7 @@ def test_generation_is_seeded_deduplicated_labelled_and_a_valid_version(server: 
     records = generate_questions(make_chat(server, tmp_path), documents, count=4, seed=3, language="French", min_chars=20)
     assert [r["qid"] for r in records] == ["g001", "g002", "g003", "g004"]
     assert [r["style"] for r in records] == ["natural", "keyword", "natural", "natural"]
-    assert len({normalize(str(r["question"])) for r in records}) == 4
+    assert len({duplicate_key(str(r["question"])) for r in records}) == 4
     assert all("French" in request["messages"][0]["content"] for request in server.requests)
     sections = {(d, s.section_id) for d, t in zip(documents["doc_id"], documents["text"]) for s in split_sections(t)}
     for record in records:

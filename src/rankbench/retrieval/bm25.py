@@ -93,7 +93,7 @@ class Analyzer:
         stem = _stemmer(self.language) if self.stemming else None
         out: list[list[str]] = []
         for text in texts:
-            tokens = _TOKEN.findall(normalize(text, self.fold_accents))
+            tokens = _TOKEN.findall(fold_text(text, self.fold_accents))
             if stopset:
                 tokens = [t for t in tokens if t not in stopset]
             if stem is not None and tokens:
@@ -148,7 +148,7 @@ def index_keys(spec: Mapping[str, Any]) -> dict[str, Any]:
     return dict(sorted(keys.items()))
 
 
-def normalize(text: str, fold_accents: bool) -> str:
+def fold_text(text: str, fold_accents: bool) -> str:
     """NFC + lowercase, then optionally strip diacritics and expand œ/æ/ß, so variants compare equal."""
     text = unicodedata.normalize("NFC", text).lower()
     if not fold_accents:
@@ -160,7 +160,7 @@ def normalize(text: str, fold_accents: bool) -> str:
 @lru_cache(maxsize=None)
 def _stopword_set(language: str, fold_accents: bool) -> frozenset[str]:
     """Stopwords of a language, normalized like the text they are compared with."""
-    return frozenset(normalize(w, fold_accents) for w in _STOPWORDS[language])
+    return frozenset(fold_text(w, fold_accents) for w in _STOPWORDS[language])
 
 
 def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
