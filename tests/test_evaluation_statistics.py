@@ -66,7 +66,7 @@ def test_grains_and_pollution_rows(case) -> None:
 
 def test_grade_distribution_counts_the_grade_matrix(case) -> None:
     runs, questions, qrels, _ = case
-    table = grade_distribution(runs["dense"], questions, qrels, depth=5)
+    table = grade_distribution(runs["dense"], questions, qrels, k=5)
     assert np.allclose(table.groupby(["grain", "kind", "rank"])["share"].sum(), 1.0)
     chunk_all = table[(table["grain"] == "chunk") & (table["kind"] == "all")]
     chunk_qrels = qrels.loc[qrels["grain"] == "chunk", ["qid", "item_id", "grade"]]

@@ -100,7 +100,7 @@ def test_the_judge_grades_the_pool_and_the_merge_keeps_human_labels(server: Chat
     run = pd.DataFrame({"qid": labelled_qid, "rank": np.arange(1, len(chunks) + 1),
                         "chunk_id": chunks["chunk_id"], "doc_id": chunks["doc_id"], "score": 0.0})
     other = run.assign(rank=run["rank"].to_numpy()[::-1])
-    pooled = top_k_pool({"run": run, "other": other}, depth=2)
+    pooled = top_k_pool({"run": run, "other": other}, pool_depth=2)
     assert len(pooled) == min(4, len(chunks))
     assert set(pooled["chunk_id"]) == set(run["chunk_id"][:2]) | set(other.nsmallest(2, "rank")["chunk_id"])
     # Also pool the chunks that a human labelled, so agreement has something to compare.

@@ -251,7 +251,7 @@ def test_failures_split_recall_and_ranking_failures_with_first_stage_ranks() -> 
     assert rr.loc[("q1", "rank 1"), "expected"] == "r1#x (3)" and rr.loc[("q2", "rank 1"), "expected"] == "r2 (2)"
     assert "q3" not in failures["qid"].tolist()
     assert set(failures[failures["method"] == "bm25"]["class"]) == {""}
-    log = stage_log({"bm25": first, "rr": rerank}, specs, {}, depth=2)
+    log = stage_log({"bm25": first, "rr": rerank}, specs, {}, k=2)
     assert log[(log["method"] == "rr") & (log["qid"] == "q2")][["stage", "chunk_id"]].values.tolist() == [
         ["bm25", "a#x"], ["bm25", "b#x"], ["rr", "c#x"], ["rr", "a#x"]]
 
@@ -352,7 +352,7 @@ def test_pool_exports_unjudged_passages_and_import_makes_a_new_frozen_version(tm
     qrels = pd.DataFrame({"grain": "chunk", "qid": ["q1"], "item_id": ["d1#s1"], "grade": [3]})
     chunks = pd.DataFrame({"chunk_id": ["d1#s1", "d2#s1", "d3#s1"], "doc_id": ["d1", "d2", "d3"],
                            "sections": [["s1"]] * 3, "title": ["T1", "T2", "T3"], "text": ["t1", "t2", "t3"]})
-    frame = unjudged_pool(runs, questions, qrels, chunks, depth=2)
+    frame = unjudged_pool(runs, questions, qrels, chunks, pool_depth=2)
     assert frame[["chunk_id", "methods", "best_rank"]].values.tolist() == [["d3#s1", "m2", 1], ["d2#s1", "m1, m2", 2]]
     filled_path = tmp_path / "pool.csv"
     write_pool(frame.assign(grade=["2", ""]), filled_path)

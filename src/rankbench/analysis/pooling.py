@@ -18,19 +18,19 @@ POOL_COLUMNS = ["qid", "question", "chunk_id", "doc_id", "section", "title", "pa
                 "grade"]
 
 
-def top_k_pool(runs: Mapping[str, pd.DataFrame], depth: int) -> pd.DataFrame:
-    """The pool labels are completed from (by people or an LLM judge): each (qid, chunk_id) in the top `depth` of some
+def top_k_pool(runs: Mapping[str, pd.DataFrame], pool_depth: int) -> pd.DataFrame:
+    """The pool labels are completed from (by people or an LLM judge): each (qid, chunk_id) in the top `pool_depth` of some
     run, with its doc_id, the runs that returned it and its best rank, sorted by qid and chunk_id."""
-    top = pd.concat([run.loc[run["rank"] <= depth, ["qid", "chunk_id", "doc_id", "rank"]].assign(method=name)
+    top = pd.concat([run.loc[run["rank"] <= pool_depth, ["qid", "chunk_id", "doc_id", "rank"]].assign(method=name)
                      for name, run in sorted(runs.items())], ignore_index=True)
     return top.groupby(["qid", "chunk_id"], sort=True, as_index=False).agg(
         doc_id=("doc_id", "first"), methods=("method", lambda m: ", ".join(sorted(set(m)))), best_rank=("rank", "min"))
 
 
 def unjudged_pool(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, qrels: pd.DataFrame,
-                  chunks: pd.DataFrame, depth: int) -> pd.DataFrame:
+                  chunks: pd.DataFrame, pool_depth: int) -> pd.DataFrame:
     """The pooled (question, chunk) pairs that no label judges, with the passage to grade (POOL_COLUMNS)."""
-    pooled = top_k_pool(runs, depth).drop(columns="doc_id")
+    pooled = top_k_pool(runs, pool_depth).drop(columns="doc_id")
     judged = qrels[qrels["grain"] == "chunk"][["qid", "item_id"]].rename(columns={"item_id": "chunk_id"})
     pooled = pooled.merge(judged.assign(judged=True), on=["qid", "chunk_id"], how="left")
     pooled = pooled[pooled["judged"].isna()].drop(columns="judged")

@@ -95,9 +95,9 @@ def evaluate_run(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame
     return per_query.sort_values(["grain", "qid", "metric", "k"], ignore_index=True)[PER_QUERY_COLUMNS]
 
 
-def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame, depth: int,
+def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame, k: int,
                        relevance_threshold: int = 1, grains: Sequence[str] = GRAINS) -> pd.DataFrame:
-    """Share of each grade (0..3 and any other grade the qrels hold, unjudged, none retrieved) at each rank 1..depth,
+    """Share of each grade (0..3 and any other grade the qrels hold, unjudged, none retrieved) at each rank 1..k,
     per grain and kind (incl. 'all').
 
     Over the questions the metrics evaluate (with a relevant label); shares at one rank sum to 1.
@@ -105,7 +105,7 @@ def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.Dat
     rows = []
     for grain, grain_run in _grain_runs(run, grains).items():
         qids, codes = grades_by_rank(grain_run[["qid", "item_id", "rank", "score"]], _grain_qrels(qrels, grain),
-                                     depth, relevance_threshold=relevance_threshold)
+                                     k, relevance_threshold=relevance_threshold)
         labels = grade_labels(_grain_qrels(qrels, grain))
         kinds = qids.map(questions.set_index("qid")["kind"]).to_numpy(dtype=object)
         for kind in [ALL_KINDS] + sorted(set(kinds.tolist())):
