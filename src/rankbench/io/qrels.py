@@ -37,7 +37,7 @@ def build_qrels(labels: pd.DataFrame, chunks: pd.DataFrame) -> tuple[pd.DataFram
 GRADE_BOUND = 2**31 - 2  # grades are integers in -GRADE_BOUND..GRADE_BOUND (the grade matrix's dtype holds them)
 
 
-def check_grades(grades: Sequence[Any], path: Path | str, where: Sequence[str]) -> np.ndarray:
+def check_grades(grades: Sequence[Any], path: Path | str | None, where: Sequence[str]) -> np.ndarray:
     """Grades as int64: the one grade check of every loader (native, BEIR, TREC). Any integer, as trec_eval
     (0 and below: not relevant); 2.0 reads as 2; 2.5, text and NaN are refused, naming ``where[i]``."""
     numeric = pd.to_numeric(pd.Series(list(grades), dtype=object), errors="coerce").to_numpy(
@@ -67,7 +67,7 @@ def two_rows(where: Sequence[str], first: int, second: int) -> str:
     return f"{kind}s {a} and {where[second].split(' ', 1)[1]}"
 
 
-def check_qrels(qrels: pd.DataFrame, path: str | Path, where: Sequence[str],
+def check_qrels(qrels: pd.DataFrame, path: str | Path | None, where: Sequence[str],
                 terms: tuple[str, str] = ("question", "id")) -> pd.DataFrame:
     """The one qrels check of every reader (TREC, Parquet, BEIR, DataFrames): grades are integers (check_grades)
     and one (qid, item_id) has one grade; exact repeats are dropped, as trec_eval reads them.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -20,8 +20,8 @@ from rankbench.io.qrels import check_qrels, first_repeat, two_rows
 from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_rule
 
 # What the readers accept: a file (TREC or Parquet), a DataFrame, or pytrec_eval's / ranx's {qid: {id: value}}.
-RunSource = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]
-QrelsSource = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]]
+RunSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]
+QrelsSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]]
 
 def file_format(path: str | Path) -> str:
     """`parquet` for a .parquet file, `trec` for anything else (TREC files have no fixed extension)."""
@@ -48,7 +48,7 @@ def _fields(path: Path, expected: int, layout: str) -> Iterator[tuple[int, list[
         yield number, fields
 
 
-def check_run(run: pd.DataFrame, path: str | Path, where: Sequence[str], id_column: str) -> None:
+def check_run(run: pd.DataFrame, path: str | Path | None, where: Sequence[str], id_column: str) -> None:
     """Scores are finite numbers and no question lists an id twice; ``where[i]`` names row i in messages."""
     score = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(score)
