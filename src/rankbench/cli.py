@@ -19,6 +19,7 @@ from rankbench.evaluation.stats import format_p
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
 
+
 def _positive(text: str) -> int:
     """An integer >= 1 (argparse type)."""
     if not text.strip().lstrip("+").isdigit() or int(text) < 1:

@@ -19,8 +19,8 @@ POOL_COLUMNS = ["qid", "question", "chunk_id", "doc_id", "section", "title", "pa
 
 
 def top_k_pool(runs: Mapping[str, pd.DataFrame], pool_depth: int) -> pd.DataFrame:
-    """The pool labels are completed from (by people or an LLM judge): each (qid, chunk_id) in the top `pool_depth` of some
-    run, with its doc_id, the runs that returned it and its best rank, sorted by qid and chunk_id."""
+    """The pool labels are completed from (by people or an LLM judge): each (qid, chunk_id) in the top `pool_depth`
+    of some run, with its doc_id, the runs that returned it and its best rank, sorted by qid and chunk_id."""
     top = pd.concat([run.loc[run["rank"] <= pool_depth, ["qid", "chunk_id", "doc_id", "rank"]].assign(method=name)
                      for name, run in sorted(runs.items())], ignore_index=True)
     return top.groupby(["qid", "chunk_id"], sort=True, as_index=False).agg(

@@ -83,6 +83,7 @@ def check_qrels(qrels: pd.DataFrame, path: str | Path | None, where: Sequence[st
     if pair is not None:
         first, second = (distinct.index[i] for i in pair)
         raise InputError(path, two_rows(where, first, second),
-                         f"{question} {qrels['qid'][first]!r}, {item} {qrels['item_id'][first]!r} is graded more than once "
-                         f"({qrels['grade'][first]} and {qrels['grade'][second]})", f"Keep one grade per {question} and {item}.")
+                         f"{question} {qrels['qid'][first]!r}, {item} {qrels['item_id'][first]!r} is graded more "
+                         f"than once ({qrels['grade'][first]} and {qrels['grade'][second]})",
+                         f"Keep one grade per {question} and {item}.")
     return distinct.reset_index(drop=True)

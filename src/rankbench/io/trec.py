@@ -23,6 +23,7 @@ from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_
 RunSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]
 QrelsSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]]
 
+
 def file_format(path: str | Path) -> str:
     """`parquet` for a .parquet file, `trec` for anything else (TREC files have no fixed extension)."""
     return "parquet" if Path(path).suffix.lower() == ".parquet" else "trec"
