@@ -128,7 +128,8 @@ def evaluate(qrels: QrelsSource, run: RunSource, metrics: str | Sequence[str] = 
     """Score one run (file, DataFrame or {qid: {doc_id: score}}) against qrels, question by question, as trec_eval."""
     names, parsed = metric_list(metrics)
     frame = _checked_qrels(qrels, parsed, grain, relevance_threshold)
-    read = _checked_runs({"run": run}, frame, grain, strict=False)
+    name = Path(run).stem if isinstance(run, (str, Path)) else "run"
+    read = _checked_runs({name: run}, frame, grain, strict=False)
     long = runs_per_query(read, frame, parsed, grain=grain, relevance_threshold=relevance_threshold, gain=gain,
                           rbp_p=rbp_p)
     wide = long.set_index(["qid", "metric", "k"])["value"].unstack(["metric", "k"]).sort_index()
