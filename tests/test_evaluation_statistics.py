@@ -14,7 +14,6 @@ from rankbench.evaluation.evaluate import (
     evaluate_run,
     grade_distribution,
     method_grains,
-    score_runs,
     tier_table,
 )
 from rankbench.evaluation.metrics import (
@@ -23,7 +22,8 @@ from rankbench.evaluation.metrics import (
     grades_by_rank,
     per_query_metrics,
 )
-from rankbench.evaluation.stats import compare_methods, holm
+from rankbench.evaluation.experiment import compare
+from rankbench.evaluation.stats import holm, method_pairs, paired_comparison
 
 KS = [1, 3, 5]
 METHODS = ("bm25", "dense", "hybrid", "rerank")
@@ -66,7 +66,7 @@ def test_grains_and_pollution_rows(case) -> None:
 
 def test_grade_distribution_counts_the_grade_matrix(case) -> None:
     runs, questions, qrels, _ = case
-    table = grade_distribution(runs["dense"], questions, qrels, depth=5)
+    table = grade_distribution(runs["dense"], questions, qrels, k=5)
     assert np.allclose(table.groupby(["grain", "kind", "rank"])["share"].sum(), 1.0)
     chunk_all = table[(table["grain"] == "chunk") & (table["kind"] == "all")]
     chunk_qrels = qrels.loc[qrels["grain"] == "chunk", ["qid", "item_id", "grade"]]
@@ -113,19 +113,25 @@ def test_aggregate_baseline_columns_are_the_baseline_pairs_seen_from_the_method(
     assert (kinds == table[table["kind"] == "all"].set_index(["method", "grain", "metric", "k"])["n"]).all()
 
 
-def test_pairs_equal_compare_methods_on_one_metric(case) -> None:
+def test_pairs_equal_paired_comparison_on_one_metric(case) -> None:
     _, questions, _, per_query = case
     _, pairs = aggregate(per_query, questions, "demo", "v1", n_resamples=500, seed=2, baseline="dense")
     ours = pairs[(pairs["grain"] == "document") & (pairs["kind"] == "all") & (pairs["metric"] == "ndcg")
                  & (pairs["k"] == 5)].reset_index(drop=True)
     wide = pd.DataFrame({m: frame[(frame["grain"] == "document") & (frame["metric"] == "ndcg") & (frame["k"] == 5)]
                          .set_index("qid")["value"] for m, frame in per_query.items()})
-    reference = compare_methods(wide[sorted(wide.columns)], baseline="dense", n_resamples=500, seed=2)
-    assert ours[["method_a", "method_b"]].values.tolist() == reference[["method_a", "method_b"]].values.tolist()
+    expected_pairs = method_pairs(sorted(wide.columns), "dense")
+    a = np.stack([wide[x].to_numpy() for x, _, _ in expected_pairs])
+    b = np.stack([wide[y].to_numpy() for _, y, _ in expected_pairs])
+    reference = paired_comparison(a, b, n_resamples=500, seed=2)
+    reference["p_holm"] = holm(reference["p_randomization"])
+    assert ours[["method_a", "method_b"]].values.tolist() == [[x, y] for x, y, _ in expected_pairs]
     for column in ("diff", "diff_low", "diff_high", "d_z", "d_z_low", "d_z_high", "p_randomization", "p_t", "p_holm"):
         assert np.allclose(ours[column], reference[column], atol=1e-12, equal_nan=True), column
     assert ours["d_z"].notna().any()
-    assert (ours[["wins", "ties", "losses", "n"]].to_numpy() == reference[["wins", "ties", "losses", "n"]].to_numpy()).all()
+    for column in ("wins", "ties", "losses"):
+        assert (ours[column].to_numpy() == reference[column]).all(), column
+    assert (ours["n"] == len(wide)).all()
 
 
 def test_no_baseline_leaves_the_columns_empty_and_stats_are_deterministic(case) -> None:
@@ -145,11 +151,12 @@ def test_pairs_use_the_questions_both_methods_evaluate(case) -> None:
     assert (pairs.loc[(pairs["kind"] == "all") & (pairs["grain"] == "document"), "n"] == n_all - 1).all()
 
 
-def test_score_runs_keeps_requested_order(case) -> None:
+def test_compare_keeps_requested_order(case) -> None:
     runs, _, qrels, _ = case
     document_qrels = qrels.loc[qrels["grain"] == "document", ["qid", "item_id", "grade"]]
-    per_query, summary = score_runs({"rerank": runs["rerank"], "bm25": runs["bm25"]}, document_qrels,
-                                    [("ndcg", 5), ("r_precision", 0)], n_resamples=200, baseline="rerank")
+    result = compare(document_qrels, {"rerank": runs["rerank"], "bm25": runs["bm25"]}, ["ndcg@5", "Rprec"],
+                     n_resamples=200, baseline="rerank")
+    per_query, summary = result.per_query, result.summary
     assert summary[["metric", "method"]].values.tolist() == [["ndcg", "rerank"], ["ndcg", "bm25"],
                                                              ["r_precision", "rerank"], ["r_precision", "bm25"]]
     assert set(per_query["metric"]) == {"ndcg", "r_precision"}

@@ -16,18 +16,20 @@ import pytest
 import yaml
 from llm_server import ChatServer, chat_server, completion
 
+from rankbench.analysis.pooling import top_k_pool
 from rankbench.corpus.chunking import ChunkerSpec, chunk_corpus, passage_text
 from rankbench.corpus.sections import split_sections
 from rankbench.errors import InputError
+from rankbench.io.files import write_jsonl
 from rankbench.io.frozen import read_lock
 from rankbench.io.loaders import load_corpus, load_questions
 from rankbench.llm.chat import Chat, OpenAIEndpoint
-from rankbench.llm.generate import generate_questions, normalize
-from rankbench.llm.judge import judge_pool, merge_labels, pool
+from rankbench.llm.generate import duplicate_key, generate_questions
+from rankbench.llm.judge import judge_pool, merge_labels
 from rankbench.llm.prompts import parse_generation, parse_grade, parse_rewrite
 from rankbench.llm.rerank import llm_scorer
 from rankbench.llm.rewrite import rewrite_questions
-from rankbench.llm.versions import publish, version_records, write_jsonl
+from rankbench.llm.versions import publish, version_records
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "fixtures" / "mini"
@@ -60,7 +62,7 @@ def test_generation_is_seeded_deduplicated_labelled_and_a_valid_version(server: 
     records = generate_questions(make_chat(server, tmp_path), documents, count=4, seed=3, language="French", min_chars=20)
     assert [r["qid"] for r in records] == ["g001", "g002", "g003", "g004"]
     assert [r["style"] for r in records] == ["natural", "keyword", "natural", "natural"]
-    assert len({normalize(str(r["question"])) for r in records}) == 4
+    assert len({duplicate_key(str(r["question"])) for r in records}) == 4
     assert all("French" in request["messages"][0]["content"] for request in server.requests)
     sections = {(d, s.section_id) for d, t in zip(documents["doc_id"], documents["text"]) for s in split_sections(t)}
     for record in records:
@@ -98,7 +100,7 @@ def test_the_judge_grades_the_pool_and_the_merge_keeps_human_labels(server: Chat
     run = pd.DataFrame({"qid": labelled_qid, "rank": np.arange(1, len(chunks) + 1),
                         "chunk_id": chunks["chunk_id"], "doc_id": chunks["doc_id"], "score": 0.0})
     other = run.assign(rank=run["rank"].to_numpy()[::-1])
-    pooled = pool([run, other], depth=2)
+    pooled = top_k_pool({"run": run, "other": other}, pool_depth=2)
     assert len(pooled) == min(4, len(chunks))
     assert set(pooled["chunk_id"]) == set(run["chunk_id"][:2]) | set(other.nsmallest(2, "rank")["chunk_id"])
     # Also pool the chunks that a human labelled, so agreement has something to compare.

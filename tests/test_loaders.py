@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankbench.errors import InputError
+from rankbench.io.trec import read_trec_qrels
 from rankbench.io.loaders import (
     DOCUMENT_COLUMNS,
     LABEL_COLUMNS,
@@ -337,6 +338,19 @@ def test_beir_duplicate_judgement(tmp_path: Path) -> None:
         read_qrels_tsv(qrels)
     message = str(info.value)
     assert str(qrels) in message and "'q1'" in message and "'d1'" in message and "more than once" in message
+
+
+def test_beir_qrels_are_checked_as_trec_qrels_are(tmp_path: Path) -> None:
+    """One qrels check for every format: an exact repeat is kept once (as trec_eval reads it), two grades for one
+    pair name both lines."""
+    _, _, qrels = write_beir(tmp_path / "beir", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t1\nq2\td1\t0\n")
+    trec = tmp_path / "qrels.txt"
+    trec.write_text("q1 0 d1 1\nq1 0 d1 1\nq2 0 d1 0\n")
+    beir = read_qrels_tsv(qrels)
+    assert beir[["qid", "doc_id", "grade"]].values.tolist() == read_trec_qrels(trec).values.tolist()
+    _, _, conflict = write_beir(tmp_path / "two", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n")
+    with pytest.raises(InputError, match="lines 2 and 3"):
+        read_qrels_tsv(conflict)
 
 
 @pytest.mark.parametrize("score", ["1.5", "high", ""])

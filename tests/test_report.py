@@ -30,7 +30,7 @@ from rankbench.analysis.history import (
     history_markdown,
     read_history,
 )
-from rankbench.analysis.pooling import import_labels, pool, read_filled, write_pool
+from rankbench.analysis.pooling import import_labels, read_filled, unjudged_pool, write_pool
 from rankbench.analysis.qset_diff import (
     CHANGE_COLUMNS,
     diff_markdown,
@@ -251,7 +251,7 @@ def test_failures_split_recall_and_ranking_failures_with_first_stage_ranks() -> 
     assert rr.loc[("q1", "rank 1"), "expected"] == "r1#x (3)" and rr.loc[("q2", "rank 1"), "expected"] == "r2 (2)"
     assert "q3" not in failures["qid"].tolist()
     assert set(failures[failures["method"] == "bm25"]["class"]) == {""}
-    log = stage_log({"bm25": first, "rr": rerank}, specs, {}, depth=2)
+    log = stage_log({"bm25": first, "rr": rerank}, specs, {}, k=2)
     assert log[(log["method"] == "rr") & (log["qid"] == "q2")][["stage", "chunk_id"]].values.tolist() == [
         ["bm25", "a#x"], ["bm25", "b#x"], ["rr", "c#x"], ["rr", "a#x"]]
 
@@ -352,7 +352,7 @@ def test_pool_exports_unjudged_passages_and_import_makes_a_new_frozen_version(tm
     qrels = pd.DataFrame({"grain": "chunk", "qid": ["q1"], "item_id": ["d1#s1"], "grade": [3]})
     chunks = pd.DataFrame({"chunk_id": ["d1#s1", "d2#s1", "d3#s1"], "doc_id": ["d1", "d2", "d3"],
                            "sections": [["s1"]] * 3, "title": ["T1", "T2", "T3"], "text": ["t1", "t2", "t3"]})
-    frame = pool(runs, questions, qrels, chunks, depth=2)
+    frame = unjudged_pool(runs, questions, qrels, chunks, pool_depth=2)
     assert frame[["chunk_id", "methods", "best_rank"]].values.tolist() == [["d3#s1", "m2", 1], ["d2#s1", "m1, m2", 2]]
     filled_path = tmp_path / "pool.csv"
     write_pool(frame.assign(grade=["2", ""]), filled_path)
@@ -370,6 +370,19 @@ def test_pool_exports_unjudged_passages_and_import_makes_a_new_frozen_version(tm
     write_pool(frame.assign(grade=["5", ""]), filled_path)
     with pytest.raises(InputError, match=r"line 2 \(question q1, d3\).*grade '5'"):
         read_filled(filled_path)
+
+
+def test_a_filled_jsonl_pool_is_read_by_the_one_jsonl_reader(tmp_path) -> None:
+    """Errors name the file's real line (a blank line counts) and a broken line is named, not a parser error."""
+    filled = tmp_path / "pool.jsonl"
+    rows = [{"qid": "q1", "doc_id": "d1", "section": "s1", "grade": 2}, {"qid": "q1", "doc_id": "d2", "section": "s1",
+                                                                          "grade": 7}]
+    filled.write_text(json.dumps(rows[0]) + "\n\n" + json.dumps(rows[1]) + "\n")
+    with pytest.raises(InputError, match=r"line 3 \(question q1, d2\).*grade '7'"):
+        read_filled(filled)
+    filled.write_text(json.dumps(rows[0]) + "\n{oops\n")
+    with pytest.raises(InputError, match=r"pool.jsonl, line 2: is not a valid JSON object"):
+        read_filled(filled)
 
 
 def test_diff_pairs_must_name_two_configured_versions() -> None:

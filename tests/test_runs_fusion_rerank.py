@@ -170,7 +170,7 @@ def test_rerank_rescores_only_the_head() -> None:
     table = {("q1", "d1#s"): 0.1, ("q1", "d2#s"): 0.9, ("q1", "d3#s"): 0.5, ("q1", "d4#s"): 0.5,
              ("q2", "e1#s"): -1.0, ("q2", "e2#s"): 2.0}
     scorer = RecordingScorer(table)
-    reranked = rerank(run, depth=4, score_pairs=scorer)
+    reranked = rerank(run, rerank_depth=4, score_pairs=scorer)
     asked = [pair for call in scorer.calls for pair in call]
     assert sorted(asked) == sorted(table)  # exactly the top 4 of q1 and all of q2 (shorter than depth)
     assert list(reranked.columns) == RUN_COLUMNS + ["first_stage_rank"]
@@ -190,7 +190,7 @@ def test_rerank_rescores_only_the_head() -> None:
 def test_rerank_tail_stays_below_negative_head_scores() -> None:
     run = first_stage()
     scorer = RecordingScorer({(q, c): -100.0 - i for i, (q, c) in enumerate(zip(run["qid"], run["chunk_id"]))})
-    reranked = rerank(run, depth=2, score_pairs=scorer)
+    reranked = rerank(run, rerank_depth=2, score_pairs=scorer)
     assert listing(reranked, "q1") == ["d1#s", "d2#s", "d3#s", "d4#s", "d5#s", "d6#s"]
     assert len(scorer.calls[0]) == 4
 

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from scipy.optimize import brentq
 
+from rankbench.evaluation.evaluate import summarize
 from rankbench.evaluation.stats import (
     COMPARISON_COLUMNS,
     bootstrap_ci,
-    compare_methods,
     holm,
     paired_comparison,
     paired_randomization_test,
@@ -235,7 +235,14 @@ def test_win_tie_loss_with_tolerance() -> None:
     assert win_tie_loss(a, b, tolerance=0.15) == (1, 3, 1)
 
 
-# -------------------------------------------------------------- compare_methods
+# -------------------------------------------------------------- pairs of methods (summarize)
+
+
+def pairs_of(wide: pd.DataFrame, baseline: str | None, n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+    """The pairs table summarize gives for one metric's wide per-query values (index qid, one column per method)."""
+    long = wide.rename_axis("qid").reset_index().melt(id_vars="qid", var_name="method", value_name="value")
+    _, pairs = summarize(long.dropna().assign(metric="m", k=0), [], baseline, n_resamples=n_resamples, seed=seed)
+    return pairs[list(COMPARISON_COLUMNS)]
 
 
 def _hand_built() -> pd.DataFrame:
@@ -249,8 +256,8 @@ def _hand_built() -> pd.DataFrame:
     )
 
 
-def test_compare_methods_shape_columns_and_baseline_order() -> None:
-    table = compare_methods(_hand_built(), baseline="dense", n_resamples=2_000)
+def test_pairs_shape_columns_and_baseline_order() -> None:
+    table = pairs_of(_hand_built(), baseline="dense", n_resamples=2_000)
     assert tuple(table.columns) == COMPARISON_COLUMNS
     assert list(zip(table.method_a, table.method_b, strict=True)) == [
         ("dense", "bm25"),
@@ -259,7 +266,7 @@ def test_compare_methods_shape_columns_and_baseline_order() -> None:
     ]
     assert table.is_baseline_pair.tolist() == [True, True, False]
     assert (table.n == 6).all()
-    no_baseline = compare_methods(_hand_built(), baseline=None, n_resamples=2_000)
+    no_baseline = pairs_of(_hand_built(), baseline=None, n_resamples=2_000)
     assert list(zip(no_baseline.method_a, no_baseline.method_b, strict=True)) == [
         ("bm25", "dense"),
         ("bm25", "hybrid"),
@@ -268,9 +275,9 @@ def test_compare_methods_shape_columns_and_baseline_order() -> None:
     assert not no_baseline.is_baseline_pair.any()
 
 
-def test_compare_methods_values_on_hand_built_example() -> None:
+def test_pairs_values_on_hand_built_example() -> None:
     frame = _hand_built()
-    table = compare_methods(frame, baseline="dense", n_resamples=2_000).set_index(["method_a", "method_b"])
+    table = pairs_of(frame, baseline="dense", n_resamples=2_000).set_index(["method_a", "method_b"])
     row = table.loc[("dense", "bm25")]
     # dense - bm25 per question: [0, 1, 0, -1, 1, 0]
     assert (row.wins, row.ties, row.losses) == (2, 3, 1)
@@ -290,7 +297,7 @@ def test_compare_methods_values_on_hand_built_example() -> None:
     np.testing.assert_allclose(table.p_holm.to_numpy(), holm(table.p_randomization.to_numpy()))
 
 
-def test_compare_methods_below_one_question_flag() -> None:
+def test_pairs_below_one_question_flag() -> None:
     """Within one question's worth: one question alone accounts for the net difference (0 < |sum d| <= max |d|)."""
     frame = pd.DataFrame(
         {
@@ -301,7 +308,7 @@ def test_compare_methods_below_one_question_flag() -> None:
             "v": [1.0, 0.5, 0.5, 0.5],  # identical: no difference to qualify
         }
     )
-    table = compare_methods(frame, baseline="x", n_resamples=500)
+    table = pairs_of(frame, baseline="x", n_resamples=500)
     table = table[table.method_a == "x"].set_index("method_b")
     assert table["below_one_question"].to_dict() == {"y": True, "z": True, "w": False, "v": False}
 
@@ -313,7 +320,7 @@ def test_within_one_questions_worth_is_never_significant_p100() -> None:
     rng = np.random.default_rng(3)
     base = rng.integers(0, 20, 60) / 100
     better = base + rng.choice([0.0, 0.01, 0.02], 60, p=[0.2, 0.4, 0.4])
-    row = compare_methods(pd.DataFrame({"base": base, "better": better}), baseline="base", n_resamples=2_000).iloc[0]
+    row = pairs_of(pd.DataFrame({"base": base, "better": better}), baseline="base", n_resamples=2_000).iloc[0]
     assert row["diff"] < 1 / 60 and row.p_randomization < 0.001 and not row.below_one_question
     for seed in range(200):
         rng = np.random.default_rng(seed)
@@ -322,29 +329,28 @@ def test_within_one_questions_worth_is_never_significant_p100() -> None:
         assert not (result["below_one_question"][0] and result["p_randomization"][0] < 0.5)
 
 
-def test_compare_methods_deterministic_and_pair_streams() -> None:
+def test_pairs_deterministic_and_pair_streams() -> None:
     rng = np.random.default_rng(10)
     frame = pd.DataFrame({m: _metric_like(rng, 40) for m in ("a", "b", "c")})
-    first = compare_methods(frame, baseline="a", n_resamples=1_000, seed=3)
-    pd.testing.assert_frame_equal(first, compare_methods(frame, baseline="a", n_resamples=1_000, seed=3))
-    other = compare_methods(frame, baseline="a", n_resamples=1_000, seed=4)
+    first = pairs_of(frame, baseline="a", n_resamples=1_000, seed=3)
+    pd.testing.assert_frame_equal(first, pairs_of(frame, baseline="a", n_resamples=1_000, seed=3))
+    other = pairs_of(frame, baseline="a", n_resamples=1_000, seed=4)
     assert not np.array_equal(first.diff_low.to_numpy(), other.diff_low.to_numpy())
     # A pair's numbers do not depend on the other methods present (the resamples are shared; only
     # BLAS's summation order for one row vs several may move the last bit of a bootstrap mean).
-    alone = compare_methods(frame[["a", "b"]], baseline="a", n_resamples=1_000, seed=3).iloc[0]
+    alone = pairs_of(frame[["a", "b"]], baseline="a", n_resamples=1_000, seed=3).iloc[0]
     assert alone.diff_low == pytest.approx(first.iloc[0].diff_low, abs=1e-12)
     assert alone.p_randomization == first.iloc[0].p_randomization
 
 
-def test_compare_methods_single_method_and_errors() -> None:
-    empty = compare_methods(pd.DataFrame({"bm25": [0.1, 0.2]}), baseline="bm25")
+def test_pairs_single_method_and_missing_values() -> None:
+    """One method has no pair; a question a method did not evaluate (NaN) leaves the pair on the others."""
+    empty = pairs_of(pd.DataFrame({"bm25": [0.1, 0.2]}), baseline="bm25")
     assert empty.empty and tuple(empty.columns) == COMPARISON_COLUMNS
     frame = _hand_built()
     frame.loc["q2", "hybrid"] = np.nan
-    with pytest.raises(ValueError, match="hybrid"):
-        compare_methods(frame, baseline=None)
-    with pytest.raises(ValueError, match="colbert"):
-        compare_methods(_hand_built(), baseline="colbert")
+    table = pairs_of(frame, baseline=None).set_index(["method_a", "method_b"])
+    assert table["n"].to_dict() == {("bm25", "dense"): 6, ("bm25", "hybrid"): 5, ("dense", "hybrid"): 5}
 
 
 # ------------------------------------------------- vectorized rows (the workflow's path)

@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.evaluation.evaluate import GRAINS, score_runs
+from rankbench.evaluation.evaluate import GRAINS
+from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
 from rankbench.evaluation.metric_names import known_metrics_text, parse_metrics
-from rankbench.evaluation.metrics import (
-    GAINS,
-    err_grade_problem,
-)
+from rankbench.evaluation.metrics import GAINS
 from rankbench.evaluation.stats import format_p
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
-from rankbench.io.runs import unmatched
-from rankbench.io.trec import read_qrels, read_run
-
-UNMATCHED_HINT = ("A workflow run at chunk grain (runs/<method>.chunks.trec) holds chunk ids: score "
-                  "runs/<method>.docs.trec against document qrels, or the Parquet run with --grain chunk.")
 
 
 def _positive(text: str) -> int:
@@ -49,6 +43,12 @@ def _persistence(text: str) -> float:
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
     return value
+
+
+def _metrics(text: str) -> str:
+    """Metric names, checked while the arguments are read (argparse type) and passed on as given."""
+    parse_metrics(text)
+    return text
 
 
 def _label(metric: str, k: int) -> str:
@@ -94,36 +94,21 @@ def summary_text(summary: pd.DataFrame, resamples: int) -> str:
 
 
 def evaluate_command(args: argparse.Namespace) -> int:
-    """`rankbench eval`: score TREC/Parquet runs against qrels, print a table, optionally write tidy Parquet.
-
-    A run that cannot score above 0 (empty, or sharing no question or id with the qrels) is named in a warning,
-    or refused with --strict, before anything is scored."""
+    """`rankbench eval`: rankbench.compare over TREC/Parquet files, printed as a table, optionally written as tidy
+    Parquet; a run that cannot score above 0 is named in a warning (refused with --strict) before anything is scored."""
     names = [Path(path).stem for path in args.run]
     if len(set(names)) != len(names):
         raise InputError(None, "--run", f"two runs share a file name ({', '.join(names)})",
                          "Give runs distinct file names: the name identifies the run in the table.")
     baseline = args.baseline or (names[0] if len(names) > 1 else None)
-    if baseline is not None and baseline not in names:
-        raise InputError(None, "--baseline", f"names {baseline!r}, which is not a run", f"Use one of: {', '.join(names)}.")
-    qrels = read_qrels(args.qrels, args.grain)
-    if not (qrels["grade"] >= args.relevance_threshold).any():
-        raise InputError(args.qrels, None, f"has no label with grade >= {args.relevance_threshold}, so no question "
-                         "can be evaluated", "Check the grades, or lower --relevance-threshold.")
-    if any(metric == "err" for metric, _ in args.metrics) and err_grade_problem(qrels):
-        raise InputError(args.qrels, None, err_grade_problem(qrels), "Leave err out of --metrics, or grade 0..4.")
-    runs = {name: read_run(path) for name, path in zip(names, args.run)}
-    id_column = "doc_id" if args.grain == "document" else "chunk_id"
-    for (name, run), path in zip(runs.items(), args.run):
-        problem = unmatched(run, qrels, id_column)
-        hint = "Check that the file is the run you meant." if run.empty else UNMATCHED_HINT
-        if problem and args.strict:
-            raise InputError(path, None, f"{problem}; every metric would be 0", hint)
-        if problem:
-            print(f"rankbench: warning: run {name} ({path}) {problem}; it scores 0 on every metric. {hint}",
-                  file=sys.stderr)
-    per_query, summary = score_runs(runs, qrels, args.metrics, grain=args.grain,
-                                    relevance_threshold=args.relevance_threshold, gain=args.gain, baseline=baseline,
-                                    n_resamples=args.resamples, seed=args.seed, rbp_p=args.rbp_p)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnmatchedRunWarning)
+        result = compare(args.qrels, dict(zip(names, args.run)), args.metrics, baseline, grain=args.grain,
+                         relevance_threshold=args.relevance_threshold, gain=args.gain, rbp_p=args.rbp_p,
+                         n_resamples=args.resamples, seed=args.seed, strict=args.strict)
+    for warning in caught:
+        print(f"rankbench: warning: {warning.message}", file=sys.stderr)
+    per_query, summary = result.per_query, result.summary
     if args.per_query:
         for row in per_query.itertuples(index=False):
             print(f"{_label(row.metric, row.k):<16} {row.method:<20} {row.qid:<20} {_number(row.value)}")
@@ -139,14 +124,14 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 def pool_export_command(args: argparse.Namespace) -> int:
     """`rankbench pool-export`: the unjudged passages among the top k of every method of a version's results."""
-    from rankbench.analysis.pooling import pool, write_pool
+    from rankbench.analysis.pooling import unjudged_pool, write_pool
 
     base = args.results / args.qset
     runs = {path.stem: pd.read_parquet(path) for path in sorted((base / "runs").glob("*.parquet"))}
     if not runs:
         raise InputError(base / "runs", None, "holds no run", "Run the workflow for this version first.")
     chunks = pd.read_parquet(args.results / "corpus" / args.chunker / "chunks.parquet")
-    frame = pool(runs, pd.read_parquet(base / "questions.parquet"),
+    frame = unjudged_pool(runs, pd.read_parquet(base / "questions.parquet"),
                  pd.read_parquet(base / "qrels" / f"{args.chunker}.parquet"), chunks, args.depth)
     write_pool(frame, args.output)
     print(f"{len(frame)} unjudged passages from {len(runs)} runs (top {args.depth}) written to {args.output}; "
@@ -185,9 +170,9 @@ def main(argv: list[str] | None = None) -> int:
     eval_parser.add_argument("--qrels", type=Path, required=True, help="TREC qrels (qid 0 docno grade) or .parquet")
     eval_parser.add_argument("--run", type=Path, action="append", required=True,
                              help="TREC run (qid Q0 docno rank score tag) or .parquet; repeat for several")
-    eval_parser.add_argument("--metrics", type=parse_metrics, default=parse_metrics("ndcg@10,recall@100,rr@10,ap@100"),
+    eval_parser.add_argument("--metrics", type=_metrics, default=",".join(DEFAULT_METRICS),
                              help="comma-separated, e.g. ndcg@10,P_5,map,recip_rank,Rprec (default: "
-                                  f"ndcg@10,recall@100,rr@10,ap@100); {known_metrics_text()}")
+                                  f"{','.join(DEFAULT_METRICS)}); {known_metrics_text()}")
     eval_parser.add_argument("--per-query", action="store_true", help="print (and write) per-question values")
     eval_parser.add_argument("--relevance-threshold", type=_positive, default=1,
                              help="a result is relevant when its grade is at least this (default: 1)")

@@ -2,17 +2,18 @@
 
 import pandas as pd
 
-from rankbench.io.files import write_parquet
+from rankbench.analysis.pooling import top_k_pool
+from rankbench.io.files import write_jsonl, write_parquet
 from rankbench.llm.chat import chat_from_spec
-from rankbench.llm.judge import judge_pool, merge_labels, pool
-from rankbench.llm.versions import version_records, write_jsonl
+from rankbench.llm.judge import judge_pool, merge_labels
+from rankbench.llm.versions import version_records
 from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):
     questions = pd.read_parquet(snakemake.input.questions)
     labels = pd.read_parquet(snakemake.input.labels)
-    pooled = pool([pd.read_parquet(path) for path in snakemake.input.runs], snakemake.params.depth)
+    pooled = top_k_pool({path: pd.read_parquet(path) for path in snakemake.input.runs}, snakemake.params.depth)
     judged = judge_pool(chat_from_spec(snakemake.params.llm), pooled, questions, labels,
                         pd.read_parquet(snakemake.input.chunks))
     write_jsonl(version_records(questions, merge_labels(labels, judged)), snakemake.output.version)

@@ -26,15 +26,15 @@ def grain_ranks(run: pd.DataFrame, grain: str) -> pd.DataFrame:
     return ranked.assign(item_id=ranked["doc_id" if grain == "document" else "chunk_id"])[["qid", "item_id", "rank"]]
 
 
-def first_relevant(run: pd.DataFrame, relevant: pd.DataFrame, grain: str, depth: int | None = None) -> pd.Series:
-    """Per question, the rank (at the grain) of the first relevant result, within the first `depth` chunks."""
-    if depth is not None:
-        run = run[run["rank"] <= depth]
+def first_relevant(run: pd.DataFrame, relevant: pd.DataFrame, grain: str, within: int | None = None) -> pd.Series:
+    """Per question, the rank (at the grain) of the first relevant result, among the first `within` chunks (all)."""
+    if within is not None:
+        run = run[run["rank"] <= within]
     hits = grain_ranks(run, grain).merge(relevant, on=["qid", "item_id"])
     return hits.groupby("qid")["rank"].min()
 
 
-def pool_depth(spec: Mapping[str, Any]) -> int | None:
+def candidate_depth(spec: Mapping[str, Any]) -> int | None:
     """How much of each input run a multi-stage method takes as candidates (rerank: its depth; fusion: all)."""
     return spec.get("depth", 30) if spec["type"] == "rerank" else None
 
@@ -74,8 +74,8 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
         first = first_relevant(run, relevant, grain).reindex(evaluated.index)
         returned = _returned(run, grain, titles, shown)
         inputs = [name for name in method_inputs(spec) if name in runs]
-        depth = pool_depth(spec)
-        in_pool = [first_relevant(runs[name], relevant, grain, depth).reindex(evaluated.index) for name in inputs]
+        candidates = candidate_depth(spec)
+        in_pool = [first_relevant(runs[name], relevant, grain, candidates).reindex(evaluated.index) for name in inputs]
         anywhere = [first_relevant(runs[name], relevant, grain).reindex(evaluated.index) for name in inputs]
         for failure, failed in (("rank 1", ~(first == 1)), (f"top {k}", ~(first <= k))):
             for qid in evaluated.index[failed.to_numpy()]:
@@ -93,8 +93,8 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
 
 
 def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]], titles: Mapping[str, str],
-              depth: int) -> pd.DataFrame:
-    """For every method and question, the top `depth` chunk ids of each stage (its inputs, recursively, then itself)."""
+              k: int) -> pd.DataFrame:
+    """For every method and question, the top `k` chunk ids of each stage (its inputs, recursively, then itself)."""
     frames = []
     for method in sorted(runs):
         stages, queue = [], [method]
@@ -104,7 +104,7 @@ def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str,
                 stages.insert(0, name)
                 queue += method_inputs(specs[name])
         for stage in stages:
-            top = runs[stage][runs[stage]["rank"] <= depth]
+            top = runs[stage][runs[stage]["rank"] <= k]
             frames.append(top.assign(method=method, stage=stage, title=top["doc_id"].map(titles)))
     log = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=STAGE_COLUMNS)
     return log[STAGE_COLUMNS].sort_values(["qid", "method", "stage", "rank"], kind="stable", ignore_index=True)

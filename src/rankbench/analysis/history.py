@@ -18,7 +18,7 @@ import pandas as pd
 from rankbench.errors import InputError
 from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.io.files import write_text
+from rankbench.io.files import write_jsonl, write_text
 from rankbench.io.markdown import markdown_grid
 
 KEY = ("dataset", "qset", "method")
@@ -84,9 +84,7 @@ def _append(path: str | Path, records: Sequence[Mapping[str, Any]], date: str) -
     new = [dict(record) for record in records if latest.get(tuple(record[k] for k in KEY)) != _content(record)]
     if new:
         run = max((r.get("run", 0) for r in history), default=0) + 1
-        lines = [json.dumps(r, ensure_ascii=False, sort_keys=True) for r in history]
-        lines += [json.dumps({"date": date, "run": run, **r}, ensure_ascii=False, sort_keys=True) for r in new]
-        write_text("\n".join(lines) + "\n", path)
+        write_jsonl(history + [{"date": date, "run": run, **r} for r in new], path, sort_keys=True)
     return len(new)
 
 

@@ -4,63 +4,68 @@ with grades; importing the filled file writes a NEW frozen question-set version 
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.io.files import write_text
+from rankbench.io.files import write_jsonl, write_text
 from rankbench.io.frozen import freeze
+from rankbench.io.loaders import read_jsonl
 
 POOL_COLUMNS = ["qid", "question", "chunk_id", "doc_id", "section", "title", "passage", "methods", "best_rank",
                 "grade"]
 
 
-def pool(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, qrels: pd.DataFrame, chunks: pd.DataFrame,
-         depth: int) -> pd.DataFrame:
-    """Every (question, chunk) in some method's top `depth` that no label judges, with the methods that returned it."""
-    top = pd.concat([run[run["rank"] <= depth][["qid", "chunk_id", "rank"]].assign(method=name)
+def top_k_pool(runs: Mapping[str, pd.DataFrame], pool_depth: int) -> pd.DataFrame:
+    """The pool labels are completed from (by people or an LLM judge): each (qid, chunk_id) in the top `pool_depth`
+    of some run, with its doc_id, the runs that returned it and its best rank, sorted by qid and chunk_id."""
+    top = pd.concat([run.loc[run["rank"] <= pool_depth, ["qid", "chunk_id", "doc_id", "rank"]].assign(method=name)
                      for name, run in sorted(runs.items())], ignore_index=True)
+    return top.groupby(["qid", "chunk_id"], sort=True, as_index=False).agg(
+        doc_id=("doc_id", "first"), methods=("method", lambda m: ", ".join(sorted(set(m)))), best_rank=("rank", "min"))
+
+
+def unjudged_pool(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, qrels: pd.DataFrame,
+                  chunks: pd.DataFrame, pool_depth: int) -> pd.DataFrame:
+    """The pooled (question, chunk) pairs that no label judges, with the passage to grade (POOL_COLUMNS)."""
+    pooled = top_k_pool(runs, pool_depth).drop(columns="doc_id")
     judged = qrels[qrels["grain"] == "chunk"][["qid", "item_id"]].rename(columns={"item_id": "chunk_id"})
-    top = top.merge(judged.assign(judged=True), on=["qid", "chunk_id"], how="left")
-    top = top[top["judged"].isna()]
-    grouped = top.groupby(["qid", "chunk_id"], sort=True).agg(
-        methods=("method", lambda m: ", ".join(sorted(set(m)))), best_rank=("rank", "min")).reset_index()
+    pooled = pooled.merge(judged.assign(judged=True), on=["qid", "chunk_id"], how="left")
+    pooled = pooled[pooled["judged"].isna()].drop(columns="judged")
     chunk_info = chunks.assign(section=chunks["sections"].map(lambda s: s[0] if len(s) else ""))[
         ["chunk_id", "doc_id", "section", "title", "text"]].rename(columns={"text": "passage"})
-    frame = grouped.merge(questions[["qid", "question"]], on="qid").merge(chunk_info, on="chunk_id")
+    frame = pooled.merge(questions[["qid", "question"]], on="qid").merge(chunk_info, on="chunk_id")
     return frame.assign(grade="").sort_values(["qid", "best_rank", "chunk_id"], ignore_index=True)[POOL_COLUMNS]
 
 
 def write_pool(frame: pd.DataFrame, path: str | Path) -> None:
     """CSV (spreadsheet-friendly) or JSONL, chosen by the extension."""
     if str(path).endswith(".jsonl"):
-        text = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in frame.to_dict(orient="records"))
+        write_jsonl(frame.to_dict(orient="records"), path)
     else:
-        text = frame.to_csv(index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
-    write_text(text, path)
+        write_text(frame.to_csv(index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC), path)
 
 
 def read_filled(path: str | Path) -> pd.DataFrame:
     """The graded rows of a filled pool file (qid, doc_id, section, grade); empty grades are skipped."""
     path = Path(path)
-    try:
-        if path.suffix == ".jsonl":
-            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-            frame = pd.DataFrame(rows, dtype=object)
-        else:
+    if path.suffix == ".jsonl":
+        numbered = list(read_jsonl(path))
+        frame, lines = pd.DataFrame([record for _, record in numbered], dtype=object), [n for n, _ in numbered]
+    else:
+        try:
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, ValueError) as error:
-        raise InputError(path, None, f"cannot be read as a pool file ({error})",
-                         "Fill in the file written by `rankbench pool-export` and keep its format.") from None
+        except (OSError, ValueError) as error:
+            raise InputError(path, None, f"cannot be read as a pool file ({error})",
+                             "Fill in the file written by `rankbench pool-export` and keep its format.") from None
+        lines = list(range(2, len(frame) + 2))  # line 1 is the header
     missing = {"qid", "doc_id", "section", "grade"} - set(frame.columns)
     if missing:
         raise InputError(path, None, f"lacks the column(s) {', '.join(sorted(missing))}",
                          "Keep the columns of the exported pool file.")
-    frame = frame.fillna("").astype({"grade": str})
-    frame["line"] = range(2 if path.suffix != ".jsonl" else 1, len(frame) + (2 if path.suffix != ".jsonl" else 1))
+    frame = frame.fillna("").astype({"grade": str}).assign(line=lines)
     filled = frame[frame["grade"].str.strip() != ""].copy()
     bad = filled[~filled["grade"].str.strip().isin(["0", "1", "2", "3"])]
     if len(bad):
@@ -86,8 +91,7 @@ def import_labels(filled: pd.DataFrame, source: str | Path, output: str | Path, 
         raise InputError(source, f"question {qid}", f"is given two different grades for {doc}#{section}",
                          "Keep one grade per passage in the filled pool file.")
     filled = filled.drop_duplicates(["qid", "doc_id", "section"])
-    lines = Path(source).read_text(encoding="utf-8").splitlines()
-    records = [json.loads(line) for line in lines if line.strip()]
+    records = [record for _, record in read_jsonl(Path(source))]
     known = {record["qid"] for record in records}
     unknown = sorted(set(filled["qid"]) - known)
     if unknown:
@@ -101,5 +105,5 @@ def import_labels(filled: pd.DataFrame, source: str | Path, output: str | Path, 
                 label = {"doc_id": row.doc_id, **({"section": row.section} if row.section else {}), "grade": row.grade}
                 record.setdefault("labels", []).append(label)
                 added += 1
-    write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), output)
+    write_jsonl(records, output)
     return added, freeze(output, version, Path(lock))

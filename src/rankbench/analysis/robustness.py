@@ -48,18 +48,18 @@ def shift_grades(qrels: pd.DataFrame, probability: float, rng: np.random.Generat
     return qrels.assign(grade=grades)
 
 
-def unjudged_as_relevant(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], depth: int,
+def unjudged_as_relevant(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], pool_depth: int,
                          relevance_threshold: int) -> pd.DataFrame:
-    """The optimistic qrels: every unjudged item in the top `depth` of any run graded just relevant."""
-    top = pd.concat([run.loc[run["rank"] <= depth, ["qid", "item_id"]] for run in runs.values()])
+    """The optimistic qrels: every unjudged item in the top `pool_depth` of any run graded just relevant."""
+    top = pd.concat([run.loc[run["rank"] <= pool_depth, ["qid", "item_id"]] for run in runs.values()])
     top = top.drop_duplicates().merge(qrels[["qid", "item_id"]], how="left", indicator=True)
     added = top[top["_merge"] == "left_only"][["qid", "item_id"]].assign(grade=relevance_threshold)
     return pd.concat([qrels, added], ignore_index=True)
 
 
-def unjudged_share(run: pd.DataFrame, qrels: pd.DataFrame, depth: int) -> float:
-    """Share of a run's top-`depth` items that carry no label."""
-    top = run.loc[run["rank"] <= depth, ["qid", "item_id"]]
+def unjudged_share(run: pd.DataFrame, qrels: pd.DataFrame, k: int) -> float:
+    """Share of a run's top-`k` items that carry no label."""
+    top = run.loc[run["rank"] <= k, ["qid", "item_id"]]
     judged = top.merge(qrels[["qid", "item_id"]], how="left", indicator=True)["_merge"] == "both"
     return float(1 - judged.mean()) if len(top) else 0.0
 
@@ -143,7 +143,7 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
     the seed (seed, perturbation index, r), the same for every method's qrels, so equal qrels get equal noise.
     """
     grain_runs, base = at_grain(runs, qrels, grain)
-    depth = max(k for _, k in headline)
+    deepest = max(k for _, k in headline)  # the unjudged items any headline metric reads
     reference = scores(grain_runs, base, headline, relevance_threshold, gain)
     verdicts = {key: verdict(wide, baseline, alpha, seed) for key, wide in reference.items()}
     rows = []
@@ -156,7 +156,7 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
             for key, wide in scores(grain_runs, noisy, headline, relevance_threshold, gain).items():
                 outcomes[key].append(outcome(wide, verdicts[key], baseline, alpha, seed))
         rows += survival_rows(outcomes, verdicts, grain, name, level)
-    optimistic = {m: unjudged_as_relevant(frame, grain_runs, depth, relevance_threshold) for m, frame in base.items()}
+    optimistic = {m: unjudged_as_relevant(frame, grain_runs, deepest, relevance_threshold) for m, frame in base.items()}
     high = scores(grain_runs, optimistic, headline, relevance_threshold, gain)
     bounds = [{"grain": grain, "metric": metric, "k": k, "method": method,
                "unjudged_share": unjudged_share(grain_runs[method], base[method], k),

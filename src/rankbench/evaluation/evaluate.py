@@ -95,9 +95,9 @@ def evaluate_run(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame
     return per_query.sort_values(["grain", "qid", "metric", "k"], ignore_index=True)[PER_QUERY_COLUMNS]
 
 
-def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame, depth: int,
+def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.DataFrame, k: int,
                        relevance_threshold: int = 1, grains: Sequence[str] = GRAINS) -> pd.DataFrame:
-    """Share of each grade (0..3 and any other grade the qrels hold, unjudged, none retrieved) at each rank 1..depth,
+    """Share of each grade (0..3 and any other grade the qrels hold, unjudged, none retrieved) at each rank 1..k,
     per grain and kind (incl. 'all').
 
     Over the questions the metrics evaluate (with a relevant label); shares at one rank sum to 1.
@@ -105,7 +105,7 @@ def grade_distribution(run: pd.DataFrame, questions: pd.DataFrame, qrels: pd.Dat
     rows = []
     for grain, grain_run in _grain_runs(run, grains).items():
         qids, codes = grades_by_rank(grain_run[["qid", "item_id", "rank", "score"]], _grain_qrels(qrels, grain),
-                                     depth, relevance_threshold=relevance_threshold)
+                                     k, relevance_threshold=relevance_threshold)
         labels = grade_labels(_grain_qrels(qrels, grain))
         kinds = qids.map(questions.set_index("qid")["kind"]).to_numpy(dtype=object)
         for kind in [ALL_KINDS] + sorted(set(kinds.tolist())):
@@ -258,14 +258,12 @@ def tier_table(per_query: Mapping[str, pd.DataFrame], summary: pd.DataFrame, pai
                              ascending=[True, True, True, True, True, False, True], ignore_index=True)
 
 
-def score_runs(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: Sequence[tuple[str, int]],
-               grain: str = "document", relevance_threshold: int = 1, gain: str = "linear",
-               baseline: str | None = None, n_resamples: int = 10_000, seed: int = 0, rbp_p: float = 0.8
-               ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Runs (RUN_COLUMNS) scored against one grain's qrels (qid, item_id, grade) outside the workflow.
+def runs_per_query(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: Sequence[tuple[str, int]],
+                   grain: str = "document", relevance_threshold: int = 1, gain: str = "linear", rbp_p: float = 0.8
+                   ) -> pd.DataFrame:
+    """Per-query values (method, qid, metric, k, value) of runs (RUN_COLUMNS) against one grain's qrels (qid, item_id,
+    grade), outside the workflow, for the requested (metric, k) pairs only.
 
-    Returns the per-query values (method, qid, metric, k, value) of the requested (metric, k) pairs and their
-    summary (method, metric, k, mean, ci_low, ci_high, n, n_excluded and BASELINE_COLUMNS against `baseline`).
     k = 0 asks for a cutoff metric over the whole run (trec_eval's uncut map, recip_rank, ndcg).
     """
     ks = sorted({k for _, k in metrics if k > 0}) or [1]
@@ -283,12 +281,4 @@ def score_runs(runs: Mapping[str, pd.DataFrame], qrels: pd.DataFrame, metrics: S
                                  grains=[grain])
             values = pd.concat([values, whole[whole["metric"].isin(uncut)].assign(k=0)], ignore_index=True)
         frames.append(values.merge(wanted, on=["metric", "k"]).assign(method=method))
-    per_query = pd.concat(frames, ignore_index=True)[["method", "qid", "metric", "k", "value"]]
-    summary, _ = summarize(per_query, [], baseline, n_resamples=n_resamples, seed=seed)
-    summary = summary.assign(n_excluded=len(questions) - summary["n"])
-    order = {key: i for i, key in enumerate(wanted.itertuples(index=False, name=None))}
-    summary = summary.assign(_metric=[order[(m, k)] for m, k in zip(summary["metric"], summary["k"])],
-                             _method=summary["method"].map({m: i for i, m in enumerate(runs)}))
-    summary = summary.sort_values(["_metric", "_method"], kind="stable", ignore_index=True)
-    return per_query, summary[["method", "metric", "k", "mean", "ci_low", "ci_high", "n", "n_excluded"]
-                              + BASELINE_COLUMNS]
+    return pd.concat(frames, ignore_index=True)[["method", "qid", "metric", "k", "value"]]

@@ -530,18 +530,18 @@ def grade_labels(qrels: pd.DataFrame) -> tuple[str, ...]:
     return tuple(str(g) for g in grades) + ("unjudged", "none")
 
 
-def grades_by_rank(run: pd.DataFrame, qrels: pd.DataFrame, depth: int, *,
+def grades_by_rank(run: pd.DataFrame, qrels: pd.DataFrame, k: int, *,
                    relevance_threshold: int = 1) -> tuple[pd.Series, np.ndarray]:
-    """The evaluated questions (qid order) and a [question, rank 1..depth] matrix of codes into grade_labels(qrels).
+    """The evaluated questions (qid order) and a [question, rank 1..k] matrix of codes into grade_labels(qrels).
 
     With grades 0..3, code g is the grade retrieved there, 4 a result without a label, 5 no result (short run or
     question missing from the run). Questions are those per_query_metrics evaluates.
     """
-    depth = int(_validated_ks([depth])[0])
-    judged = _judge(run, qrels, depth, _validated_threshold(relevance_threshold))
+    k = int(_validated_ks([k])[0])
+    judged = _judge(run, qrels, k, _validated_threshold(relevance_threshold))
     labels = grade_labels(qrels)
     values = np.array([int(g) for g in labels[:-2]], dtype=np.int64)
-    codes = np.full((len(judged.questions), depth), labels.index("none"), dtype=np.int32)
+    codes = np.full((len(judged.questions), k), labels.index("none"), dtype=np.int32)
     grades = judged.grades
     codes[:, : grades.shape[1]] = np.where(grades == _UNJUDGED, labels.index("unjudged"),
                                            np.where(grades == _EMPTY, labels.index("none"),

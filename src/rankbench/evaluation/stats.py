@@ -12,7 +12,6 @@ import itertools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 from scipy import stats as _sps
 
 SeedLike = int | np.random.SeedSequence
@@ -428,86 +427,9 @@ def below_one_question(differences: np.ndarray) -> np.ndarray:
     return (net > TIE_TOLERANCE) & (net <= largest * (1.0 + 1e-9))
 
 
-def _empty_comparison() -> pd.DataFrame:
-    """The comparison table with its columns and dtypes but no rows."""
-    dtypes = {
-        "method_a": object,
-        "method_b": object,
-        "wins": np.int64,
-        "ties": np.int64,
-        "losses": np.int64,
-        "n": np.int64,
-        "below_one_question": bool,
-        "is_baseline_pair": bool,
-    }
-    return pd.DataFrame({c: pd.Series(dtype=dtypes.get(c, np.float64)) for c in COMPARISON_COLUMNS})
-
-
 def method_pairs(methods: list[str], baseline: str | None) -> list[tuple[str, str, bool]]:
     """(method_a, method_b, is_baseline_pair): baseline-vs-others first, then other pairs in column order."""
     if baseline is None:
         return [(x, y, False) for x, y in itertools.combinations(methods, 2)]
     others = [m for m in methods if m != baseline]
     return [(baseline, m, True) for m in others] + [(x, y, False) for x, y in itertools.combinations(others, 2)]
-
-
-def compare_methods(
-    per_query: pd.DataFrame,
-    *,
-    baseline: str | None,
-    n_resamples: int = 10_000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """All pairs (and baseline-vs-others) of methods on one metric: effect size with CI, p-values, Holm over the family, W/T/L.
-
-    ``per_query`` is wide: indexed by qid, one column per method, one metric's values. One row per
-    unordered pair: baseline pairs first with the baseline as method_a, then the remaining pairs in
-    column order. diff = mean_a - mean_b with a percentile bootstrap CI of the mean paired
-    difference; p_holm adjusts p_randomization over all rows; below_one_question marks a difference
-    that one question alone accounts for (never significant, see below_one_question).
-    All pairs are computed at once by paired_comparison (shared resamples, so a pair's numbers do
-    not depend on the other methods; only the Holm adjustment does).
-    """
-    if not isinstance(per_query, pd.DataFrame):
-        raise TypeError("per_query must be a pandas DataFrame (index qid, one column per method)")
-    methods = [str(c) for c in per_query.columns]
-    if len(set(methods)) != len(methods):
-        raise ValueError(f"duplicate method columns: {methods}")
-    if per_query.index.has_duplicates:
-        raise ValueError("per_query has duplicate qids in its index")
-    if baseline is not None and baseline not in methods:
-        raise ValueError(f"baseline {baseline!r} is not a column of per_query (methods: {methods})")
-    columns: dict[str, np.ndarray] = {}
-    for label, method in zip(per_query.columns, methods, strict=True):
-        try:
-            column = per_query[label].to_numpy(dtype=np.float64, na_value=np.nan)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"method {method!r} has non-numeric values") from exc
-        if np.isnan(column).any():
-            missing = per_query.index[np.isnan(column)].tolist()[:5]
-            raise ValueError(f"method {method!r} has NaN values (e.g. qids {missing})")
-        if np.isinf(column).any():
-            raise ValueError(f"method {method!r} has infinite values")
-        columns[method] = column
-    n = len(per_query.index)
-    if n == 0 and len(methods) > 1:
-        raise ValueError("per_query has no questions")
-    pairs = method_pairs(methods, baseline)
-    if not pairs:
-        return _empty_comparison()
-    a = np.stack([columns[name_a] for name_a, _, _ in pairs])
-    b = np.stack([columns[name_b] for _, name_b, _ in pairs])
-    result = paired_comparison(a, b, n_resamples=n_resamples, confidence=confidence, seed=seed)
-    table = pd.DataFrame({
-        "method_a": [x for x, _, _ in pairs],
-        "method_b": [y for _, y, _ in pairs],
-        "mean_a": a.mean(axis=1),
-        "mean_b": b.mean(axis=1),
-        **result,
-        "n": n,
-        "is_baseline_pair": [flag for _, _, flag in pairs],
-    })
-    table["p_holm"] = holm(table["p_randomization"].to_numpy())
-    return table.loc[:, list(COMPARISON_COLUMNS)].astype({"method_a": object, "method_b": object, "wins": np.int64,
-                                                          "ties": np.int64, "losses": np.int64, "n": np.int64})

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +32,16 @@ def write_parquet(frame: pd.DataFrame, path: str | Path) -> None:
 def write_text(text: str, path: str | Path) -> None:
     """A UTF-8 text file."""
     write_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def jsonl_text(records: Iterable[Mapping[str, Any]], sort_keys: bool = False) -> str:
+    """One JSON object a line, UTF-8 as written (not escaped); the JSONL that io.loaders.read_jsonl reads."""
+    return "".join(json.dumps(dict(record), ensure_ascii=False, sort_keys=sort_keys) + "\n" for record in records)
+
+
+def write_jsonl(records: Iterable[Mapping[str, Any]], path: str | Path, sort_keys: bool = False) -> None:
+    """Records as a JSONL file (jsonl_text)."""
+    write_text(jsonl_text(records, sort_keys), path)
 
 
 def write_npy(array: np.ndarray, path: str | Path) -> None:

@@ -19,7 +19,7 @@ import pandas as pd
 import yaml
 
 from rankbench.errors import InputError
-from rankbench.io.qrels import check_grades
+from rankbench.io.qrels import check_grades, check_qrels
 
 # The JSON schemas of corpus and question-set records, shipped with the package (a pip-installed library loads
 # native data without the workflow folder).
@@ -263,7 +263,8 @@ def load_beir_questions(queries_path: Path, qrels_path: Path) -> tuple[pd.DataFr
 
 
 def read_qrels_tsv(path: Path) -> pd.DataFrame:
-    """BEIR qrels TSV (`query-id`, `corpus-id`, `score`, with a header line) as labels."""
+    """BEIR qrels TSV (`query-id`, `corpus-id`, `score`, with a header line) as labels, checked by check_qrels as
+    every qrels reader is (exact repeats kept once, two grades for one pair refused)."""
     rows, where = [], []
     try:
         with open(path, encoding="utf-8-sig", newline="") as handle:
@@ -275,15 +276,10 @@ def read_qrels_tsv(path: Path) -> pd.DataFrame:
                                      "Each line must read query-id<TAB>corpus-id<TAB>score.")
                 for field, value in zip(("query-id", "corpus-id"), fields):
                     check_id(value, path, f"line {number}", field)
-                rows.append({"qid": fields[0], "doc_id": fields[1], "section": None, "grade": fields[2]})
-                where.append(f"line {number} (query {fields[0]!r}, document {fields[1]!r})")
+                rows.append((fields[0], fields[1], fields[2]))
+                where.append(f"line {number}")
     except (OSError, UnicodeDecodeError, csv.Error) as error:
         raise InputError(path, None, f"cannot be read as UTF-8 TSV ({error})", "Check the path and encoding.") from None
-    labels = pd.DataFrame(rows, columns=LABEL_COLUMNS)
-    labels["grade"] = check_grades(labels["grade"].tolist(), path, where)
-    duplicated = labels[labels.duplicated(["qid", "doc_id"], keep=False)]
-    if not duplicated.empty:
-        qid, doc_id = duplicated.iloc[0][["qid", "doc_id"]]
-        raise InputError(path, f"query {qid!r}, document {doc_id!r}", "is judged more than once",
-                         "Keep one grade per query and document.")
-    return labels
+    qrels = check_qrels(pd.DataFrame(rows, columns=["qid", "item_id", "grade"]), path, where,
+                        ("query", "document"))
+    return qrels.rename(columns={"item_id": "doc_id"}).assign(section=None)[LABEL_COLUMNS]

@@ -37,7 +37,7 @@ def build_qrels(labels: pd.DataFrame, chunks: pd.DataFrame) -> tuple[pd.DataFram
 GRADE_BOUND = 2**31 - 2  # grades are integers in -GRADE_BOUND..GRADE_BOUND (the grade matrix's dtype holds them)
 
 
-def check_grades(grades: Sequence[Any], path: Path | str, where: Sequence[str]) -> np.ndarray:
+def check_grades(grades: Sequence[Any], path: Path | str | None, where: Sequence[str]) -> np.ndarray:
     """Grades as int64: the one grade check of every loader (native, BEIR, TREC). Any integer, as trec_eval
     (0 and below: not relevant); 2.0 reads as 2; 2.5, text and NaN are refused, naming ``where[i]``."""
     numeric = pd.to_numeric(pd.Series(list(grades), dtype=object), errors="coerce").to_numpy(
@@ -49,3 +49,41 @@ def check_grades(grades: Sequence[Any], path: Path | str, where: Sequence[str]) 
                          "Give integer grades, as trec_eval reads them: 0 or below is not relevant, higher is more "
                          "relevant (2.0 is read as 2).")
     return numeric.astype(np.int64)
+
+
+def first_repeat(frame: pd.DataFrame, columns: list[str]) -> tuple[int, int] | None:
+    """Positions (first, second) of the first row repeating an earlier row's `columns` values, else None."""
+    repeats = frame.duplicated(columns, keep="first").to_numpy()
+    if not repeats.any():
+        return None
+    second = int(np.flatnonzero(repeats)[0])
+    same = (frame[columns] == frame.iloc[second][columns]).all(axis=1).to_numpy()
+    return int(np.flatnonzero(same)[0]), second
+
+
+def two_rows(where: Sequence[str], first: int, second: int) -> str:
+    """'lines 3 and 9' from ['line 3', ..., 'line 9'] (or 'rows …')."""
+    kind, a = where[first].split(" ", 1)
+    return f"{kind}s {a} and {where[second].split(' ', 1)[1]}"
+
+
+def check_qrels(qrels: pd.DataFrame, path: str | Path | None, where: Sequence[str],
+                terms: tuple[str, str] = ("question", "id")) -> pd.DataFrame:
+    """The one qrels check of every reader (TREC, Parquet, BEIR, DataFrames): grades are integers (check_grades)
+    and one (qid, item_id) has one grade; exact repeats are dropped, as trec_eval reads them.
+
+    ``where[i]`` names row i in messages (e.g. "line 12" or "row 3"), ``terms`` the qid and the item_id in the
+    file format's words (BEIR: query, document).
+    """
+    question, item = terms
+    named = [f"{w} ({question} {q!r}, {item} {i!r})" for w, q, i in zip(where, qrels["qid"], qrels["item_id"])]
+    qrels = qrels.assign(grade=check_grades(qrels["grade"].tolist(), path, named)).reset_index(drop=True)
+    distinct = qrels.drop_duplicates(["qid", "item_id", "grade"])
+    pair = first_repeat(distinct, ["qid", "item_id"])
+    if pair is not None:
+        first, second = (distinct.index[i] for i in pair)
+        raise InputError(path, two_rows(where, first, second),
+                         f"{question} {qrels['qid'][first]!r}, {item} {qrels['item_id'][first]!r} is graded more "
+                         f"than once ({qrels['grade'][first]} and {qrels['grade'][second]})",
+                         f"Keep one grade per {question} and {item}.")
+    return distinct.reset_index(drop=True)

@@ -7,18 +7,21 @@ scores derived from our ranks (strictly decreasing), so trec_eval scores exactly
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.io.files import write_text
-from rankbench.io.qrels import check_grades
-from rankbench.io.runs import RUN_COLUMNS, order_by_trec_rule
+from rankbench.io.files import write_parquet, write_text
+from rankbench.io.qrels import check_qrels, first_repeat, two_rows
+from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_rule
 
-FORMATS = ("trec", "parquet")
+# What the readers accept: a file (TREC or Parquet), a DataFrame, or pytrec_eval's / ranx's {qid: {id: value}}.
+RunSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]
+QrelsSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]]
 
 
 def file_format(path: str | Path) -> str:
@@ -46,41 +49,7 @@ def _fields(path: Path, expected: int, layout: str) -> Iterator[tuple[int, list[
         yield number, fields
 
 
-def _first_repeat(frame: pd.DataFrame, columns: list[str]) -> tuple[int, int] | None:
-    """Positions (first, second) of the first row repeating an earlier row's `columns` values, else None."""
-    repeats = frame.duplicated(columns, keep="first").to_numpy()
-    if not repeats.any():
-        return None
-    second = int(np.flatnonzero(repeats)[0])
-    same = (frame[columns] == frame.iloc[second][columns]).all(axis=1).to_numpy()
-    return int(np.flatnonzero(same)[0]), second
-
-
-def _two(where: Sequence[str], first: int, second: int) -> str:
-    """'lines 3 and 9' from ['line 3', ..., 'line 9'] (or 'rows …')."""
-    kind, a = where[first].split(" ", 1)
-    return f"{kind}s {a} and {where[second].split(' ', 1)[1]}"
-
-
-def check_qrels(qrels: pd.DataFrame, path: str | Path, where: Sequence[str]) -> pd.DataFrame:
-    """Grades are integers (check_grades, shared with the dataset loaders) and one (qid, item_id) has one grade;
-    exact repeats are dropped.
-
-    ``where[i]`` names row i in messages (e.g. "line 12" or "row 3").
-    """
-    named = [f"{w} (question {q!r}, id {i!r})" for w, q, i in zip(where, qrels["qid"], qrels["item_id"])]
-    qrels = qrels.assign(grade=check_grades(qrels["grade"].tolist(), path, named)).reset_index(drop=True)
-    distinct = qrels.drop_duplicates(["qid", "item_id", "grade"])
-    pair = _first_repeat(distinct, ["qid", "item_id"])
-    if pair is not None:
-        first, second = (distinct.index[i] for i in pair)
-        raise InputError(path, _two(where, first, second),
-                         f"question {qrels['qid'][first]!r}, id {qrels['item_id'][first]!r} is graded "
-                         f"{qrels['grade'][first]} and {qrels['grade'][second]}", "Keep one grade per question and id.")
-    return distinct.reset_index(drop=True)
-
-
-def check_run(run: pd.DataFrame, path: str | Path, where: Sequence[str], id_column: str) -> None:
+def check_run(run: pd.DataFrame, path: str | Path | None, where: Sequence[str], id_column: str) -> None:
     """Scores are finite numbers and no question lists an id twice; ``where[i]`` names row i in messages."""
     score = pd.to_numeric(run["score"], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     bad = ~np.isfinite(score)
@@ -88,10 +57,10 @@ def check_run(run: pd.DataFrame, path: str | Path, where: Sequence[str], id_colu
         i = int(np.flatnonzero(bad)[0])
         raise InputError(path, f"{where[i]} (question {run['qid'].iloc[i]!r}, id {run[id_column].iloc[i]!r})",
                          f"score {run['score'].iloc[i]!r} is not a finite number", "Give every result a numeric score.")
-    pair = _first_repeat(run.reset_index(drop=True), ["qid", id_column])
+    pair = first_repeat(run.reset_index(drop=True), ["qid", id_column])
     if pair is not None:
         first, second = pair
-        raise InputError(path, _two(where, first, second),
+        raise InputError(path, two_rows(where, first, second),
                          f"question {run['qid'].iloc[first]!r} lists id {run[id_column].iloc[first]!r} twice",
                          "A ranked list names each id once; remove the repeat.")
 
@@ -114,24 +83,34 @@ def read_trec_run(path: str | Path) -> pd.DataFrame:
     return order_by_trec_rule(frame[RUN_COLUMNS], id_column="doc_id")
 
 
-def read_parquet_run(path: str | Path) -> pd.DataFrame:
-    """A Parquet run as RUN_COLUMNS: needs qid, doc_id, score; chunk_id defaults to doc_id; without a rank
-    column each question is ordered by trec_eval's rule, with one by rank (renumbered from 1)."""
-    path = Path(path)
+def _read_parquet(path: str | Path) -> pd.DataFrame:
+    """A Parquet file as a DataFrame; an unreadable one is an InputError."""
     try:
-        frame = pd.read_parquet(path)
+        return pd.read_parquet(path)
     except (OSError, ValueError) as error:
         raise InputError(path, None, f"is not a readable Parquet file ({error})", "Check the path.") from None
+
+
+def _frame_from_mapping(nested: Mapping[str, Mapping[str, Any]], columns: list[str]) -> pd.DataFrame:
+    """{qid: {id: value}} (pytrec_eval's and ranx's dicts) as a frame of the given three columns."""
+    return pd.DataFrame([(qid, item, value) for qid, items in nested.items() for item, value in items.items()],
+                        columns=columns)
+
+
+def run_from_frame(frame: pd.DataFrame, source: str | Path | None = None) -> pd.DataFrame:
+    """A run table as RUN_COLUMNS: needs qid, doc_id, score; chunk_id defaults to doc_id; without a rank
+    column each question is ordered by trec_eval's rule, with one by rank (renumbered from 1). ``source`` names
+    the table in messages."""
     missing = sorted({"qid", "doc_id", "score"} - set(frame.columns))
     if missing:
-        raise InputError(path, None, f"lacks column(s) {missing}",
-                         "A Parquet run needs qid, doc_id, score (and optionally chunk_id, rank).")
+        raise InputError(source, None, f"lacks column(s) {missing}",
+                         "A run table needs qid, doc_id, score (and optionally chunk_id, rank).")
     frame = frame.reset_index(drop=True)
     if "chunk_id" not in frame:
         frame = frame.assign(chunk_id=frame["doc_id"])
     frame = frame.assign(qid=frame["qid"].astype(str), doc_id=frame["doc_id"].astype(str),
                          chunk_id=frame["chunk_id"].astype(str))
-    check_run(frame, path, [f"row {i + 1}" for i in range(len(frame))], "chunk_id")
+    check_run(frame, source, [f"row {i + 1}" for i in range(len(frame))], "chunk_id")
     frame = frame.assign(score=pd.to_numeric(frame["score"]).astype(np.float64))
     if "rank" not in frame:
         return order_by_trec_rule(frame.assign(rank=0)[RUN_COLUMNS])
@@ -139,40 +118,58 @@ def read_parquet_run(path: str | Path) -> pd.DataFrame:
     return ordered.assign(rank=ordered.groupby("qid").cumcount() + 1)[RUN_COLUMNS].reset_index(drop=True)
 
 
-def read_run(path: str | Path, fmt: str | None = None) -> pd.DataFrame:
-    """A TREC or Parquet run (format from the extension unless given) as RUN_COLUMNS."""
-    fmt = fmt or file_format(path)
-    return read_parquet_run(path) if fmt == "parquet" else read_trec_run(path)
+def read_parquet_run(path: str | Path) -> pd.DataFrame:
+    """A Parquet run as RUN_COLUMNS (see run_from_frame)."""
+    return run_from_frame(_read_parquet(path), Path(path))
 
 
-def read_qrels(path: str | Path, grain: str = "document") -> pd.DataFrame:
-    """TREC qrels, or Parquet qrels (qid, item_id or doc_id, grade; rows of other grains dropped when it has
-    a grain column, as the workflow's qrels do), as validated qid, item_id, grade; qrels holding none raise."""
-    if file_format(path) == "trec":
-        qrels = read_trec_qrels(path)
-        if qrels.empty:
-            raise InputError(path, None, "holds no judgement", "Each line must read `qid iteration docno grade`.")
-        return qrels
-    path = Path(path)
-    try:
-        frame = pd.read_parquet(path)
-    except (OSError, ValueError) as error:
-        raise InputError(path, None, f"is not a readable Parquet file ({error})", "Check the path.") from None
+def read_run(source: RunSource, fmt: str | None = None, name: str | None = None) -> pd.DataFrame:
+    """A run as RUN_COLUMNS from a TREC or Parquet file (format from the extension unless given), a DataFrame
+    (qid, doc_id, score, optionally chunk_id and rank) or a {qid: {doc_id: score}} dict; ``name`` names an
+    in-memory run in messages."""
+    if isinstance(source, pd.DataFrame):
+        return run_from_frame(source, name or "the run table")
+    if isinstance(source, Mapping):
+        return run_from_frame(_frame_from_mapping(source, ["qid", "doc_id", "score"]), name or "the run dict")
+    fmt = fmt or file_format(source)
+    return read_parquet_run(source) if fmt == "parquet" else read_trec_run(source)
+
+
+def qrels_from_frame(frame: pd.DataFrame, source: str | Path | None = None, grain: str = "document"
+                     ) -> pd.DataFrame:
+    """A qrels table (qid, item_id or doc_id, grade; rows of other grains dropped when it has a grain column, as
+    the workflow's qrels do) as validated qid, item_id, grade; a table holding none raises."""
     if "item_id" not in frame and "doc_id" in frame:
         frame = frame.rename(columns={"doc_id": "item_id"})
     missing = sorted({"qid", "item_id", "grade"} - set(frame.columns))
     if missing:
-        raise InputError(path, None, f"lacks column(s) {missing}", "Parquet qrels need qid, item_id (or doc_id), grade.")
+        raise InputError(source, None, f"lacks column(s) {missing}", "Qrels tables need qid, item_id (or doc_id), "
+                         "grade.")
     frame = frame.reset_index(drop=True)
     where = [f"row {i + 1}" for i in range(len(frame))]
     if "grain" in frame:
         keep = (frame["grain"] == grain).to_numpy()
         frame, where = frame[keep], [w for w, k in zip(where, keep) if k]
     if frame.empty:
-        raise InputError(path, None, "holds no judgement" + (f" at {grain} grain" if "grain" in frame else ""),
+        raise InputError(source, None, "holds no judgement" + (f" at {grain} grain" if "grain" in frame else ""),
                          "Give qrels with one row per judged (qid, item_id).")
     frame = frame.assign(qid=frame["qid"].astype(str), item_id=frame["item_id"].astype(str))
-    return check_qrels(frame[["qid", "item_id", "grade"]], path, where)
+    return check_qrels(frame[["qid", "item_id", "grade"]], source, where)
+
+
+def read_qrels(source: QrelsSource, grain: str = "document") -> pd.DataFrame:
+    """Qrels as validated qid, item_id, grade from a TREC file, a Parquet file or DataFrame (see qrels_from_frame)
+    or a {qid: {doc_id: grade}} dict; qrels holding no judgement raise."""
+    if isinstance(source, pd.DataFrame):
+        return qrels_from_frame(source, "the qrels table", grain)
+    if isinstance(source, Mapping):
+        return qrels_from_frame(_frame_from_mapping(source, ["qid", "item_id", "grade"]), "the qrels dict", grain)
+    if file_format(source) == "parquet":
+        return qrels_from_frame(_read_parquet(source), Path(source), grain)
+    qrels = read_trec_qrels(source)
+    if qrels.empty:
+        raise InputError(source, None, "holds no judgement", "Each line must read `qid iteration docno grade`.")
+    return qrels
 
 
 def trec_run_text(run: pd.DataFrame, tag: str, id_column: str = "chunk_id") -> str:
@@ -194,3 +191,21 @@ def trec_run_text(run: pd.DataFrame, tag: str, id_column: str = "chunk_id") -> s
 def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str, id_column: str = "chunk_id") -> None:
     """Write trec_run_text atomically."""
     write_text(trec_run_text(run, tag, id_column), path)
+
+
+def write_run(run: pd.DataFrame, path: str | Path, tag: str = "rankbench") -> None:
+    """A run (RUN_COLUMNS) as Parquet (.parquet: every column kept) or else as a TREC run of its documents (chunks
+    collapsed to their documents; scores derived from the ranks, so trec_eval reproduces its order)."""
+    if file_format(path) == "parquet":
+        write_parquet(run, path)
+    else:
+        write_trec_run(collapse_to_documents(run), path, tag, id_column="doc_id")
+
+
+def write_qrels(qrels: pd.DataFrame, path: str | Path) -> None:
+    """Qrels (qid, item_id, grade) as Parquet (.parquet) or else as TREC qrels lines `qid 0 item_id grade`."""
+    frame = qrels[["qid", "item_id", "grade"]]
+    if file_format(path) == "parquet":
+        write_parquet(frame, path)
+    else:
+        write_text("".join(f"{q} 0 {i} {int(g)}\n" for q, i, g in frame.itertuples(index=False)), path)

@@ -17,7 +17,7 @@ GENERATED_KIND = "generated"
 MIN_SECTION_CHARS = 80
 
 
-def normalize(text: str) -> str:
+def duplicate_key(text: str) -> str:
     """Text for duplicate detection: accents dropped, lower case, punctuation and spacing collapsed."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
     return " ".join(re.findall(r"[a-z0-9]+", ascii_text.lower()))
@@ -56,7 +56,7 @@ def generate_questions(chat: Chat, documents: pd.DataFrame, count: int, seed: in
             logging.warning("no question parsed for %s#%s", section["doc_id"], section["section"])
         for style, field in (("natural", "question"), ("keyword", "keywords")):
             text = reply.get(field, "")
-            key = normalize(text)
+            key = duplicate_key(text)
             if not key or key in seen or len(records) >= count:
                 continue
             seen.add(key)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -15,13 +14,6 @@ from rankbench.llm.chat import Chat
 from rankbench.llm.prompts import judge_messages, parse_grade
 
 JUDGEMENT_COLUMNS = ["qid", "kind", "chunk_id", "doc_id", "section", "judge", "human", "seconds"]
-
-
-def pool(runs: Sequence[pd.DataFrame], depth: int) -> pd.DataFrame:
-    """Distinct (qid, chunk_id, doc_id) in the top `depth` of any run, sorted."""
-    heads = [run.loc[run["rank"] <= depth, ["qid", "chunk_id", "doc_id"]] for run in runs]
-    pooled = pd.concat(heads, ignore_index=True).drop_duplicates(["qid", "chunk_id"])
-    return pooled.sort_values(["qid", "chunk_id"]).reset_index(drop=True)
 
 
 def judge_pool(chat: Chat, pooled: pd.DataFrame, questions: pd.DataFrame, labels: pd.DataFrame,

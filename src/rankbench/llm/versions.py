@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import shutil
-from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.io.files import write_atomically, write_text
+from rankbench.io.files import write_atomically
 from rankbench.io.frozen import content_hash, freeze, read_lock
-
-
-def jsonl_text(records: Iterable[Mapping[str, Any]]) -> str:
-    """One JSON object a line, UTF-8 as written (not escaped)."""
-    return "".join(json.dumps(dict(record), ensure_ascii=False) + "\n" for record in records)
 
 
 def version_records(questions: pd.DataFrame, labels: pd.DataFrame) -> list[dict[str, Any]]:
@@ -35,11 +28,6 @@ def version_records(questions: pd.DataFrame, labels: pd.DataFrame) -> list[dict[
                         "as_of": question.as_of if isinstance(question.as_of, str) else None,
                         "labels": question_labels})
     return records
-
-
-def write_jsonl(records: Iterable[Mapping[str, Any]], path: str | Path) -> None:
-    """Atomically write records as JSONL."""
-    write_text(jsonl_text(records), path)
 
 
 def publish(source: Path, destination: Path, version: str, lock: Path) -> str:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from rankbench.analysis.failures import RANKING, RECALL, first_relevant, pool_depth
+from rankbench.analysis.failures import RANKING, RECALL, candidate_depth, first_relevant
 from rankbench.analysis.leaks import leak_flags
 from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
@@ -200,7 +200,7 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
         leaked = top.assign(staff=top["staff"].astype(int) * STAFF, outdated=top["outdated"].astype(int) * OUTDATED)
         leaks = leaked.groupby("qid")[["staff", "outdated"]].max().sum(axis=1).reindex(qids, fill_value=0)
         entry = {
-            "name": method, "type": spec["type"], "inputs": method_inputs(spec), "depth": pool_depth(spec),
+            "name": method, "type": spec["type"], "inputs": method_inputs(spec), "depth": candidate_depth(spec),
             "n": in_view.groupby("qid").size().reindex(qids, fill_value=0).astype(int).tolist(),
             "c": [chunk_keys[(chunker, c)] for c in in_view["chunk_id"]],
             "s": [_score(s) for s in in_view["score"]],

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import secrets
 import unicodedata
 import zipfile
 from collections import Counter
@@ -38,6 +36,7 @@ from bm25s import stopwords as _bm25s_stopwords
 
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
+from rankbench.io.files import write_atomically
 
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
@@ -94,7 +93,7 @@ class Analyzer:
         stem = _stemmer(self.language) if self.stemming else None
         out: list[list[str]] = []
         for text in texts:
-            tokens = _TOKEN.findall(normalize(text, self.fold_accents))
+            tokens = _TOKEN.findall(fold_text(text, self.fold_accents))
             if stopset:
                 tokens = [t for t in tokens if t not in stopset]
             if stem is not None and tokens:
@@ -149,7 +148,7 @@ def index_keys(spec: Mapping[str, Any]) -> dict[str, Any]:
     return dict(sorted(keys.items()))
 
 
-def normalize(text: str, fold_accents: bool) -> str:
+def fold_text(text: str, fold_accents: bool) -> str:
     """NFC + lowercase, then optionally strip diacritics and expand œ/æ/ß, so variants compare equal."""
     text = unicodedata.normalize("NFC", text).lower()
     if not fold_accents:
@@ -161,7 +160,7 @@ def normalize(text: str, fold_accents: bool) -> str:
 @lru_cache(maxsize=None)
 def _stopword_set(language: str, fold_accents: bool) -> frozenset[str]:
     """Stopwords of a language, normalized like the text they are compared with."""
-    return frozenset(normalize(w, fold_accents) for w in _STOPWORDS[language])
+    return frozenset(fold_text(w, fold_accents) for w in _STOPWORDS[language])
 
 
 def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
@@ -202,22 +201,15 @@ def _attach(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params) -> None:
 
 
 def save_index(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params, path: Path) -> None:
-    """Write an index as one .npz (no pickle, fixed timestamps), via a temp file renamed into place."""
-    path = Path(path)
+    """Write an index as one .npz (no pickle, fixed timestamps), atomically (io.files)."""
     _check_built_with(index, analyzer, params)
     arrays = _index_arrays(index, analyzer, params)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A unique name in the same folder (so the rename is atomic), created with the usual umask.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
-    try:
-        with open(tmp, "xb") as handle:
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as handle:
             _write_npz(handle, arrays)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+
+    write_atomically(path, write)
 
 
 def _index_arrays(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params) -> dict[str, np.ndarray]:

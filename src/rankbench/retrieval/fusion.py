@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rankbench.errors import InputError
 from rankbench.io.runs import order_by_trec_rule
+from rankbench.io.trec import RunSource, read_run
 
 NORMALIZATIONS = ("minmax", "zscore")
+FUSIONS = ("rrf", "combsum", "combmnz")
 _KEYS = ["qid", "chunk_id", "doc_id"]
 
 
@@ -61,3 +65,16 @@ def score_fusion(runs: Sequence[pd.DataFrame], method: str = "combsum", normaliz
     if method == "combmnz":
         fused["score"] *= fused["hits"]
     return order_by_trec_rule(fused.drop(columns="hits"), depth=depth)
+
+
+def fuse(runs: Sequence[RunSource] | Mapping[str, RunSource], method: str = "rrf", **options: Any) -> pd.DataFrame:
+    """Runs (files, DataFrames or {qid: {doc_id: score}} dicts; a dict of them fuses its values in order) fused into
+    one, ordered by trec_eval's rule: "rrf" (options of reciprocal_rank_fusion: k, depth, weights) or "combsum" /
+    "combmnz" (options of score_fusion: normalization, depth, weights)."""
+    if method not in FUSIONS:
+        raise InputError(None, "method", f"{method!r} is not a fusion", f"Use one of: {', '.join(FUSIONS)}.")
+    named = runs.items() if isinstance(runs, Mapping) else ((f"#{i + 1}", run) for i, run in enumerate(runs))
+    read = [read_run(source, name=f"run {name}") for name, source in named]
+    if method == "rrf":
+        return reciprocal_rank_fusion(read, **options)
+    return score_fusion(read, method, **options)

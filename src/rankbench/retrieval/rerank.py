@@ -16,10 +16,11 @@ from rankbench.io.runs import RUN_COLUMNS, order_by_trec_rule
 PairScorer = Callable[[pd.DataFrame], np.ndarray]
 
 
-def rerank(run: pd.DataFrame, depth: int, score_pairs: PairScorer) -> pd.DataFrame:
-    """Reranked run with a `first_stage_rank` column; a reranker cannot recover what the first N did not pass it."""
-    head = run[run["rank"] <= depth].copy()
-    tail = run[run["rank"] > depth].copy()
+def rerank(run: pd.DataFrame, rerank_depth: int, score_pairs: PairScorer) -> pd.DataFrame:
+    """Reranked run with a `first_stage_rank` column: the top `rerank_depth` re-scored (a reranker cannot recover
+    what they miss), the rest below in their first-stage order."""
+    head = run[run["rank"] <= rerank_depth].copy()
+    tail = run[run["rank"] > rerank_depth].copy()
     head["first_stage_rank"] = head["rank"]
     head["score"] = np.asarray(score_pairs(head), dtype=np.float64)
     head = order_by_trec_rule(head)
@@ -27,16 +28,14 @@ def rerank(run: pd.DataFrame, depth: int, score_pairs: PairScorer) -> pd.DataFra
     floor = head.groupby("qid")["score"].min()
     # Scores under the reranked head keep the tail in first-stage order (a run's rank is authoritative).
     tail["score"] = tail["qid"].map(floor).astype(np.float64).fillna(0.0) - tail["rank"].astype(np.float64)
-    merged = pd.concat([head, tail], ignore_index=True)
-    merged = merged.sort_values(["qid", "score", "chunk_id"], ascending=[True, False, False], kind="stable")
-    merged["rank"] = merged.groupby("qid", sort=False).cumcount() + 1
-    return merged[RUN_COLUMNS + ["first_stage_rank"]].reset_index(drop=True)
+    merged = order_by_trec_rule(pd.concat([head, tail], ignore_index=True))
+    return merged[RUN_COLUMNS + ["first_stage_rank"]]
 
 
-def rerank_or_fallback(run: pd.DataFrame, depth: int, make_scorer: Callable[[], PairScorer]) -> pd.DataFrame:
+def rerank_or_fallback(run: pd.DataFrame, rerank_depth: int, make_scorer: Callable[[], PairScorer]) -> pd.DataFrame:
     """`rerank` with a scorer built by make_scorer(); any failure of either gives the input order, marked degraded."""
     try:
-        reranked = rerank(run, depth, make_scorer())
+        reranked = rerank(run, rerank_depth, make_scorer())
         return reranked.assign(degraded=False, degraded_reason="")
     except Exception as error:  # noqa: BLE001 - any scorer failure degrades this run only, on purpose
         reason = f"{type(error).__name__}: {error}"
