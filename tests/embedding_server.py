@@ -69,7 +69,8 @@ class CountingProxy(ThreadingHTTPServer):
         self.lock = threading.Lock()
 
     def fail_next(self, status: int, body: object, times: int = 1, after: int = 0) -> None:
-        """Forward `after` more requests, then answer `times` of them with this error."""
+        """Forward `after` more requests, then answer `times` of them with this error (status 0: close the
+        connection without an answer)."""
         self.failures += [None] * after + [(status, json.dumps(body).encode())] * times
 
     @property
@@ -101,6 +102,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 status, payload = error.code, error.read()
         else:
             status, payload = failure
+        if status == 0:
+            self.close_connection = True
+            return
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))

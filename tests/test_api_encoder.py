@@ -104,6 +104,12 @@ def test_a_503_is_retried_and_the_vectors_are_the_same(proxy: CountingProxy, tmp
     assert "retrying" in caplog.text
 
 
+def test_a_dropped_connection_is_retried(proxy: CountingProxy, tmp_path: Path) -> None:
+    proxy.fail_next(0, None)
+    vectors = load_encoder(api_spec(proxy.base_url, batch_size=8), tmp_path / "api").encode_queries(QUERIES)
+    assert vectors.shape == (3, 384) and len(proxy.requests) == 2
+
+
 def test_errors_name_the_endpoint_the_status_and_the_body(proxy: CountingProxy, tmp_path: Path) -> None:
     proxy.fail_next(503, {"error": {"message": "overloaded"}}, times=3)
     with pytest.raises(InputError, match=rf"^{proxy.base_url}/embeddings: answered HTTP 503 after 3 attempts "
@@ -184,11 +190,12 @@ def test_the_demo_runs_with_an_api_encoder_and_a_rerun_pays_nothing(proxy: Count
     chunks = pd.read_parquet(results / "corpus/sections/chunks.parquet")
     questions = pd.read_parquet(results / "v2/questions.parquet")["question"].tolist()
     assert proxy.texts == len(chunks) + len(questions)
-    # the vectors the workflow indexed are the in-process model's
-    passages = np.load(results / "corpus/sections/embeddings/e5api.npy")
-    assert np.sum(passages * e5.encode_passages(passage_text(chunks)), axis=1).min() > 1 - 1e-5
-    queries = np.load(results / "v2/query-embeddings/e5api.npy")
-    assert np.sum(queries * e5.encode_queries(questions), axis=1).min() > 1 - 1e-5
+    # the vectors the workflow indexed are the in-process model's (every 10th: the unit test compares them all)
+    passages, queries = (np.load(results / path) for path in ("corpus/sections/embeddings/e5api.npy",
+                                                             "v2/query-embeddings/e5api.npy"))
+    sample = slice(None, None, 10)
+    assert np.sum(passages[sample] * e5.encode_passages(passage_text(chunks)[sample]), axis=1).min() > 1 - 1e-5
+    assert np.sum(queries[sample] * e5.encode_queries(questions[sample]), axis=1).min() > 1 - 1e-5
     # tokens from the server's usage fields reach cost.md
     usage = {side: json.loads((results / f"benchmarks/{path}.usage.json").read_text())
              for side, path in (("index", "embed_corpus/sections/e5api/shard-0"), ("query", "embed_queries/v2/e5api"))}

@@ -61,7 +61,8 @@ class ApiUsage:
 
 class ApiEncoder:
     """Texts → vectors through the endpoint; texts already in the cache (same endpoint, model, dimensions, input type
-    and prefixed text) are never sent again."""
+    and prefixed text) are never sent again. Queries are batched too: a server batches concurrent requests anyway,
+    and the cache fixes each text's vector from its first answer on."""
 
     def __init__(self, spec: ApiEncoderSpec, cache: str | Path | None, setting: str = "encoders.<name>") -> None:
         self.spec, self.cache, self.setting = spec, Path(cache) if cache else None, setting
