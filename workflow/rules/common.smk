@@ -63,7 +63,7 @@ def method_spec(method):
 
 
 def encoder_spec(encoder):
-    """An encoder's settings for EncoderSpec (how many shards embed the corpus is the workflow's business)."""
+    """An encoder's settings for encoder_spec() (how many shards embed the corpus is the workflow's business)."""
     return dict(
         sorted((k, v) for k, v in config["encoders"][encoder].items() if k != "shards")
     )
