@@ -191,6 +191,19 @@ CASES = {
     "key of another type": (set_key("methods.hybrid.k1", 0.9), "methods.hybrid", "sets `k1`"),
     "rerank without input": (lambda c: c["methods"]["rerank"].pop("input"), "methods.rerank",
                              "'input' is a required property"),
+    # embedding APIs
+    "api encoder without base_url": (set_key("encoders.minilm", {"kind": "openai", "model": "m"}), "encoders.minilm",
+                                     "'base_url' is a required property"),
+    "api base_url not http": (set_key("encoders.minilm", {"kind": "openai", "model": "m", "base_url": "127.0.0.1/v1"}),
+                              "encoders.minilm.base_url", "does not match"),
+    "api key variable not set": (set_key("encoders.minilm", {"kind": "openai", "model": "m", "base_url": "http://h/v1",
+                                                             "api_key_env": "RANKBENCH_NO_SUCH_KEY"}),
+                                 "encoders.minilm.api_key_env", "'RANKBENCH_NO_SUCH_KEY', which is not set"),
+    "device on an api encoder": (set_key("encoders.minilm", {"kind": "openai", "model": "m", "base_url": "http://h/v1",
+                                                             "device": "cuda"}),
+                                 "encoders.minilm.device", "does not apply to kind openai"),
+    "api key on a local encoder": (set_key("encoders.minilm.max_concurrency", 4), "encoders.minilm.max_concurrency",
+                                   "does not apply to kind sentence-transformers"),
 }
 
 

@@ -46,7 +46,7 @@ from rankbench.io.frozen import read_lock
 from rankbench.io.markdown import markdown_grid
 from rankbench.pipeline.cost import cost_table, method_stages
 from rankbench.pipeline.provenance import canonical_config, config_hash, report_settings
-from rankbench.report.comparison import judge_section, labels_section, leaks_section
+from rankbench.report.comparison import cost_page, judge_section, labels_section, leaks_section
 from rankbench.report.findings import findings, kind_patterns
 from rankbench.report.tables import (
     csv_table,
@@ -221,6 +221,29 @@ def test_cost_counts_a_method_and_its_inputs_once_each() -> None:
     cost = cost_table(plan, {"a": 3.0, "b": 1.0, "c": 5.0}, n_questions=40).iloc[0]
     assert (cost["query_s"], cost["index_s"], cost["ms_per_question"]) == (4.0, 5.0, 100.0)
     assert cost["stages"] == "rerank, retrieve_bm25, bm25_index (index)"
+    assert np.isnan(cost[["index_tokens", "query_tokens", "index_sent", "query_sent"]].astype(float)).all()
+
+
+def test_cost_counts_the_tokens_an_embedding_api_billed_per_side(tiny_aggregate) -> None:
+    plan = {"api": [["embed_queries", "query", "q"], ["retrieve_dense", "query", "r"], ["embed_corpus", "index", "c0"],
+                    ["embed_corpus", "index", "c1"]],
+            "quiet": [["embed_queries", "query", "q2"]], "bm25": [["retrieve_bm25", "query", "b"]]}
+    usage = {"q": {"sent": 50, "tokens": 1130}, "c0": {"sent": 80, "tokens": 9000}, "c1": {"sent": 74, "tokens": 6583},
+             "q2": {"sent": 8, "tokens": None}}
+    cost = cost_table(plan, dict.fromkeys(["q", "r", "c0", "c1", "q2", "b"], 1.0), 50, usage).set_index("method")
+    assert (cost.at["api", "query_tokens"], cost.at["api", "index_tokens"]) == (1130, 15583)
+    assert (cost.at["api", "query_sent"], cost.at["api", "index_sent"]) == (50, 154)
+    assert np.isnan(cost.at["quiet", "query_tokens"]) and cost.at["quiet", "query_sent"] == 8
+    aggregate, _ = tiny_aggregate
+    cost = cost.reset_index().replace({"api": "dense", "quiet": "hybrid"})
+    page = cost_page(aggregate, cost, {"grain": "document", "headline": [["ndcg", 10]], "alpha": 0.05, "ci": False},
+                     "demo", "v1")
+    rows = {line.split(" | ")[0]: line for line in page.splitlines() if line.startswith("| ")}
+    assert "| 1,130 | 15,583 |" in rows["| dense"] and "| ? (8 texts) | – |" in rows["| hybrid"]
+    assert "| – | – |" in rows["| bm25"] and "API tokens: the tokens an embedding API billed" in page
+    plain = cost_page(aggregate, cost_table({"bm25": plan["bm25"]}, {"b": 1.0}, 50), {"grain": "document",
+                      "headline": [["ndcg", 10]], "alpha": 0.05, "ci": False}, "demo", "v1")
+    assert "API tokens" not in plain
 
 
 def _run(rows):

@@ -69,10 +69,14 @@ def method_spec(method):
 
 
 def encoder_spec(encoder):
-    """An encoder's settings for EncoderSpec (how many shards embed the corpus is the workflow's business)."""
+    """An encoder's settings for encoder_spec() (how many shards embed the corpus is the workflow's business)."""
     return dict(
         sorted((k, v) for k, v in config["encoders"][encoder].items() if k != "shards")
     )
+
+
+def is_api_encoder(encoder):
+    return config["encoders"][encoder]["kind"] == "openai"
 
 
 def encoder_shards(encoder):
@@ -82,6 +86,11 @@ def encoder_shards(encoder):
 def embedding_cache(chunker, encoder):
     """Chunk vectors of the last corpus embedding, reused by content (not a workflow output: see README)."""
     return f"{R}/cache/embeddings/{chunker}/{encoder}"
+
+
+# Read and written, never declared: every vector an embedding API returned, by (endpoint, model, dimensions, input
+# type, prefixed text), shared by every chunker, encoder name and version, so no text is paid for twice.
+API_EMBEDDING_CACHE = f"{R}/cache/api-embeddings"
 
 
 def query_embedding_cache(encoder):
@@ -259,6 +268,24 @@ def cost_plan(wildcards):
             )
         ]
     return plan
+
+
+def api_usage(wildcards):
+    """Benchmark file -> usage file (texts sent, tokens billed) of each embedding job of an API encoder that the
+    cost plan counts."""
+    usage = {}
+    for method in METHODS:
+        for stage, side, values in method_stages(
+            METHOD_SPECS, method, chunker_of, index_name
+        ):
+            encoder = values.get("encoder")
+            if not stage.startswith("embed_") or not is_api_encoder(encoder):
+                continue
+            stage_rule = getattr(rules, stage)
+            for shard in range(encoder_shards(encoder)) if stage == "embed_corpus" else [0]:
+                fields = dict(qset=wildcards.qset, shard=shard, **values)
+                usage[stage_rule.benchmark.format(**fields)] = stage_rule.output.usage.format(**fields)
+    return usage
 
 
 def qrels_of(method, qset):

@@ -29,6 +29,8 @@ rule embed_corpus:
         embeddings=temp(
             f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}/shard-{{shard}}.npy"
         ),
+        # Texts sent and tokens billed (an API encoder's cost, on cost.md).
+        usage=f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.usage.json",
     log:
         f"{LOGS}/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.log",
     benchmark:
@@ -46,6 +48,7 @@ rule embed_corpus:
         shards=lambda wildcards: encoder_shards(wildcards.encoder),
         # Read if present, never declared: written by merge_embeddings, it only saves work (see README).
         cache=lambda wildcards: embedding_cache(wildcards.chunker, wildcards.encoder),
+        api_cache=API_EMBEDDING_CACHE,
     script:
         "../scripts/embed_corpus.py"
 

@@ -54,6 +54,7 @@ rule embed_queries:
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         embeddings=f"{R}/{{qset}}/query-embeddings/{{encoder}}.npy",
+        usage=f"{R}/benchmarks/embed_queries/{{qset}}/{{encoder}}.usage.json",
     log:
         f"{LOGS}/embed_queries/{{qset}}/{{encoder}}.log",
     benchmark:
@@ -68,6 +69,7 @@ rule embed_queries:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
         # Read if present, never declared: vectors of questions already encoded, shared by every version.
         cache=lambda wildcards: query_embedding_cache(wildcards.encoder),
+        api_cache=API_EMBEDDING_CACHE,
     script:
         "../scripts/embed_queries.py"
 
@@ -116,6 +118,7 @@ rule embed_rewritten_queries:
         questions=f"{R}/{{qset}}/rewrites/{{rewrite}}.parquet",
     output:
         embeddings=f"{R}/{{qset}}/query-embeddings/{{rewrite}}/{{encoder}}.npy",
+        usage=f"{R}/benchmarks/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.usage.json",
     log:
         f"{LOGS}/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
@@ -130,5 +133,6 @@ rule embed_rewritten_queries:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
         # Read if present, never declared: vectors of questions already encoded, shared by every version.
         cache=lambda wildcards: query_embedding_cache(wildcards.encoder),
+        api_cache=API_EMBEDDING_CACHE,
     script:
         "../scripts/embed_queries.py"

@@ -17,6 +17,7 @@ rule comparison_table:
         benchmarks=lambda wildcards: sorted(
             {path for stages in cost_plan(wildcards).values() for _, _, path in stages}
         ),
+        api_usage=lambda wildcards: sorted(api_usage(wildcards).values()),
     output:
         table=f"{R}/{{qset}}/comparison.md",
         html=report(
@@ -59,6 +60,7 @@ rule comparison_table:
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
         reranked_methods=methods_of_type("rerank"),
         cost_plan=cost_plan,
+        api_usage=api_usage,
         judge_agreement=lambda wildcards: judge_output_path(
             wildcards.qset, "agreement.parquet"
         ),

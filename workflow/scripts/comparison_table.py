@@ -33,7 +33,8 @@ def main(snakemake):
     documents = pd.read_parquet(snakemake.input.documents, columns=["audience"])
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
-    cost = cost_table(p.cost_plan, seconds, len(questions))
+    usage = {bench: json.loads(Path(path).read_text()) for bench, path in p.api_usage.items()}
+    cost = cost_table(p.cost_plan, seconds, len(questions), usage)
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     degraded = {}
     for method, path in zip(p.reranked_methods, snakemake.input.reranked):

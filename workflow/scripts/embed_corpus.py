@@ -1,6 +1,7 @@
 """Encode one contiguous shard of the chunks with one encoder (normalized float32), reusing cached vectors of
 chunks whose text is unchanged."""
 
+import json
 import logging
 from dataclasses import asdict
 
@@ -8,7 +9,7 @@ import pandas as pd
 import torch
 
 from rankbench.corpus.chunking import passage_text
-from rankbench.io.files import write_npy
+from rankbench.io.files import write_npy, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.embedding_cache import (
     cache_key,
@@ -16,20 +17,23 @@ from rankbench.retrieval.embedding_cache import (
     load_cache,
     shard_bounds,
 )
-from rankbench.retrieval.encoders import EncoderSpec, load_encoder
+from rankbench.retrieval.api_encoder import usage_record
+from rankbench.retrieval.encoders import encoder_spec, load_encoder
 
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
-    spec = EncoderSpec(**snakemake.params.encoder)
+    spec = encoder_spec(snakemake.params.encoder)
     chunks = pd.read_parquet(snakemake.input.chunks, columns=["title", "text"])
     shard, shards = int(snakemake.wildcards.shard), snakemake.params.shards
     start, stop = shard_bounds(len(chunks), shards, shard)
     texts = passage_text(chunks.iloc[start:stop])
     cached_hashes, cached_vectors = load_cache(snakemake.params.cache, cache_key(asdict(spec)))
-    vectors, encoded = embed_passages(load_encoder(spec), texts, cached_hashes, cached_vectors)
+    encoder = load_encoder(spec, snakemake.params.api_cache, snakemake.wildcards.encoder)
+    vectors, encoded = embed_passages(encoder, texts, cached_hashes, cached_vectors)
     logging.info("shard %d of %d: chunks %d-%d; encoded %d of %d chunks, %d from the cache",
                  shard + 1, shards, start, stop, encoded, len(texts), len(texts) - encoded)
+    write_text(json.dumps(usage_record(encoder, len(texts), encoded)), snakemake.output.usage)
     write_npy(vectors, snakemake.output.embeddings)
 
 

@@ -1,13 +1,14 @@
 """Encode the questions of one version with one encoder, once for every method that needs them, reusing the cached
 vectors of questions an earlier version (or rewrite source) already encoded."""
 
+import json
 import logging
 from dataclasses import asdict
 
 import pandas as pd
 import torch
 
-from rankbench.io.files import write_npy
+from rankbench.io.files import write_npy, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.embedding_cache import (
     cache_key,
@@ -16,18 +17,21 @@ from rankbench.retrieval.embedding_cache import (
     save_cache,
     text_hashes,
 )
-from rankbench.retrieval.encoders import EncoderSpec, load_encoder
+from rankbench.retrieval.api_encoder import usage_record
+from rankbench.retrieval.encoders import encoder_spec, load_encoder
 
 
 def main(snakemake):
     torch.set_num_threads(snakemake.threads)
-    spec = EncoderSpec(**snakemake.params.encoder)
+    spec = encoder_spec(snakemake.params.encoder)
     texts = pd.read_parquet(snakemake.input.questions)["question"].tolist()
     key = cache_key(asdict(spec))
-    vectors, encoded = embed_queries(load_encoder(spec), texts, *load_cache(snakemake.params.cache, key))
+    encoder = load_encoder(spec, snakemake.params.api_cache, snakemake.wildcards.encoder)
+    vectors, encoded = embed_queries(encoder, texts, *load_cache(snakemake.params.cache, key))
     logging.info("encoded %d of %d questions, %d from the cache", encoded, len(texts), len(texts) - encoded)
     if encoded:
         save_cache(snakemake.params.cache, key, text_hashes(texts), vectors, replace=False)
+    write_text(json.dumps(usage_record(encoder, len(texts), encoded)), snakemake.output.usage)
     write_npy(vectors, snakemake.output.embeddings)
 
 

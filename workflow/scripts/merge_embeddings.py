@@ -9,7 +9,7 @@ from rankbench.corpus.chunking import passage_text
 from rankbench.io.files import write_npy
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.embedding_cache import cache_key, save_cache, text_hashes
-from rankbench.retrieval.encoders import EncoderSpec
+from rankbench.retrieval.encoders import encoder_spec
 
 
 def main(snakemake):
@@ -18,7 +18,7 @@ def main(snakemake):
     if len(vectors) != len(chunks):
         raise RuntimeError(f"{len(vectors)} vectors for {len(chunks)} chunks: the shards do not cover the corpus")
     write_npy(vectors, snakemake.output.embeddings)
-    key = cache_key(asdict(EncoderSpec(**snakemake.params.encoder)))
+    key = cache_key(asdict(encoder_spec(snakemake.params.encoder)))
     save_cache(snakemake.params.cache, key, text_hashes(passage_text(chunks)), vectors, replace=True)
 
 

@@ -8,23 +8,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import math
 import os
-import socket
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from rankbench.errors import InputError
 from rankbench.io.files import write_text
+from rankbench.io.http import post_json
 from rankbench.llm.model_file import INSTALL_HINT, default_cache_dir, packaged_model
 
 Messages = Sequence[Mapping[str, str]]
-RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 BACKEND_DEFAULTS: dict[str, Any] = {
     "backend": "local", "base_url": None, "model": None, "api_key_env": None, "timeout": 60.0, "retries": 3,
     "backoff": 1.0, "model_path": None, "context": 4096, "threads": 2, "seed": 0, "cache": None,
@@ -40,7 +35,7 @@ class ChatBackend(Protocol):
 
 
 class OpenAIEndpoint:
-    """POST /chat/completions on an OpenAI-compatible server (urllib only), with timeouts and retries."""
+    """POST /chat/completions on an OpenAI-compatible server, with timeouts and retries (rankbench.io.http)."""
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 60.0,
                  retries: int = 3, backoff: float = 1.0) -> None:
@@ -49,44 +44,10 @@ class OpenAIEndpoint:
         self.retries, self.backoff = retries, backoff
 
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
-        """The response of one request; 408/429/5xx and timeouts are retried with exponential backoff."""
-        data = json.dumps({"model": self.model_id, **body}).encode("utf-8")
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
-            request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return parse_response(response.read(), self.url)
-            except urllib.error.HTTPError as error:
-                detail = error.read()[:300].decode("utf-8", "replace")
-                if error.code not in RETRY_STATUS or last:
-                    raise InputError(self.url, None, f"answered HTTP {error.code} ({detail.strip() or error.reason})",
-                                     "Check llm.model, the API key and the server's log.") from None
-                wait = _retry_after(error.headers.get("Retry-After"), self.backoff * 2 ** attempt)
-            except (TimeoutError, socket.timeout, urllib.error.URLError) as error:
-                reason = getattr(error, "reason", error)
-                if not isinstance(reason, (TimeoutError, socket.timeout)):
-                    raise InputError(self.url, None, f"is unreachable ({reason})",
-                                     "Start the server, or fix llm.base_url in the config.") from None
-                if last:
-                    raise InputError(self.url, None, f"did not answer within {self.timeout:g} s "
-                                     f"({self.retries + 1} attempts)",
-                                     "Raise llm.timeout, or check that the server is not overloaded.") from None
-                wait = self.backoff * 2 ** attempt
-            logging.warning("LLM request to %s failed (attempt %d), retrying in %.1f s", self.url, attempt + 1, wait)
-            time.sleep(wait)
-        raise AssertionError("unreachable")
-
-
-def _retry_after(header: str | None, default: float) -> float:
-    """Seconds a 429/503 asks us to wait (capped at 60 s), else the backoff delay."""
-    try:
-        return min(max(float(header), 0.0), 60.0) if header else default
-    except ValueError:
-        return default
+        """The response of one request; 408/429/5xx, timeouts and dropped connections are retried with backoff."""
+        raw = post_json(self.url, {"model": self.model_id, **body}, self.api_key, self.timeout, self.retries,
+                        self.backoff, "llm")
+        return parse_response(raw, self.url)
 
 
 def parse_response(raw: bytes, source: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import math
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
 from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
-from rankbench.retrieval.encoders import PACKAGED_MODELS
+from rankbench.retrieval.api_encoder import ApiEncoderSpec
+from rankbench.retrieval.encoders import PACKAGED_MODELS, EncoderSpec
 from rankbench.retrieval.registry import (
     FIRST_STAGE_TYPES,
     FUSION_TYPES,
@@ -25,6 +27,8 @@ from rankbench.retrieval.registry import (
 )
 
 FILTERS = ("audience", "validity")
+# Encoder keys that only an embedding API (`kind: openai`) reads.
+API_ENCODER_KEYS = sorted({f.name for f in fields(ApiEncoderSpec)} - {f.name for f in fields(EncoderSpec)})
 # Keys a grid may not vary: they change what a method is, not how it is tuned.
 _STRUCTURAL_KEYS = ("type", "inputs", "input", "grid")
 # Methods once grids are expanded (each is a run per version, a row of every table, and its jobs).
@@ -276,11 +280,24 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, f"chunkers.{name}", str(error),
                              "A fixed chunker needs a size; the overlap must be smaller than the size.") from None
     for name, spec in config.get("encoders", {}).items():
+        _check_api_encoder(name, spec, source)
         model = spec.get("model", next(iter(PACKAGED_MODELS)))
         if spec["kind"] == "sentence-transformers" and model not in PACKAGED_MODELS and not Path(model).is_dir():
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither a packaged model "
                              f"({', '.join(PACKAGED_MODELS)}) nor an existing folder",
                              "rankbench never downloads models: download it beforehand and give its folder.")
+
+
+def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
+    """Keys of an embedding API only on `kind: openai`, `device` only on the others; the key's variable is set."""
+    api = spec["kind"] == "openai"
+    stray = sorted(set(spec) & ({"device"} if api else set(API_ENCODER_KEYS)))
+    if stray:
+        raise InputError(source, f"encoders.{name}.{stray[0]}", f"does not apply to kind {spec['kind']}",
+                         "Remove it (see config/README.md, `encoders`).")
+    if api and spec.get("api_key_env") and not os.environ.get(spec["api_key_env"]):
+        raise InputError(source, f"encoders.{name}.api_key_env", f"names {spec['api_key_env']!r}, which is not set "
+                         "in the environment", f"Export {spec['api_key_env']}=<your key> before running.")
 
 
 def check_llm(config: Mapping[str, Any], source: str) -> None:

@@ -14,7 +14,8 @@ from rankbench.retrieval.registry import method_inputs
 # The rule that makes a method's run, by method type (external runs are imported: no benchmark).
 RUN_RULES = {"bm25": "retrieve_bm25", "dense": "retrieve_dense", "rrf": "fuse", "combsum": "fuse", "combmnz": "fuse",
              "rerank": "rerank"}
-COST_COLUMNS = ["method", "index_s", "query_s", "questions", "ms_per_question", "stages"]
+COST_COLUMNS = ["method", "index_s", "query_s", "questions", "ms_per_question", "stages", "index_tokens",
+                "query_tokens", "index_sent", "query_sent"]
 
 Stage = tuple[str, str, dict[str, str]]  # (rule, side: index | query, wildcards)
 
@@ -66,20 +67,29 @@ def read_benchmark(path: str | Path) -> float:
     return float(seconds.mean())
 
 
-def cost_table(plan: Mapping[str, Sequence[Sequence[str]]], seconds: Mapping[str, float], n_questions: int
-               ) -> pd.DataFrame:
-    """Per method: index-side seconds, query-side seconds and milliseconds per question, and the stages counted.
+def cost_table(plan: Mapping[str, Sequence[Sequence[str]]], seconds: Mapping[str, float], n_questions: int,
+               usage: Mapping[str, Mapping[str, Any]] | None = None) -> pd.DataFrame:
+    """Per method: index-side seconds, query-side seconds and milliseconds per question, and the stages counted;
+    with `usage` (benchmark path -> usage record of an embedding-API job), the tokens billed and texts sent per side.
 
-    plan maps a method to its stages as (label, side, benchmark path); seconds maps a path to its seconds.
+    plan maps a method to its stages as (label, side, benchmark path); seconds maps a path to its seconds. Tokens
+    and texts are NaN for a side without an API job; tokens also when a job's server reported none.
     """
+    usage = usage or {}
     rows = []
     for method, stages in sorted(plan.items()):
         index_s = sum(seconds[path] for _, side, path in stages if side == "index")
         query_s = sum(seconds[path] for _, side, path in stages if side == "query")
         counted = dict.fromkeys([label for label, side, _ in stages if side == "query"] +
                                 [f"{label} (index)" for label, side, _ in stages if side == "index"])
-        rows.append({"method": method, "index_s": index_s if stages else float("nan"),
-                     "query_s": query_s if stages else float("nan"), "questions": n_questions,
-                     "ms_per_question": 1000 * query_s / n_questions if stages and n_questions else float("nan"),
-                     "stages": ", ".join(counted)})
+        row = {"method": method, "index_s": index_s if stages else float("nan"),
+               "query_s": query_s if stages else float("nan"), "questions": n_questions,
+               "ms_per_question": 1000 * query_s / n_questions if stages and n_questions else float("nan"),
+               "stages": ", ".join(counted)}
+        for which in ("index", "query"):
+            records = [usage[path] for _, side, path in stages if side == which and path in usage]
+            tokens = [record["tokens"] for record in records]
+            row[f"{which}_sent"] = sum(record["sent"] for record in records) if records else float("nan")
+            row[f"{which}_tokens"] = sum(tokens) if records and None not in tokens else float("nan")
+        rows.append(row)
     return pd.DataFrame(rows, columns=COST_COLUMNS)

@@ -45,6 +45,11 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
     for column, name, digits in (("ms_per_question", "ms/question", 1), ("query_s", "query-side s", 2),
                                  ("index_s", "index-side s (once per corpus)", 2)):
         frame[name] = by_method[column].map(lambda v, d=digits: "–" if pd.isna(v) else f"{v:.{d}f}").to_numpy()
+    api = bool(by_method[["index_sent", "query_sent"]].notna().any(axis=None))
+    if api:
+        for side, name in (("query", "API tokens, query side"), ("index", "API tokens, index side")):
+            frame[name] = [_tokens(tokens, sent) for tokens, sent in
+                           zip(by_method[f"{side}_tokens"], by_method[f"{side}_sent"])]
     frame["stages counted"] = by_method["stages"].fillna("").to_numpy()
     return "\n".join([
         f"# {dataset} — question-set version {qset}: cost beside quality", "",
@@ -53,7 +58,22 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         "of the method's own job and of its inputs' jobs (query embeddings, first stages) divided by the questions "
         "of the version; index-side: corpus jobs, paid once per corpus. Seconds are wall-clock times from the "
         "rules' benchmark files; a stage shared by two methods counts in full for each. They include process "
-        "start-up and model loading, so on a small question set they overstate the cost per question.", ""])
+        "start-up and model loading, so on a small question set they overstate the cost per question.", "",
+        *([API_TOKENS_NOTE, ""] if api else [])])
+
+
+API_TOKENS_NOTE = (
+    "API tokens: the tokens an embedding API billed (its `usage` field) for the texts its jobs sent when they last "
+    "ran; a text in the API cache (`cache/api-embeddings/`: same endpoint, model, dimensions, input type and text) "
+    "is never sent again, so a rerun or a new version pays only for new texts. – : no API encoder on that side; "
+    "? : the server reported no usage (the texts sent are counted instead).")
+
+
+def _tokens(tokens: float, sent: float) -> str:
+    """A cell of the API token columns: tokens billed, `? (n texts)` when unreported, – without an API job."""
+    if pd.isna(sent):
+        return "–"
+    return f"? ({int(sent)} texts)" if pd.isna(tokens) else f"{int(tokens):,}"
 
 
 LEAK_HEADINGS = {"staff": "staff-only in top {k}", "outdated": "out of date in top {k}"}

@@ -76,7 +76,7 @@ def save_cache(folder: str | Path, key: str, hashes: np.ndarray, vectors: np.nda
                 path.unlink(missing_ok=True)
 
 
-def _embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str], cached_hashes: np.ndarray,
+def embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str], cached_hashes: np.ndarray,
                   cached_vectors: np.ndarray) -> tuple[np.ndarray, int]:
     """Vectors of the texts, taking those whose text hash is in the cache and encoding only the others
     (in one call, so the encoder batches them as usual); returns the vectors and how many were encoded."""
@@ -90,17 +90,18 @@ def _embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence
         return encoded, len(missing)
     vectors = np.zeros((len(texts), cached_vectors.shape[1]), dtype=np.float32)
     vectors[hit] = cached_vectors[order[found[hit]]]
-    vectors[missing] = encoded
+    if len(missing):  # an API encoder cannot know its dimension without a request: it returns (0, 0) for none
+        vectors[missing] = encoded
     return vectors, len(missing)
 
 
 def embed_passages(encoder: Encoder, texts: Sequence[str], cached_hashes: np.ndarray, cached_vectors: np.ndarray
                    ) -> tuple[np.ndarray, int]:
-    """Passage vectors through the cache (see _embed_cached)."""
-    return _embed_cached(encoder.encode_passages, texts, cached_hashes, cached_vectors)
+    """Passage vectors through the cache (see embed_cached)."""
+    return embed_cached(encoder.encode_passages, texts, cached_hashes, cached_vectors)
 
 
 def embed_queries(encoder: Encoder, texts: Sequence[str], cached_hashes: np.ndarray, cached_vectors: np.ndarray
                   ) -> tuple[np.ndarray, int]:
-    """Query vectors through the cache (see _embed_cached): a new version encodes only its new questions."""
-    return _embed_cached(encoder.encode_queries, texts, cached_hashes, cached_vectors)
+    """Query vectors through the cache (see embed_cached): a new version encodes only its new questions."""
+    return embed_cached(encoder.encode_queries, texts, cached_hashes, cached_vectors)

