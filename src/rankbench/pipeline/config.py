@@ -23,7 +23,6 @@ from rankbench.retrieval.registry import (
     method_inputs,
 )
 
-FILTERS = ("audience", "validity")
 # Keys a grid may not vary: they change what a method is, not how it is tuned.
 _STRUCTURAL_KEYS = ("type", "inputs", "input", "grid")
 # Methods once grids are expanded (each is a run per version, a row of every table, and its jobs).
