@@ -13,7 +13,6 @@ from rankbench.evaluation.evaluate import (
     aggregate,
     evaluate_run,
     grade_distribution,
-    method_grains,
     score_runs,
     tier_table,
 )
@@ -24,6 +23,7 @@ from rankbench.evaluation.metrics import (
     per_query_metrics,
 )
 from rankbench.evaluation.stats import compare_methods, holm
+from rankbench.retrieval.registry import method_grains
 
 KS = [1, 3, 5]
 METHODS = ("bm25", "dense", "hybrid", "rerank")

@@ -7,6 +7,8 @@ import yaml
 from rankbench.pipeline.config import check_config, check_outputs, evaluation_settings, method_chunker
 from rankbench.retrieval.embedding_cache import DEFAULT_SHARDS
 from rankbench.pipeline.cost import method_stages
+from rankbench.pipeline.rules import RUN_RULES
+from rankbench.retrieval.registry import NORMALIZATION, RRF_K, method_setting
 from rankbench.retrieval.dense import IndexSpec
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
@@ -51,6 +53,11 @@ def choice(names):
 
 def methods_of_type(*kinds):
     return [name for name in METHODS if METHOD_SPECS[name]["type"] in kinds]
+
+
+def methods_of_rule(rule):
+    """Methods whose run this rule makes (pipeline/rules.py, RUN_RULES)."""
+    return [name for name in METHODS if RUN_RULES[METHOD_SPECS[name]["type"]] == rule]
 
 
 def chunker_of(method):

@@ -1,4 +1,4 @@
-from rankbench.evaluation.evaluate import method_grains
+from rankbench.retrieval.registry import method_grains
 
 
 rule evaluate:

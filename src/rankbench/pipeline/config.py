@@ -17,14 +17,17 @@ from rankbench.errors import InputError
 from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
 from rankbench.retrieval.encoders import PACKAGED_MODELS
 from rankbench.retrieval.registry import (
-    FIRST_STAGE_TYPES,
-    FUSION_TYPES,
     METHOD_TYPES,
+    REQUIRED,
+    STRUCTURAL_KEYS,
+    method_encoders,
     method_inputs,
+    types_using,
 )
 
 # Keys a grid may not vary: they change what a method is, not how it is tuned.
-_STRUCTURAL_KEYS = ("type", "inputs", "input", "grid")
+_STRUCTURAL_KEYS = STRUCTURAL_KEYS + tuple(dict.fromkeys(kind.inputs_key for kind in METHOD_TYPES.values()
+                                                         if kind.inputs_key))
 # Methods once grids are expanded (each is a run per version, a row of every table, and its jobs).
 MAX_METHODS = 1_000
 # A method name (grid point names included) is a file name stem: runs/<method>.parquet, benchmarks, logs.
@@ -172,16 +175,15 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, where, f"has {len(weights)} weights for {len(method_inputs(spec))} inputs",
                              "Give one weight per input, in the order of `inputs`.")
         _check_keys_apply(spec, where, source)
-        encoder_names = [spec.get("encoder")] if kind == "dense" else []
-        if kind == "rerank" and spec["scorer"]["kind"] == "bi-encoder":
-            encoder_names.append(spec["scorer"].get("encoder"))
-        for encoder in encoder_names:
+        missing = [f"`{key}`" for key, default in METHOD_TYPES[kind].keys.items()
+                   if default is REQUIRED and not spec.get(key)]
+        if missing:
+            raise InputError(source, where, f"is a {kind} method without {' and '.join(missing)}",
+                             f"Set {' and '.join(missing)} (see config/README.md, `methods`).")
+        for encoder in method_encoders(spec):
             if encoder not in encoders:
                 raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",
                                  f"Declare it under `encoders` or use one of: {', '.join(sorted(encoders)) or 'none'}.")
-        if spec["type"] == "external" and (not spec.get("path") or spec.get("format") not in ("trec", "parquet")):
-            raise InputError(source, where, "is an external run without `path` and `format` (trec or parquet)",
-                             "Give e.g. `path: runs/{qset}/colbert.trec` and `format: trec`.")
         chunker = spec.get("chunker")
         if chunker is not None and chunker not in chunkers:
             raise InputError(source, where, f"uses chunker {chunker!r}, which is not under `chunkers`",
@@ -202,18 +204,12 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
 
 
 def _check_keys_apply(spec: Mapping[str, Any], where: str, source: str) -> None:
-    """Keys that only make sense for some method types are errors elsewhere (they would be silently ignored)."""
-    bm25 = ("bm25",)
-    allowed = {"prf": bm25, "variant": bm25, "k1": bm25, "b": bm25, "delta": bm25, "stopwords": bm25,
-               "stemming": bm25, "fold_accents": bm25, "index": ("dense",), "encoder": ("dense",),
-               "filters": FIRST_STAGE_TYPES, "chunker": FIRST_STAGE_TYPES + ("external",),
-               "rewrite": FIRST_STAGE_TYPES + ("rerank",), "normalization": ("combsum", "combmnz"),
-               "weights": FUSION_TYPES, "inputs": FUSION_TYPES, "k": ("rrf",), "input": ("rerank",),
-               "depth": ("rerank",), "scorer": ("rerank",), "path": ("external",), "format": ("external",)}
-    for key, types in allowed.items():
-        if key in spec and spec["type"] not in types:
+    """Keys that only make sense for some method types are errors elsewhere (they would be silently ignored); the
+    registry says which type reads which key."""
+    for key in spec:
+        if key not in STRUCTURAL_KEYS and key not in METHOD_TYPES[spec["type"]].keys:
             raise InputError(source, where, f"sets `{key}`, which a {spec['type']} method does not use",
-                             f"`{key}` applies to: {', '.join(types)}.")
+                             f"`{key}` applies to: {', '.join(types_using(key))}.")
 
 
 def _check_analyzer(spec: Mapping[str, Any], language: str, where: str, source: str) -> None:
@@ -329,10 +325,11 @@ def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     paths += [(f"qsets.{name}.rewrites.{rewrite}", path, False)
               for name, spec in config["qsets"].items() for rewrite, path in spec.get("rewrites", {}).items()]
     paths += [(f"methods.{name}.path", spec["path"].replace("{qset}", qset), False)
-              for name, spec in config["methods"].items() if spec["type"] == "external" for qset in config["qsets"]]
+              for name, spec in config["methods"].items() if "path" in METHOD_TYPES[spec["type"]].keys
+              for qset in config["qsets"]]
     chats = [("llm.chat", config.get("llm", {}).get("chat", {}))]
     chats += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
-              for name, spec in config["methods"].items() if spec["type"] == "rerank"]
+              for name, spec in config["methods"].items() if "scorer" in METHOD_TYPES[spec["type"]].keys]
     paths += [(f"{where}.model_path", chat["model_path"], False) for where, chat in chats if "model_path" in chat]
     return paths
 

@@ -9,11 +9,15 @@ from typing import Any
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.retrieval.registry import method_inputs
-
-# The rule that makes a method's run, by method type (external runs are imported: no benchmark).
-RUN_RULES = {"bm25": "retrieve_bm25", "dense": "retrieve_dense", "rrf": "fuse", "combsum": "fuse", "combmnz": "fuse",
-             "rerank": "rerank"}
+from rankbench.pipeline.rules import (
+    EMBED_CORPUS,
+    EMBED_QUERIES,
+    EMBED_REWRITTEN_QUERIES,
+    INDEX_RULES,
+    RUN_RULES,
+    UNBENCHMARKED,
+)
+from rankbench.retrieval.registry import method_encoders, method_inputs
 COST_COLUMNS = ["method", "index_s", "query_s", "questions", "ms_per_question", "stages"]
 
 Stage = tuple[str, str, dict[str, str]]  # (rule, side: index | query, wildcards)
@@ -21,8 +25,8 @@ Stage = tuple[str, str, dict[str, str]]  # (rule, side: index | query, wildcards
 
 def _query_stage(encoder: str, rewrite: str | None) -> Stage:
     if rewrite:
-        return ("embed_rewritten_queries", "query", {"encoder": encoder, "rewrite": rewrite})
-    return ("embed_queries", "query", {"encoder": encoder})
+        return (EMBED_REWRITTEN_QUERIES, "query", {"encoder": encoder, "rewrite": rewrite})
+    return (EMBED_QUERIES, "query", {"encoder": encoder})
 
 
 def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker_of: Callable[[str], str],
@@ -35,18 +39,15 @@ def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker
     """
     spec, chunker = methods[method], chunker_of(method)
     stages: list[Stage] = []
-    if spec["type"] == "bm25":
-        stages.append(("bm25_index", "index", {"chunker": chunker, "method": index_name(method)}))
-    if spec["type"] == "dense":
-        encoder = spec["encoder"]
-        stages += [("embed_corpus", "index", {"chunker": chunker, "encoder": encoder}),
-                   ("faiss_index", "index", {"chunker": chunker, "encoder": encoder, "index": index_name(method)}),
-                   _query_stage(encoder, spec.get("rewrite"))]
-    if spec["type"] == "rerank" and spec["scorer"]["kind"] == "bi-encoder":
-        encoder = spec["scorer"]["encoder"]
-        stages += [("embed_corpus", "index", {"chunker": chunker, "encoder": encoder}),
-                   _query_stage(encoder, spec.get("rewrite"))]
-    if spec["type"] in RUN_RULES:
+    index_rule = INDEX_RULES.get(spec["type"])
+    if index_rule == "bm25_index":
+        stages.append((index_rule, "index", {"chunker": chunker, "method": index_name(method)}))
+    for encoder in method_encoders(spec):
+        stages.append((EMBED_CORPUS, "index", {"chunker": chunker, "encoder": encoder}))
+        if index_rule == "faiss_index":
+            stages.append((index_rule, "index", {"chunker": chunker, "encoder": encoder, "index": index_name(method)}))
+        stages.append(_query_stage(encoder, spec.get("rewrite")))
+    if RUN_RULES[spec["type"]] not in UNBENCHMARKED:
         stages.append((RUN_RULES[spec["type"]], "query", {"method": method}))
     for name in method_inputs(spec):
         stages += method_stages(methods, name, chunker_of, index_name)
