@@ -4,8 +4,15 @@ from pathlib import Path
 from rankbench.retrieval.bm25 import index_keys
 import yaml
 
-from rankbench.pipeline.config import check_config, check_outputs, evaluation_settings, method_chunker
-from rankbench.retrieval.embedding_cache import DEFAULT_SHARDS
+from rankbench.pipeline.config import check_config, check_outputs, method_chunker
+from rankbench.pipeline.defaults import (
+    CHAT_DEFAULTS,
+    DATASET_DEFAULTS,
+    ENCODER_SHARDS,
+    LLM_DEFAULTS,
+    RESULTS,
+    evaluation_settings,
+)
 from rankbench.pipeline.cost import method_stages
 from rankbench.pipeline.rules import RUN_RULES
 from rankbench.retrieval.registry import NORMALIZATION, RRF_K, method_setting
@@ -25,12 +32,13 @@ METHOD_SPECS = check_config(
 )
 EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
 DATASET = config["dataset"]
-R = f"{config.get('results', 'results')}/{DATASET['name']}"
+RESULTS_FOLDER = config.get("results", RESULTS)
+R = f"{RESULTS_FOLDER}/{DATASET['name']}"
 # Job logs: logs/<dataset>/ beside the default results folder; inside any other results folder, so that two
 # configs of one dataset with different `results` (the demo and the LLM demo) never share log files.
 LOGS = (
     f"logs/{DATASET['name']}"
-    if config.get("results", "results") == "results"
+    if RESULTS_FOLDER == RESULTS
     else f"{R}/logs"
 )
 # The dataset's files, every record and every frozen hash, on every run (dry runs too), before any job.
@@ -77,7 +85,7 @@ def encoder_spec(encoder):
 
 
 def encoder_shards(encoder):
-    return config["encoders"][encoder].get("shards", DEFAULT_SHARDS)
+    return config["encoders"][encoder].get("shards", ENCODER_SHARDS)
 
 
 def embedding_cache(chunker, encoder):
@@ -190,7 +198,11 @@ def scorer_encoder(method):
 
 def chat_threads(chat):
     """CPU threads of a job talking to this chat block: the local model's, 1 for a remote endpoint."""
-    return chat.get("threads", 2) if chat.get("backend") == "local" else 1
+    return (
+        chat.get("threads", CHAT_DEFAULTS["threads"])
+        if chat.get("backend") == "local"
+        else 1
+    )
 
 
 def rerank_threads(wildcards):
@@ -228,7 +240,7 @@ CONFIG_JSON = {q: canonical_config(qset_config(config, q)) for q in QSETS}
 CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
 REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 DIFFS = diff_pairs(config, CONFIG_SOURCE)
-HISTORY = f"{config.get('results', 'results')}/history.jsonl"
+HISTORY = f"{RESULTS_FOLDER}/history.jsonl"
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 

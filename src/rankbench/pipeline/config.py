@@ -14,6 +14,7 @@ import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
+from rankbench.pipeline.defaults import DATASET_DEFAULTS, ENCODER_DEFAULTS, RESULTS
 from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
 from rankbench.retrieval.encoders import PACKAGED_MODELS
 from rankbench.retrieval.registry import (
@@ -236,19 +237,6 @@ def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tup
     return found.pop()
 
 
-EVALUATION_DEFAULTS: dict[str, Any] = {
-    "depth": 100, "ks": [1, 3, 5, 10], "relevance_threshold": 1, "gain": "linear", "baseline": None,
-    "bootstrap_resamples": 10_000, "seed": 0, "metrics": [], "rbp_p": 0.8,
-}
-
-
-def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The `evaluation` block with defaults filled in and ks sorted."""
-    settings = {**EVALUATION_DEFAULTS, **config.get("evaluation", {})}
-    settings["ks"] = sorted(set(settings["ks"]))
-    return settings
-
-
 def check_settings(config: Mapping[str, Any], source: str) -> None:
     """Dataset, analyzers, chunkers and encoders: what each needs, checked before any job (methods expanded)."""
     dataset = config["dataset"]
@@ -262,7 +250,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
         if not spec.get(qset_key):
             raise InputError(source, f"qsets.{name}.{qset_key}", f"is missing: a version of a {dataset['format']} "
                              f"dataset needs `{qset_key}`", "See config/README.md, `qsets`.")
-    language = dataset.get("language", "english")
+    language = dataset.get("language", DATASET_DEFAULTS["language"])
     if language not in LANGUAGES:
         raise InputError(source, "dataset.language", f"is {language!r}, which the BM25 analyzer does not know",
                          f"Use one of: {', '.join(LANGUAGES)}.")
@@ -279,7 +267,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, f"chunkers.{name}", str(error),
                              "A fixed chunker needs a size; the overlap must be smaller than the size.") from None
     for name, spec in config.get("encoders", {}).items():
-        model = spec.get("model", next(iter(PACKAGED_MODELS)))
+        model = spec.get("model", ENCODER_DEFAULTS["model"])
         if spec["kind"] == "sentence-transformers" and model not in PACKAGED_MODELS and not Path(model).is_dir():
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither a packaged model "
                              f"({', '.join(PACKAGED_MODELS)}) nor an existing folder",
@@ -338,7 +326,7 @@ def check_paths(config: Mapping[str, Any], source: str) -> None:
     """Relative paths stay inside the project (or, for inputs, the dataset root); absolute ones are deliberate."""
     dataset = config["dataset"]
     input_roots = ["."] + ([dataset["path"]] if dataset.get("path") else [])
-    results = config.get("results", "results")
+    results = config.get("results", RESULTS)
     if os.path.normpath(results) == os.curdir:
         raise InputError(source, "results", f"{results!r} is the project folder itself",
                          "Name a folder for the results, e.g. `results`.")
