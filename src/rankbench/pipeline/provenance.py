@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankbench.errors import InputError
-from rankbench.evaluation.metric_names import parse_metrics
-from rankbench.evaluation.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
+from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, parse_metrics
 from rankbench.pipeline.defaults import REPORT_DEFAULTS
 
 
