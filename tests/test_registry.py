@@ -15,7 +15,7 @@ from rankbench.errors import InputError
 from rankbench.evaluation.evaluate import GRAINS
 from rankbench.pipeline.config import check_config
 from rankbench.pipeline.cost import method_stages
-from rankbench.pipeline.rules import INDEX_RULES, RUN_RULES, UNBENCHMARKED
+from rankbench.pipeline.rules import RUN_RULES, UNBENCHMARKED, index_stage
 from rankbench.retrieval import registry
 from rankbench.retrieval.registry import (
     METHOD_TYPES,
@@ -49,7 +49,9 @@ def test_keys_the_schema_requires_by_type_are_required_in_the_registry() -> None
 
 def test_every_type_has_a_rule_that_exists_and_grains_evaluation_knows() -> None:
     assert set(RUN_RULES) == set(METHOD_TYPES)
-    assert set(RUN_RULES.values()) | set(INDEX_RULES.values()) | set(UNBENCHMARKED) <= RULES
+    index_rules = {stage[0] for kind in METHOD_TYPES if (stage := index_stage({"type": kind, "encoder": "e"}, "c", "i"))}
+    assert index_rules == {"bm25_index", "faiss_index"}
+    assert set(RUN_RULES.values()) | index_rules | set(UNBENCHMARKED) <= RULES
     assert all(set(kind.grains) <= set(GRAINS) for kind in METHOD_TYPES.values())
     assert method_grains({"type": "external"}) == ["document"]
 

@@ -13,9 +13,9 @@ from rankbench.pipeline.rules import (
     EMBED_CORPUS,
     EMBED_QUERIES,
     EMBED_REWRITTEN_QUERIES,
-    INDEX_RULES,
     RUN_RULES,
     UNBENCHMARKED,
+    index_stage,
 )
 from rankbench.retrieval.registry import method_encoders, method_inputs
 COST_COLUMNS = ["method", "index_s", "query_s", "questions", "ms_per_question", "stages"]
@@ -39,14 +39,12 @@ def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker
     """
     spec, chunker = methods[method], chunker_of(method)
     stages: list[Stage] = []
-    index_rule = INDEX_RULES.get(spec["type"])
-    if index_rule == "bm25_index":
-        stages.append((index_rule, "index", {"chunker": chunker, "method": index_name(method)}))
     for encoder in method_encoders(spec):
-        stages.append((EMBED_CORPUS, "index", {"chunker": chunker, "encoder": encoder}))
-        if index_rule == "faiss_index":
-            stages.append((index_rule, "index", {"chunker": chunker, "encoder": encoder, "index": index_name(method)}))
-        stages.append(_query_stage(encoder, spec.get("rewrite")))
+        stages += [(EMBED_CORPUS, "index", {"chunker": chunker, "encoder": encoder}),
+                   _query_stage(encoder, spec.get("rewrite"))]
+    index = index_stage(spec, chunker, index_name(method))
+    if index:
+        stages.append((index[0], "index", index[1]))
     if RUN_RULES[spec["type"]] not in UNBENCHMARKED:
         stages.append((RUN_RULES[spec["type"]], "query", {"method": method}))
     for name in method_inputs(spec):
