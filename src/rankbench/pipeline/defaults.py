@@ -18,7 +18,7 @@ import yaml
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.llm.chat import BACKEND_DEFAULTS
 from rankbench.retrieval.encoders import EncoderSpec
-from rankbench.retrieval.registry import METHOD_TYPES, OPTIONAL, REQUIRED, method_defaults, method_type
+from rankbench.retrieval.registry import METHOD_TYPES, method_defaults, method_type
 
 RESULTS = "results"
 DATASET_DEFAULTS: dict[str, Any] = {"language": "english"}
@@ -78,17 +78,15 @@ def method_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def config_defaults() -> dict[str, Any]:
-    """Every default of the config in its shape ("*": any name under `methods`, `encoders`, ...), a method key's
-    from the registry or the library spec class that reads it: what the schema's `default:` values repeat."""
-    from rankbench.retrieval.bm25 import Analyzer, BM25Params  # the spec classes of the registry's hooks
-    from rankbench.retrieval.dense import IndexSpec
-    from rankbench.retrieval.rm3 import RM3
+    """Every default of the config in its shape ("*": any name under `methods`, `encoders`, ...); a method key's
+    from the registry or, through the type's `settings`, the library: what the schema's `default:` values repeat."""
+    from rankbench.retrieval.rm3 import RM3  # `prf` has defaults only once set: none of a plain bm25 method's
 
-    methods = {key: value for kind in METHOD_TYPES.values() for key, value in kind.keys.items()
-               if value is not REQUIRED and value is not OPTIONAL}
-    library = {**_spec_defaults(Analyzer), **_spec_defaults(BM25Params)}
-    del library["language"]  # the dataset's
-    methods.update(library, prf=_spec_defaults(RM3), index=_spec_defaults(IndexSpec), scorer={"chat": CHAT_DEFAULTS})
+    methods: dict[str, Any] = {}
+    for name in METHOD_TYPES:
+        methods.update(method_settings({"type": name}))
+    del methods["type"]
+    methods.update(prf=_spec_defaults(RM3), scorer={"chat": CHAT_DEFAULTS})
     return {"results": RESULTS, "dataset": DATASET_DEFAULTS, "chunkers": {"*": CHUNKER_DEFAULTS},
             "encoders": {"*": ENCODER_DEFAULTS}, "methods": {"*": methods}, "evaluation": EVALUATION_DEFAULTS,
             "report": REPORT_DEFAULTS, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}

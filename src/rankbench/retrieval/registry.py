@@ -19,19 +19,19 @@ FAMILIES = {"lexical": "lexical", "dense": "dense", "fusion": "fusion", "rerank"
 STRUCTURAL_KEYS = ("type", "grid")
 REQUIRED = object()  # the key has no default: the method must set it
 OPTIONAL = None  # the key has no default: unset means the feature is off (e.g. no rewrite, no weights)
+LIBRARY = object()  # the default is the library spec class's (BM25's k1, b, ...), filled by the type's `settings`
 
 # Keys shared by several types, with their defaults.
 _FIRST_STAGE = {"chunker": OPTIONAL, "filters": [], "rewrite": OPTIONAL}
 _FUSION = {"inputs": REQUIRED, "weights": OPTIONAL}
-# Defaults the library's functions share with the registry (one literal each).
+# Defaults the library's functions (fusion.py) and the rules share with the registry (one literal each).
 RRF_K = 60
 NORMALIZATION = "minmax"
-RERANK_DEPTH = 30
 
 
 @dataclass(frozen=True)
 class MethodType:
-    """One method type: its family, the config keys it reads (key -> default, REQUIRED or OPTIONAL), which key
+    """One method type: its family, the config keys it reads (key -> default, REQUIRED, OPTIONAL or LIBRARY), which key
     names the runs it consumes, the grains its runs are scored at (external runs rank documents only), and
     `settings`, "module:function" of the library function that fills the defaults its own spec classes hold
     (e.g. BM25's k1 and b), imported only when the effective config is written."""
@@ -48,29 +48,24 @@ class MethodType:
 
 
 METHOD_TYPES: dict[str, MethodType] = {
-    "bm25": MethodType("lexical", {"variant": OPTIONAL, "k1": OPTIONAL, "b": OPTIONAL, "delta": OPTIONAL,
-                                   "stopwords": OPTIONAL, "stemming": OPTIONAL, "fold_accents": OPTIONAL,
+    "bm25": MethodType("lexical", {"variant": LIBRARY, "k1": LIBRARY, "b": LIBRARY, "delta": LIBRARY,
+                                   "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
                                    "prf": OPTIONAL, **_FIRST_STAGE},
                        settings="rankbench.retrieval.rm3:bm25_settings"),
-    "dense": MethodType("dense", {"encoder": REQUIRED, "index": OPTIONAL, **_FIRST_STAGE},
+    "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings"),
     "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs"),
     "combsum": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs"),
     "combmnz": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs"),
-    "rerank": MethodType("rerank", {"input": REQUIRED, "depth": RERANK_DEPTH, "scorer": REQUIRED,
+    "rerank": MethodType("rerank", {"input": REQUIRED, "depth": 30, "scorer": REQUIRED,
                                     "rewrite": OPTIONAL}, inputs_key="input"),
     "external": MethodType("external", {"path": REQUIRED, "format": REQUIRED, "chunker": OPTIONAL},
                            grains=("document",)),
 }
 
 
-def types_of_family(*families: str) -> tuple[str, ...]:
-    """Method types of these families, in registry order."""
-    return tuple(name for name, kind in METHOD_TYPES.items() if kind.family in families)
-
-
-FUSION_TYPES = types_of_family("fusion")
-FIRST_STAGE_TYPES = types_of_family("lexical", "dense")
+def _has_default(value: Any) -> bool:
+    return value is not REQUIRED and value is not OPTIONAL and value is not LIBRARY
 
 
 def method_type(spec: Mapping[str, Any]) -> MethodType:
@@ -103,9 +98,9 @@ def method_grains(spec: Mapping[str, Any]) -> list[str]:
 
 
 def method_setting(spec: Mapping[str, Any], key: str) -> Any:
-    """A method's value of one of its type's keys: the config's, else the registry default (None: no default)."""
+    """A method's value of one of its type's keys: the config's, else the registry default (None: none there)."""
     default = method_type(spec).keys[key]
-    return spec.get(key, None if default is REQUIRED else default)
+    return spec.get(key, None if default is REQUIRED or default is LIBRARY else default)
 
 
 def types_using(key: str) -> tuple[str, ...]:
@@ -115,6 +110,5 @@ def types_using(key: str) -> tuple[str, ...]:
 
 def method_defaults(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A method's config with its type's defaults filled in (keys without a default left unset), keys sorted."""
-    defaults = {key: value for key, value in method_type(spec).keys.items()
-                if value is not REQUIRED and value is not OPTIONAL}
+    defaults = {key: value for key, value in method_type(spec).keys.items() if _has_default(value)}
     return dict(sorted({**defaults, **spec}.items()))
