@@ -18,6 +18,7 @@ from rankbench.pipeline.rules import (
     index_stage,
 )
 from rankbench.retrieval.registry import method_encoders, method_inputs
+
 COST_COLUMNS = ["method", "index_s", "query_s", "questions", "ms_per_question", "stages"]
 
 Stage = tuple[str, str, dict[str, str]]  # (rule, side: index | query, wildcards)
@@ -39,7 +40,7 @@ def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker
     """
     spec, chunker = methods[method], chunker_of(method)
     stages: list[Stage] = []
-    for encoder in method_encoders(spec):
+    for encoder in filter(None, method_encoders(spec)):  # every one named (config.check_methods)
         stages += [(EMBED_CORPUS, "index", {"chunker": chunker, "encoder": encoder}),
                    _query_stage(encoder, spec.get("rewrite"))]
     index = index_stage(spec, chunker, index_name(method))

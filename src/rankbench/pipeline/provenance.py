@@ -13,7 +13,6 @@ from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_
 from rankbench.pipeline.defaults import REPORT_DEFAULTS
 
 
-
 def canonical_config(config: Mapping[str, Any]) -> str:
     """The config as JSON with sorted keys and no spaces: equal configs give equal text, whatever the YAML order."""
     return json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)

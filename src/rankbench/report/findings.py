@@ -13,7 +13,6 @@ from rankbench.report.tables import pair_row
 from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
 
 
-
 def _name(method: str, types: Mapping[str, str]) -> str:
     kind = types.get(method, "")
     family = FAMILIES[METHOD_TYPES[kind].family] if kind in METHOD_TYPES else kind

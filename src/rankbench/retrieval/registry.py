@@ -22,8 +22,8 @@ OPTIONAL = None  # the key has no default: unset means the feature is off (e.g. 
 LIBRARY = object()  # the default is the library spec class's (BM25's k1, b, ...), filled by the type's `settings`
 
 # Keys shared by several types, with their defaults.
-_FIRST_STAGE = {"chunker": OPTIONAL, "filters": [], "rewrite": OPTIONAL}
-_FUSION = {"inputs": REQUIRED, "weights": OPTIONAL}
+_FIRST_STAGE: dict[str, Any] = {"chunker": OPTIONAL, "filters": [], "rewrite": OPTIONAL}
+_FUSION: dict[str, Any] = {"inputs": REQUIRED, "weights": OPTIONAL}
 # Defaults the library's functions (fusion.py) and the rules share with the registry (one literal each).
 RRF_K = 60
 NORMALIZATION = "minmax"
@@ -78,12 +78,13 @@ def method_inputs(spec: Mapping[str, Any]) -> list[str]:
     key = method_type(spec).inputs_key
     if key is None:
         return []
-    value = spec[key] if key in spec else []
+    value = spec.get(key, [])
     return [value] if isinstance(value, str) else list(value)
 
 
-def method_encoders(spec: Mapping[str, Any]) -> list[str]:
-    """Encoders a method embeds with: its `encoder`, and a bi-encoder scorer's (read by key, whatever the type)."""
+def method_encoders(spec: Mapping[str, Any]) -> list[str | None]:
+    """Encoders a method embeds with: its `encoder`, and a bi-encoder scorer's (read by key, whatever the type;
+    None where the config names none, which check_methods reports)."""
     keys = method_type(spec).keys
     encoders = [spec.get("encoder")] if "encoder" in keys else []
     scorer = spec.get("scorer") or {}
