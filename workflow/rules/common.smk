@@ -15,7 +15,7 @@ from rankbench.pipeline.defaults import (
 )
 from rankbench.pipeline.cost import method_stages
 from rankbench.pipeline.rules import RUN_RULES
-from rankbench.retrieval.registry import NORMALIZATION, RRF_K, method_setting
+from rankbench.retrieval.registry import NORMALIZATION, RRF_K, method_grains, method_setting
 from rankbench.retrieval.dense import IndexSpec
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
@@ -66,6 +66,11 @@ def methods_of_type(*kinds):
 def methods_of_rule(rule):
     """Methods whose run this rule makes (pipeline/rules.py, RUN_RULES)."""
     return [name for name in METHODS if RUN_RULES[METHOD_SPECS[name]["type"]] == rule]
+
+
+def methods_at_grain(grain):
+    """Methods scored at this grain (external runs rank documents: document grain only)."""
+    return [name for name in METHODS if grain in method_grains(METHOD_SPECS[name])]
 
 
 def chunker_of(method):
@@ -169,7 +174,7 @@ def all_outputs():
         outputs += [
             f"{R}/{qset}/runs/{method}.chunks.trec"
             for method in METHODS
-            if method not in methods_of_type("external")
+            if method in methods_at_grain("chunk")
         ]
         outputs += [f"{R}/{qset}/leaks/{method}.parquet" for method in METHODS]
         outputs += [f"{R}/{qset}/ann-recall/{m}.md" for m in approximate_methods()]
