@@ -27,7 +27,7 @@ include: "workflow/rules/llm_common.smk"
 include: "workflow/rules/llm.smk"
 
 
-check_outputs(all_outputs(), config.get("results", "results"), CONFIG_SOURCE)
+check_outputs(all_outputs(), RESULTS_FOLDER, CONFIG_SOURCE)
 
 
 rule all:

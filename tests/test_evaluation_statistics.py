@@ -13,7 +13,6 @@ from rankbench.evaluation.evaluate import (
     aggregate,
     evaluate_run,
     grade_distribution,
-    method_grains,
     tier_table,
 )
 from rankbench.evaluation.metrics import (
@@ -24,6 +23,7 @@ from rankbench.evaluation.metrics import (
 )
 from rankbench.evaluation.experiment import compare
 from rankbench.evaluation.stats import holm, method_pairs, paired_comparison
+from rankbench.retrieval.registry import method_grains
 
 KS = [1, 3, 5]
 METHODS = ("bm25", "dense", "hybrid", "rerank")

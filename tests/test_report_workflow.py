@@ -12,9 +12,10 @@ import yaml
 from workflow_helpers import edit_config, snakemake
 
 from rankbench.evaluation.evaluate import TIERS_COLUMNS
-from rankbench.pipeline.config import evaluation_settings, expand_methods
+from rankbench.pipeline.config import expand_methods
+from rankbench.pipeline.defaults import evaluation_settings
 from rankbench.pipeline.provenance import report_settings
-from rankbench.report.findings import FAMILIES
+from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
 
 pytestmark = pytest.mark.slow
 BASE = Path("results/demo")
@@ -27,8 +28,9 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
     assert f"(sha256 `{manifest['sha256']}`)" in page
     assert "- questions: 50; with a relevant label (evaluated): 43; excluded (no relevant label, counted apart): 7" in page
     assert sum(line.startswith("- date: ") for line in page.splitlines()) == 1
-    config = json.loads(page.split("```json\n")[1].split("```")[0])
-    assert config["methods"]["hybrid"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "grid": {"k": [10, 60]}}
+    config = yaml.safe_load(page.split("```yaml\n")[1].split("```")[0])
+    assert config["methods"]["hybrid[k=10]"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 10}
+    assert (demo / BASE / "v1/effective-config.yaml").read_text() == page.split("```yaml\n")[1].split("```")[0]
     aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
     rows = aggregate.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10").set_index("method")
     headline = page.split("## Headline")[1].split("## Findings")[0]
@@ -40,7 +42,7 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
         assert ("**" in cell) == bool(row["mean"] == rows["mean"].max())
     best = rows["mean"].idxmax()
     findings = page.split("## Findings")[1].split("## All questions")[0]
-    family = FAMILIES[config["methods"][best]["type"]]
+    family = FAMILIES[METHOD_TYPES[config["methods"][best]["type"]].family]
     assert f"On nDCG@10, {best} ({family}) is best with {rows.loc[best, 'mean']:.3f}" in findings
     cost = (demo / BASE / "v1/cost.md").read_text()
     rerank = next(line for line in cost.splitlines() if line.startswith(f"| {RERANK} |"))

@@ -4,9 +4,18 @@ from pathlib import Path
 from rankbench.retrieval.bm25 import index_keys
 import yaml
 
-from rankbench.pipeline.config import check_config, check_outputs, evaluation_settings, method_chunker
-from rankbench.retrieval.embedding_cache import DEFAULT_SHARDS
+from rankbench.pipeline.config import check_config, check_outputs, method_chunker
+from rankbench.pipeline.defaults import (
+    CHAT_DEFAULTS,
+    DATASET_DEFAULTS,
+    ENCODER_SHARDS,
+    LLM_DEFAULTS,
+    RESULTS,
+    evaluation_settings,
+)
 from rankbench.pipeline.cost import method_stages
+from rankbench.pipeline.rules import RUN_RULES
+from rankbench.retrieval.registry import NORMALIZATION, RRF_K, method_grains, method_setting
 from rankbench.retrieval.dense import IndexSpec
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
@@ -29,12 +38,13 @@ METHOD_SPECS = check_config(
 )
 EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
 DATASET = config["dataset"]
-R = f"{config.get('results', 'results')}/{DATASET['name']}"
+RESULTS_FOLDER = config.get("results", RESULTS)
+R = f"{RESULTS_FOLDER}/{DATASET['name']}"
 # Job logs: logs/<dataset>/ beside the default results folder; inside any other results folder, so that two
 # configs of one dataset with different `results` (the demo and the LLM demo) never share log files.
 LOGS = (
     f"logs/{DATASET['name']}"
-    if config.get("results", "results") == "results"
+    if RESULTS_FOLDER == RESULTS
     else f"{R}/logs"
 )
 # The dataset's files, every record and every frozen hash, on every run (dry runs too), before any job.
@@ -59,6 +69,16 @@ def methods_of_type(*kinds):
     return [name for name in METHODS if METHOD_SPECS[name]["type"] in kinds]
 
 
+def methods_of_rule(rule):
+    """Methods whose run this rule makes (pipeline/rules.py, RUN_RULES)."""
+    return [name for name in METHODS if RUN_RULES[METHOD_SPECS[name]["type"]] == rule]
+
+
+def methods_at_grain(grain):
+    """Methods scored at this grain (external runs rank documents: document grain only)."""
+    return [name for name in METHODS if grain in method_grains(METHOD_SPECS[name])]
+
+
 def chunker_of(method):
     return method_chunker(EXPANDED_CONFIG, method, CONFIG_SOURCE)
 
@@ -80,7 +100,7 @@ def is_api_encoder(encoder):
 
 
 def encoder_shards(encoder):
-    return config["encoders"][encoder].get("shards", DEFAULT_SHARDS)
+    return config["encoders"][encoder].get("shards", ENCODER_SHARDS)
 
 
 def embedding_cache(chunker, encoder):
@@ -169,7 +189,7 @@ def all_outputs():
         outputs += [
             f"{R}/{qset}/runs/{method}.chunks.trec"
             for method in METHODS
-            if method not in methods_of_type("external")
+            if method in methods_at_grain("chunk")
         ]
         outputs += [f"{R}/{qset}/leaks/{method}.parquet" for method in METHODS]
         outputs += [f"{R}/{qset}/ann-recall/{m}.md" for m in approximate_methods()]
@@ -198,7 +218,11 @@ def scorer_encoder(method):
 
 def chat_threads(chat):
     """CPU threads of a job talking to this chat block: the local model's, 1 for a remote endpoint."""
-    return chat.get("threads", 2) if chat.get("backend") == "local" else 1
+    return (
+        chat.get("threads", CHAT_DEFAULTS["threads"])
+        if chat.get("backend") == "local"
+        else 1
+    )
 
 
 def rerank_threads(wildcards):
@@ -236,7 +260,7 @@ CONFIG_JSON = {q: canonical_config(qset_config(config, q)) for q in QSETS}
 CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
 REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 DIFFS = diff_pairs(config, CONFIG_SOURCE)
-HISTORY = f"{config.get('results', 'results')}/history.jsonl"
+HISTORY = f"{RESULTS_FOLDER}/history.jsonl"
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 

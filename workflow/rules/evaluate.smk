@@ -1,6 +1,3 @@
-from rankbench.evaluation.evaluate import method_grains
-
-
 rule evaluate:
     input:
         run=run_path("{method}"),
@@ -62,7 +59,7 @@ rule export_trec:
     log:
         f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
     wildcard_constraints:
-        method=choice(set(METHODS) - set(methods_of_type("external"))),
+        method=choice(methods_at_grain("chunk")),
     conda:
         "../../environment.yml"
     threads: 1
@@ -79,7 +76,7 @@ rule export_trec_documents:
     log:
         f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
     wildcard_constraints:
-        method=choice(methods_of_type("external")),
+        method=choice(set(METHODS) - set(methods_at_grain("chunk"))),
     conda:
         "../../environment.yml"
     threads: 1

@@ -17,7 +17,7 @@ rule bm25_index:
         runtime=60,
     params:
         spec=lambda wildcards: index_keys(METHOD_SPECS[wildcards.method]),
-        language=DATASET.get("language", "english"),
+        language=DATASET.get("language", DATASET_DEFAULTS["language"]),
     script:
         "../scripts/bm25_index.py"
 

@@ -23,9 +23,9 @@ rule llm_generate_questions:
         runtime=60,
     params:
         llm=llm_chat(),
-        n_questions=lambda wildcards: LLM["generate"].get("count", 20),
-        seed=lambda wildcards: LLM["generate"].get("seed", 0),
-        qid_prefix=lambda wildcards: LLM["generate"].get("qid_prefix", "g"),
+        n_questions=lambda wildcards: llm_setting("generate", "count"),
+        seed=lambda wildcards: llm_setting("generate", "seed"),
+        qid_prefix=lambda wildcards: llm_setting("generate", "qid_prefix"),
         language=llm_language(),
     script:
         "../scripts/llm_generate_questions.py"
@@ -52,7 +52,7 @@ rule llm_judge:
         runtime=60,
     params:
         llm=llm_chat(),
-        depth=lambda wildcards: LLM["judge"].get("depth", 5),
+        depth=lambda wildcards: llm_setting("judge", "depth"),
     script:
         "../scripts/llm_judge.py"
 

@@ -12,7 +12,15 @@ def llm_chat():
 
 def llm_language():
     """Language of generated questions and rewrites: `llm.language`, else the dataset's."""
-    return LLM.get("language") or DATASET.get("language", "english").capitalize()
+    return (
+        LLM.get("language")
+        or DATASET.get("language", DATASET_DEFAULTS["language"]).capitalize()
+    )
+
+
+def llm_setting(task, key):
+    """A setting of an LLM task (`llm.generate`, `llm.judge`), its default from pipeline/defaults.py."""
+    return LLM[task].get(key, LLM_DEFAULTS[task][key])
 
 
 def llm_threads():

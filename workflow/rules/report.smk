@@ -46,6 +46,7 @@ rule comparison_table:
             caption="../report/cost.rst",
         ),
         record=f"{R}/{{qset}}/history-record.json",
+        effective_config=f"{R}/{{qset}}/effective-config.yaml",
     log:
         f"{LOGS}/comparison_table/{{qset}}.log",
     conda:

@@ -13,7 +13,7 @@ rule retrieve_bm25:
     benchmark:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
-        method=choice(methods_of_type("bm25")),
+        method=choice(methods_of_rule("retrieve_bm25")),
     conda:
         "../../environment.yml"
     threads: 1
@@ -47,7 +47,7 @@ rule retrieve_dense:
     benchmark:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
-        method=choice(methods_of_type("dense")),
+        method=choice(methods_of_rule("retrieve_dense")),
     conda:
         "../../environment.yml"
     threads: 1
@@ -107,15 +107,16 @@ rule fuse:
     benchmark:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
-        method=choice(methods_of_type("rrf", "combsum", "combmnz")),
+        method=choice(methods_of_rule("fuse")),
     conda:
         "../../environment.yml"
     threads: 1
     params:
         kind=lambda wildcards: METHOD_SPECS[wildcards.method]["type"],
-        k=lambda wildcards: METHOD_SPECS[wildcards.method].get("k", 60),
+        # Both defaults for every fusion type (the script uses its type's): plain, unchanged params.
+        k=lambda wildcards: METHOD_SPECS[wildcards.method].get("k", RRF_K),
         normalization=lambda wildcards: METHOD_SPECS[wildcards.method].get(
-            "normalization", "minmax"
+            "normalization", NORMALIZATION
         ),
         weights=lambda wildcards: METHOD_SPECS[wildcards.method].get("weights"),
         depth=EVALUATION["depth"],
@@ -133,7 +134,7 @@ rule rerank:
     benchmark:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
-        method=choice(methods_of_type("rerank")),
+        method=choice(methods_of_rule("rerank")),
     conda:
         "../../environment.yml"
     threads: rerank_threads
@@ -141,7 +142,7 @@ rule rerank:
         mem_mb=4000,
         runtime=60,
     params:
-        depth=lambda wildcards: METHOD_SPECS[wildcards.method].get("depth", 30),
+        depth=lambda wildcards: method_setting(METHOD_SPECS[wildcards.method], "depth"),
         scorer=lambda wildcards: dict(
             sorted(METHOD_SPECS[wildcards.method]["scorer"].items())
         ),
@@ -160,7 +161,7 @@ rule import_run:
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     wildcard_constraints:
-        method=choice(methods_of_type("external")),
+        method=choice(methods_of_rule("import_run")),
     conda:
         "../../environment.yml"
     threads: 1

@@ -10,7 +10,9 @@ import pandas as pd
 from rankbench.analysis import budget, robustness
 from rankbench.analysis.history import run_records
 from rankbench.io.files import write_text
+from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.cost import cost_table, read_benchmark
+from rankbench.pipeline.defaults import config_yaml, effective_config
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.comparison import comparison_page, cost_page
 from rankbench.report.pages import markdown_html
@@ -42,8 +44,10 @@ def main(snakemake):
         if flags["degraded"].any():
             degraded[method] = "; ".join(sorted(set(flags.loc[flags["degraded"], "degraded_reason"])))
     agreement = Path(p.judge_agreement) if p.judge_agreement else None
+    config = json.loads(p.config_json)
+    effective = config_yaml(effective_config(config, expand_methods(config["methods"], "config")))
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
-                           Path(snakemake.input.validation).read_text(), p.config_json,
+                           Path(snakemake.input.validation).read_text(), p.config_json, effective,
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
                            int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
@@ -65,13 +69,14 @@ def main(snakemake):
     metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
     recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
-    records = run_records(aggregate, manifest, p.dataset, p.config_sha256, json.loads(p.config_json).get("experiment", {}),
+    records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
                           recorded, p.report["grain"])
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
     costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
     write_text(costs, snakemake.output.cost)
     write_text(markdown_html(page, f"{p.dataset} {manifest['version']}"), snakemake.output.html)
+    write_text(effective, snakemake.output.effective_config)
     write_text(page, snakemake.output.table)
 
 

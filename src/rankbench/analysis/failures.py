@@ -11,7 +11,7 @@ import pandas as pd
 
 from rankbench.io.markdown import markdown_grid, natural_key, natural_order
 from rankbench.io.runs import collapse_to_documents
-from rankbench.retrieval.registry import method_inputs
+from rankbench.retrieval.registry import method_inputs, method_setting, method_type
 
 FAILURE_COLUMNS = ["method", "qid", "kind", "question", "failure", "first_relevant_rank", "expected", "returned",
                    "class", "input_ranks"]
@@ -36,7 +36,7 @@ def first_relevant(run: pd.DataFrame, relevant: pd.DataFrame, grain: str, within
 
 def candidate_depth(spec: Mapping[str, Any]) -> int | None:
     """How much of each input run a multi-stage method takes as candidates (rerank: its depth; fusion: all)."""
-    return spec.get("depth", 30) if spec["type"] == "rerank" else None
+    return method_setting(spec, "depth") if "depth" in method_type(spec).keys else None
 
 
 def _expected(labels: pd.DataFrame, threshold: int, shown: int = 5) -> pd.Series:

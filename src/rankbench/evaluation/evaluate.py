@@ -53,11 +53,6 @@ TIERS_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k", "m
                  "rank_high", "n"]
 
 
-def method_grains(spec: Mapping[str, Any]) -> list[str]:
-    """Grains a method is scored at: external runs rank documents, so document grain only; others both."""
-    return ["document"] if spec["type"] == "external" else list(GRAINS)
-
-
 def _grain_runs(run: pd.DataFrame, grains: Sequence[str]) -> dict[str, pd.DataFrame]:
     """The run at each grain with its ranked id as item_id (document grain: chunks collapsed to documents)."""
     unknown = sorted(set(grains) - set(GRAINS))

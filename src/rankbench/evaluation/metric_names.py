@@ -1,22 +1,74 @@
-"""Display names of the metrics (nDCG@10, MRR@10, R-prec): one place for every table, plot and page."""
+"""The metrics, one table: name, display label, family, cutoff and the trec_eval / ir-measures aliases of each.
+
+Every table, plot and page takes its labels here, metrics.py its name lists, the CLI and the config what they
+accept (tests/test_metric_names.py keeps the schema and the README in step). Adding a metric = its computation
+in metrics.py (the function of its family), one entry here, and its line in the README.
+"""
 
 from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 
-from rankbench.evaluation.metrics import (
-    EXTRA_METRICS_AT_K,
-    EXTRA_METRICS_FULL,
-    METRICS_AT_K,
-    METRICS_FULL,
-    POLLUTION_METRICS,
-)
 
-METRIC_NAMES = {"hit": "hit", "recall": "R", "precision": "P", "rr": "MRR", "ndcg": "nDCG", "ap": "AP",
-                "r_precision": "R-prec", "mean_grade": "grade", "judged": "judged", "rcap_recall": "R-cap",
-                "dcg": "DCG", "distinct_docs": "docs", "top_doc_share": "top-doc", "bpref": "bpref", "infap": "infAP",
-                "err": "ERR", "ndcg_condensed": "nDCG'", "rbp": "RBP", "rbp_residual": "RBP-res"}
+@dataclass(frozen=True)
+class Metric:
+    """One metric. family: `standard` (always computed), `pollution` (chunk grain, always) or `extra` (computed
+    on request, `evaluation.metrics`); cutoff: `k` (at each k), `whole` (the whole run, reported with k = 0) or
+    `either` (at k, or the whole run when named without one, as trec_eval's map, recip_rank and ndcg);
+    aliases: other names (case-insensitive); cut_aliases: trec_eval's cut families, which need a cutoff."""
+
+    label: str
+    family: str
+    cutoff: str
+    aliases: tuple[str, ...] = ()
+    cut_aliases: tuple[str, ...] = ()
+
+
+METRICS: dict[str, Metric] = {
+    "hit": Metric("hit", "standard", "k", cut_aliases=("success",)),
+    "recall": Metric("R", "standard", "k", aliases=("r",)),
+    "rcap_recall": Metric("R-cap", "standard", "k"),
+    "precision": Metric("P", "standard", "k", cut_aliases=("p",)),
+    "rr": Metric("MRR", "standard", "either", aliases=("mrr", "recip_rank")),
+    "ndcg": Metric("nDCG", "standard", "either", cut_aliases=("ndcg_cut",)),
+    "dcg": Metric("DCG", "standard", "k"),
+    "ap": Metric("AP", "standard", "either", aliases=("map",), cut_aliases=("map_cut",)),
+    "judged": Metric("judged", "standard", "k"),
+    "mean_grade": Metric("grade", "standard", "k"),
+    "r_precision": Metric("R-prec", "standard", "whole", aliases=("rprec", "r-precision")),
+    # Chunk grain only: how many distinct documents the top k shows, and how much of it one document takes.
+    "distinct_docs": Metric("docs", "pollution", "k"),
+    "top_doc_share": Metric("top-doc", "pollution", "k"),
+    # Computed only when asked for (the defaults stay as fast as before): trec_eval's bpref and infAP, gdeval's
+    # ERR@k, rank-biased precision RBP(p) and its residual (the most unjudged results could add), and condensed
+    # nDCG@k (trec_eval -J: unjudged results removed before ranking).
+    "err": Metric("ERR", "extra", "k"),
+    "ndcg_condensed": Metric("nDCG'", "extra", "k"),
+    "bpref": Metric("bpref", "extra", "whole"),
+    "infap": Metric("infAP", "extra", "whole"),
+    "rbp": Metric("RBP", "extra", "whole"),
+    "rbp_residual": Metric("RBP-res", "extra", "whole"),
+}
+
+
+def metric_names(family: str, *cutoffs: str) -> tuple[str, ...]:
+    """Names of a family's metrics with one of these cutoffs, in table order."""
+    return tuple(name for name, metric in METRICS.items() if metric.family == family and metric.cutoff in cutoffs)
+
+
+METRICS_AT_K = metric_names("standard", "k", "either")
+METRICS_FULL = metric_names("standard", "whole")  # reported with k = 0, meaning "no cutoff"
+POLLUTION_METRICS = metric_names("pollution", "k")
+EXTRA_METRICS_AT_K = metric_names("extra", "k")
+EXTRA_METRICS_FULL = metric_names("extra", "whole")
+METRIC_NAMES = {name: metric.label for name, metric in METRICS.items()}
+# trec_eval / ir-measures names accepted for ours (case-insensitive); trec_eval's cut families need a cutoff.
+METRIC_ALIASES = {alias: name for name, metric in METRICS.items() for alias in metric.aliases + metric.cut_aliases}
+CUT_FAMILIES = tuple(alias for metric in METRICS.values() for alias in metric.cut_aliases)
+# Without a cutoff these are computed over the whole run, as trec_eval's map, recip_rank and ndcg are.
+UNCUT = tuple(name for name, metric in METRICS.items() if metric.cutoff == "either")
 
 
 def metric_label(metric: str, k: int) -> str:
@@ -25,13 +77,6 @@ def metric_label(metric: str, k: int) -> str:
     return f"{name}@{k}" if k else name
 
 
-# trec_eval / ir-measures names accepted for ours (case-insensitive); trec_eval's cut families need a cutoff.
-METRIC_ALIASES = {"p": "precision", "map": "ap", "map_cut": "ap", "mrr": "rr", "recip_rank": "rr",
-                  "success": "hit", "ndcg_cut": "ndcg", "rprec": "r_precision", "r-precision": "r_precision",
-                  "r": "recall"}
-CUT_FAMILIES = ("map_cut", "ndcg_cut", "p", "success")
-# Without a cutoff these are computed over the whole run, as trec_eval's map, recip_rank and ndcg are.
-UNCUT = ("ap", "rr", "ndcg")
 _TREC_CUT = re.compile(r"^(.+?)[_.](\d+)$")  # trec_eval's P_5, ndcg_cut_10 (as printed) or P.5 (as in -m)
 
 
@@ -41,13 +86,9 @@ def _split_cutoff(item: str) -> tuple[str, str]:
     if at:
         return name.lower(), cut
     match = _TREC_CUT.match(item.lower())
-    if match and (match.group(1) in METRIC_ALIASES or match.group(1) in _all_metrics()):
+    if match and (match.group(1) in METRIC_ALIASES or match.group(1) in METRICS):
         return match.group(1), match.group(2)
     return item.lower(), ""
-
-
-def _all_metrics() -> tuple[str, ...]:
-    return METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K + METRICS_FULL + EXTRA_METRICS_FULL
 
 
 def known_metrics_text() -> str:

@@ -24,21 +24,20 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from rankbench.evaluation.metric_names import (
+    EXTRA_METRICS_AT_K,
+    EXTRA_METRICS_FULL,
+    METRICS_AT_K,
+    METRICS_FULL,
+    POLLUTION_METRICS,
+)
 from rankbench.io.qrels import GRADE_BOUND
 
-METRICS_AT_K = ("hit", "recall", "rcap_recall", "precision", "rr", "ndcg", "dcg", "ap", "judged", "mean_grade")
-METRICS_FULL = ("r_precision",)  # reported with k = 0, meaning "no cutoff"
-# Computed only when asked for (the defaults stay as fast as before): trec_eval's bpref and infAP, gdeval's ERR@k,
-# rank-biased precision RBP(p) and its residual (the most unjudged results could add), and condensed nDCG@k
-# (trec_eval -J: unjudged results removed before ranking). bpref and condensed nDCG read a negative grade as not
-# judged, and infAP as pooled but not judged, as trec_eval does.
-EXTRA_METRICS_AT_K = ("err", "ndcg_condensed")
-EXTRA_METRICS_FULL = ("bpref", "infap", "rbp", "rbp_residual")  # over the whole run, reported with k = 0
+# The metric names by family and cutoff come from the metric table (metric_names.py). bpref and condensed nDCG
+# read a negative grade as not judged, and infAP as pooled but not judged, as trec_eval does.
 UNCUT_METRICS = METRICS_FULL + EXTRA_METRICS_FULL
 ERR_MAX_GRADE = 4  # ERR's stopping probability is (2^grade - 1) / 2^4, as in gdeval (TREC Web track)
 INFAP_EPSILON = 0.00001  # trec_eval's smoothing in infAP
-# Chunk grain only: how many distinct documents the top k shows, and how much of it one document takes.
-POLLUTION_METRICS = ("distinct_docs", "top_doc_share")
 # Labels of grades_by_rank's codes when the grades are 0..3 (see grade_labels): the grades, then
 # retrieved-but-unlabelled, then nothing retrieved there.
 GRADE_LABELS = ("0", "1", "2", "3", "unjudged", "none")

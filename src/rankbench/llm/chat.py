@@ -37,8 +37,9 @@ class ChatBackend(Protocol):
 class OpenAIEndpoint:
     """POST /chat/completions on an OpenAI-compatible server, with timeouts and retries (rankbench.io.http)."""
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 60.0,
-                 retries: int = 3, backoff: float = 1.0) -> None:
+    def __init__(self, base_url: str, model: str, api_key: str | None = None,
+                 timeout: float = BACKEND_DEFAULTS["timeout"], retries: int = BACKEND_DEFAULTS["retries"],
+                 backoff: float = BACKEND_DEFAULTS["backoff"]) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model_id, self.api_key, self.timeout = model, api_key, timeout
         self.retries, self.backoff = retries, backoff
@@ -68,7 +69,8 @@ def parse_response(raw: bytes, source: str) -> dict[str, Any]:
 class LocalModel:
     """A GGUF model run in-process by xllamacpp (no server); loaded on the first request that misses the cache."""
 
-    def __init__(self, model_path: str | None, context: int = 4096, threads: int = 2, seed: int = 0) -> None:
+    def __init__(self, model_path: str | None, context: int = BACKEND_DEFAULTS["context"],
+                 threads: int = BACKEND_DEFAULTS["threads"], seed: int = BACKEND_DEFAULTS["seed"]) -> None:
         self.path = Path(model_path) if model_path else None
         if self.path is not None and not self.path.is_file():
             raise InputError(self.path, None, "is not a file", "Give llm.model_path as the path of a GGUF model.")

@@ -16,21 +16,24 @@ import jsonschema
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
 from rankbench.pipeline.dataset_formats import check_dataset_keys
+from rankbench.pipeline.defaults import DATASET_DEFAULTS, ENCODER_DEFAULTS, RESULTS
 from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
 from rankbench.retrieval.api_encoder import ApiEncoderSpec
 from rankbench.retrieval.encoders import PACKAGED_MODELS, EncoderSpec
 from rankbench.retrieval.registry import (
-    FIRST_STAGE_TYPES,
-    FUSION_TYPES,
     METHOD_TYPES,
+    REQUIRED,
+    STRUCTURAL_KEYS,
+    method_encoders,
     method_inputs,
+    types_using,
 )
 
-FILTERS = ("audience", "validity")
 # Encoder keys that only an embedding API (`kind: openai`) reads.
 API_ENCODER_KEYS = sorted({f.name for f in fields(ApiEncoderSpec)} - {f.name for f in fields(EncoderSpec)})
 # Keys a grid may not vary: they change what a method is, not how it is tuned.
-_STRUCTURAL_KEYS = ("type", "inputs", "input", "grid")
+_STRUCTURAL_KEYS = STRUCTURAL_KEYS + tuple(dict.fromkeys(kind.inputs_key for kind in METHOD_TYPES.values()
+                                                         if kind.inputs_key))
 # Methods once grids are expanded (each is a run per version, a row of every table, and its jobs).
 MAX_METHODS = 1_000
 # A method name (grid point names included) is a file name stem: runs/<method>.parquet, benchmarks, logs.
@@ -178,16 +181,15 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, where, f"has {len(weights)} weights for {len(method_inputs(spec))} inputs",
                              "Give one weight per input, in the order of `inputs`.")
         _check_keys_apply(spec, where, source)
-        encoder_names = [spec.get("encoder")] if kind == "dense" else []
-        if kind == "rerank" and spec["scorer"]["kind"] == "bi-encoder":
-            encoder_names.append(spec["scorer"].get("encoder"))
-        for encoder in encoder_names:
+        missing = [f"`{key}`" for key, default in METHOD_TYPES[kind].keys.items()
+                   if default is REQUIRED and not spec.get(key)]
+        if missing:
+            raise InputError(source, where, f"is a {kind} method without {' and '.join(missing)}",
+                             f"Set {' and '.join(missing)} (see config/README.md, `methods`).")
+        for encoder in method_encoders(spec):
             if encoder not in encoders:
                 raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",
                                  f"Declare it under `encoders` or use one of: {', '.join(sorted(encoders)) or 'none'}.")
-        if spec["type"] == "external" and (not spec.get("path") or spec.get("format") not in ("trec", "parquet")):
-            raise InputError(source, where, "is an external run without `path` and `format` (trec or parquet)",
-                             "Give e.g. `path: runs/{qset}/colbert.trec` and `format: trec`.")
         chunker = spec.get("chunker")
         if chunker is not None and chunker not in chunkers:
             raise InputError(source, where, f"uses chunker {chunker!r}, which is not under `chunkers`",
@@ -208,18 +210,12 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
 
 
 def _check_keys_apply(spec: Mapping[str, Any], where: str, source: str) -> None:
-    """Keys that only make sense for some method types are errors elsewhere (they would be silently ignored)."""
-    bm25 = ("bm25",)
-    allowed = {"prf": bm25, "variant": bm25, "k1": bm25, "b": bm25, "delta": bm25, "stopwords": bm25,
-               "stemming": bm25, "fold_accents": bm25, "index": ("dense",), "encoder": ("dense",),
-               "filters": FIRST_STAGE_TYPES, "chunker": FIRST_STAGE_TYPES + ("external",),
-               "rewrite": FIRST_STAGE_TYPES + ("rerank",), "normalization": ("combsum", "combmnz"),
-               "weights": FUSION_TYPES, "inputs": FUSION_TYPES, "k": ("rrf",), "input": ("rerank",),
-               "depth": ("rerank",), "scorer": ("rerank",), "path": ("external",), "format": ("external",)}
-    for key, types in allowed.items():
-        if key in spec and spec["type"] not in types:
+    """Keys that only make sense for some method types are errors elsewhere (they would be silently ignored); the
+    registry says which type reads which key."""
+    for key in spec:
+        if key not in STRUCTURAL_KEYS and key not in METHOD_TYPES[spec["type"]].keys:
             raise InputError(source, where, f"sets `{key}`, which a {spec['type']} method does not use",
-                             f"`{key}` applies to: {', '.join(types)}.")
+                             f"`{key}` applies to: {', '.join(types_using(key))}.")
 
 
 def _check_analyzer(spec: Mapping[str, Any], language: str, where: str, source: str) -> None:
@@ -246,24 +242,11 @@ def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tup
     return found.pop()
 
 
-EVALUATION_DEFAULTS: dict[str, Any] = {
-    "depth": 100, "ks": [1, 3, 5, 10], "relevance_threshold": 1, "gain": "linear", "baseline": None,
-    "bootstrap_resamples": 10_000, "seed": 0, "metrics": [], "rbp_p": 0.8,
-}
-
-
-def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The `evaluation` block with defaults filled in and ks sorted."""
-    settings = {**EVALUATION_DEFAULTS, **config.get("evaluation", {})}
-    settings["ks"] = sorted(set(settings["ks"]))
-    return settings
-
-
 def check_settings(config: Mapping[str, Any], source: str) -> None:
     """Dataset, analyzers, chunkers and encoders: what each needs, checked before any job (methods expanded)."""
     dataset = config["dataset"]
     check_dataset_keys(config, source)
-    language = dataset.get("language", "english")
+    language = dataset.get("language", DATASET_DEFAULTS["language"])
     if language not in LANGUAGES:
         raise InputError(source, "dataset.language", f"is {language!r}, which the BM25 analyzer does not know",
                          f"Use one of: {', '.join(LANGUAGES)}.")
@@ -281,7 +264,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
                              "A fixed chunker needs a size; the overlap must be smaller than the size.") from None
     for name, spec in config.get("encoders", {}).items():
         _check_api_encoder(name, spec, source)
-        model = spec.get("model", next(iter(PACKAGED_MODELS)))
+        model = spec.get("model", ENCODER_DEFAULTS["model"])
         if spec["kind"] == "sentence-transformers" and model not in PACKAGED_MODELS and not Path(model).is_dir():
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither a packaged model "
                              f"({', '.join(PACKAGED_MODELS)}) nor an existing folder",
@@ -345,10 +328,11 @@ def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     paths += [(f"qsets.{name}.rewrites.{rewrite}", path, False)
               for name, spec in config["qsets"].items() for rewrite, path in spec.get("rewrites", {}).items()]
     paths += [(f"methods.{name}.path", spec["path"].replace("{qset}", qset), False)
-              for name, spec in config["methods"].items() if spec["type"] == "external" for qset in config["qsets"]]
+              for name, spec in config["methods"].items() if "path" in METHOD_TYPES[spec["type"]].keys
+              for qset in config["qsets"]]
     chats = [("llm.chat", config.get("llm", {}).get("chat", {}))]
     chats += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
-              for name, spec in config["methods"].items() if spec["type"] == "rerank"]
+              for name, spec in config["methods"].items() if "scorer" in METHOD_TYPES[spec["type"]].keys]
     paths += [(f"{where}.model_path", chat["model_path"], False) for where, chat in chats if "model_path" in chat]
     return paths
 
@@ -357,7 +341,7 @@ def check_paths(config: Mapping[str, Any], source: str) -> None:
     """Relative paths stay inside the project (or, for inputs, the dataset root); absolute ones are deliberate."""
     dataset = config["dataset"]
     input_roots = ["."] + ([dataset["path"]] if dataset.get("path") else [])
-    results = config.get("results", "results")
+    results = config.get("results", RESULTS)
     if os.path.normpath(results) == os.curdir:
         raise InputError(source, "results", f"{results!r} is the project folder itself",
                          "Name a folder for the results, e.g. `results`.")

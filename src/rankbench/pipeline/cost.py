@@ -9,21 +9,26 @@ from typing import Any
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.retrieval.registry import method_inputs
+from rankbench.pipeline.rules import (
+    EMBED_CORPUS,
+    EMBED_QUERIES,
+    EMBED_REWRITTEN_QUERIES,
+    RUN_RULES,
+    UNBENCHMARKED,
+    index_stage,
+)
+from rankbench.retrieval.registry import method_encoders, method_inputs
 
-# The rule that makes a method's run, by method type (external runs are imported: no benchmark).
-RUN_RULES = {"bm25": "retrieve_bm25", "dense": "retrieve_dense", "rrf": "fuse", "combsum": "fuse", "combmnz": "fuse",
-             "rerank": "rerank"}
 COST_COLUMNS = ["method", "index_s", "query_s", "questions", "ms_per_question", "stages", "index_tokens",
-                "query_tokens", "index_sent", "query_sent"]
+               "query_tokens", "index_sent", "query_sent"]
 
 Stage = tuple[str, str, dict[str, str]]  # (rule, side: index | query, wildcards)
 
 
 def _query_stage(encoder: str, rewrite: str | None) -> Stage:
     if rewrite:
-        return ("embed_rewritten_queries", "query", {"encoder": encoder, "rewrite": rewrite})
-    return ("embed_queries", "query", {"encoder": encoder})
+        return (EMBED_REWRITTEN_QUERIES, "query", {"encoder": encoder, "rewrite": rewrite})
+    return (EMBED_QUERIES, "query", {"encoder": encoder})
 
 
 def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker_of: Callable[[str], str],
@@ -36,18 +41,13 @@ def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker
     """
     spec, chunker = methods[method], chunker_of(method)
     stages: list[Stage] = []
-    if spec["type"] == "bm25":
-        stages.append(("bm25_index", "index", {"chunker": chunker, "method": index_name(method)}))
-    if spec["type"] == "dense":
-        encoder = spec["encoder"]
-        stages += [("embed_corpus", "index", {"chunker": chunker, "encoder": encoder}),
-                   ("faiss_index", "index", {"chunker": chunker, "encoder": encoder, "index": index_name(method)}),
+    for encoder in filter(None, method_encoders(spec)):  # every one named (config.check_methods)
+        stages += [(EMBED_CORPUS, "index", {"chunker": chunker, "encoder": encoder}),
                    _query_stage(encoder, spec.get("rewrite"))]
-    if spec["type"] == "rerank" and spec["scorer"]["kind"] == "bi-encoder":
-        encoder = spec["scorer"]["encoder"]
-        stages += [("embed_corpus", "index", {"chunker": chunker, "encoder": encoder}),
-                   _query_stage(encoder, spec.get("rewrite"))]
-    if spec["type"] in RUN_RULES:
+    index = index_stage(spec, chunker, index_name(method))
+    if index:
+        stages.append((index[0], "index", index[1]))
+    if RUN_RULES[spec["type"]] not in UNBENCHMARKED:
         stages.append((RUN_RULES[spec["type"]], "query", {"method": method}))
     for name in method_inputs(spec):
         stages += method_stages(methods, name, chunker_of, index_name)

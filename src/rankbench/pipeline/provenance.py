@@ -9,13 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankbench.errors import InputError
-from rankbench.evaluation.metric_names import parse_metrics
-from rankbench.evaluation.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
-
-REPORT_DEFAULTS: dict[str, Any] = {
-    "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",
-    "ci": False, "alpha": 0.05,
-}
+from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, parse_metrics
+from rankbench.pipeline.defaults import REPORT_DEFAULTS
 
 
 def canonical_config(config: Mapping[str, Any]) -> str:

@@ -135,12 +135,13 @@ def judge_section(agreement: pd.DataFrame | None) -> list[str]:
 
 def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.DataFrame,
                     manifest: Mapping[str, Any], dataset: str, evaluation: Mapping[str, Any],
-                    report: Mapping[str, Any], validation: str, config_json: str,
+                    report: Mapping[str, Any], validation: str, config_json: str, effective_config: str,
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
                     staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
                     judged: bool = False, how_sure: Sequence[str] = (), tiers: pd.DataFrame | None = None) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
 
+    effective_config: the config as the run used it (every default filled in, grids expanded), as YAML.
     staff_documents: staff-only documents in the corpus (none: the staff leak cannot happen).
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
     once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
@@ -160,7 +161,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         f"- questions: {len(questions)}; with a relevant label (evaluated): {evaluated}; "
         f"excluded (no relevant label, counted apart): {len(questions) - evaluated}",
         f"{DATE_PREFIX}{date}",
-        f"- config: sha256 `{config_sha256}` (the exact config is at the end of this page)",
+        f"- config: sha256 `{config_sha256}` (the config as written; the effective config, every default filled "
+        "in, is at the end of this page)",
         "- every question, what each method returned and where it wins or loses: [explorer.html](explorer.html)",
     ]
     if experiment:
@@ -225,8 +227,9 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     lines += ["## Labels", "", *labels_section(validation)]
     if judged:
         lines += judge_section(judge_agreement)
-    lines += ["## Config", "", "```json", json.dumps(json.loads(config_json), indent=2, ensure_ascii=False,
-                                                     sort_keys=True), "```", ""]
+    lines += ["## Effective config", "", "The config as this run used it: every default filled in, grids expanded "
+              "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
+              "```", ""]
     return "\n".join(lines)
 
 

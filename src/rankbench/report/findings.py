@@ -10,13 +10,12 @@ from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.stats import format_p, holm_versus_best
 from rankbench.report.tables import pair_row
-
-FAMILIES = {"bm25": "lexical", "dense": "dense", "rrf": "fusion", "combsum": "fusion", "combmnz": "fusion",
-            "rerank": "reranked", "external": "external"}
+from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
 
 
 def _name(method: str, types: Mapping[str, str]) -> str:
-    family = FAMILIES.get(types.get(method, ""), types.get(method, ""))
+    kind = types.get(method, "")
+    family = FAMILIES[METHOD_TYPES[kind].family] if kind in METHOD_TYPES else kind
     return f"{method} ({family})" if family else method
 
 

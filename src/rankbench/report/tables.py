@@ -8,8 +8,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from rankbench.evaluation.metric_names import metric_label
-from rankbench.evaluation.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
+from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, metric_label
 
 TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
 NOT_RANKED = ("rbp_residual",)  # an uncertainty, not a quality: no best value is marked

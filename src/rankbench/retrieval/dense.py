@@ -57,6 +57,11 @@ class IndexSpec:
         return {key: value for key, value in asdict(self).items() if key in keep}
 
 
+def dense_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A dense method's FAISS index settings with the library's defaults filled in (effective config)."""
+    return {"index": dict(sorted(asdict(IndexSpec.from_config(spec.get("index"))).items()))}
+
+
 def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> faiss.Index:
     """An inner-product index; built single-threaded with a fixed IVF seed, so the same vectors give the same index."""
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)

@@ -14,9 +14,6 @@ import numpy as np
 from rankbench.io.files import write_npy
 from rankbench.retrieval.encoders import Encoder
 
-DEFAULT_SHARDS = 1
-
-
 def shard_bounds(n_rows: int, shards: int, shard: int) -> tuple[int, int]:
     """Rows [start, stop) of shard `shard` of `shards`: contiguous, sizes differing by at most one (as
     numpy.array_split), so the same corpus always splits the same way."""

@@ -12,6 +12,7 @@ import pandas as pd
 from rankbench.errors import InputError
 from rankbench.io.runs import order_by_trec_rule
 from rankbench.io.trec import RunSource, read_run
+from rankbench.retrieval.registry import NORMALIZATION, RRF_K
 
 NORMALIZATIONS = ("minmax", "zscore")
 FUSIONS = ("rrf", "combsum", "combmnz")
@@ -29,7 +30,7 @@ def _stack(runs: Sequence[pd.DataFrame], weights: Sequence[float] | None) -> pd.
                       for i, (run, w) in enumerate(zip(runs, weights))], ignore_index=True)
 
 
-def reciprocal_rank_fusion(runs: Sequence[pd.DataFrame], k: int = 60, depth: int = 100,
+def reciprocal_rank_fusion(runs: Sequence[pd.DataFrame], k: int = RRF_K, depth: int = 100,
                            weights: Sequence[float] | None = None) -> pd.DataFrame:
     """Score each chunk by the (weighted) sum over runs of 1 / (k + rank); a chunk absent from a run adds nothing."""
     stacked = _stack(runs, weights)
@@ -52,7 +53,7 @@ def normalize_scores(scores: pd.Series, groups: Sequence[pd.Series | np.ndarray]
     return ((scores - mean) / std.mask(constant)).fillna(0.0)
 
 
-def score_fusion(runs: Sequence[pd.DataFrame], method: str = "combsum", normalization: str = "minmax",
+def score_fusion(runs: Sequence[pd.DataFrame], method: str = "combsum", normalization: str = NORMALIZATION,
                  depth: int = 100, weights: Sequence[float] | None = None) -> pd.DataFrame:
     """CombSUM: weighted sum of each run's normalized scores (absent = 0); CombMNZ: that sum × the number of runs
     that returned the chunk. Scores are normalized per (run, query) first, so runs on different scales mix."""

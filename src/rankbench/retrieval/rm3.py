@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import bm25s
 
 from rankbench.corpus.filters import ChunkMasks
-from rankbench.retrieval.bm25 import Analyzer, search_weighted
+from rankbench.retrieval.bm25 import Analyzer, index_keys, search_weighted
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,14 @@ class RM3:
     def __post_init__(self) -> None:
         if self.fb_docs < 1 or self.fb_terms < 1 or not 0 <= self.original_weight <= 1:
             raise ValueError(f"RM3 needs fb_docs >= 1, fb_terms >= 1 and 0 <= original_weight <= 1, got {self}")
+
+
+def bm25_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A BM25 method's analyzer, BM25 and RM3 settings with the library's defaults filled in (effective config)."""
+    settings = index_keys(spec)
+    if spec.get("prf") is not None:
+        settings["prf"] = asdict(RM3(**spec["prf"]))
+    return settings
 
 
 def _l1(weights: Mapping[str, float]) -> dict[str, float]:

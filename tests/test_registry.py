@@ -1,0 +1,101 @@
+"""The method-type registry is the one place a type is declared: the schema, the config checks, the rules and the
+analyses agree with it, and a type declared there (plus its rule) is checked, costed and scored like the others."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_helpers import REPO
+
+from rankbench.analysis.failures import pool_depth
+from rankbench.errors import InputError
+from rankbench.evaluation.evaluate import GRAINS
+from rankbench.pipeline.config import check_config
+from rankbench.pipeline.cost import method_stages
+from rankbench.pipeline.rules import RUN_RULES, UNBENCHMARKED, index_stage
+from rankbench.retrieval import registry
+from rankbench.retrieval.registry import (
+    METHOD_TYPES,
+    REQUIRED,
+    STRUCTURAL_KEYS,
+    MethodType,
+    method_grains,
+    method_inputs,
+    types_using,
+)
+
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+METHOD_SCHEMA = SCHEMA["properties"]["methods"]["additionalProperties"]
+RULES = set(re.findall(r"^rule (\w+):", "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")),
+                       re.MULTILINE))
+
+
+def test_the_schema_knows_exactly_the_keys_of_the_registry() -> None:
+    keys = {key for kind in METHOD_TYPES.values() for key in kind.keys}
+    assert set(METHOD_SCHEMA["properties"]) == keys | set(STRUCTURAL_KEYS)
+
+
+def test_keys_the_schema_requires_by_type_are_required_in_the_registry() -> None:
+    for condition in METHOD_SCHEMA["allOf"]:
+        type_rule = condition["if"]["properties"]["type"]
+        types = type_rule.get("enum", [type_rule.get("const")])
+        for kind in types:
+            for key in condition["then"]["required"]:
+                assert METHOD_TYPES[kind].keys[key] is REQUIRED, (kind, key)
+
+
+def test_every_type_has_a_rule_that_exists_and_grains_evaluation_knows() -> None:
+    assert set(RUN_RULES) == set(METHOD_TYPES)
+    index_rules = {stage[0] for kind in METHOD_TYPES if (stage := index_stage({"type": kind, "encoder": "e"}, "c", "i"))}
+    assert index_rules == {"bm25_index", "faiss_index"}
+    assert set(RUN_RULES.values()) | index_rules | set(UNBENCHMARKED) <= RULES
+    assert all(set(kind.grains) <= set(GRAINS) for kind in METHOD_TYPES.values())
+    assert method_grains({"type": "external"}) == ["document"]
+
+
+def test_a_key_applies_to_the_types_that_read_it_and_defaults_come_from_the_registry() -> None:
+    assert types_using("chunker") == ("bm25", "dense", "external")
+    assert types_using("rewrite") == ("bm25", "dense", "rerank")
+    assert pool_depth({"type": "rerank", "input": "bm25"}) == METHOD_TYPES["rerank"].keys["depth"]
+    assert pool_depth({"type": "rrf", "inputs": ["a"]}) is None
+    assert method_inputs({"type": "rerank", "input": "bm25"}) == ["bm25"]
+    assert method_inputs({"type": "combmnz", "inputs": ["a", "b"]}) == ["a", "b"]
+    with pytest.raises(ValueError, match="unknown method family"):
+        MethodType("sparse-ish")
+
+
+@pytest.fixture
+def sparse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hypothetical `sparse` type declared only in the registry and the rule table (its key in the schema)."""
+    monkeypatch.setitem(METHOD_TYPES, "sparse", MethodType("lexical", {"encoder": REQUIRED, "chunker": None,
+                                                                       "rewrite": None, "filters": []}))
+    monkeypatch.setitem(RUN_RULES, "sparse", "retrieve_sparse")
+
+
+def _config(methods: dict) -> dict:
+    config = yaml.safe_load((REPO / "tests/fixtures/mini/config.yaml").read_text())
+    return {**config, "methods": methods}
+
+
+def test_a_new_type_in_the_registry_is_checked_costed_and_named(sparse: None, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    monkeypatch.chdir(REPO)
+    config = _config({"splade": {"type": "sparse", "encoder": "minilm"}})
+    assert check_config(config, SCHEMA, "c.yaml") == {"splade": {"type": "sparse", "encoder": "minilm"}}
+    with pytest.raises(InputError, match="sets `k`, which a sparse method does not use"):
+        check_config(_config({"splade": {"type": "sparse", "encoder": "minilm", "k": 3}}), SCHEMA, "c.yaml")
+    with pytest.raises(InputError, match="is a sparse method without `encoder`"):
+        check_config(_config({"splade": {"type": "sparse"}}), SCHEMA, "c.yaml")
+    stages = method_stages({"splade": {"type": "sparse", "encoder": "minilm"}}, "splade", lambda m: "sections",
+                           lambda m: m)
+    assert [stage for stage, _, _ in stages] == ["embed_corpus", "embed_queries", "retrieve_sparse"]
+
+
+def test_the_registry_module_stays_light() -> None:
+    """The Snakefile imports it while parsing: nothing but the standard library."""
+    source = Path(registry.__file__).read_text()
+    assert set(re.findall(r"^(?:from|import) (\S+)", source, re.MULTILINE)) <= {
+        "__future__", "collections.abc", "dataclasses", "typing"}
