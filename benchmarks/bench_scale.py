@@ -23,7 +23,7 @@ from bench_bm25 import synthetic_corpus
 
 from rankbench.io.runs import run_from_topk
 from rankbench.retrieval import bm25, dense
-from rankbench.retrieval.encoders import normalize
+from rankbench.retrieval.encoders import unit_vectors
 from rankbench.retrieval.fusion import reciprocal_rank_fusion
 
 SEED = 7
@@ -44,10 +44,10 @@ def synthetic_vectors(n_passages: int, n_queries: int, dim: int) -> tuple[np.nda
     latent = centers[rng.integers(len(centers), size=n_passages)] + 0.5 * rng.standard_normal(
         (n_passages, LATENT), dtype=np.float32)
     projection = rng.standard_normal((LATENT, dim), dtype=np.float32)
-    passages = normalize(latent @ projection + 0.1 * rng.standard_normal((n_passages, dim), dtype=np.float32))
+    passages = unit_vectors(latent @ projection + 0.1 * rng.standard_normal((n_passages, dim), dtype=np.float32))
     sources = rng.integers(n_passages, size=n_queries)
     noise = rng.standard_normal((n_queries, dim), dtype=np.float32)
-    return passages, normalize(passages[sources] + 0.5 * noise / np.sqrt(dim))
+    return passages, unit_vectors(passages[sources] + 0.5 * noise / np.sqrt(dim))
 
 
 def main() -> int:

@@ -20,7 +20,7 @@ from tqdm import tqdm
 from rankbench.errors import InputError
 from rankbench.io.http import post_json
 from rankbench.retrieval.embedding_cache import cache_key, embed_cached, load_cache, save_cache, text_hashes
-from rankbench.retrieval.encoders import PROGRESS_BAR_FROM, Encoder, normalize
+from rankbench.retrieval.encoders import PROGRESS_BAR_FROM, Encoder, unit_vectors
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class ApiEncoder:
         cached = load_cache(self.cache, key) if self.cache else (np.zeros(0, "S32"), np.zeros((0, 0), np.float32))
         vectors, _ = embed_cached(lambda missing: self._fetch(missing, input_type, key),
                                   [prefix + text for text in texts], *cached)
-        return normalize(vectors)
+        return unit_vectors(vectors)
 
     def _fetch(self, texts: Sequence[str], input_type: str | None, key: str) -> np.ndarray:
         """Vectors of texts from the endpoint, batch_size texts a request and max_concurrency requests in flight.
