@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sps
 
 SeedLike = int | np.random.SeedSequence
 
@@ -262,6 +261,8 @@ def t_test_p_values(differences: np.ndarray) -> np.ndarray:
     scipy.stats.ttest_rel gives for exactly equal ones; near-equal ones would otherwise give a
     meaningless p from rounding noise. Otherwise equals scipy.stats.ttest_rel.
     """
+    import scipy.stats  # here, not at the top: the workflow imports this module when it parses
+
     d = _as_finite_float(differences, "differences")
     if d.ndim != 2 or d.shape[1] == 0:
         raise ValueError(f"differences must be a [rows, n_queries] array with n_queries >= 1, got {d.shape}")
@@ -273,7 +274,7 @@ def t_test_p_values(differences: np.ndarray) -> np.ndarray:
         sd = d.std(axis=1, ddof=1)
         varied = ~constant
         t_stat = d[varied].mean(axis=1) / (sd[varied] / np.sqrt(n))
-        p[varied] = np.minimum(1.0, 2.0 * _sps.t.sf(np.abs(t_stat), df=n - 1))
+        p[varied] = np.minimum(1.0, 2.0 * scipy.stats.t.sf(np.abs(t_stat), df=n - 1))
         p[constant] = 0.0
     p[all_zero] = 1.0
     return p
@@ -286,6 +287,8 @@ def standardized_effects(differences: np.ndarray, confidence: float = 0.95) -> t
     cheap enough for every pair of every table. NaN (and NaN bounds) when the differences do not vary (all within
     TIE_TOLERANCE of each other: sd 0 leaves d_z undefined) or n < 2.
     """
+    import scipy.stats
+
     d = _as_finite_float(differences, "differences")
     if d.ndim != 2 or d.shape[1] == 0:
         raise ValueError(f"differences must be a [rows, n_queries] array with n_queries >= 1, got {d.shape}")
@@ -294,7 +297,7 @@ def standardized_effects(differences: np.ndarray, confidence: float = 0.95) -> t
     if n >= 2:
         varied = np.ptp(d, axis=1) > TIE_TOLERANCE
         d_z[varied] = d[varied].mean(axis=1) / d[varied].std(axis=1, ddof=1)
-    half = _sps.norm.ppf(0.5 + confidence / 2.0) * np.sqrt(1.0 / n + d_z**2 / (2.0 * n))
+    half = scipy.stats.norm.ppf(0.5 + confidence / 2.0) * np.sqrt(1.0 / n + d_z**2 / (2.0 * n))
     return d_z, d_z - half, d_z + half
 
 

@@ -29,32 +29,34 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import bm25s
 import numpy as np
 import Stemmer
-from bm25s import stopwords as _bm25s_stopwords
 
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 
+if TYPE_CHECKING:
+    import bm25s
+
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
-# Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others.
-_STOPWORDS: dict[str, tuple[str, ...]] = {
-    "english": _bm25s_stopwords.STOPWORDS_EN,
-    "french": _bm25s_stopwords.STOPWORDS_FRENCH,
-    "german": _bm25s_stopwords.STOPWORDS_GERMAN,
-    "dutch": _bm25s_stopwords.STOPWORDS_DUTCH,
-    "spanish": _bm25s_stopwords.STOPWORDS_SPANISH,
-    "portuguese": _bm25s_stopwords.STOPWORDS_PORTUGUESE,
-    "italian": _bm25s_stopwords.STOPWORDS_ITALIAN,
-    "russian": _bm25s_stopwords.STOPWORDS_RUSSIAN,
-    "swedish": _bm25s_stopwords.STOPWORDS_SWEDISH,
-    "norwegian": _bm25s_stopwords.STOPWORDS_NORWEGIAN,
-    "turkish": _bm25s_stopwords.STOPWORDS_TURKISH,
-    "danish": _bm25s_stopwords.STOPWORDS_DANISH,
+# Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others: the name of each in
+# bm25s.stopwords, read when first needed (bm25s loads scipy: parsing the workflow must not).
+_STOPWORDS: dict[str, str] = {
+    "english": "STOPWORDS_EN",
+    "french": "STOPWORDS_FRENCH",
+    "german": "STOPWORDS_GERMAN",
+    "dutch": "STOPWORDS_DUTCH",
+    "spanish": "STOPWORDS_SPANISH",
+    "portuguese": "STOPWORDS_PORTUGUESE",
+    "italian": "STOPWORDS_ITALIAN",
+    "russian": "STOPWORDS_RUSSIAN",
+    "swedish": "STOPWORDS_SWEDISH",
+    "norwegian": "STOPWORDS_NORWEGIAN",
+    "turkish": "STOPWORDS_TURKISH",
+    "danish": "STOPWORDS_DANISH",
 }
 _TOKEN = re.compile(r"\w+")
 _LIGATURES = str.maketrans({"œ": "oe", "æ": "ae", "ß": "ss"})
@@ -161,7 +163,9 @@ def normalize(text: str, fold_accents: bool) -> str:
 @lru_cache(maxsize=None)
 def _stopword_set(language: str, fold_accents: bool) -> frozenset[str]:
     """Stopwords of a language, normalized like the text they are compared with."""
-    return frozenset(normalize(w, fold_accents) for w in _STOPWORDS[language])
+    from bm25s import stopwords
+
+    return frozenset(normalize(w, fold_accents) for w in getattr(stopwords, _STOPWORDS[language]))
 
 
 def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
@@ -190,6 +194,8 @@ def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) ->
 
 def _new_bm25(params: BM25Params) -> bm25s.BM25:
     """An empty bm25s model with our parameters and the numpy backend."""
+    import bm25s
+
     return bm25s.BM25(
         k1=params.k1, b=params.b, delta=params.delta, method=params.variant, backend="numpy"
     )
@@ -222,6 +228,8 @@ def save_index(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params, path: 
 
 def _index_arrays(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params) -> dict[str, np.ndarray]:
     """The arrays that make up a saved index: sparse score matrix, vocabulary, metadata."""
+    import bm25s
+
     vocab = sorted(index.vocab_dict, key=index.vocab_dict.__getitem__)
     if [index.vocab_dict[t] for t in vocab] != list(range(len(vocab))):
         raise ValueError("index vocabulary ids are not 0..n-1; save indexes made by build_index")
