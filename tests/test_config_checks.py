@@ -213,7 +213,7 @@ def test_the_shipped_configs_pass(monkeypatch: pytest.MonkeyPatch) -> None:
         assert methods
     scifact = load_config_file("config/scifact.yaml")
     scifact["dataset"]["path"] = "tests/fixtures/beir"
-    with pytest.raises(InputError, match="dataset.path: 'tests/fixtures/beir' is not an existing folder"):
+    with pytest.raises(InputError, match=r"dataset.path: 'tests/fixtures/beir' is not an existing folder"):
         check_config(scifact, SCHEMA, "config/scifact.yaml")
 
 

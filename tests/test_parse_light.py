@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-
 from workflow_helpers import REPO, copy_dataset
 
 # Imported only by the jobs that need them: each costs from tenths of a second to seconds at every parse.

@@ -104,7 +104,8 @@ def evaluate_command(args: argparse.Namespace) -> int:
                          "Give runs distinct file names: the name identifies the run in the table.")
     baseline = args.baseline or (names[0] if len(names) > 1 else None)
     if baseline is not None and baseline not in names:
-        raise InputError(None, "--baseline", f"names {baseline!r}, which is not a run", f"Use one of: {', '.join(names)}.")
+        raise InputError(None, "--baseline", f"names {baseline!r}, which is not a run",
+                         f"Use one of: {', '.join(names)}.")
     qrels = read_qrels(args.qrels, args.grain)
     if not (qrels["grade"] >= args.relevance_threshold).any():
         raise InputError(args.qrels, None, f"has no label with grade >= {args.relevance_threshold}, so no question "
@@ -177,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rankbench` command."""
     parser = argparse.ArgumentParser(prog="rankbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    freeze_parser = commands.add_parser("freeze", help="register a new question-set version (its sha256) in a lock file")
+    freeze_parser = commands.add_parser("freeze",
+                                        help="register a new question-set version (its sha256) in a lock file")
     freeze_parser.add_argument("path", type=Path, help="the version's JSONL file")
     freeze_parser.add_argument("--version", required=True, help="version name used in config `qsets`")
     freeze_parser.add_argument("--lock", type=Path, required=True, help="the lock file (created if missing)")
@@ -206,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                                   "qrels (it would score 0 whatever its order)")
     eval_parser.add_argument("--output", type=Path, help="write the tidy summary (or per-query values) as Parquet")
     export_parser = commands.add_parser("pool-export", help="unjudged passages in the top k of every method, to grade")
-    export_parser.add_argument("--results", type=Path, required=True, help="the dataset's results folder, e.g. results/demo")
+    export_parser.add_argument("--results", type=Path, required=True,
+                               help="the dataset's results folder, e.g. results/demo")
     export_parser.add_argument("--qset", required=True, help="question-set version")
     export_parser.add_argument("--chunker", default="sections", help="chunker of the runs (default: sections)")
     export_parser.add_argument("--depth", type=int, default=10, help="top k of each run pooled (default: 10)")

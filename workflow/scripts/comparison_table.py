@@ -2,7 +2,7 @@
 run's history record."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -34,7 +34,7 @@ def main(snakemake):
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
     cost = cost_table(p.cost_plan, seconds, len(questions))
-    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     degraded = {}
     for method, path in zip(p.reranked_methods, snakemake.input.reranked):
         flags = pd.read_parquet(path, columns=["degraded", "degraded_reason"])
@@ -58,14 +58,15 @@ def main(snakemake):
                + TIERS_LEGEND.format(alpha=p.report["alpha"]))
     comments = [f"{p.dataset} question-set version {manifest['version']} sha256 {manifest['sha256']}",
                 f"config sha256 {p.config_sha256}"]
-    write_text(latex_table(with_tiers(table, tiers), headline, [g for g in ("document", "chunk") if (table["grain"] == g).any()],
+    grains = [g for g in ("document", "chunk") if (table["grain"] == g).any()]
+    write_text(latex_table(with_tiers(table, tiers), headline, grains,
                            methods, p.report["ci"], caption, f"tab:{p.dataset}-{manifest['version']}", comments),
                snakemake.output.latex)
     metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
     recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
-    records = run_records(aggregate, manifest, p.dataset, p.config_sha256, json.loads(p.config_json).get("experiment", {}),
-                          recorded, p.report["grain"])
+    experiment = json.loads(p.config_json).get("experiment", {})
+    records = run_records(aggregate, manifest, p.dataset, p.config_sha256, experiment, recorded, p.report["grain"])
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
     costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)

@@ -60,7 +60,8 @@ def _returned(run: pd.DataFrame, grain: str, titles: Mapping[str, str], n: int) 
 
 
 def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]],
-            qrels: Mapping[str, pd.DataFrame], questions: pd.DataFrame, labels: pd.DataFrame, titles: Mapping[str, str], grain: str, k: int,
+            qrels: Mapping[str, pd.DataFrame], questions: pd.DataFrame, labels: pd.DataFrame,
+            titles: Mapping[str, str], grain: str, k: int,
             relevance_threshold: int = 1, shown: int = 3) -> pd.DataFrame:
     """One row per (method, question, failure): 'rank 1' (nothing relevant first) or 'top k' (nothing relevant in
     the top k), over the questions with a relevant label; multi-stage methods get a class and their inputs' ranks.

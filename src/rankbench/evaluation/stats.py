@@ -165,7 +165,8 @@ def bootstrap_ci(
 
 
 def _count_extreme(values: np.ndarray, flips: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """Per row of `values` [rows, m]: sign patterns (rows of 0/1 `flips` [patterns, m]) with |flipped sum| >= its threshold."""
+    """Per row of `values` [rows, m]: sign patterns (rows of 0/1 `flips` [patterns, m]) with |flipped sum| >= its
+    threshold."""
     null = values.sum(axis=1)[None, :] - 2.0 * (flips.astype(np.float64) @ values.T)
     return np.count_nonzero(np.abs(null) >= thresholds[None, :], axis=0)
 
@@ -380,7 +381,8 @@ def paired_comparison(
     """
     a_arr, b_arr = _as_finite_float(a, "a"), _as_finite_float(b, "b")
     if a_arr.ndim != 2 or a_arr.shape != b_arr.shape or a_arr.shape[1] == 0:
-        raise ValueError(f"a and b must be [rows, n_queries] arrays of equal shape, got {a_arr.shape} and {b_arr.shape}")
+        raise ValueError(f"a and b must be [rows, n_queries] arrays of equal shape, got {a_arr.shape} and "
+                         f"{b_arr.shape}")
     sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(int(seed))
     boot_seed, perm_seed = sequence.spawn(2)
     d = a_arr - b_arr
@@ -408,7 +410,8 @@ def paired_comparison(
 
 def format_p(p: float, p_raw: float, n_resamples: int, digits: int = 3) -> str:
     """A p-value as text. When the raw Monte Carlo p sits at its floor 1/(resamples + 1), no resample was as extreme,
-    so p (Holm-scaled or not) is only a bound: "< 0.001" below the printed precision, else "≤ bound", never as a measured value."""
+    so p (Holm-scaled or not) is only a bound: "< 0.001" below the printed precision, else "≤ bound", never as a
+    measured value."""
     if np.isnan(p):
         return "–"
     unit = 10.0 ** -digits
@@ -462,7 +465,8 @@ def compare_methods(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """All pairs (and baseline-vs-others) of methods on one metric: effect size with CI, p-values, Holm over the family, W/T/L.
+    """All pairs (and baseline-vs-others) of methods on one metric: effect size with CI, p-values, Holm over the
+    family, W/T/L.
 
     ``per_query`` is wide: indexed by qid, one column per method, one metric's values. One row per
     unordered pair: baseline pairs first with the baseline as method_a, then the remaining pairs in

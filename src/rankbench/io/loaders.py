@@ -226,8 +226,9 @@ def load_beir_corpus(path: Path) -> pd.DataFrame:
     rows, ids = [], []
     for number, record in read_jsonl(path):
         doc_id, text, title = record.get("_id"), record.get("text"), record.get("title")
-        if not isinstance(doc_id, str) or not doc_id or not isinstance(text, str) or not isinstance(title, (str, type(None))):
-            raise InputError(path, f"line {number}", "needs a string `_id`, a string `text` and a string `title` (or none)",
+        if not (isinstance(doc_id, str) and doc_id and isinstance(text, str) and isinstance(title, (str, type(None)))):
+            raise InputError(path, f"line {number}",
+                             "needs a string `_id`, a string `text` and a string `title` (or none)",
                              "BEIR corpus lines look like {\"_id\": \"d1\", \"title\": \"...\", \"text\": \"...\"}.")
         check_id(doc_id, path, f"line {number}", "_id")
         extra = {key: value for key, value in record.items() if key not in ("_id", "title", "text")}

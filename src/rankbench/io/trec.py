@@ -162,7 +162,8 @@ def read_qrels(path: str | Path, grain: str = "document") -> pd.DataFrame:
         frame = frame.rename(columns={"doc_id": "item_id"})
     missing = sorted({"qid", "item_id", "grade"} - set(frame.columns))
     if missing:
-        raise InputError(path, None, f"lacks column(s) {missing}", "Parquet qrels need qid, item_id (or doc_id), grade.")
+        raise InputError(path, None, f"lacks column(s) {missing}",
+                         "Parquet qrels need qid, item_id (or doc_id), grade.")
     frame = frame.reset_index(drop=True)
     where = [f"row {i + 1}" for i in range(len(frame))]
     if "grain" in frame:

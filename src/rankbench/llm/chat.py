@@ -66,7 +66,7 @@ class OpenAIEndpoint:
                     raise InputError(self.url, None, f"answered HTTP {error.code} ({detail.strip() or error.reason})",
                                      "Check llm.model, the API key and the server's log.") from None
                 wait = _retry_after(error.headers.get("Retry-After"), self.backoff * 2 ** attempt)
-            except (TimeoutError, socket.timeout, urllib.error.URLError) as error:
+            except (TimeoutError, urllib.error.URLError) as error:
                 reason = getattr(error, "reason", error)
                 if not isinstance(reason, (TimeoutError, socket.timeout)):
                     raise InputError(self.url, None, f"is unreachable ({reason})",

@@ -236,7 +236,8 @@ def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tup
         return spec.get("chunker") or config["chunker"]
     found = {method_chunker(config, i, source, _path + (name,)) for i in inputs}
     if len(found) > 1:
-        raise InputError(source, f"methods.{name}", f"combines runs over different chunkers ({', '.join(sorted(found))})",
+        raise InputError(source, f"methods.{name}",
+                         f"combines runs over different chunkers ({', '.join(sorted(found))})",
                          "Fuse or rerank runs made over the same chunker.")
     return found.pop()
 

@@ -65,7 +65,8 @@ def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric
               f"{int(pair['wins'])} questions won, {int(pair['ties'])} tied, "
               f"{int(pair['losses'])} lost")
     if pd.notna(pair.get("d_z")):
-        detail += f", standardized effect d_z = {pair['d_z']:.2f} (95% CI {pair['d_z_low']:.2f} to {pair['d_z_high']:.2f})"
+        detail += (f", standardized effect d_z = {pair['d_z']:.2f} "
+                   f"(95% CI {pair['d_z_low']:.2f} to {pair['d_z_high']:.2f})")
     near = "; one question alone accounts for it" if bool(pair["below_one_question"]) else ""
     return f"{lead} {verdict} ({detail}){near} {where}."
 

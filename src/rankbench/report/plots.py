@@ -33,7 +33,8 @@ def _styled(draw: Callable[_P, Figure]) -> Callable[_P, Figure]:
     return styled
 
 
-def _subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], squeeze: bool = True) -> tuple[Figure, Any]:
+def _subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float],
+              squeeze: bool = True) -> tuple[Figure, Any]:
     """A new figure and its axes, like pyplot.subplots but not registered with pyplot."""
     figure = Figure(figsize=figsize)
     return figure, figure.subplots(nrows, ncols, squeeze=squeeze)

@@ -24,12 +24,12 @@ import secrets
 import unicodedata
 import zipfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import Stemmer
@@ -160,7 +160,7 @@ def normalize(text: str, fold_accents: bool) -> str:
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stopword_set(language: str, fold_accents: bool) -> frozenset[str]:
     """Stopwords of a language, normalized like the text they are compared with."""
     from bm25s import stopwords
