@@ -98,7 +98,8 @@ def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str,
     """For every method and question, the top `depth` chunk ids of each stage (its inputs, recursively, then itself)."""
     frames = []
     for method in sorted(runs):
-        stages, queue = [], [method]
+        stages: list[str] = []
+        queue = [method]
         while queue:
             name = queue.pop()
             if name not in stages and name in runs:

@@ -307,7 +307,7 @@ def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
     return float(t_test_p_values(_paired_differences(a, b)[None, :])[0])
 
 
-def holm(p_values: Sequence[float]) -> np.ndarray:
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Holm step-down adjusted p-values (monotone, capped at 1), in input order.
 
     The i-th smallest p (1-based) is multiplied by (m - i + 1), then a running maximum keeps the

@@ -167,7 +167,8 @@ def _documents_frame(rows: list[dict[str, Any]], ids: list[tuple[int, str]], pat
 
 def load_questions(path: Path, schema: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Questions and their labels from a native question-set version (JSONL)."""
-    questions, labels, ids, label_where, kinds = [], [], [], [], []
+    questions, ids, label_where, kinds = [], [], [], []
+    labels: list[dict[str, Any]] = []
     validator = jsonschema.Draft202012Validator(schema or record_schema("questions"))
     for number, record in read_jsonl(path):
         where = f"line {number} (qid {record.get('qid')!r})"

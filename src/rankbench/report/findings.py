@@ -109,7 +109,8 @@ def within_noise(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metri
         return None
     best = rows.iloc[0]["method"]
     adjusted = versus_best(pairs, grain, metric, k, best, rows["method"].iloc[1:].tolist())
-    noise, behind = [], []
+    noise: list[str] = []
+    behind: list[str] = []
     for other, p_best in adjusted.items():
         pair = pair_row(pairs, grain, ALL_KINDS, metric, k, best, other)
         if pair is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import matplotlib
 import numpy as np
@@ -17,10 +17,13 @@ from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.files import write_atomically
 
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
 # The house style, applied while a figure is drawn and saved (never to matplotlib's global rcParams: importing this
 # module changes nothing for its caller). Figures are plain Figure objects, outside pyplot: no backend is selected.
-_STYLE = {"svg.hashsalt": "rankbench", "font.size": 10, "axes.spines.top": False, "axes.spines.right": False,
-          "figure.dpi": 100, "savefig.dpi": 120}
+_STYLE: dict[RcKeyType, Any] = {"svg.hashsalt": "rankbench", "font.size": 10, "axes.spines.top": False,
+                                "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 120}
 _P = ParamSpec("_P")
 
 

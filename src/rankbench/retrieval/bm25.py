@@ -362,7 +362,7 @@ def _score_matches(
     spans = [(indptr[t], indptr[t + 1]) for t in term_ids]
     doc_idx = np.concatenate([indices[s:e] for s, e in spans])
     contributions = np.concatenate([np.asarray(data[s:e], dtype=np.float64) * w for (s, e), w in zip(spans, weights)])
-    totals = np.bincount(doc_idx, weights=contributions, minlength=n_docs)
+    totals: np.ndarray = np.bincount(doc_idx, weights=contributions, minlength=n_docs)
     if index.nonoccurrence_array is not None:
         # bm25l / bm25+: stored scores are relative to a per-term baseline every document gets.
         totals += float((np.asarray(index.nonoccurrence_array, dtype=np.float64)[term_ids] * weights).sum())

@@ -65,6 +65,7 @@ def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> faiss.Ind
 
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     dim = vectors.shape[1]
+    index: faiss.Index
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)  # HNSW insertion and k-means are order-dependent when multi-threaded
     try:
@@ -110,7 +111,7 @@ def _search_params(index: faiss.Index, spec: IndexSpec, k: int, selector: Any = 
     import faiss
 
     if isinstance(index, faiss.IndexHNSW):
-        params = faiss.SearchParametersHNSW()
+        params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # absent from faiss's stubs only
         params.efSearch = max(spec.ef_search, k)
     elif isinstance(index, faiss.IndexIVF):
         params = faiss.SearchParametersIVF()

@@ -85,7 +85,7 @@ def _embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence
     found = np.searchsorted(cached_hashes[order], hashes).clip(max=max(len(cached_hashes) - 1, 0))
     hit = cached_hashes[order][found] == hashes if len(cached_hashes) else np.zeros(len(hashes), dtype=bool)
     missing = np.flatnonzero(~hit)
-    encoded = encode([texts[i] for i in missing])
+    encoded = encode([texts[int(i)] for i in missing])
     if not hit.any():
         return encoded, len(missing)
     vectors = np.zeros((len(texts), cached_vectors.shape[1]), dtype=np.float32)
