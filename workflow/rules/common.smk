@@ -4,13 +4,24 @@ from pathlib import Path
 from rankbench.retrieval.bm25 import index_keys
 import yaml
 
-from rankbench.pipeline.config import check_config, check_outputs, evaluation_settings, method_chunker
+from rankbench.pipeline.config import (
+    check_config,
+    check_outputs,
+    evaluation_settings,
+    method_chunker,
+)
 from rankbench.retrieval.embedding_cache import DEFAULT_SHARDS
 from rankbench.pipeline.cost import method_stages
 from rankbench.retrieval.dense import IndexSpec
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
-from rankbench.pipeline.provenance import canonical_config, config_hash, diff_pairs, qset_config, report_settings
+from rankbench.pipeline.provenance import (
+    canonical_config,
+    config_hash,
+    diff_pairs,
+    qset_config,
+    report_settings,
+)
 from rankbench.pipeline.start_checks import check_dataset, corpus_file, version_files
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
