@@ -43,3 +43,12 @@ def test_requirements_lock_installs_the_test_tools_of_pyproject() -> None:
     test = _pins(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"])
     lock = _pins((REPO / "requirements.lock").read_text().splitlines())
     assert {name: lock.get(name) for name in test} == test
+
+
+def test_the_package_data_ships_py_typed_and_the_schemas() -> None:
+    """A wheel carries what package-data lists (checked by building one: rankbench/py.typed, the schemas and the
+    explorer template are in it); every listed pattern must match a file of the package."""
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["rankbench"]
+    assert "py.typed" in data
+    for pattern in data:
+        assert list((REPO / "src" / "rankbench").glob(pattern)), pattern
