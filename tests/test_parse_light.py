@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from workflow_helpers import REPO, copy_dataset
 
 # Imported only by the jobs that need them: each costs from tenths of a second to seconds at every parse.
@@ -23,6 +24,7 @@ main()
 """
 
 
+@pytest.mark.slow
 def test_dry_run_of_the_demo_imports_no_heavy_module(tmp_path: Path) -> None:
     workdir = copy_dataset(Path("config/config.yaml"), [Path("data/demo")], tmp_path)
     result = subprocess.run(
