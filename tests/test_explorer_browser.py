@@ -62,6 +62,7 @@ def _pairs(pairs: pd.DataFrame) -> dict[tuple, tuple[int, int, int]]:
     return counts
 
 
+@pytest.mark.slow
 def test_a_hostile_question_text_is_shown_as_text_and_the_page_runs_without_errors(tmp_path) -> None:
     hostile = "</script><img src=x onerror=\"document.title='owned'\"> <b>bold?</b>"
     page = tmp_path / "explorer.html"
