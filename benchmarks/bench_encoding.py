@@ -3,10 +3,10 @@
 Usage: .venv/bin/python benchmarks/bench_encoding.py [--passages 1000] [--batch-size 32] [--repeats 3]
 
 Both encode the same passages (the demo's chunks repeated, so lengths vary as in a real corpus) with the
-packaged MiniLM, the same batch size, on the CPU. The workflow side is rankbench.retrieval.embedding_cache.embed_passages
-with an empty cache (hashing + encode + normalize), i.e. what an embed_corpus job computes; the reference is
-SentenceTransformer.encode(normalize_embeddings=True). Prints the median of the repeats and the ratio
-(target <= 1.10).
+packaged MiniLM, the same batch size, on the CPU. The workflow side is
+rankbench.retrieval.embedding_cache.embed_passages with an empty cache (hashing + encode + normalize), i.e. what
+an embed_corpus job computes; the reference is SentenceTransformer.encode(normalize_embeddings=True). Prints the
+median of the repeats and the ratio (target <= 1.10).
 """
 
 from __future__ import annotations

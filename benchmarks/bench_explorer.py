@@ -26,7 +26,7 @@ from rankbench.io.qrels import build_qrels
 from rankbench.report.explorer import ExplorerSettings, explorer_html, explorer_payload
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from explorer_helpers import browser_missing, chromium  # noqa: E402
+from explorer_helpers import browser_missing, chromium
 
 KS = (1, 3, 5, 10)
 DEPTH = 100

@@ -1,4 +1,5 @@
-"""Benchmark every rankbench metric (per_query_metrics with the pollution metrics) against pytrec_eval (and ranx if installed).
+"""Benchmark every rankbench metric (per_query_metrics with the pollution metrics) against pytrec_eval (and ranx
+if installed).
 
 Run: .venv/bin/python benchmarks/bench_metrics.py
 Deterministic synthetic data: 10,000 questions x 100 results, graded labels 0..3.

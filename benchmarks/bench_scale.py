@@ -5,9 +5,9 @@ Usage: .venv/bin/python benchmarks/bench_scale.py [--passages 100000] [--queries
 
 Passages and queries are bench_bm25's Zipf pseudo-text. Dense vectors are synthetic unit vectors with topic
 structure (queries: a passage's vector plus noise), so the figures measure indexing and search, not the encoder
-(bench_encoding.py measures that; divide the passages by its passages/s for the embedding time). References measured in the same
-run: bare faiss `IndexFlatIP.search` for exact search, the exact top 100 for HNSW's recall. Peak RSS is the
-process's running maximum (getrusage) after each stage.
+(bench_encoding.py measures that; divide the passages by its passages/s for the embedding time). References
+measured in the same run: bare faiss `IndexFlatIP.search` for exact search, the exact top 100 for HNSW's recall.
+Peak RSS is the process's running maximum (getrusage) after each stage.
 """
 
 from __future__ import annotations

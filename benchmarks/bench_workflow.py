@@ -1,11 +1,13 @@
 """Benchmark the workflow's own overhead on a copy of the demo: cold run, no-op rerun, dry run, and a new
-question-set version (time and jobs) against the cold run.
+question-set version (time and jobs) against the cold run; and the no-op rerun and dry run against bare Snakemake.
 
-Usage: .venv/bin/python benchmarks/bench_workflow.py [--cores 2] [--keep]
+Usage: .venv/bin/python benchmarks/bench_workflow.py [--cores 2] [--repeats 3] [--keep] [--workdir DIR]
 
-Each step runs `snakemake` once in a temporary copy of config/config.yaml and data/demo (PYTHONPATH must point
-at this checkout's src). The reference is the cold run measured in the same invocation: every other figure is
-printed with its ratio to it.
+Each step runs `snakemake` in a temporary copy of config/config.yaml and data/demo (PYTHONPATH must point at this
+checkout's src). The references, measured in the same invocation: the cold run, and the floor of a bare Snakefile
+with as many rules and trivial `touch` jobs as the demo, completed once, then rerun (nothing to do) and dry-run
+by the same Python; the no-op and dry-run figures are medians of --repeats, demo and bare interleaved.
+`--workdir` reuses a completed copy (kept by --keep) and measures the no-op, dry run and floor only.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -39,11 +42,54 @@ def snakemake(workdir: Path, configfile: str, *args: str) -> tuple[float, str]:
     return seconds, result.stdout
 
 
-def planned(workdir: Path, configfile: str) -> int:
+def planned(workdir: Path, configfile: str, *args: str) -> int:
     """Jobs a dry run schedules."""
-    _, out = snakemake(workdir, configfile, "--dry-run", "--quiet", "rules")
+    _, out = snakemake(workdir, configfile, "--dry-run", "--quiet", "rules", *args)
     match = _JOBS.search(out)
     return int(match.group(1)) if match else 0
+
+
+def bare_workflow(folder: Path, rules: int, jobs: int) -> Path:
+    """A Snakefile of `rules` rules that together make `jobs` empty files with `touch` (the floor's workflow)."""
+    folder.mkdir(parents=True)
+    per_rule = [jobs // rules + (i < jobs % rules) for i in range(rules)]
+    targets = ", ".join(f'expand("out/r{i}/{{n}}.txt", n=range({n}))' for i, n in enumerate(per_rule) if n)
+    lines = [f"rule all:\n    input:\n        {targets},\n"]
+    lines += [f'rule r{i}:\n    output:\n        "out/r{i}/{{n}}.txt",\n    shell:\n        "touch {{output}}"\n'
+              for i, n in enumerate(per_rule) if n]
+    (folder / "Snakefile").write_text("\n\n".join(lines))
+    return folder
+
+
+def bare(folder: Path, *args: str) -> float:
+    """Seconds of one snakemake call on the bare workflow."""
+    command = [sys.executable, "-m", "snakemake", "-s", str(folder / "Snakefile"), "--directory", str(folder), *args]
+    start = time.perf_counter()
+    result = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
+    return seconds
+
+
+def floor_comparison(workdir: Path, jobs: int, cores: str, repeats: int) -> None:
+    """Print the demo's no-op rerun and dry run against bare Snakemake's, medians of `repeats`, interleaved."""
+    rules = len(re.findall(r"^(?:rule|checkpoint) ", "".join(
+        path.read_text() for path in [REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk")]), re.M))
+    folder = bare_workflow(workdir / "bare", rules, jobs)
+    bare(folder, "--cores", cores)
+    timings: dict[str, list[float]] = {"demo no-op": [], "bare no-op": [], "demo dry run": [], "bare dry run": []}
+    for _ in range(repeats):
+        timings["demo no-op"].append(snakemake(workdir, "config.yaml", "--cores", cores)[0])
+        timings["bare no-op"].append(bare(folder, "--cores", cores))
+        timings["demo dry run"].append(snakemake(workdir, "config.yaml", "--dry-run", "--quiet", "rules")[0])
+        timings["bare dry run"].append(bare(folder, "--dry-run", "--quiet", "rules"))
+    median = {step: statistics.median(values) for step, values in timings.items()}
+    print(f"against bare Snakemake ({rules} rules, {jobs} touch jobs), --cores {cores}, median of {repeats}")
+    print(f"{'step':<16}{'demo s':>9}{'bare s':>9}{'ratio':>8}")
+    for step in ("no-op", "dry run"):
+        demo, floor = median[f"demo {step}"], median[f"bare {step}"]
+        print(f"{step:<16}{demo:>9.2f}{floor:>9.2f}{demo / floor:>8.2f}")
 
 
 def add_version(workdir: Path) -> str:
@@ -63,8 +109,15 @@ def main() -> int:
     """Run the steps in order and print seconds, jobs and ratios to the cold run."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cores", default="2")
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each no-op and dry run against the floor")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
+    parser.add_argument("--workdir", type=Path, help="a completed copy kept by --keep: floor comparison only")
     args = parser.parse_args()
+    if args.workdir:
+        shutil.rmtree(args.workdir / "bare", ignore_errors=True)
+        jobs = planned(args.workdir, "config.yaml", "--forceall") - 1
+        floor_comparison(args.workdir, jobs, args.cores, args.repeats)
+        return 0
     workdir = Path(tempfile.mkdtemp(prefix="rankbench-bench-workflow-"))
     try:
         shutil.copytree(REPO / "data" / "demo", workdir / "data" / "demo")
@@ -73,6 +126,7 @@ def main() -> int:
         cold, _ = snakemake(workdir, "config.yaml", "--cores", args.cores)
         noop, _ = snakemake(workdir, "config.yaml", "--cores", args.cores)
         dry, _ = snakemake(workdir, "config.yaml", "--dry-run", "--quiet", "rules")
+        floor_comparison(workdir, cold_jobs - 1, args.cores, args.repeats)  # the jobs but `all`
         v3 = add_version(workdir)
         v3_jobs = planned(workdir, v3)
         version, _ = snakemake(workdir, v3, "--cores", args.cores)

@@ -27,5 +27,6 @@ def run_demo(workdir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo workflow run to completion in a temporary copy (shared: tests may add files but never change what the default config produces)."""
+    """The demo workflow run to completion in a temporary copy (shared: tests may add files but never change what
+    the default config produces)."""
     return run_demo(tmp_path_factory.mktemp("demo"))

@@ -53,7 +53,7 @@ def test_the_readme_example_runs_and_equals_pytrec_eval(tmp_path: Path, monkeypa
     write_files(tmp_path)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
-    exec(compile(readme_example(), "README.md", "exec"), namespace)  # noqa: S102 - the README example, verbatim
+    exec(compile(readme_example(), "README.md", "exec"), namespace)
     assert "hybrid" in capsys.readouterr().out  # the summary printed
     with open(tmp_path / "qrels.txt") as handle:
         qrels = pytrec_eval.parse_qrel(handle)

@@ -139,7 +139,8 @@ def add_external_run(workdir: Path, lines: list[str]) -> None:
 
 
 def test_an_external_run_joins_the_comparison_at_document_grain(mini: Path) -> None:
-    add_external_run(mini, ["q1 Q0 returns-2025 1 2.5 ext", "q1 Q0 returns-2023 2 2.5 ext", "q2 Q0 error-codes 1 9 ext"])
+    add_external_run(mini, ["q1 Q0 returns-2025 1 2.5 ext", "q1 Q0 returns-2023 2 2.5 ext",
+                            "q2 Q0 error-codes 1 9 ext"])
     result = snakemake(mini, "--cores", "1")
     assert result.returncode == 0, result.stderr[-3000:]
     base = mini / "results" / "mini" / "v1"

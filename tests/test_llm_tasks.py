@@ -59,7 +59,8 @@ def test_generation_is_seeded_deduplicated_labelled_and_a_valid_version(server: 
         return completion(f'Voici : {{"question": "Que dit la section {heading} ?", "keywords": "Velora  AIDE"}}')
 
     server.responder = answer
-    records = generate_questions(make_chat(server, tmp_path), documents, count=4, seed=3, language="French", min_chars=20)
+    records = generate_questions(make_chat(server, tmp_path), documents, count=4, seed=3, language="French",
+                                 min_chars=20)
     assert [r["qid"] for r in records] == ["g001", "g002", "g003", "g004"]
     assert [r["style"] for r in records] == ["natural", "keyword", "natural", "natural"]
     assert len({duplicate_key(str(r["question"])) for r in records}) == 4
@@ -108,7 +109,8 @@ def test_the_judge_grades_the_pool_and_the_merge_keeps_human_labels(server: Chat
     pooled = pd.concat([pooled, pd.DataFrame({"qid": labelled_qid, "chunk_id": human_chunks["chunk_id"],
                                               "doc_id": human_chunks["doc_id"]})]).drop_duplicates(["qid", "chunk_id"])
     grade_of = {text: len(text) % 4 for text in passage_text(chunks)}
-    server.responder = lambda body: completion(f"Grade {grade_of[user_text(body).split(chr(10) * 2 + 'Passage:' + chr(10), 1)[1].rsplit(chr(10) * 2, 1)[0]]}")
+    server.responder = lambda body: completion(
+        f"Grade {grade_of[user_text(body).split(chr(10) * 2 + 'Passage:' + chr(10), 1)[1].rsplit(chr(10) * 2, 1)[0]]}")
     judged = judge_pool(make_chat(server, tmp_path), pooled, questions, labels, chunks)
     assert len(judged) == len(pooled) and len(server.requests) == len(pooled)
     texts = dict(zip(chunks["chunk_id"], passage_text(chunks)))

@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rankbench.errors import InputError
-from rankbench.io.trec import read_trec_qrels
 from rankbench.io.loaders import (
     DOCUMENT_COLUMNS,
     LABEL_COLUMNS,
@@ -23,6 +22,7 @@ from rankbench.io.loaders import (
     load_questions,
     read_qrels_tsv,
 )
+from rankbench.io.trec import read_trec_qrels
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "rankbench" / "io" / "schemas"
 CORPUS_SCHEMA = yaml.safe_load((SCHEMAS / "corpus.schema.yaml").read_text(encoding="utf-8"))
@@ -303,7 +303,8 @@ def write_beir(folder: Path, qrels: str, queries: list[dict[str, object]] | None
 
 
 def test_beir_folder_loads(tmp_path: Path) -> None:
-    corpus, queries, qrels = write_beir(tmp_path / "beir", "query-id\tcorpus-id\tscore\nq2\td1\t1\nq1\td2\t2\nq2\td2\t0\n")
+    corpus, queries, qrels = write_beir(tmp_path / "beir",
+                                        "query-id\tcorpus-id\tscore\nq2\td1\t1\nq1\td2\t2\nq2\td2\t0\n")
     documents = load_beir_corpus(corpus)
     assert list(documents.columns) == DOCUMENT_COLUMNS
     assert documents["doc_id"].tolist() == ["d1", "d2"]
@@ -364,7 +365,7 @@ def test_beir_non_integer_score(tmp_path: Path, score: str) -> None:
 
 def test_beir_wrong_field_count(tmp_path: Path) -> None:
     _, _, qrels = write_beir(tmp_path / "beir", "query-id\tcorpus-id\tscore\nq1 d1 1\n")
-    with pytest.raises(InputError, match="line 2.*expected 3"):
+    with pytest.raises(InputError, match=r"line 2.*expected 3"):
         read_qrels_tsv(qrels)
 
 
@@ -406,7 +407,8 @@ _plausible = st.fixed_dictionaries(
     optional={"valid_from": _field_values, "valid_to": _field_values, "audience": _field_values,
               "title": st.text(max_size=5), "meta": _json_values},
 ).map(lambda record: json.dumps(record, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-_lines = st.one_of(_plausible, _records, st.binary(max_size=30), st.text(max_size=30).map(lambda t: t.encode("utf-8", "surrogatepass")))
+_lines = st.one_of(_plausible, _records, st.binary(max_size=30),
+                   st.text(max_size=30).map(lambda t: t.encode("utf-8", "surrogatepass")))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

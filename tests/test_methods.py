@@ -377,7 +377,8 @@ def test_a_model_needing_a_download_degrades_the_run_instead_of_failing() -> Non
     assert run["degraded"].all()
     assert "someorg/some-reranker" in run["degraded_reason"].iloc[0]
     assert "never downloads" in run["degraded_reason"].iloc[0]
-    pd.testing.assert_frame_equal(run[["qid", "rank", "chunk_id", "score"]], PAIRS[["qid", "rank", "chunk_id", "score"]])
+    columns = ["qid", "rank", "chunk_id", "score"]
+    pd.testing.assert_frame_equal(run[columns], PAIRS[columns])
     assert (run["first_stage_rank"] == run["rank"]).all()
 
 

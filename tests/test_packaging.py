@@ -1,4 +1,5 @@
-"""Pins agree: environment.yml lists exactly pyproject.toml's runtime pins, and requirements.lock has the same."""
+"""Pins agree: environment.yml lists exactly pyproject.toml's runtime pins and linters, and requirements.lock has the
+same and the test tools."""
 
 from __future__ import annotations
 
@@ -21,10 +22,14 @@ def _pins(lines: list[str]) -> dict[str, str]:
 
 
 def test_environment_yml_has_the_pins_of_pyproject() -> None:
-    pyproject = _pins(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pyproject = _pins(project["dependencies"])
     environment = yaml.safe_load((REPO / "environment.yml").read_text())
     pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
-    assert _pins(pip) == pyproject
+    linters = {name: version for name, version in _pins(project["optional-dependencies"]["test"]).items()
+               if name in ("ruff", "mypy")}
+    assert len(linters) == 2
+    assert _pins(pip) == pyproject | linters  # the runtime pins, and the linters `make lint` runs
     assert "python=3.11" in environment["dependencies"]
 
 
@@ -32,3 +37,18 @@ def test_requirements_lock_installs_the_same_versions() -> None:
     pyproject = _pins(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
     lock = _pins((REPO / "requirements.lock").read_text().splitlines())
     assert {name: lock.get(name) for name in pyproject} == pyproject
+
+
+def test_requirements_lock_installs_the_test_tools_of_pyproject() -> None:
+    test = _pins(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"])
+    lock = _pins((REPO / "requirements.lock").read_text().splitlines())
+    assert {name: lock.get(name) for name in test} == test
+
+
+def test_the_package_data_ships_py_typed_and_the_schemas() -> None:
+    """A wheel carries what package-data lists (checked by building one: rankbench/py.typed, the schemas and the
+    explorer template are in it); every listed pattern must match a file of the package."""
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["rankbench"]
+    assert "py.typed" in data
+    for pattern in data:
+        assert list((REPO / "src" / "rankbench").glob(pattern)), pattern

@@ -60,7 +60,8 @@ def test_judge_corrected_table_on_a_constructed_case():
     table = judge_corrected(human, judge, {"a": pd.Index(["q1", "q2", "q3", "q4"]), "b": pd.Index(["q1"])})
     assert table["method"].unique().tolist() == ["a"] and table["estimator"].tolist() == ["human", "judge", "ppi"]
     rows = table.set_index("estimator")
-    assert rows.loc["human", "estimate"] == pytest.approx(0.625) and rows.loc["judge", "estimate"] == pytest.approx(0.75)
+    assert rows.loc["human", "estimate"] == pytest.approx(0.625)
+    assert rows.loc["judge", "estimate"] == pytest.approx(0.75)
     expected = ppi_mean(human["a"].to_numpy()[:4], judge["a"].to_numpy()[:4], judge["a"].to_numpy()[4:])
     assert tuple(rows.loc["ppi", ["estimate", "ci_low", "ci_high", "weight"]]) == pytest.approx(expected)
     assert (rows["n_labelled"] == 4).all() and (rows["n_unlabelled"] == 2).all()

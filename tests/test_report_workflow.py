@@ -26,7 +26,8 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
     page = (demo / BASE / "v1/comparison.md").read_text()
     manifest = json.loads((demo / BASE / "v1/qset.json").read_text())
     assert f"(sha256 `{manifest['sha256']}`)" in page
-    assert "- questions: 50; with a relevant label (evaluated): 43; excluded (no relevant label, counted apart): 7" in page
+    assert ("- questions: 50; with a relevant label (evaluated): 43; excluded (no relevant label, counted apart): 7"
+            in page)
     assert sum(line.startswith("- date: ") for line in page.splitlines()) == 1
     config = yaml.safe_load(page.split("```yaml\n")[1].split("```")[0])
     assert config["methods"]["hybrid[k=10]"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 10}
@@ -109,7 +110,8 @@ def test_calibration_separates_the_unanswerable_questions(demo: Path) -> None:
     row = thresholds[thresholds["method"] == "bm25"].iloc[0]
     expected = (bm25[~bm25["answerable"]]["score"] >= row["threshold"]).mean()
     assert row["unanswerable_above"] == pytest.approx(expected)
-    assert "| threshold | answerable below | unanswerable at or above |" in (demo / BASE / "v1/calibration.md").read_text()
+    calibration = (demo / BASE / "v1/calibration.md").read_text()
+    assert "| threshold | answerable below | unanswerable at or above |" in calibration
 
 
 def test_v1_to_v2_diff_shows_added_questions_corrected_labels_and_the_ranking_change(demo: Path) -> None:
@@ -121,7 +123,8 @@ def test_v1_to_v2_diff_shows_added_questions_corrected_labels_and_the_ranking_ch
     # v2 only adds questions, so v1's common questions are all of v1's: the top method is v1's best on nDCG@10.
     v1 = pd.read_parquet(demo / BASE / "v1/aggregate.parquet").query(
         "grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
-    assert summary["rankings"]["a_common"][0] == v1.sort_values(["mean", "method"], ascending=[False, True]).iloc[0]["method"]
+    best = v1.sort_values(["mean", "method"], ascending=[False, True]).iloc[0]["method"]
+    assert summary["rankings"]["a_common"][0] == best
 
 
 def test_plots_are_png_and_deterministic_svg(demo: Path) -> None:

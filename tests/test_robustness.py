@@ -33,10 +33,7 @@ def toy(seed: int = 0, n: int = 40) -> tuple[dict[str, pd.DataFrame], pd.DataFra
         for name, chance in (("base", 0.5), ("strong", 0.9), ("weak", 0.2)):
             others = [f"d{i}-n0"] + [f"d{i}-u{j}" for j in range(8)]
             order = list(rng.permutation(others))
-            if rng.random() < chance:
-                order = relevant + order
-            else:
-                order = order[:3] + relevant + order[3:]
+            order = relevant + order if rng.random() < chance else order[:3] + relevant + order[3:]
             runs[name] += [(qid, rank + 1, doc, doc, 1.0 / (rank + 1)) for rank, doc in enumerate(order[:10])]
     frames = {name: pd.DataFrame(rows, columns=["qid", "rank", "chunk_id", "doc_id", "score"])
               for name, rows in runs.items()}
@@ -62,8 +59,8 @@ def test_perturbations_do_what_they_say():
 def test_optimistic_bound_matches_pytrec_eval_on_the_completed_qrels():
     """The optimistic nDCG@10 equals pytrec_eval's on qrels where every unjudged top-10 item is graded 1."""
     runs, qrels = toy()
-    survival, bounds = robustness(runs, {m: qrels for m in runs}, "document", [("ndcg", 10)], "base", 0.05, 1,
-                                  "linear", seed=0, repetitions=2)
+    _, bounds = robustness(runs, {m: qrels for m in runs}, "document", [("ndcg", 10)], "base", 0.05, 1,
+                           "linear", seed=0, repetitions=2)
     documents = qrels[qrels["grain"] == "document"][["qid", "item_id", "grade"]]
     runs_doc = {m: r.assign(item_id=r["doc_id"]) for m, r in runs.items()}
     completed = unjudged_as_relevant(documents, runs_doc, 10, 1)

@@ -257,7 +257,7 @@ def test_cross_encoder_scorer_with_tiny_model(tiny_cross_encoder: Path) -> None:
 
 def test_cross_encoder_unknown_model_fails_fast(tmp_path: Path) -> None:
     started = time.monotonic()
-    with pytest.raises(ValueError, match="neither a packaged model.*nor a local folder") as info:
+    with pytest.raises(ValueError, match=r"neither a packaged model.*nor a local folder") as info:
         cross_encoder_scorer(str(tmp_path / "missing"), {}, {})
     with pytest.raises(ValueError, match="never downloads"):
         cross_encoder_scorer("cross-encoder/ms-marco-MiniLM-L-6-v2", {}, {})

@@ -118,6 +118,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_data_stops_a_dry_run_before_any_job(tmp_path: Path, case: str) -> None:
     workdir = mini_copy(tmp_path)

@@ -243,7 +243,7 @@ def test_freeze_refuses_other_content_and_keeps_the_lock(tmp_path: Path) -> None
     assert freeze(path, "v1", lock) == first  # same content: idempotent
     before = lock.read_bytes()
     path.write_text('{"n": 2}\n', encoding="utf-8")
-    with pytest.raises(InputError, match="already frozen with different content.*new version name"):
+    with pytest.raises(InputError, match=r"already frozen with different content.*new version name"):
         freeze(path, "v1", lock)
     assert lock.read_bytes() == before
     second = freeze(path, "v2", lock)

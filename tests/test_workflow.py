@@ -67,7 +67,8 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
         (questions / "v2.rewrites.keywords.jsonl").read_text() + json.dumps(rewrite, ensure_ascii=False) + "\n")
     freeze(questions / "v3.rewrites.keywords.jsonl", "v3.rewrites.keywords", questions / "frozen.lock")
     config = edit_config(demo, lambda c: c["qsets"].update(v3={
-        "path": "data/demo/questions/v3.jsonl", "rewrites": {"keywords": "data/demo/questions/v3.rewrites.keywords.jsonl"}}),
+        "path": "data/demo/questions/v3.jsonl",
+        "rewrites": {"keywords": "data/demo/questions/v3.rewrites.keywords.jsonl"}}),
                          "config-v3.yaml")
     jobs = planned_jobs(demo, config)
     assert not CORPUS_RULES & set(jobs), jobs

@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rankbench` command."""
     parser = argparse.ArgumentParser(prog="rankbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    freeze_parser = commands.add_parser("freeze", help="register a new question-set version (its sha256) in a lock file")
+    freeze_parser = commands.add_parser("freeze",
+                                        help="register a new question-set version (its sha256) in a lock file")
     freeze_parser.add_argument("path", type=Path, help="the version's JSONL file")
     freeze_parser.add_argument("--version", required=True, help="version name used in config `qsets`")
     freeze_parser.add_argument("--lock", type=Path, required=True, help="the lock file (created if missing)")
@@ -191,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
                                   "qrels (it would score 0 whatever its order)")
     eval_parser.add_argument("--output", type=Path, help="write the tidy summary (or per-query values) as Parquet")
     export_parser = commands.add_parser("pool-export", help="unjudged passages in the top k of every method, to grade")
-    export_parser.add_argument("--results", type=Path, required=True, help="the dataset's results folder, e.g. results/demo")
+    export_parser.add_argument("--results", type=Path, required=True,
+                               help="the dataset's results folder, e.g. results/demo")
     export_parser.add_argument("--qset", required=True, help="question-set version")
     export_parser.add_argument("--chunker", default="sections", help="chunker of the runs (default: sections)")
     export_parser.add_argument("--depth", type=int, default=10, help="top k of each run pooled (default: 10)")

@@ -22,7 +22,8 @@ def main(snakemake):
     write_parquet(recall, snakemake.output.recall)
     lines = [f"# Recall of {snakemake.wildcards.method} ({spec.name}) against the exact index", "",
              f"Question-set version {snakemake.wildcards.qset}; search parameters: ef_search {spec.ef_search} "
-             f"(HNSW explores max(ef_search, k) candidates), nprobe {spec.nprobe} (IVF).", "", "| k | recall (mean) | recall (min) | queries |",
+             f"(HNSW explores max(ef_search, k) candidates), nprobe {spec.nprobe} (IVF).", "",
+             "| k | recall (mean) | recall (min) | queries |",
              "|---:|---:|---:|---:|"]
     lines += [f"| {row.k} | {row.recall_mean:.4f} | {row.recall_min:.4f} | {row.n_queries} |"
               for row in recall.itertuples()]

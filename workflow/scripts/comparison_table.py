@@ -2,7 +2,7 @@
 run's history record."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -37,7 +37,7 @@ def main(snakemake):
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
     usage = {bench: json.loads(Path(path).read_text()) for bench, path in p.api_usage.items()}
     cost = cost_table(p.cost_plan, seconds, len(questions), usage)
-    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     degraded = {}
     for method, path in zip(p.reranked_methods, snakemake.input.reranked):
         flags = pd.read_parquet(path, columns=["degraded", "degraded_reason"])
@@ -63,7 +63,8 @@ def main(snakemake):
                + TIERS_LEGEND.format(alpha=p.report["alpha"]))
     comments = [f"{p.dataset} question-set version {manifest['version']} sha256 {manifest['sha256']}",
                 f"config sha256 {p.config_sha256}"]
-    write_text(latex_table(with_tiers(table, tiers), headline, [g for g in ("document", "chunk") if (table["grain"] == g).any()],
+    grains = [g for g in ("document", "chunk") if (table["grain"] == g).any()]
+    write_text(latex_table(with_tiers(table, tiers), headline, grains,
                            methods, p.report["ci"], caption, f"tab:{p.dataset}-{manifest['version']}", comments),
                snakemake.output.latex)
     metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))

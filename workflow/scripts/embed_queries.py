@@ -10,6 +10,7 @@ import torch
 
 from rankbench.io.files import write_npy, write_text
 from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.api_encoder import usage_record
 from rankbench.retrieval.embedding_cache import (
     cache_key,
     embed_queries,
@@ -17,7 +18,6 @@ from rankbench.retrieval.embedding_cache import (
     save_cache,
     text_hashes,
 )
-from rankbench.retrieval.api_encoder import usage_record
 from rankbench.retrieval.encoders import encoder_spec, load_encoder
 
 

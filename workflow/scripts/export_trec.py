@@ -11,7 +11,7 @@ from rankbench.pipeline.scripting import run_script
 def main(snakemake):
     run, tag = pd.read_parquet(snakemake.input.run), snakemake.wildcards.method
     write_trec_run(collapse_to_documents(run), snakemake.output.docs, tag=tag, id_column="doc_id")
-    if "chunks" in snakemake.output.keys():
+    if "chunks" in snakemake.output.keys():  # noqa: SIM118 (a Namedlist: `in` alone tests its values)
         write_trec_run(run, snakemake.output.chunks, tag=tag, id_column="chunk_id")
 
 

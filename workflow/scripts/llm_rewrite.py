@@ -2,9 +2,9 @@
 
 import pandas as pd
 
+from rankbench.io.files import write_jsonl
 from rankbench.llm.chat import chat_from_spec
 from rankbench.llm.rewrite import rewrite_questions
-from rankbench.io.files import write_jsonl
 from rankbench.pipeline.scripting import run_script
 
 

@@ -13,7 +13,8 @@ from rankbench.io.frozen import (
     guard_results,
     results_record,
 )
-from rankbench.io.ir_datasets_source import records_digest, source as ir_source
+from rankbench.io.ir_datasets_source import records_digest
+from rankbench.io.ir_datasets_source import source as ir_source
 from rankbench.pipeline.dataset_formats import load_version
 from rankbench.pipeline.scripting import run_script
 

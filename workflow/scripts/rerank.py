@@ -1,4 +1,5 @@
-"""Re-score the top N of the input run with a bi-encoder, a CrossEncoder or an LLM; a failing scorer degrades the run."""
+"""Re-score the top N of the input run with a bi-encoder, a CrossEncoder or an LLM; a failing scorer degrades the
+run."""
 
 import numpy as np
 import pandas as pd

@@ -129,7 +129,7 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
     long = long[long["grain"] == grain]
     long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True)
     methods = sorted(per_query)
-    rows = []
+    rows: list[dict[str, Any]] = []
     kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
     kinds = [ALL_KINDS] + (kinds if len(kinds) > 1 else [])  # one kind: its rows would repeat "all"
     for metric, k in headline:

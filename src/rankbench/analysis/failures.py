@@ -60,7 +60,8 @@ def _returned(run: pd.DataFrame, grain: str, titles: Mapping[str, str], n: int) 
 
 
 def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]],
-            qrels: Mapping[str, pd.DataFrame], questions: pd.DataFrame, labels: pd.DataFrame, titles: Mapping[str, str], grain: str, k: int,
+            qrels: Mapping[str, pd.DataFrame], questions: pd.DataFrame, labels: pd.DataFrame,
+            titles: Mapping[str, str], grain: str, k: int,
             relevance_threshold: int = 1, shown: int = 3) -> pd.DataFrame:
     """One row per (method, question, failure): 'rank 1' (nothing relevant first) or 'top k' (nothing relevant in
     the top k), over the questions with a relevant label; multi-stage methods get a class and their inputs' ranks.
@@ -97,7 +98,8 @@ def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str,
     """For every method and question, the top `k` chunk ids of each stage (its inputs, recursively, then itself)."""
     frames = []
     for method in sorted(runs):
-        stages, queue = [], [method]
+        stages: list[str] = []
+        queue = [method]
         while queue:
             name = queue.pop()
             if name not in stages and name in runs:

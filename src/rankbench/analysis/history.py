@@ -27,7 +27,8 @@ KEY = ("dataset", "qset", "method")
 def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: str, config_sha256: str,
                 experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str) -> list[dict[str, Any]]:
     """One record per method of one version: provenance, experiment label and note, headline metrics (no date)."""
-    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)].set_index(["method", "metric", "k"])
+    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
+    rows = rows.set_index(["method", "metric", "k"])
     records = []
     for method in sorted(aggregate["method"].unique()):
         metrics = {f"{m}@{k}": round(float(rows.loc[(method, m, k), "mean"]), 6)

@@ -71,20 +71,23 @@ def read_filled(path: str | Path) -> pd.DataFrame:
     if len(bad):
         row = bad.iloc[0]
         raise InputError(path, f"line {row['line']} (question {row['qid']}, {row['doc_id']})",
-                         f"has grade {row['grade']!r}", "Grades are whole numbers from 0 to 3, or empty for not judged.")
+                         f"has grade {row['grade']!r}",
+                         "Grades are whole numbers from 0 to 3, or empty for not judged.")
     filled["grade"] = filled["grade"].str.strip().astype(int)
     return filled[["qid", "doc_id", "section", "grade", "line"]]
 
 
 def import_labels(filled: pd.DataFrame, source: str | Path, output: str | Path, version: str,
                   lock: str | Path) -> tuple[int, str]:
-    """Write `output`: the source version with the filled labels added, register it in the lock; return (labels, sha256).
+    """Write `output`: the source version with the filled labels added, register it in the lock; return
+    (labels, sha256).
 
     The source file is only read. Two different grades for one (question, document, section) are an error.
     """
     output = Path(output)
     if output.exists():
-        raise InputError(output, None, "already exists", "Give a new file for the new version: versions are never changed.")
+        raise InputError(output, None, "already exists",
+                         "Give a new file for the new version: versions are never changed.")
     conflicts = filled.groupby(["qid", "doc_id", "section"])["grade"].nunique()
     if (conflicts > 1).any():
         qid, doc, section = conflicts[conflicts > 1].index[0]

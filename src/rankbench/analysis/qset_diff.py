@@ -32,7 +32,8 @@ def question_changes(questions_a: pd.DataFrame, labels_a: pd.DataFrame, question
                      labels_b: pd.DataFrame) -> pd.DataFrame:
     """One row per change: added / removed question, a changed field (question text, kind, …), changed labels."""
     a, b = questions_a.set_index("qid"), questions_b.set_index("qid")
-    rows = [{"qid": q, "change": "added", "before": "", "after": b.loc[q, "question"]} for q in b.index.difference(a.index)]
+    rows = [{"qid": q, "change": "added", "before": "", "after": b.loc[q, "question"]}
+            for q in b.index.difference(a.index)]
     rows += [{"qid": q, "change": "removed", "before": a.loc[q, "question"], "after": ""}
              for q in a.index.difference(b.index)]
     common = a.index.intersection(b.index)
@@ -141,8 +142,8 @@ def diff_markdown(summary: Mapping[str, Any], changes: pd.DataFrame, table: pd.D
                                after=changes["after"].str.replace("|", "\\|")).set_index("qid")
         lines += [markdown_grid(frame), ""]
     lines += [f"## Metrics ({grain} grain)", "",
-              f"*all*: every evaluated question of the version; *common*: questions evaluated in both (same qid, "
-              f"with each version's own labels).", ""]
+              "*all*: every evaluated question of the version; *common*: questions evaluated in both (same qid, "
+              "with each version's own labels).", ""]
     frame = pd.DataFrame({
         "method": table["method"], "metric": [metric_label(m, kk) for m, kk in zip(table["metric"], table["k"])],
         f"{va} all": [f"{v:.3f} (n={n})" for v, n in zip(table["a_all"], table["n_a"])],

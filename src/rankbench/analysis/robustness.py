@@ -4,6 +4,7 @@ runs again with the project's metrics, and count how often the best method, the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -219,7 +220,7 @@ def judge_effects(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataF
 def survival_sentence(rows: pd.DataFrame) -> str:
     """One headline metric's survival over its perturbations, in words (the LLM judge's swap, one repetition,
     in a sentence of its own)."""
-    def detail(row: tuple) -> str:
+    def detail(row: Any) -> str:
         return (f"(τ to the original ranking ≥ {row.tau_min:.2f}"
                 + ("" if np.isnan(row.marks_survive) else f", marks unchanged {row.marks_survive:.0%}") + ")")
 

@@ -33,10 +33,10 @@ def check_label_targets(labels: pd.DataFrame, documents: pd.DataFrame, path: Pat
             raise InputError(path, f"qid {row.qid!r}", f"labels document {row.doc_id!r}, which is not in the corpus",
                              "Fix the doc_id in a new question-set version, or add the document to the corpus.")
         if pd.notna(row.section) and row.section not in sections[row.doc_id]:
-            known = ", ".join(sorted(sections[row.doc_id]))
+            listed = ", ".join(sorted(sections[row.doc_id]))
             raise InputError(path, f"qid {row.qid!r}",
                              f"labels section {row.section!r} of {row.doc_id!r}, which has no such section "
-                             f"(it has: {known})",
+                             f"(it has: {listed})",
                              "Section ids are slugs of the headings; fix the label in a new question-set version.")
 
 

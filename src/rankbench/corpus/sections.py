@@ -47,7 +47,8 @@ def split_sections(text: str) -> list[Section]:
     """
     sections: list[Section] = []
     seen: dict[str, int] = {}
-    heading, section_id, start, body_lines = "", INTRO_SECTION, 0, []
+    heading, section_id, start = "", INTRO_SECTION, 0
+    body_lines: list[str] = []
     offset = 0
 
     def close(end: int) -> None:

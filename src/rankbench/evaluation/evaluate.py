@@ -59,8 +59,8 @@ def _grain_runs(run: pd.DataFrame, grains: Sequence[str]) -> dict[str, pd.DataFr
     if unknown:
         raise ValueError(f"unknown grain(s) {unknown}; known: {list(GRAINS)}")
     ids = {"chunk": "chunk_id", "document": "doc_id"}
-    return {grain: (run if grain == "chunk" else collapse_to_documents(run)).assign(item_id=lambda f, g=grain: f[ids[g]])
-            for grain in grains}
+    return {grain: (run if grain == "chunk" else collapse_to_documents(run))
+            .assign(item_id=lambda f, g=grain: f[ids[g]]) for grain in grains}
 
 
 def _grain_qrels(qrels: pd.DataFrame, grain: str) -> pd.DataFrame:
@@ -201,7 +201,8 @@ def _batches(masks: Mapping[Any, np.ndarray]) -> list[tuple[np.ndarray, list]]:
 def aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, dataset: str, qset: str,
               n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None
               ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The tidy aggregate (AGGREGATE_COLUMNS) and all pairs of methods (PAIRS_COLUMNS), per (grain, kind incl. 'all')."""
+    """The tidy aggregate (AGGREGATE_COLUMNS) and all pairs of methods (PAIRS_COLUMNS), per (grain, kind incl.
+    'all')."""
     kind_sizes = questions["kind"].value_counts().to_dict()
     kind_sizes[ALL_KINDS] = len(questions)
     long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())], ignore_index=True)

@@ -108,9 +108,8 @@ def parse_metrics(text: str) -> list[tuple[str, int]]:
     for item in filter(None, (part.strip() for part in text.split(","))):
         name, cut = _split_cutoff(item)
         metric = METRIC_ALIASES.get(name, name)
-        if metric in METRICS_FULL + EXTRA_METRICS_FULL and not cut:
-            parsed.append((metric, 0))
-        elif metric in UNCUT and name not in CUT_FAMILIES and not cut:
+        if not cut and (metric in METRICS_FULL + EXTRA_METRICS_FULL
+                        or (metric in UNCUT and name not in CUT_FAMILIES)):
             parsed.append((metric, 0))
         elif metric in METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K and cut.isdigit() and int(cut) > 0:
             parsed.append((metric, int(cut)))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -468,7 +467,7 @@ def per_query_metrics(
     ks: Sequence[int],
     *,
     relevance_threshold: int = 1,
-    gain: Literal["linear", "exponential"] = "linear",
+    gain: str = "linear",
     metrics: Sequence[str] | None = None,
     rbp_p: float = 0.8,
 ) -> pd.DataFrame:

@@ -32,8 +32,9 @@ def ppi_mean(human: np.ndarray, judge_labelled: np.ndarray, judge_unlabelled: np
     """PPI++ estimate of the mean, CI and tuning weight λ.
 
     human and judge_labelled: per-query values on human and on LLM labels for the n questions people labelled;
-    judge_unlabelled: values on LLM labels for the N other questions (fewer than 2: the human-only estimate, λ = 0). λ = cov(human, judge) / ((1 + n/N) var(judge))
-    minimises the variance (λ = 0 is the human-only estimate, λ = 1 plain PPI); the CI is normal.
+    judge_unlabelled: values on LLM labels for the N other questions (fewer than 2: the human-only estimate, λ = 0).
+    λ = cov(human, judge) / ((1 + n/N) var(judge)) minimises the variance (λ = 0 is the human-only estimate,
+    λ = 1 plain PPI); the CI is normal.
     """
     n, big_n = len(human), len(judge_unlabelled)
     if n < 2:

@@ -12,7 +12,6 @@ import itertools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy import stats as _sps
 
 SeedLike = int | np.random.SeedSequence
 
@@ -165,7 +164,8 @@ def bootstrap_ci(
 
 
 def _count_extreme(values: np.ndarray, flips: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """Per row of `values` [rows, m]: sign patterns (rows of 0/1 `flips` [patterns, m]) with |flipped sum| >= its threshold."""
+    """Per row of `values` [rows, m]: sign patterns (rows of 0/1 `flips` [patterns, m]) with |flipped sum| >= its
+    threshold."""
     null = values.sum(axis=1)[None, :] - 2.0 * (flips.astype(np.float64) @ values.T)
     return np.count_nonzero(np.abs(null) >= thresholds[None, :], axis=0)
 
@@ -261,6 +261,8 @@ def t_test_p_values(differences: np.ndarray) -> np.ndarray:
     scipy.stats.ttest_rel gives for exactly equal ones; near-equal ones would otherwise give a
     meaningless p from rounding noise. Otherwise equals scipy.stats.ttest_rel.
     """
+    import scipy.stats  # here, not at the top: the workflow imports this module when it parses
+
     d = _as_finite_float(differences, "differences")
     if d.ndim != 2 or d.shape[1] == 0:
         raise ValueError(f"differences must be a [rows, n_queries] array with n_queries >= 1, got {d.shape}")
@@ -272,7 +274,7 @@ def t_test_p_values(differences: np.ndarray) -> np.ndarray:
         sd = d.std(axis=1, ddof=1)
         varied = ~constant
         t_stat = d[varied].mean(axis=1) / (sd[varied] / np.sqrt(n))
-        p[varied] = np.minimum(1.0, 2.0 * _sps.t.sf(np.abs(t_stat), df=n - 1))
+        p[varied] = np.minimum(1.0, 2.0 * scipy.stats.t.sf(np.abs(t_stat), df=n - 1))
         p[constant] = 0.0
     p[all_zero] = 1.0
     return p
@@ -285,6 +287,8 @@ def standardized_effects(differences: np.ndarray, confidence: float = 0.95) -> t
     cheap enough for every pair of every table. NaN (and NaN bounds) when the differences do not vary (all within
     TIE_TOLERANCE of each other: sd 0 leaves d_z undefined) or n < 2.
     """
+    import scipy.stats
+
     d = _as_finite_float(differences, "differences")
     if d.ndim != 2 or d.shape[1] == 0:
         raise ValueError(f"differences must be a [rows, n_queries] array with n_queries >= 1, got {d.shape}")
@@ -293,7 +297,7 @@ def standardized_effects(differences: np.ndarray, confidence: float = 0.95) -> t
     if n >= 2:
         varied = np.ptp(d, axis=1) > TIE_TOLERANCE
         d_z[varied] = d[varied].mean(axis=1) / d[varied].std(axis=1, ddof=1)
-    half = _sps.norm.ppf(0.5 + confidence / 2.0) * np.sqrt(1.0 / n + d_z**2 / (2.0 * n))
+    half = scipy.stats.norm.ppf(0.5 + confidence / 2.0) * np.sqrt(1.0 / n + d_z**2 / (2.0 * n))
     return d_z, d_z - half, d_z + half
 
 
@@ -302,7 +306,7 @@ def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
     return float(t_test_p_values(_paired_differences(a, b)[None, :])[0])
 
 
-def holm(p_values: Sequence[float]) -> np.ndarray:
+def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
     """Holm step-down adjusted p-values (monotone, capped at 1), in input order.
 
     The i-th smallest p (1-based) is multiplied by (m - i + 1), then a running maximum keeps the
@@ -376,7 +380,8 @@ def paired_comparison(
     """
     a_arr, b_arr = _as_finite_float(a, "a"), _as_finite_float(b, "b")
     if a_arr.ndim != 2 or a_arr.shape != b_arr.shape or a_arr.shape[1] == 0:
-        raise ValueError(f"a and b must be [rows, n_queries] arrays of equal shape, got {a_arr.shape} and {b_arr.shape}")
+        raise ValueError(f"a and b must be [rows, n_queries] arrays of equal shape, got {a_arr.shape} and "
+                         f"{b_arr.shape}")
     sequence = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(int(seed))
     boot_seed, perm_seed = sequence.spawn(2)
     d = a_arr - b_arr
@@ -404,7 +409,8 @@ def paired_comparison(
 
 def format_p(p: float, p_raw: float, n_resamples: int, digits: int = 3) -> str:
     """A p-value as text. When the raw Monte Carlo p sits at its floor 1/(resamples + 1), no resample was as extreme,
-    so p (Holm-scaled or not) is only a bound: "< 0.001" below the printed precision, else "≤ bound", never as a measured value."""
+    so p (Holm-scaled or not) is only a bound: "< 0.001" below the printed precision, else "≤ bound", never as a
+    measured value."""
     if np.isnan(p):
         return "–"
     unit = 10.0 ** -digits

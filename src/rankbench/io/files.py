@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 
-def write_atomically(path: str | Path, write: Callable[[Path], None]) -> None:
+def write_atomically(path: str | Path, write: Callable[[Path], object]) -> None:
     """Call write(tmp) and rename tmp to path, so a killed job never leaves a half-written output."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

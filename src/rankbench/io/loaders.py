@@ -167,7 +167,8 @@ def _documents_frame(rows: list[dict[str, Any]], ids: list[tuple[int, str]], pat
 
 def load_questions(path: Path, schema: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Questions and their labels from a native question-set version (JSONL)."""
-    questions, labels, ids, label_where, kinds = [], [], [], [], []
+    questions, ids, label_where, kinds = [], [], [], []
+    labels: list[dict[str, Any]] = []
     validator = jsonschema.Draft202012Validator(schema or record_schema("questions"))
     for number, record in read_jsonl(path):
         where = f"line {number} (qid {record.get('qid')!r})"
@@ -226,8 +227,9 @@ def load_beir_corpus(path: Path) -> pd.DataFrame:
     rows, ids = [], []
     for number, record in read_jsonl(path):
         doc_id, text, title = record.get("_id"), record.get("text"), record.get("title")
-        if not isinstance(doc_id, str) or not doc_id or not isinstance(text, str) or not isinstance(title, (str, type(None))):
-            raise InputError(path, f"line {number}", "needs a string `_id`, a string `text` and a string `title` (or none)",
+        if not (isinstance(doc_id, str) and doc_id and isinstance(text, str) and isinstance(title, (str, type(None)))):
+            raise InputError(path, f"line {number}",
+                             "needs a string `_id`, a string `text` and a string `title` (or none)",
                              "BEIR corpus lines look like {\"_id\": \"d1\", \"title\": \"...\", \"text\": \"...\"}.")
         check_id(doc_id, path, f"line {number}", "_id")
         extra = {key: value for key, value in record.items() if key not in ("_id", "title", "text")}

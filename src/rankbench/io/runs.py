@@ -22,7 +22,7 @@ def order_by_trec_rule(run: pd.DataFrame, id_column: str = "chunk_id", depth: in
 def run_from_topk(qids: Sequence[str], positions: np.ndarray, scores: np.ndarray, chunks: pd.DataFrame,
                   depth: int, drop_nonpositive: bool = False) -> pd.DataFrame:
     """A run from per-query arrays of corpus positions (-1 = none) and scores."""
-    n_queries, width = positions.shape
+    width = positions.shape[1]
     flat_positions, flat_scores = positions.reshape(-1), scores.reshape(-1).astype(np.float64)
     keep = flat_positions >= 0
     if drop_nonpositive:

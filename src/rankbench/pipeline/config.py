@@ -17,8 +17,8 @@ from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
 from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.pipeline.defaults import DATASET_DEFAULTS, ENCODER_DEFAULTS, RESULTS
-from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
 from rankbench.retrieval.api_encoder import ApiEncoderSpec
+from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
 from rankbench.retrieval.encoders import PACKAGED_MODELS, EncoderSpec
 from rankbench.retrieval.registry import (
     METHOD_TYPES,
@@ -237,7 +237,8 @@ def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tup
         return spec.get("chunker") or config["chunker"]
     found = {method_chunker(config, i, source, _path + (name,)) for i in inputs}
     if len(found) > 1:
-        raise InputError(source, f"methods.{name}", f"combines runs over different chunkers ({', '.join(sorted(found))})",
+        raise InputError(source, f"methods.{name}",
+                         f"combines runs over different chunkers ({', '.join(sorted(found))})",
                          "Fuse or rerank runs made over the same chunker.")
     return found.pop()
 

@@ -46,7 +46,8 @@ def report_settings(config: Mapping[str, Any], ks: list[int], source: str) -> di
             raise InputError(source, f"report.{key}", str(error), "Write metrics as name@k, e.g. ndcg@10.") from None
         outside = [f"{m}@{k}" for m, k in metrics if k and k not in ks]
         if outside and key in given:
-            raise InputError(source, f"report.{key}", f"uses a cut-off that is not in evaluation.ks ({', '.join(outside)})",
+            raise InputError(source, f"report.{key}",
+                             f"uses a cut-off that is not in evaluation.ks ({', '.join(outside)})",
                              f"Use one of the configured ks: {ks}.")
         parsed[key] = [(m, k) for m, k in metrics if not k or k in ks] or [("ndcg", max(ks))]
     requested = set(config.get("evaluation", {}).get("metrics", []))

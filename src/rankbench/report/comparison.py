@@ -200,7 +200,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         n = int(tiers.loc[(tiers["grain"] == grain) & (tiers["kind"] == ALL_KINDS), "n"].max())
         lines += [f"## Tiers and rank intervals ({grain} grain, all questions)", "",
                   markdown_grid(tier_grid(tiers, grain, ALL_KINDS, headline, methods)), "",
-                  "T" + TIERS_LEGEND.format(alpha=alpha)[1:] + f" Then the rank by mean and its 95% bootstrap interval over the "
+                  "T" + TIERS_LEGEND.format(alpha=alpha)[1:]
+                  + " Then the rank by mean and its 95% bootstrap interval over the "
                   f"{n} questions every method evaluates (`tiers.parquet` has every kind and grain).", ""]
     full = table_metrics(aggregate, ks)
     shown: dict[str, str] = {}

@@ -64,7 +64,8 @@ def best_method(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric
               f"{int(pair['wins'])} questions won, {int(pair['ties'])} tied, "
               f"{int(pair['losses'])} lost")
     if pd.notna(pair.get("d_z")):
-        detail += f", standardized effect d_z = {pair['d_z']:.2f} (95% CI {pair['d_z_low']:.2f} to {pair['d_z_high']:.2f})"
+        detail += (f", standardized effect d_z = {pair['d_z']:.2f} "
+                   f"(95% CI {pair['d_z_low']:.2f} to {pair['d_z_high']:.2f})")
     near = "; one question alone accounts for it" if bool(pair["below_one_question"]) else ""
     return f"{lead} {verdict} ({detail}){near} {where}."
 
@@ -107,7 +108,8 @@ def within_noise(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metri
         return None
     best = rows.iloc[0]["method"]
     adjusted = versus_best(pairs, grain, metric, k, best, rows["method"].iloc[1:].tolist())
-    noise, behind = [], []
+    noise: list[str] = []
+    behind: list[str] = []
     for other, p_best in adjusted.items():
         pair = pair_row(pairs, grain, ALL_KINDS, metric, k, best, other)
         if pair is not None:

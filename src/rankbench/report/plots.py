@@ -3,37 +3,59 @@ CI whiskers, a per-kind heatmap, mean grade by rank, top-1 score distributions a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 import matplotlib
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+from rankbench.evaluation.evaluate import ALL_KINDS
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.io.files import write_atomically
 
-from rankbench.evaluation.evaluate import ALL_KINDS  # noqa: E402
-from rankbench.evaluation.metric_names import metric_label  # noqa: E402
-from rankbench.io.files import write_atomically  # noqa: E402
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
-plt.rcParams.update({"svg.hashsalt": "rankbench", "font.size": 10, "axes.spines.top": False,
-                     "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 120})
+# The house style, applied while a figure is drawn and saved (never to matplotlib's global rcParams: importing this
+# module changes nothing for its caller). Figures are plain Figure objects, outside pyplot: no backend is selected.
+_STYLE: dict[RcKeyType, Any] = {"svg.hashsalt": "rankbench", "font.size": 10, "axes.spines.top": False,
+                                "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 120}
+_P = ParamSpec("_P")
+
+
+def _styled(draw: Callable[_P, Figure]) -> Callable[_P, Figure]:
+    """A drawing function run inside the house style."""
+    @functools.wraps(draw)
+    def styled(*args: _P.args, **kwargs: _P.kwargs) -> Figure:
+        with matplotlib.rc_context(_STYLE):
+            return draw(*args, **kwargs)
+    return styled
+
+
+def _subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float],
+              squeeze: bool = True) -> tuple[Figure, Any]:
+    """A new figure and its axes, like pyplot.subplots but not registered with pyplot."""
+    figure = Figure(figsize=figsize)
+    return figure, figure.subplots(nrows, ncols, squeeze=squeeze)
 
 
 def colors(methods: Sequence[str]) -> dict[str, tuple]:
     """One stable colour per method (sorted names), the same in every figure; up to 20 stay distinct."""
     names = sorted(methods)
-    palette = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    palette = matplotlib.colormaps["tab10" if len(names) <= 10 else "tab20"]
     return {m: palette(i % palette.N) for i, m in enumerate(names)}
 
 
-def save(figure: plt.Figure, png: str | Path, svg: str | Path) -> None:
-    """Write a figure as PNG and SVG without timestamps, atomically, and close it."""
-    figure.tight_layout()
-    write_atomically(png, lambda tmp: figure.savefig(tmp, format="png", metadata={"Software": None}))
-    write_atomically(svg, lambda tmp: figure.savefig(tmp, format="svg", metadata={"Date": None}))
-    plt.close(figure)
+def save(figure: Figure, png: str | Path, svg: str | Path) -> None:
+    """Write a figure as PNG and SVG without timestamps, atomically, in the house style."""
+    with matplotlib.rc_context(_STYLE):
+        figure.tight_layout()
+        write_atomically(png, lambda tmp: figure.savefig(tmp, format="png", metadata={"Software": None}))
+        write_atomically(svg, lambda tmp: figure.savefig(tmp, format="svg", metadata={"Date": None}))
 
 
 def _rows(aggregate: pd.DataFrame, grain: str, metric: str, kind: str | None = ALL_KINDS) -> pd.DataFrame:
@@ -42,9 +64,10 @@ def _rows(aggregate: pd.DataFrame, grain: str, metric: str, kind: str | None = A
     return rows if kind is None else rows[rows["kind"] == kind]
 
 
-def recall_curves(aggregate: pd.DataFrame, grain: str, title: str) -> plt.Figure:
+@_styled
+def recall_curves(aggregate: pd.DataFrame, grain: str, title: str) -> Figure:
     """recall@k against k, one line per method, with the 95% CI as a band."""
-    figure, axis = plt.subplots(figsize=(6.4, 4.2))
+    figure, axis = _subplots(figsize=(6.4, 4.2))
     rows = _rows(aggregate, grain, "recall")
     palette = colors(rows["method"].unique())
     for method, group in rows.sort_values("k").groupby("method"):
@@ -57,12 +80,13 @@ def recall_curves(aggregate: pd.DataFrame, grain: str, title: str) -> plt.Figure
     return figure
 
 
-def metric_bars(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title: str) -> plt.Figure:
+@_styled
+def metric_bars(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title: str) -> Figure:
     """One bar per method (best first) with its 95% bootstrap CI as whiskers and the value printed."""
     rows = _rows(aggregate, grain, metric)
     rows = rows[rows["k"] == k].sort_values(["mean", "method"], ascending=[False, True])
     palette = colors(aggregate["method"].unique())
-    figure, axis = plt.subplots(figsize=(6.4, 0.55 * len(rows) + 1.4))
+    figure, axis = _subplots(figsize=(6.4, 0.55 * len(rows) + 1.4))
     y = np.arange(len(rows))
     axis.barh(y, rows["mean"], color=[palette[m] for m in rows["method"]],
               xerr=[rows["mean"] - rows["ci_low"], rows["ci_high"] - rows["mean"]], capsize=4)
@@ -74,7 +98,8 @@ def metric_bars(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title:
     return figure
 
 
-def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title: str) -> plt.Figure:
+@_styled
+def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title: str) -> Figure:
     """Methods × question kinds, the value written in each cell (darker = better)."""
     rows = _rows(aggregate, grain, metric, kind=None)
     rows = rows[(rows["k"] == k)]
@@ -82,7 +107,7 @@ def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title
     kinds = [ALL_KINDS] + sorted(c for c in grid.columns if c != ALL_KINDS)
     grid = grid[[c for c in kinds if c in grid.columns]]
     n = rows.groupby("kind")["n"].max()
-    figure, axis = plt.subplots(figsize=(1.2 * len(grid.columns) + 2.6, 0.5 * len(grid) + 1.8))
+    figure, axis = _subplots(figsize=(1.2 * len(grid.columns) + 2.6, 0.5 * len(grid) + 1.8))
     image = axis.imshow(grid.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
     for (i, j), value in np.ndenumerate(grid.to_numpy(dtype=float)):
         if not np.isnan(value):
@@ -97,9 +122,10 @@ def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title
     return figure
 
 
-def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: str) -> plt.Figure:
+@_styled
+def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: str) -> Figure:
     """Mean relevance grade (0–3; unjudged and empty positions count 0) at each rank, one line per method."""
-    figure, axis = plt.subplots(figsize=(6.4, 4.2))
+    figure, axis = _subplots(figsize=(6.4, 4.2))
     palette = colors(list(grades))
     for method, frame in sorted(grades.items()):
         rows = frame[(frame["grain"] == grain) & (frame["kind"] == ALL_KINDS)]
@@ -112,10 +138,11 @@ def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: st
     return figure
 
 
-def top1_distributions(top1: pd.DataFrame, title: str) -> plt.Figure:
+@_styled
+def top1_distributions(top1: pd.DataFrame, title: str) -> Figure:
     """Per method (own scale), the top-1 scores of answerable and unanswerable questions, side by side."""
     methods = sorted(top1["method"].unique())
-    figure, axes = plt.subplots(1, len(methods), figsize=(2.3 * len(methods) + 0.8, 3.8), squeeze=False)
+    figure, axes = _subplots(1, len(methods), figsize=(2.3 * len(methods) + 0.8, 3.8), squeeze=False)
     for axis, method in zip(axes[0], methods):
         rows = top1[(top1["method"] == method) & top1["score"].notna()]
         groups = [rows[rows["answerable"]]["score"].to_numpy(), rows[~rows["answerable"]]["score"].to_numpy()]
@@ -132,10 +159,11 @@ def top1_distributions(top1: pd.DataFrame, title: str) -> plt.Figure:
     return figure
 
 
-def history_plot(history: pd.DataFrame, metric: str, title: str) -> plt.Figure:
+@_styled
+def history_plot(history: pd.DataFrame, metric: str, title: str) -> Figure:
     """A metric over successive runs (x: run, labelled by date and experiment label), one line per method."""
     qsets = sorted(history["qset"].unique())
-    figure, axes = plt.subplots(1, len(qsets), figsize=(max(6.4, 4.5 * len(qsets)), 4.2), squeeze=False)
+    figure, axes = _subplots(1, len(qsets), figsize=(max(6.4, 4.5 * len(qsets)), 4.2), squeeze=False)
     palette = colors(history["method"].unique())
     for axis, qset in zip(axes[0], qsets):
         rows = history[history["qset"] == qset]

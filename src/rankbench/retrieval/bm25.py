@@ -22,38 +22,40 @@ import re
 import unicodedata
 import zipfile
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from itertools import chain
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
-import bm25s
 import numpy as np
 import Stemmer
-from bm25s import stopwords as _bm25s_stopwords
 
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.io.files import write_atomically
 
+if TYPE_CHECKING:
+    import bm25s
+
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
-# Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others.
-_STOPWORDS: dict[str, tuple[str, ...]] = {
-    "english": _bm25s_stopwords.STOPWORDS_EN,
-    "french": _bm25s_stopwords.STOPWORDS_FRENCH,
-    "german": _bm25s_stopwords.STOPWORDS_GERMAN,
-    "dutch": _bm25s_stopwords.STOPWORDS_DUTCH,
-    "spanish": _bm25s_stopwords.STOPWORDS_SPANISH,
-    "portuguese": _bm25s_stopwords.STOPWORDS_PORTUGUESE,
-    "italian": _bm25s_stopwords.STOPWORDS_ITALIAN,
-    "russian": _bm25s_stopwords.STOPWORDS_RUSSIAN,
-    "swedish": _bm25s_stopwords.STOPWORDS_SWEDISH,
-    "norwegian": _bm25s_stopwords.STOPWORDS_NORWEGIAN,
-    "turkish": _bm25s_stopwords.STOPWORDS_TURKISH,
-    "danish": _bm25s_stopwords.STOPWORDS_DANISH,
+# Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others: the name of each in
+# bm25s.stopwords, read when first needed (bm25s loads scipy: parsing the workflow must not).
+_STOPWORDS: dict[str, str] = {
+    "english": "STOPWORDS_EN",
+    "french": "STOPWORDS_FRENCH",
+    "german": "STOPWORDS_GERMAN",
+    "dutch": "STOPWORDS_DUTCH",
+    "spanish": "STOPWORDS_SPANISH",
+    "portuguese": "STOPWORDS_PORTUGUESE",
+    "italian": "STOPWORDS_ITALIAN",
+    "russian": "STOPWORDS_RUSSIAN",
+    "swedish": "STOPWORDS_SWEDISH",
+    "norwegian": "STOPWORDS_NORWEGIAN",
+    "turkish": "STOPWORDS_TURKISH",
+    "danish": "STOPWORDS_DANISH",
 }
 _TOKEN = re.compile(r"\w+")
 _LIGATURES = str.maketrans({"œ": "oe", "æ": "ae", "ß": "ss"})
@@ -157,10 +159,12 @@ def fold_text(text: str, fold_accents: bool) -> str:
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _stopword_set(language: str, fold_accents: bool) -> frozenset[str]:
     """Stopwords of a language, normalized like the text they are compared with."""
-    return frozenset(fold_text(w, fold_accents) for w in _STOPWORDS[language])
+    from bm25s import stopwords
+
+    return frozenset(fold_text(w, fold_accents) for w in getattr(stopwords, _STOPWORDS[language]))
 
 
 def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
@@ -189,6 +193,8 @@ def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) ->
 
 def _new_bm25(params: BM25Params) -> bm25s.BM25:
     """An empty bm25s model with our parameters and the numpy backend."""
+    import bm25s
+
     return bm25s.BM25(
         k1=params.k1, b=params.b, delta=params.delta, method=params.variant, backend="numpy"
     )
@@ -214,6 +220,8 @@ def save_index(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params, path: 
 
 def _index_arrays(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params) -> dict[str, np.ndarray]:
     """The arrays that make up a saved index: sparse score matrix, vocabulary, metadata."""
+    import bm25s
+
     vocab = sorted(index.vocab_dict, key=index.vocab_dict.__getitem__)
     if [index.vocab_dict[t] for t in vocab] != list(range(len(vocab))):
         raise ValueError("index vocabulary ids are not 0..n-1; save indexes made by build_index")
@@ -346,7 +354,7 @@ def _score_matches(
     spans = [(indptr[t], indptr[t + 1]) for t in term_ids]
     doc_idx = np.concatenate([indices[s:e] for s, e in spans])
     contributions = np.concatenate([np.asarray(data[s:e], dtype=np.float64) * w for (s, e), w in zip(spans, weights)])
-    totals = np.bincount(doc_idx, weights=contributions, minlength=n_docs)
+    totals: np.ndarray = np.bincount(doc_idx, weights=contributions, minlength=n_docs)
     if index.nonoccurrence_array is not None:
         # bm25l / bm25+: stored scores are relative to a per-term baseline every document gets.
         totals += float((np.asarray(index.nonoccurrence_array, dtype=np.float64)[term_ids] * weights).sum())

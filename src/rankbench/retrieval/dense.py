@@ -6,14 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import faiss
 import numpy as np
 import pandas as pd
 
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.io.files import write_atomically
+
+if TYPE_CHECKING:
+    import faiss
 
 INDEX_KINDS = ("flat", "hnsw", "ivf")
 IVF_SEED = 1234
@@ -64,8 +66,11 @@ def dense_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> faiss.Index:
     """An inner-product index; built single-threaded with a fixed IVF seed, so the same vectors give the same index."""
+    import faiss  # here, not at the top: the workflow imports this module (IndexSpec) when it parses
+
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
     dim = vectors.shape[1]
+    index: faiss.Index
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)  # HNSW insertion and k-means are order-dependent when multi-threaded
     try:
@@ -93,19 +98,25 @@ def build_flat_index(vectors: np.ndarray) -> faiss.Index:
 
 def save_index(index: faiss.Index, path: Path) -> None:
     """Write a FAISS index atomically, so a killed job leaves no half-written index."""
+    import faiss
+
     write_atomically(path, lambda tmp: faiss.write_index(index, str(tmp)))
 
 
 def load_index(path: Path) -> faiss.Index:
     """Read a FAISS index written by save_index."""
+    import faiss
+
     return faiss.read_index(str(path))
 
 
 def _search_params(index: faiss.Index, spec: IndexSpec, k: int, selector: Any = None) -> Any:
     """Query-time parameters for the index type, with an optional ID selector. HNSW explores
     max(ef_search, k) candidates (as hnswlib does): FAISS would otherwise return fewer than k results."""
+    import faiss
+
     if isinstance(index, faiss.IndexHNSW):
-        params = faiss.SearchParametersHNSW()
+        params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # absent from faiss's stubs only
         params.efSearch = max(spec.ef_search, k)
     elif isinstance(index, faiss.IndexIVF):
         params = faiss.SearchParametersIVF()
@@ -124,6 +135,8 @@ def search(index: faiss.Index, queries: np.ndarray, k: int, spec: IndexSpec = In
     `allowed` restricts each query to some vectors before ranking (a FAISS ID selector, not a post-filter), so the
     list still reaches k whenever k vectors pass. Queries sharing a mask are searched together.
     """
+    import faiss
+
     k = min(k, index.ntotal)
     queries = np.ascontiguousarray(queries, dtype=np.float32)
     threads = faiss.omp_get_max_threads()

@@ -14,6 +14,7 @@ import numpy as np
 from rankbench.io.files import write_npy
 from rankbench.retrieval.encoders import Encoder
 
+
 def shard_bounds(n_rows: int, shards: int, shard: int) -> tuple[int, int]:
     """Rows [start, stop) of shard `shard` of `shards`: contiguous, sizes differing by at most one (as
     numpy.array_split), so the same corpus always splits the same way."""
@@ -82,7 +83,7 @@ def embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence[
     found = np.searchsorted(cached_hashes[order], hashes).clip(max=max(len(cached_hashes) - 1, 0))
     hit = cached_hashes[order][found] == hashes if len(cached_hashes) else np.zeros(len(hashes), dtype=bool)
     missing = np.flatnonzero(~hit)
-    encoded = encode([texts[i] for i in missing])
+    encoded = encode([texts[int(i)] for i in missing])
     if not hit.any():
         return encoded, len(missing)
     vectors = np.zeros((len(texts), cached_vectors.shape[1]), dtype=np.float32)
