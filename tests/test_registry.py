@@ -10,7 +10,7 @@ import pytest
 import yaml
 from workflow_helpers import REPO
 
-from rankbench.analysis.failures import pool_depth
+from rankbench.analysis.failures import candidate_depth
 from rankbench.errors import InputError
 from rankbench.evaluation.evaluate import GRAINS
 from rankbench.pipeline.config import check_config
@@ -59,7 +59,7 @@ def test_every_type_has_a_rule_that_exists_and_grains_evaluation_knows() -> None
 def test_a_key_applies_to_the_types_that_read_it_and_defaults_come_from_the_registry() -> None:
     assert types_using("chunker") == ("bm25", "dense", "external")
     assert types_using("rewrite") == ("bm25", "dense", "rerank")
-    assert pool_depth({"type": "rerank", "input": "bm25"}) == METHOD_TYPES["rerank"].keys["depth"]
+    assert candidate_depth({"type": "rerank", "input": "bm25"}) == METHOD_TYPES["rerank"].keys["depth"]
     assert pool_depth({"type": "rrf", "inputs": ["a"]}) is None
     assert method_inputs({"type": "rerank", "input": "bm25"}) == ["bm25"]
     assert method_inputs({"type": "combmnz", "inputs": ["a", "b"]}) == ["a", "b"]
