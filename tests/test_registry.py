@@ -60,7 +60,7 @@ def test_a_key_applies_to_the_types_that_read_it_and_defaults_come_from_the_regi
     assert types_using("chunker") == ("bm25", "dense", "external")
     assert types_using("rewrite") == ("bm25", "dense", "rerank")
     assert candidate_depth({"type": "rerank", "input": "bm25"}) == METHOD_TYPES["rerank"].keys["depth"]
-    assert pool_depth({"type": "rrf", "inputs": ["a"]}) is None
+    assert candidate_depth({"type": "rrf", "inputs": ["a"]}) is None
     assert method_inputs({"type": "rerank", "input": "bm25"}) == ["bm25"]
     assert method_inputs({"type": "combmnz", "inputs": ["a", "b"]}) == ["a", "b"]
     with pytest.raises(ValueError, match="unknown method family"):
