@@ -6,14 +6,16 @@ Usage: .venv/bin/python benchmarks/bench_workflow.py [--cores 2] [--repeats 3] [
 Each step runs `snakemake` in a temporary copy of config/config.yaml and data/demo (PYTHONPATH must point at this
 checkout's src). The references, measured in the same invocation: the cold run, and the floor of a bare Snakefile
 with as many rules and trivial `touch` jobs as the demo, completed once, then rerun (nothing to do) and dry-run
-by the same Python; the no-op and dry-run figures are medians of --repeats, demo and bare interleaved.
-`--workdir` reuses a completed copy (kept by --keep) and measures the no-op, dry run and floor only.
+by the same Python; the no-op and dry-run figures (wall and CPU seconds) are medians of --repeats, demo and bare
+interleaved. `--workdir` reuses a copy kept by --keep: it brings it up to date for config.yaml (the v3 step added a
+history record), then measures the no-op, dry run and floor only.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -72,24 +74,37 @@ def bare(folder: Path, *args: str) -> float:
     return seconds
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process's finished children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def floor_comparison(workdir: Path, jobs: int, cores: str, repeats: int) -> None:
-    """Print the demo's no-op rerun and dry run against bare Snakemake's, medians of `repeats`, interleaved."""
+    """Print the demo's no-op rerun and dry run against bare Snakemake's, medians of `repeats`, interleaved: wall
+    seconds, and CPU seconds (on a loaded machine the wall time mostly measures the load)."""
     rules = len(re.findall(r"^(?:rule|checkpoint) ", "".join(
         path.read_text() for path in [REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk")]), re.M))
     folder = bare_workflow(workdir / "bare", rules, jobs)
     bare(folder, "--cores", cores)
-    timings: dict[str, list[float]] = {"demo no-op": [], "bare no-op": [], "demo dry run": [], "bare dry run": []}
+    calls = {"demo no-op": lambda: snakemake(workdir, "config.yaml", "--cores", cores)[0],
+             "bare no-op": lambda: bare(folder, "--cores", cores),
+             "demo dry run": lambda: snakemake(workdir, "config.yaml", "--dry-run", "--quiet", "rules")[0],
+             "bare dry run": lambda: bare(folder, "--dry-run", "--quiet", "rules")}
+    wall: dict[str, list[float]] = {step: [] for step in calls}
+    cpu: dict[str, list[float]] = {step: [] for step in calls}
     for _ in range(repeats):
-        timings["demo no-op"].append(snakemake(workdir, "config.yaml", "--cores", cores)[0])
-        timings["bare no-op"].append(bare(folder, "--cores", cores))
-        timings["demo dry run"].append(snakemake(workdir, "config.yaml", "--dry-run", "--quiet", "rules")[0])
-        timings["bare dry run"].append(bare(folder, "--dry-run", "--quiet", "rules"))
-    median = {step: statistics.median(values) for step, values in timings.items()}
+        for step, call in calls.items():
+            start = _cpu_seconds()
+            wall[step].append(call())
+            cpu[step].append(_cpu_seconds() - start)
     print(f"against bare Snakemake ({rules} rules, {jobs} touch jobs), --cores {cores}, median of {repeats}")
-    print(f"{'step':<16}{'demo s':>9}{'bare s':>9}{'ratio':>8}")
+    print(f"{'step':<10}{'demo s':>9}{'bare s':>9}{'ratio':>8}{'demo CPU s':>12}{'bare CPU s':>12}{'ratio':>8}")
     for step in ("no-op", "dry run"):
-        demo, floor = median[f"demo {step}"], median[f"bare {step}"]
-        print(f"{step:<16}{demo:>9.2f}{floor:>9.2f}{demo / floor:>8.2f}")
+        demo, floor = statistics.median(wall[f"demo {step}"]), statistics.median(wall[f"bare {step}"])
+        demo_cpu, floor_cpu = statistics.median(cpu[f"demo {step}"]), statistics.median(cpu[f"bare {step}"])
+        print(f"{step:<10}{demo:>9.2f}{floor:>9.2f}{demo / floor:>8.2f}{demo_cpu:>12.2f}{floor_cpu:>12.2f}"
+              f"{demo_cpu / floor_cpu:>8.2f}")
 
 
 def add_version(workdir: Path) -> str:
@@ -115,6 +130,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.workdir:
         shutil.rmtree(args.workdir / "bare", ignore_errors=True)
+        snakemake(args.workdir, "config.yaml", "--cores", args.cores)
         jobs = planned(args.workdir, "config.yaml", "--forceall") - 1
         floor_comparison(args.workdir, jobs, args.cores, args.repeats)
         return 0
