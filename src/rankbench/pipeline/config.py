@@ -14,7 +14,7 @@ import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
-from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
+from rankbench.retrieval.bm25 import LANGUAGES, NUMBA_INSTALLED, analyzer_and_params
 from rankbench.retrieval.encoders import PACKAGED_MODELS
 from rankbench.retrieval.registry import (
     FIRST_STAGE_TYPES,
@@ -205,7 +205,7 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
 def _check_keys_apply(spec: Mapping[str, Any], where: str, source: str) -> None:
     """Keys that only make sense for some method types are errors elsewhere (they would be silently ignored)."""
     bm25 = ("bm25",)
-    allowed = {"prf": bm25, "variant": bm25, "k1": bm25, "b": bm25, "delta": bm25, "stopwords": bm25,
+    allowed = {"prf": bm25, "variant": bm25, "backend": bm25, "k1": bm25, "b": bm25, "delta": bm25, "stopwords": bm25,
                "stemming": bm25, "fold_accents": bm25, "index": ("dense",), "encoder": ("dense",),
                "filters": FIRST_STAGE_TYPES, "chunker": FIRST_STAGE_TYPES + ("external",),
                "rewrite": FIRST_STAGE_TYPES + ("rerank",), "normalization": ("combsum", "combmnz"),
@@ -223,6 +223,9 @@ def _check_analyzer(spec: Mapping[str, Any], language: str, where: str, source: 
         analyzer_and_params(spec, language)
     except ValueError as error:
         raise InputError(source, where, str(error), "See config/README.md, `methods`.") from None
+    if spec.get("backend") == "numba" and not NUMBA_INSTALLED:
+        raise InputError(source, f"{where}.backend", "is numba, which is not installed",
+                         "Install the pinned numba (pip install -e .), or set `backend: numpy`.")
 
 
 def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tuple[str, ...] = ()) -> str:

@@ -44,7 +44,8 @@ from rankbench.errors import InputError
 
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 BACKENDS: tuple[str, ...] = ("numpy", "numba")
-DEFAULT_BACKEND = "numba" if importlib.util.find_spec("numba") is not None else "numpy"
+NUMBA_INSTALLED = importlib.util.find_spec("numba") is not None
+DEFAULT_BACKEND = "numba" if NUMBA_INSTALLED else "numpy"
 LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
 # Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others.
 _STOPWORDS: dict[str, tuple[str, ...]] = {
