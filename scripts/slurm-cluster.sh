@@ -98,9 +98,10 @@ start() {
         sinfo
         return
     fi
-    local began=$SECONDS
+    local began installed
+    began=$(date +%s.%N)
     install_packages
-    local installed=$SECONDS
+    installed=$(date +%s.%N)
     write_conf
     start_munge
     # -c: clear saved state (no jobs or node states left from an earlier run).
@@ -108,7 +109,8 @@ start() {
     slurmd
     for _ in $(seq 120); do
         if cluster_up; then
-            echo "slurm-cluster: up in $((SECONDS - installed)) s (package install $((installed - began)) s)"
+            awk -v began="$began" -v installed="$installed" -v now="$(date +%s.%N)" 'BEGIN {
+                printf "slurm-cluster: up in %.1f s after %.1f s of package install\n", now - installed, installed - began }'
             sinfo
             return
         fi
