@@ -219,10 +219,12 @@ numba_installed = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
 
 
 def _tied_corpus(seed: int) -> tuple[list[str], list[str]]:
-    """500 short passages over 30 words (many equal scores) and 200 queries, plus unknown and empty ones."""
+    """500 short passages over 60 Zipf-drawn words (many equal scores; common and rare terms, so the numba
+    kernel's both paths run) and 200 queries, plus unknown and empty ones."""
     rng = np.random.default_rng(seed)
-    words = [f"w{i}" for i in range(30)]
-    passages = [" ".join(rng.choice(words, size=rng.integers(1, 8))) for _ in range(500)]
+    words = [f"w{i}" for i in range(60)]
+    p = 1 / np.arange(1, 61)
+    passages = [" ".join(rng.choice(words, size=rng.integers(1, 8), p=p / p.sum())) for _ in range(500)]
     queries = [" ".join(rng.choice(words, size=rng.integers(1, 5))) for _ in range(200)]
     return passages, queries + ["unknownword", ""]
 
@@ -239,6 +241,9 @@ def test_numba_backend_equals_numpy(variant):
     assert np.array_equal(expected[0], got[0]) and np.array_equal(expected[1], got[1])
     tied = (expected[1][:, 1:] == expected[1][:, :-1]) & (expected[0][:, 1:] >= 0)
     assert tied.sum() > 1000  # equal scores side by side: the order among them is tested too
+    postings = np.diff(index.scores["indptr"])
+    sums = [sum(postings[index.vocab_dict[t]] for t in q.split() if t in index.vocab_dict) for q in queries]
+    assert min(n for n in sums if n) * 8 <= len(passages) < max(sums) * 8  # queries with few postings and many
     rng = np.random.default_rng(1)
     allowed = ChunkMasks(group=rng.integers(0, 3, size=len(queries)), masks=rng.random((3, len(passages))) < 0.5)
     for k in (1, 7, 1000):
