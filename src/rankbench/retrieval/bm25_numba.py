@@ -50,7 +50,7 @@ def _sift_up(heap_scores: np.ndarray, heap_docs: np.ndarray, pos: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _search_all(data, indices, indptr, n_docs, data_min, query_ptr, term_ids, weights, baselines, masks, groups,
+def _search_all(data, indices, indptr, n_docs, query_ptr, term_ids, weights, baselines, masks, groups,
                 positions, scores):
     """Fill positions/scores ([n_queries, k], pre-filled with -1 / 0.0) with each query's top k matches."""
     width = positions.shape[1]
@@ -64,21 +64,13 @@ def _search_all(data, indices, indptr, n_docs, data_min, query_ptr, term_ids, we
         if first == last:
             continue
         n_postings = 0
-        min_weight = weights[first]
         for q in range(first, last):
             n_postings += indptr[term_ids[q] + 1] - indptr[term_ids[q]]
-            min_weight = min(min_weight, weights[q])
         # Many postings: scan every document in order afterwards; few: list the matched ones as they come.
-        # When every contribution is positive, a document matched exactly when its sum is not 0: no flags.
         dense = n_postings * 8 > n_docs
-        flagless = dense and data_min * min_weight > 0.0
         n_touched = 0
         for q in range(first, last):
             term, weight = term_ids[q], weights[q]
-            if flagless:
-                for j in range(indptr[term], indptr[term + 1]):
-                    totals[indices[j]] += np.float64(data[j]) * weight
-                continue
             for j in range(indptr[term], indptr[term + 1]):
                 doc = indices[j]
                 if not dense and not matched[doc]:
@@ -90,7 +82,7 @@ def _search_all(data, indices, indptr, n_docs, data_min, query_ptr, term_ids, we
         mask = masks[groups[row]]
         for t in range(n_docs if dense else n_touched):
             doc = t if dense else touched[t]
-            if not (totals[doc] != 0.0 if flagless else matched[doc]):
+            if not matched[doc]:
                 continue
             score = totals[doc] + baselines[row] if len(baselines) else totals[doc]
             totals[doc] = 0.0
@@ -122,8 +114,6 @@ def search_all(scores: dict, query_ptr: np.ndarray, term_ids: np.ndarray, weight
     n_queries = len(query_ptr) - 1
     positions = np.full((n_queries, width), -1, dtype=np.int64)
     out_scores = np.zeros((n_queries, width), dtype=np.float64)
-    data = np.asarray(scores["data"])
-    data_min = float(data.min()) if len(data) else 0.0
-    _search_all(data, np.asarray(scores["indices"]), np.asarray(scores["indptr"]), int(scores["num_docs"]), data_min,
-                query_ptr, term_ids, weights, baselines, masks, groups, positions, out_scores)
+    _search_all(np.asarray(scores["data"]), np.asarray(scores["indices"]), np.asarray(scores["indptr"]),
+                int(scores["num_docs"]), query_ptr, term_ids, weights, baselines, masks, groups, positions, out_scores)
     return positions, out_scores
