@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.retrieval.bm25 import (
     LANGUAGES,
@@ -19,6 +24,7 @@ from rankbench.retrieval.bm25 import (
     load_index,
     save_index,
     search,
+    search_weighted,
 )
 
 FRENCH = [
@@ -206,3 +212,67 @@ def test_load_rejects_foreign_npz(tmp_path: Path):
     np.savez(tmp_path / "other.npz", x=np.arange(3))
     with pytest.raises(ValueError, match="not a rankbench BM25 index"):
         load_index(tmp_path / "other.npz")
+
+
+numba_installed = pytest.mark.skipif(importlib.util.find_spec("numba") is None,
+                                     reason="numba is not installed (pinned in pyproject.toml: pip install -e .)")
+
+
+def _tied_corpus(seed: int) -> tuple[list[str], list[str]]:
+    """500 short passages over 60 Zipf-drawn words (many equal scores; common and rare terms, so the numba
+    kernel's both paths run) and 200 queries, plus unknown and empty ones."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(60)]
+    p = 1 / np.arange(1, 61)
+    passages = [" ".join(rng.choice(words, size=rng.integers(1, 8), p=p / p.sum())) for _ in range(500)]
+    queries = [" ".join(rng.choice(words, size=rng.integers(1, 5))) for _ in range(200)]
+    return passages, queries + ["unknownword", ""]
+
+
+@numba_installed
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_numba_backend_equals_numpy(variant):
+    """Top 100 and scores identical to the numpy backend, bit for bit, ties included; with and without masks."""
+    passages, queries = _tied_corpus(7)
+    analyzer = Analyzer(stopwords=False, stemming=False)
+    index = build_index(passages, analyzer, BM25Params(variant=variant))
+    expected = search(index, analyzer, queries, 100)
+    got = search(index, analyzer, queries, 100, backend="numba")
+    assert np.array_equal(expected[0], got[0]) and np.array_equal(expected[1], got[1])
+    tied = (expected[1][:, 1:] == expected[1][:, :-1]) & (expected[0][:, 1:] >= 0)
+    assert tied.sum() > 1000  # equal scores side by side: the order among them is tested too
+    postings = np.diff(index.scores["indptr"])
+    sums = [sum(postings[index.vocab_dict[t]] for t in q.split() if t in index.vocab_dict) for q in queries]
+    assert min(n for n in sums if n) * 8 <= len(passages) < max(sums) * 8  # queries with few postings and many
+    rng = np.random.default_rng(1)
+    allowed = ChunkMasks(group=rng.integers(0, 3, size=len(queries)), masks=rng.random((3, len(passages))) < 0.5)
+    for k in (1, 7, 1000):
+        expected = search(index, analyzer, queries, k, allowed)
+        got = search(index, analyzer, queries, k, allowed, backend="numba")
+        assert np.array_equal(expected[0], got[0]) and np.array_equal(expected[1], got[1])
+    weighted = [{"w1": 0.7, "w2": 0.15, "w29": 0.15}, {"w3": 2.0}, {"nothing": 1.0}, {}]
+    expected, got = search_weighted(index, weighted, 50), search_weighted(index, weighted, 50, backend="numba")
+    assert np.array_equal(expected[0], got[0]) and np.array_equal(expected[1], got[1])
+
+
+def test_unknown_backend_is_refused():
+    index = build_index(ENGLISH, EN, BM25Params())
+    with pytest.raises(ValueError, match="unknown BM25 backend 'jax'; accepted: numpy, numba"):
+        search(index, EN, ["cat"], 5, backend="jax")
+
+
+@numba_installed
+def test_numba_kernels_compile_once_into_the_cache_dir(tmp_path):
+    """A second process loads the compiled kernels from NUMBA_CACHE_DIR instead of compiling them again."""
+    script = ("from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index, search\n"
+              "from rankbench.retrieval import bm25_numba\n"
+              "index = build_index(['a b', 'b c'], Analyzer(stopwords=False), BM25Params())\n"
+              "search(index, Analyzer(stopwords=False), ['b'], 2, backend='numba')\n"
+              "print(sum(bm25_numba._search_all.stats.cache_hits.values()),"
+              " sum(bm25_numba._search_all.stats.cache_misses.values()))\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+            for _ in range(2)]
+    assert runs[0].stdout.split() == ["0", "1"]  # compiled, and written to the cache
+    assert runs[1].stdout.split() == ["1", "0"]  # loaded from it
+    assert list((tmp_path / "numba").rglob("bm25_numba._search_all-*.nbc"))

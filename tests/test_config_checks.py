@@ -195,6 +195,8 @@ CASES = {
     "missing encoder folder": (set_key("encoders.minilm.model", "models/none"), "encoders.minilm.model",
                                "neither a packaged model"),
     "key of another type": (set_key("methods.hybrid.k1", 0.9), "methods.hybrid", "sets `k1`"),
+    "unknown bm25 backend": (set_key("methods.bm25.backend", "jax"), "methods.bm25.backend", "'jax' is not one of"),
+    "bm25 backend on a dense method": (set_key("methods.dense.backend", "numba"), "methods.dense", "sets `backend`"),
     "rerank without input": (lambda c: c["methods"]["rerank"].pop("input"), "methods.rerank",
                              "'input' is a required property"),
     # embedding APIs
@@ -277,3 +279,15 @@ def test_a_missing_input_stops_the_run_even_when_results_exist(mini: Path) -> No
     result = snakemake(mini, "--dry-run")
     assert result.returncode != 0
     assert "config.yaml, dataset.corpus: 'tests/fixtures/mini/corpus.jsonl' is not an existing file" in result.stdout
+
+
+def test_numba_backend_without_numba_stops_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`backend: numba` where numba is not installed: an error naming the key, before any job."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr("rankbench.pipeline.config.NUMBA_INSTALLED", False)
+    config = yaml.safe_load(MINI.read_text())
+    config["methods"]["bm25"]["backend"] = "numba"
+    with pytest.raises(InputError, match=r"my.yaml, methods.bm25.backend: is numba, which is not installed"):
+        check_config(config, SCHEMA, "my.yaml")
+    config["methods"]["bm25"]["backend"] = "numpy"
+    check_config(config, SCHEMA, "my.yaml")

@@ -39,10 +39,13 @@ def test_requirements_lock_installs_the_same_versions() -> None:
     assert {name: lock.get(name) for name in pyproject} == pyproject
 
 
-def test_requirements_lock_installs_the_test_tools_of_pyproject() -> None:
-    test = _pins(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"])
+def test_requirements_lock_has_the_test_and_slurm_extras() -> None:
+    """CI installs the lock only: the extras its tests need (test tools, the SLURM executor) are in it, same pins."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     lock = _pins((REPO / "requirements.lock").read_text().splitlines())
-    assert {name: lock.get(name) for name in test} == test
+    for extra in ("test", "slurm"):
+        pins = _pins(extras[extra])
+        assert {name: lock.get(name) for name in pins} == pins, extra
 
 
 def test_the_package_data_ships_py_typed_and_the_schemas() -> None:

@@ -1,7 +1,7 @@
 import re
 from pathlib import Path
 
-from rankbench.retrieval.bm25 import index_keys
+from rankbench.retrieval.bm25 import DEFAULT_BACKEND, index_keys
 import yaml
 
 from rankbench.pipeline.config import check_config, check_outputs, method_chunker

@@ -26,6 +26,10 @@ rule retrieve_bm25:
             METHOD_SPECS[wildcards.method].get("filters", [])
         ),
         prf=lambda wildcards: METHOD_SPECS[wildcards.method].get("prf"),
+        backend=lambda wildcards: METHOD_SPECS[wildcards.method].get(
+            "backend", DEFAULT_BACKEND
+        ),
+        numba_cache=f"{R}/cache/numba",
     script:
         "../scripts/retrieve_bm25.py"
 

@@ -1,5 +1,11 @@
 """Rank chunks for every question with one BM25 method (optionally rewritten queries, RM3 feedback, filters)."""
 
+import os
+
+# Before anything imports numba (bm25s does): the numba backend's compiled kernels are kept in the results
+# cache, so only a dataset's first BM25 run compiles them.
+os.environ["NUMBA_CACHE_DIR"] = snakemake.params.numba_cache
+
 import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
@@ -20,9 +26,9 @@ def main(snakemake):
     depth = snakemake.params.depth
     if snakemake.params.prf:
         expanded = rm3_queries(index, analyzer, texts, passage_text(chunks), RM3(**snakemake.params.prf), allowed)
-        positions, scores = search_weighted(index, expanded, depth, allowed)
+        positions, scores = search_weighted(index, expanded, depth, allowed, snakemake.params.backend)
     else:
-        positions, scores = search(index, analyzer, texts, depth, allowed)
+        positions, scores = search(index, analyzer, texts, depth, allowed, snakemake.params.backend)
     run = run_from_topk(questions["qid"], positions, scores, chunks, depth, drop_nonpositive=True)
     write_parquet(run, snakemake.output.run)
 

@@ -18,7 +18,7 @@ from rankbench.errors import InputError
 from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.pipeline.defaults import DATASET_DEFAULTS, ENCODER_DEFAULTS, RESULTS
 from rankbench.retrieval.api_encoder import ApiEncoderSpec
-from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
+from rankbench.retrieval.bm25 import LANGUAGES, NUMBA_INSTALLED, analyzer_and_params
 from rankbench.retrieval.encoders import PACKAGED_MODELS, EncoderSpec
 from rankbench.retrieval.registry import (
     METHOD_TYPES,
@@ -224,6 +224,9 @@ def _check_analyzer(spec: Mapping[str, Any], language: str, where: str, source: 
         analyzer_and_params(spec, language)
     except ValueError as error:
         raise InputError(source, where, str(error), "See config/README.md, `methods`.") from None
+    if spec.get("backend") == "numba" and not NUMBA_INSTALLED:
+        raise InputError(source, f"{where}.backend", "is numba, which is not installed",
+                         "Install the pinned numba (pip install -e .), or set `backend: numpy`.")
 
 
 def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tuple[str, ...] = ()) -> str:

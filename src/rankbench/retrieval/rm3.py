@@ -10,7 +10,7 @@ from typing import Any
 import bm25s
 
 from rankbench.corpus.filters import ChunkMasks
-from rankbench.retrieval.bm25 import Analyzer, index_keys, search_weighted
+from rankbench.retrieval.bm25 import DEFAULT_BACKEND, Analyzer, index_keys, search_weighted
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class RM3:
 
 def bm25_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A BM25 method's analyzer, BM25 and RM3 settings with the library's defaults filled in (effective config)."""
-    settings = index_keys(spec)
+    settings = {**index_keys(spec), "backend": spec.get("backend", DEFAULT_BACKEND)}
     if spec.get("prf") is not None:
         settings["prf"] = asdict(RM3(**spec["prf"]))
     return settings
