@@ -142,9 +142,7 @@ rule rerank:
         runtime=60,
     params:
         depth=lambda wildcards: METHOD_SPECS[wildcards.method].get("depth", 30),
-        scorer=lambda wildcards: dict(
-            sorted(METHOD_SPECS[wildcards.method]["scorer"].items())
-        ),
+        scorer=lambda wildcards: scorer_spec(wildcards.method),
     script:
         "../scripts/rerank.py"
 

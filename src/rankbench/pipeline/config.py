@@ -14,8 +14,8 @@ import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
+from rankbench.pipeline.models import check_model_names
 from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
-from rankbench.retrieval.encoders import PACKAGED_MODELS
 from rankbench.retrieval.registry import (
     FIRST_STAGE_TYPES,
     FUSION_TYPES,
@@ -255,7 +255,7 @@ def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_settings(config: Mapping[str, Any], source: str) -> None:
-    """Dataset, analyzers, chunkers and encoders: what each needs, checked before any job (methods expanded)."""
+    """Dataset, analyzers, chunkers and models: what each needs, checked before any job (methods expanded)."""
     dataset = config["dataset"]
     needed = ("corpus", "lock") if dataset["format"] == "native" else ("path",)
     for key in needed:
@@ -283,12 +283,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
         except ValueError as error:
             raise InputError(source, f"chunkers.{name}", str(error),
                              "A fixed chunker needs a size; the overlap must be smaller than the size.") from None
-    for name, spec in config.get("encoders", {}).items():
-        model = spec.get("model", next(iter(PACKAGED_MODELS)))
-        if spec["kind"] == "sentence-transformers" and model not in PACKAGED_MODELS and not Path(model).is_dir():
-            raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither a packaged model "
-                             f"({', '.join(PACKAGED_MODELS)}) nor an existing folder",
-                             "rankbench never downloads models: download it beforehand and give its folder.")
+    check_model_names(config, source)
 
 
 def check_llm(config: Mapping[str, Any], source: str) -> None:
