@@ -137,8 +137,8 @@ def test_a_pinned_revision_that_differs_from_the_cached_one_fails_clearly(minilm
             resolve_models(config_with({"model": MINILM_ID, "revision": revision}), "c.yaml", download=True)
         message = str(error.value)
         assert error.value.where == "encoders.minilm.model"
-        assert f"pinned to revision '{revision}', but the Hugging Face cache {minilm_hub} holds only {C1} (main, v1.0)" \
-            in message
+        assert (f"pinned to revision '{revision}', but the Hugging Face cache {minilm_hub} holds only "
+                f"{C1} (main, v1.0)") in message
         assert f"`hf download {MINILM_ID} --revision {revision}`" in message and f"`revision: {C1}`" in message
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from rankbench.errors import InputError
 from rankbench.retrieval.encoders import PACKAGED_MODELS, resolve_model_path
 from rankbench.retrieval.hub import (
+    cached_revisions,
     cached_snapshot,
     download_snapshot,
     hub_access,
@@ -30,7 +31,7 @@ def configured_models(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Config key -> {model, revision} of every model the workflow loads (methods expanded), sorted by key."""
     models = {f"encoders.{name}": {"model": spec.get("model", DEFAULT_MODEL), "revision": spec.get("revision")}
               for name, spec in config.get("encoders", {}).items() if spec["kind"] == "sentence-transformers"}
-    models |= {f"methods.{name}.scorer": {"model": spec["scorer"].get("model"), "revision": spec["scorer"].get("revision")}
+    models |= {f"methods.{name}.scorer": {key: spec["scorer"].get(key) for key in ("model", "revision")}
                for name, spec in config["methods"].items()
                if spec["type"] == "rerank" and spec["scorer"]["kind"] == "cross-encoder"}
     return dict(sorted(models.items()))
@@ -69,7 +70,8 @@ def resolve_models(config: Mapping[str, Any], source: str, download: bool,
             resolved[where] = cached_snapshot(model, revision).commit
         except InputError as missing:
             if not (download and hub_access()):
-                problem = missing.problem + (f" (and there is no folder {model!r})" if "not in" in missing.problem else "")
+                absent = not cached_revisions(model)
+                problem = missing.problem + (f" (and there is no folder {model!r})" if absent else "")
                 raise InputError(source, f"{where}.model", problem, missing.fix) from None
             if dry_run:
                 logging.warning("hub model %s (revision %s) is not cached yet: a real run downloads it first",
@@ -86,7 +88,7 @@ def resolve_models(config: Mapping[str, Any], source: str, download: bool,
 
 
 def with_resolved_revision(spec: Mapping[str, Any], commit: str | None) -> dict[str, Any]:
-    """An encoder or scorer config as the jobs get it: a hub model's revision replaced by its resolved commit, sorted."""
+    """An encoder or scorer config as the jobs get it, sorted: a hub model's revision replaced by its commit."""
     return dict(sorted({**spec, **({"revision": commit} if commit else {})}.items()))
 
 

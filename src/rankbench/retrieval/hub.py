@@ -63,7 +63,8 @@ def cached_revisions(repo_id: str) -> dict[str, list[str]]:
     """Commit -> the refs (branches, tags) pointing at it, for every snapshot of the repository in the cache."""
     repo = hub_cache() / f"models--{repo_id.replace('/', '--')}"
     snapshots = repo / "snapshots"
-    commits = {path.name: [] for path in sorted(snapshots.iterdir())} if snapshots.is_dir() else {}
+    commits: dict[str, list[str]] = {path.name: [] for path in sorted(snapshots.iterdir())} \
+        if snapshots.is_dir() else {}
     refs = repo / "refs"
     for ref in sorted(refs.rglob("*")) if refs.is_dir() else []:
         if ref.is_file():
@@ -115,7 +116,7 @@ def download_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
     try:
         snapshot_download(repo_id, revision=revision, cache_dir=hub_cache(), ignore_patterns=NOT_LOADED)
     except Exception as error:  # noqa: BLE001 - network, authentication, unknown repo or revision: all say the same
-        root = error
+        root: BaseException = error
         while root.__cause__ is not None:  # huggingface_hub wraps the network error it met
             root = root.__cause__
         reason = (str(root).strip().splitlines() or [""])[0]
