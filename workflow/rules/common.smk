@@ -31,10 +31,7 @@ EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
 # Hub models resolved to the commit of their snapshot in the local Hugging Face cache (downloaded once, here, by the
 # main process when hub access is on): the jobs load exactly that commit offline, and a cache that moves reruns them.
 MODEL_COMMITS = resolve_models(
-    EXPANDED_CONFIG,
-    CONFIG_SOURCE,
-    download=workflow.is_main_process,
-    dry_run=workflow.dryrun,
+    EXPANDED_CONFIG, CONFIG_SOURCE, download=workflow.is_main_process
 )
 DATASET = config["dataset"]
 R = f"{config.get('results', 'results')}/{DATASET['name']}"

@@ -25,6 +25,7 @@ from rankbench.retrieval.hub import (
 from rankbench.retrieval.registry import method_inputs
 
 DEFAULT_MODEL = next(iter(PACKAGED_MODELS))  # EncoderSpec's default model
+LOG = logging.getLogger(__name__)  # not the root logger: configuring that would echo Snakemake's own messages
 
 
 def configured_models(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -54,12 +55,11 @@ def check_model_names(config: Mapping[str, Any], source: str) -> None:
                              "Only hub models have revisions: remove `revision`, or name the model by its hub id.")
 
 
-def resolve_models(config: Mapping[str, Any], source: str, download: bool,
-                   dry_run: bool = False) -> dict[str, str | None]:
+def resolve_models(config: Mapping[str, Any], source: str, download: bool) -> dict[str, str | None]:
     """Config key -> the commit each hub model resolves to in the local cache (None for packaged models and
     folders), before any job runs. A hub model missing from the cache is downloaded first when `download` (the main
-    process) and hub access is on (a dry run only says it would); otherwise, and when that fails, an InputError says
-    how to pre-download it."""
+    process; Snakemake cannot tell a dry run while it parses, so one downloads too) and hub access is on; otherwise,
+    and when that fails, an InputError says how to pre-download it."""
     resolved: dict[str, str | None] = {}
     for where, entry in configured_models(config).items():
         model, revision = entry["model"], entry["revision"]
@@ -73,12 +73,7 @@ def resolve_models(config: Mapping[str, Any], source: str, download: bool,
                 absent = not cached_revisions(model)
                 problem = missing.problem + (f" (and there is no folder {model!r})" if absent else "")
                 raise InputError(source, f"{where}.model", problem, missing.fix) from None
-            if dry_run:
-                logging.warning("hub model %s (revision %s) is not cached yet: a real run downloads it first",
-                                model, revision or "main")
-                resolved[where] = None
-                continue
-            logging.warning("downloading hub model %s (revision %s) into the Hugging Face cache, once: later runs "
+            LOG.warning("downloading hub model %s (revision %s) into the Hugging Face cache, once: later runs "
                             "use the cached copy", model, revision or "main")
             try:
                 resolved[where] = download_snapshot(model, revision).commit

@@ -143,7 +143,7 @@ def file_sha256(path: Path) -> str:
 
 def weights_sha256(folder: Path) -> str:
     """sha256 of a model's weights: of its one weight file, or of the `sha256sum` lines of several (sorted by path),
-    so `sha256sum model.safetensors` (or `sha256sum <files> | sha256sum`) checks it; None-like '' without weights."""
+    so `sha256sum model.safetensors` (or `sha256sum <files> | sha256sum`) checks it; '' for a folder without any."""
     files = weight_files(folder)
     if len(files) == 1:
         return file_sha256(files[0])
