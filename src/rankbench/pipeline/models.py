@@ -77,8 +77,8 @@ def resolve_models(config: Mapping[str, Any], source: str, download: bool) -> di
                 absent = not cached_revisions(model)
                 problem = missing.problem + (f" (and there is no folder {model!r})" if absent else "")
                 raise InputError(source, f"{where}.model", problem, missing.fix) from None
-            LOG.warning("downloading hub model %s (revision %s) into the Hugging Face cache, once: later runs "
-                            "use the cached copy", model, revision or "main")
+            LOG.warning("downloading hub model %s (revision %s) into the Hugging Face cache, once: later runs use "
+                        "the cached copy", model, revision or "main")
             try:
                 resolved[where] = download_snapshot(model, revision).commit
             except InputError as failed:
