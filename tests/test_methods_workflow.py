@@ -1,6 +1,6 @@
 """Every method type through the real workflow on the six-document fixture: grids, approximate indexes with
 their recall, score fusion, RM3, frozen rewrites (BM25, dense and rerank), filters, leak counts, a tiny
-CrossEncoder and the degraded fallback."""
+CrossEncoder and the degraded fallback (a broken model folder; hub models: tests/test_hub_models.py)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ METHODS = {
                 "weights": [1.0, 2.0, 1.0]},
     "ce": {"type": "rerank", "input": "bm25-rewrite[k1=1.2]", "rewrite": "llm", "grid": {"depth": [2, 4]},
            "scorer": {"kind": "cross-encoder", "model": "models/tiny-ce"}},
-    "ce-hub": {"type": "rerank", "input": "bm25", "scorer": {"kind": "cross-encoder", "model": "org/hub-only"}},
+    "ce-broken": {"type": "rerank", "input": "bm25", "scorer": {"kind": "cross-encoder", "model": "models/broken-ce"}},
 }
 REWRITES = {"q1": "return deadline days", "q2": "BAT-0x1F battery code", "q3": "delivery times working days",
             "q4": "escalate battery claim level two", "q5": "helmets", "q6": "monthly subscription price"}
@@ -54,6 +54,8 @@ def workdir(tmp_path_factory) -> Path:
     rewrites.write_text("".join(json.dumps({"qid": q, "query": t}) + "\n" for q, t in REWRITES.items()))
     freeze(rewrites, "v1.rewrites.llm", workdir / QUESTIONS / "frozen.lock")
     tiny_cross_encoder(workdir / "models" / "tiny-ce")
+    (workdir / "models" / "broken-ce").mkdir()
+    (workdir / "models" / "broken-ce" / "config.json").write_text("not JSON")  # fails when loaded, in the job
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     config["qsets"]["v1"]["rewrites"] = {"llm": str(QUESTIONS / "v1.rewrites.llm.jsonl")}
     config["methods"] = METHODS
@@ -123,7 +125,7 @@ def test_rewrites_reach_bm25_dense_and_the_reranker(workdir: Path) -> None:
     assert rm3.groupby("qid").size().sum() >= run_of(workdir, "bm25").groupby("qid").size().sum()
 
 
-def test_the_cross_encoder_reranks_and_a_hub_model_degrades(workdir: Path) -> None:
+def test_the_cross_encoder_reranks_and_a_broken_model_degrades(workdir: Path) -> None:
     from sentence_transformers import CrossEncoder
 
     reranked = run_of(workdir, "ce[depth=4]")
@@ -134,14 +136,14 @@ def test_the_cross_encoder_reranks_and_a_hub_model_degrades(workdir: Path) -> No
     expected = CrossEncoder(str(workdir / "models" / "tiny-ce"), device="cpu").predict(
         [(REWRITES["q1"], passages[c]) for c in head["chunk_id"]])
     np.testing.assert_allclose(head["score"], expected, rtol=1e-5)
-    degraded = run_of(workdir, "ce-hub")
-    assert degraded["degraded"].all() and "org/hub-only" in degraded["degraded_reason"].iloc[0]
+    degraded = run_of(workdir, "ce-broken")
+    assert degraded["degraded"].all() and "models/broken-ce/config.json" in degraded["degraded_reason"].iloc[0]
     first_stage = run_of(workdir, "bm25")
     pd.testing.assert_frame_equal(degraded[["qid", "rank", "chunk_id"]], first_stage[["qid", "rank", "chunk_id"]])
-    log = (workdir / "logs" / "mini" / "retrieve" / "v1" / "ce-hub.log").read_text()
+    log = (workdir / "logs" / "mini" / "retrieve" / "v1" / "ce-broken.log").read_text()
     assert "degraded run" in log
     table = (results(workdir) / "comparison.md").read_text()
-    assert "**ce-hub is degraded**" in table and "org/hub-only" in table
+    assert "**ce-broken is degraded**" in table and "models/broken-ce" in table
     assert "**ce[depth=4] is degraded**" not in table
 
 

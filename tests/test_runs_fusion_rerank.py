@@ -255,11 +255,12 @@ def test_cross_encoder_scorer_with_tiny_model(tiny_cross_encoder: Path) -> None:
     assert reranked["chunk_id"].tolist() == [["c1", "c2", "c3"][i] for i in order]
 
 
-def test_cross_encoder_unknown_model_fails_fast(tmp_path: Path) -> None:
+def test_cross_encoder_unknown_model_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     started = time.monotonic()
-    with pytest.raises(ValueError, match=r"neither a packaged model.*nor a local folder") as info:
+    with pytest.raises(ValueError, match="neither a packaged model.*a local folder nor a hub id") as info:
         cross_encoder_scorer(str(tmp_path / "missing"), {}, {})
-    with pytest.raises(ValueError, match="never downloads"):
+    with pytest.raises(ValueError, match="not in the Hugging Face cache.*hf download cross-encoder/ms-marco"):
         cross_encoder_scorer("cross-encoder/ms-marco-MiniLM-L-6-v2", {}, {})
     assert "ms-marco" in str(info.value) or "missing" in str(info.value)
     assert time.monotonic() - started < 30

@@ -19,6 +19,12 @@ from rankbench.retrieval.registry import NORMALIZATION, RRF_K, method_grains, me
 from rankbench.retrieval.dense import IndexSpec
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
+from rankbench.pipeline.models import (
+    configured_models,
+    method_models,
+    resolve_models,
+    with_resolved_revision,
+)
 from rankbench.pipeline.provenance import canonical_config, config_hash, diff_pairs, qset_config, report_settings
 from rankbench.pipeline.dataset_formats import (
     corpus_files,
@@ -37,6 +43,11 @@ METHOD_SPECS = check_config(
     CONFIG_SOURCE,
 )
 EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
+# Hub models resolved to the commit of their snapshot in the local Hugging Face cache (downloaded once, here, by the
+# main process when hub access is on): the jobs load exactly that commit offline, and a cache that moves reruns them.
+MODEL_COMMITS = resolve_models(
+    EXPANDED_CONFIG, CONFIG_SOURCE, download=workflow.is_main_process
+)
 DATASET = config["dataset"]
 RESULTS_FOLDER = config.get("results", RESULTS)
 R = f"{RESULTS_FOLDER}/{DATASET['name']}"
@@ -89,10 +100,24 @@ def method_spec(method):
 
 
 def encoder_spec(encoder):
-    """An encoder's settings for encoder_spec() (how many shards embed the corpus is the workflow's business)."""
-    return dict(
-        sorted((k, v) for k, v in config["encoders"][encoder].items() if k != "shards")
-    )
+    """An encoder's settings for EncoderSpec (how many shards embed the corpus is the workflow's business), a hub
+    model's revision being the commit resolved at start."""
+    spec = {k: v for k, v in config["encoders"][encoder].items() if k != "shards"}
+    return with_resolved_revision(spec, MODEL_COMMITS.get(f"encoders.{encoder}"))
+
+
+def scorer_spec(method):
+    """A rerank method's scorer settings, a hub cross-encoder's revision being the commit resolved at start."""
+    scorer = METHOD_SPECS[method]["scorer"]
+    return with_resolved_revision(scorer, MODEL_COMMITS.get(f"methods.{method}.scorer"))
+
+
+def resolved_models():
+    """Every model the workflow loads ({model, revision}), hub revisions as the commits resolved at start."""
+    return {
+        where: {**entry, "revision": MODEL_COMMITS[where]}
+        for where, entry in configured_models(EXPANDED_CONFIG).items()
+    }
 
 
 def is_api_encoder(encoder):

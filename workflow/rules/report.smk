@@ -60,6 +60,8 @@ rule comparison_table:
         config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
         reranked_methods=methods_of_type("rerank"),
+        models=resolved_models(),
+        method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
         cost_plan=cost_plan,
         api_usage=api_usage,
         judge_agreement=lambda wildcards: judge_output_path(

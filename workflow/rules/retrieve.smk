@@ -147,9 +147,7 @@ rule rerank:
         runtime=60,
     params:
         depth=lambda wildcards: method_setting(METHOD_SPECS[wildcards.method], "depth"),
-        scorer=lambda wildcards: dict(
-            sorted(METHOD_SPECS[wildcards.method]["scorer"].items())
-        ),
+        scorer=lambda wildcards: scorer_spec(wildcards.method),
     script:
         "../scripts/rerank.py"
 

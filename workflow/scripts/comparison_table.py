@@ -13,6 +13,7 @@ from rankbench.io.files import write_text
 from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.cost import cost_table, read_benchmark
 from rankbench.pipeline.defaults import config_yaml, effective_config
+from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.comparison import comparison_page, cost_page
 from rankbench.report.pages import markdown_html
@@ -46,6 +47,7 @@ def main(snakemake):
     agreement = Path(p.judge_agreement) if p.judge_agreement else None
     config = json.loads(p.config_json)
     effective = config_yaml(effective_config(config, expand_methods(config["methods"], "config")))
+    models = model_provenance(p.models)
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
                            Path(snakemake.input.validation).read_text(), p.config_json, effective,
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
@@ -54,7 +56,8 @@ def main(snakemake):
                            judged=agreement is not None, tiers=tiers,
                            how_sure=budget.headline_findings(pd.read_parquet(snakemake.input.budget))
                            + robustness.headline_findings(pd.read_parquet(snakemake.input.robustness),
-                                                          pd.read_parquet(snakemake.input.bounds)))
+                                                          pd.read_parquet(snakemake.input.bounds)),
+                           models=models)
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
@@ -71,7 +74,7 @@ def main(snakemake):
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
     recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
-                          recorded, p.report["grain"])
+                          recorded, p.report["grain"], models, p.method_models)
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
     costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)

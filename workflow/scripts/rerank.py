@@ -29,7 +29,7 @@ def main(snakemake):
             from rankbench.llm.rerank import llm_scorer
 
             return llm_scorer(chat_from_spec(scorer["chat"]), *texts)
-        return cross_encoder_scorer(scorer["model"], *texts)
+        return cross_encoder_scorer(scorer["model"], *texts, revision=scorer.get("revision"))
 
     reranked = rerank_or_fallback(pd.read_parquet(snakemake.input.run), snakemake.params.depth, make_scorer)
     write_parquet(reranked, snakemake.output.run)

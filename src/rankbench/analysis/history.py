@@ -25,17 +25,26 @@ KEY = ("dataset", "qset", "method")
 
 
 def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: str, config_sha256: str,
-                experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str) -> list[dict[str, Any]]:
-    """One record per method of one version: provenance, experiment label and note, headline metrics (no date)."""
+                experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str,
+                models: Mapping[str, Mapping[str, Any]] | None = None,
+                method_models: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, Any]]:
+    """One record per method of one version: provenance, experiment label and note, headline metrics (no date).
+
+    models: config key -> {model, revision, weights_sha256}; method_models: method -> the keys its run depends on
+    (a method without models records none)."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
     rows = rows.set_index(["method", "metric", "k"])
     records = []
     for method in sorted(aggregate["method"].unique()):
         metrics = {f"{m}@{k}": round(float(rows.loc[(method, m, k), "mean"]), 6)
                    for m, k in headline if (method, m, k) in rows.index}
-        records.append({"dataset": dataset, "qset": manifest["version"], "qset_sha256": manifest["sha256"],
-                        "config_sha256": config_sha256, "label": experiment.get("label"),
-                        "note": experiment.get("note"), "method": method, "grain": grain, "metrics": metrics})
+        record = {"dataset": dataset, "qset": manifest["version"], "qset_sha256": manifest["sha256"],
+                  "config_sha256": config_sha256, "label": experiment.get("label"), "note": experiment.get("note"),
+                  "method": method, "grain": grain, "metrics": metrics}
+        used = (method_models or {}).get(method, [])
+        if models and used:
+            record["models"] = {key: dict(models[key]) for key in used}
+        records.append(record)
     return records
 
 

@@ -16,10 +16,11 @@ import jsonschema
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
 from rankbench.pipeline.dataset_formats import check_dataset_keys
-from rankbench.pipeline.defaults import DATASET_DEFAULTS, ENCODER_DEFAULTS, RESULTS
+from rankbench.pipeline.defaults import DATASET_DEFAULTS, RESULTS
+from rankbench.pipeline.models import check_model_names
 from rankbench.retrieval.api_encoder import ApiEncoderSpec
 from rankbench.retrieval.bm25 import LANGUAGES, NUMBA_INSTALLED, analyzer_and_params
-from rankbench.retrieval.encoders import PACKAGED_MODELS, EncoderSpec
+from rankbench.retrieval.encoders import EncoderSpec
 from rankbench.retrieval.registry import (
     METHOD_TYPES,
     REQUIRED,
@@ -247,7 +248,7 @@ def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tup
 
 
 def check_settings(config: Mapping[str, Any], source: str) -> None:
-    """Dataset, analyzers, chunkers and encoders: what each needs, checked before any job (methods expanded)."""
+    """Dataset, analyzers, chunkers and models: what each needs, checked before any job (methods expanded)."""
     dataset = config["dataset"]
     check_dataset_keys(config, source)
     language = dataset.get("language", DATASET_DEFAULTS["language"])
@@ -268,11 +269,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
                              "A fixed chunker needs a size; the overlap must be smaller than the size.") from None
     for name, spec in config.get("encoders", {}).items():
         _check_api_encoder(name, spec, source)
-        model = spec.get("model", ENCODER_DEFAULTS["model"])
-        if spec["kind"] == "sentence-transformers" and model not in PACKAGED_MODELS and not Path(model).is_dir():
-            raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither a packaged model "
-                             f"({', '.join(PACKAGED_MODELS)}) nor an existing folder",
-                             "rankbench never downloads models: download it beforehand and give its folder.")
+    check_model_names(config, source)
 
 
 def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:

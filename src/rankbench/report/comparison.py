@@ -138,14 +138,16 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                     report: Mapping[str, Any], validation: str, config_json: str, effective_config: str,
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
                     staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
-                    judged: bool = False, how_sure: Sequence[str] = (), tiers: pd.DataFrame | None = None) -> str:
+                    judged: bool = False, how_sure: Sequence[str] = (), tiers: pd.DataFrame | None = None,
+                    models: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
 
     effective_config: the config as the run used it (every default filled in, grids expanded), as YAML.
     staff_documents: staff-only documents in the corpus (none: the staff leak cannot happen).
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
     once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
-    tiers: tiers.parquet (tiers and rank intervals of the headline metrics).
+    tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
+    weights_sha256} of every model loaded (pipeline.models.model_provenance).
     """
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
@@ -164,6 +166,7 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         f"- config: sha256 `{config_sha256}` (the config as written; the effective config, every default filled "
         "in, is at the end of this page)",
         "- every question, what each method returned and where it wins or loses: [explorer.html](explorer.html)",
+        *models_lines(models or {}),
     ]
     if experiment:
         lines.append(f"- experiment: {experiment.get('label', '–')}" + (f" — {experiment['note']}"
@@ -232,6 +235,17 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
               "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
               "```", ""]
     return "\n".join(lines)
+
+
+def models_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Header lines naming every model loaded: hub models at their resolved commit, and the sha256 of the weights."""
+    if not models:
+        return []
+    lines = ["- models (hub revision resolved to its commit; sha256 of the weight files):"]
+    for where, entry in sorted(models.items()):
+        revision = f" at revision `{entry['revision']}`" if entry["revision"] else ""
+        lines.append(f"  - `{where}`: `{entry['model']}`{revision}, weights sha256 `{entry['weights_sha256'] or '–'}`")
+    return lines
 
 
 def unlabelled_methods(aggregate: pd.DataFrame) -> list[str]:

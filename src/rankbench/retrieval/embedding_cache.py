@@ -31,8 +31,9 @@ def text_hashes(texts: Sequence[str]) -> np.ndarray:
 
 
 def cache_key(encoder: Mapping[str, Any]) -> str:
-    """The encoder settings a cached vector depends on, as canonical JSON (vectors of other settings never match)."""
-    return json.dumps(dict(sorted(encoder.items())), sort_keys=True)
+    """The encoder settings a cached vector depends on, as canonical JSON (vectors of other settings never match).
+    Unset settings (None) are left out, so a new optional setting keeps the caches of encoders that do not use it."""
+    return json.dumps({key: value for key, value in sorted(encoder.items()) if value is not None}, sort_keys=True)
 
 
 def _key_digest(key: str) -> str:

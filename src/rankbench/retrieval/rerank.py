@@ -59,8 +59,9 @@ def bi_encoder_scorer(qids: Sequence[str], query_vectors: np.ndarray, chunk_ids:
 
 
 def cross_encoder_scorer(model: str, questions: dict[str, str], passages: dict[str, str],
-                         batch_size: int = 32) -> PairScorer:
-    """A sentence-transformers CrossEncoder (local path or packaged name) scoring (question, passage) pairs."""
+                         batch_size: int = 32, revision: str | None = None) -> PairScorer:
+    """A sentence-transformers CrossEncoder (local path, packaged name or cached hub id at revision) scoring
+    (question, passage) pairs."""
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -68,7 +69,7 @@ def cross_encoder_scorer(model: str, questions: dict[str, str], passages: dict[s
 
     from rankbench.retrieval.encoders import resolve_model_path
 
-    encoder = CrossEncoder(resolve_model_path(model), device="cpu")
+    encoder = CrossEncoder(resolve_model_path(model, revision), device="cpu")
 
     def score(pairs: pd.DataFrame) -> np.ndarray:
         texts = [(questions[q], passages[c]) for q, c in zip(pairs["qid"], pairs["chunk_id"])]

@@ -1,0 +1,116 @@
+"""The models a config loads (sentence-transformers encoders, cross-encoder scorers): named correctly, resolved at
+start to what the jobs load, and described for the provenance.
+
+A hub id resolves to the commit of its snapshot in the local Hugging Face cache; the workflow passes that commit to
+the jobs, so they never reach the network and a cache that moves to another commit reruns them. A hub model not yet
+cached is downloaded once, at start, by the main process when hub access is on (HF_HUB_OFFLINE unset)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rankbench.errors import InputError
+from rankbench.retrieval.encoders import PACKAGED_MODELS, resolve_model_path
+from rankbench.retrieval.hub import (
+    cached_revisions,
+    cached_snapshot,
+    download_snapshot,
+    hub_access,
+    is_hub_id,
+    weights_sha256,
+)
+from rankbench.retrieval.registry import method_inputs
+
+DEFAULT_MODEL = next(iter(PACKAGED_MODELS))  # EncoderSpec's default model
+LOG = logging.getLogger(__name__)  # not the root logger: configuring that would echo Snakemake's own messages
+
+
+def configured_models(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Config key -> {model, revision} of every model the workflow loads (methods expanded), sorted by key."""
+    models = {f"encoders.{name}": {"model": spec.get("model", DEFAULT_MODEL), "revision": spec.get("revision")}
+              for name, spec in config.get("encoders", {}).items() if spec["kind"] == "sentence-transformers"}
+    models |= {f"methods.{name}.scorer": {key: spec["scorer"].get(key) for key in ("model", "revision")}
+               for name, spec in config["methods"].items()
+               if spec["type"] == "rerank" and spec["scorer"]["kind"] == "cross-encoder"}
+    return dict(sorted(models.items()))
+
+
+def check_model_names(config: Mapping[str, Any], source: str) -> None:
+    """Each model is a packaged name, an existing folder or a hub id (org/name); only hub ids take a revision."""
+    for name, spec in config.get("encoders", {}).items():
+        if spec["kind"] != "sentence-transformers" and "revision" in spec:
+            raise InputError(source, f"encoders.{name}.revision", f"is set, but a {spec['kind']} encoder has no "
+                             "hub revision", "Remove `revision` (it applies to sentence-transformers hub ids).")
+    for where, entry in configured_models(config).items():
+        model, revision = entry["model"], entry["revision"]
+        if model is None:
+            raise InputError(source, where, "is a cross-encoder without `model`",
+                             "Give a hub id (e.g. cross-encoder/ms-marco-MiniLM-L6-v2) or a model folder.")
+        if model not in PACKAGED_MODELS and not Path(model).is_dir() and not is_hub_id(model):
+            raise InputError(source, f"{where}.model", f"{model!r} is neither a packaged model "
+                             f"({', '.join(PACKAGED_MODELS)}), an existing folder nor a hub id (org/name)",
+                             "Give an existing folder, or a hub id such as sentence-transformers/all-MiniLM-L6-v2 "
+                             "(with `revision` to pin it).")
+        if revision is not None and not is_hub_id(model):
+            raise InputError(source, f"{where}.revision", f"is set, but {model!r} is not a hub id",
+                             "Only hub models have revisions: remove `revision`, or name the model by its hub id.")
+
+
+def resolve_models(config: Mapping[str, Any], source: str, download: bool) -> dict[str, str | None]:
+    """Config key -> the commit each hub model resolves to in the local cache (None for packaged models and
+    folders), before any job runs. A hub model missing from the cache is downloaded first when `download` (the main
+    process; Snakemake cannot tell a dry run while it parses, so one downloads too) and hub access is on; otherwise,
+    and when that fails, an InputError says how to pre-download it."""
+    resolved: dict[str, str | None] = {}
+    for where, entry in configured_models(config).items():
+        model, revision = entry["model"], entry["revision"]
+        if not is_hub_id(model):
+            resolved[where] = None
+            continue
+        try:
+            resolved[where] = cached_snapshot(model, revision).commit
+        except InputError as missing:
+            if not (download and hub_access()):
+                absent = not cached_revisions(model)
+                problem = missing.problem + (f" (and there is no folder {model!r})" if absent else "")
+                raise InputError(source, f"{where}.model", problem, missing.fix) from None
+            LOG.warning("downloading hub model %s (revision %s) into the Hugging Face cache, once: later runs use "
+                        "the cached copy", model, revision or "main")
+            try:
+                resolved[where] = download_snapshot(model, revision).commit
+            except InputError as failed:
+                raise InputError(source, f"{where}.model", failed.problem, failed.fix) from None
+    return resolved
+
+
+def with_resolved_revision(spec: Mapping[str, Any], commit: str | None) -> dict[str, Any]:
+    """An encoder or scorer config as the jobs get it, sorted: a hub model's revision replaced by its commit."""
+    return dict(sorted({**spec, **({"revision": commit} if commit else {})}.items()))
+
+
+def method_models(config: Mapping[str, Any], method: str) -> list[str]:
+    """Config keys of the models a method's run depends on: its own and its inputs', transitively (sorted)."""
+
+    def used(name: str) -> set[str]:
+        spec = config["methods"][name]
+        keys = {f"encoders.{spec['encoder']}"} if spec["type"] == "dense" else set()
+        if spec["type"] == "rerank":
+            scorer = spec["scorer"]
+            keys.add(f"encoders.{scorer['encoder']}" if scorer["kind"] == "bi-encoder" else f"methods.{name}.scorer")
+        return keys.union(*(used(source) for source in method_inputs(spec)))
+
+    return sorted(used(method) & set(configured_models(config)))
+
+
+def model_provenance(models: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Config key -> {model, revision (the resolved commit, None off the hub), weights_sha256} of each model, hashing
+    the weight files the jobs load (from models as `configured_models` gives them, revisions resolved)."""
+    provenance = {}
+    for where, entry in sorted(models.items()):
+        folder = Path(resolve_model_path(entry["model"], entry["revision"]))
+        provenance[where] = {"model": entry["model"], "revision": entry["revision"],
+                             "weights_sha256": weights_sha256(folder)}
+    return provenance
