@@ -121,10 +121,12 @@ def main() -> int:
     (numba_positions, numba_scores), t_numba = timed(search, index, analyzer, queries, TOP_K, None, "numba")
     assert np.array_equal(numba_positions, positions) and np.array_equal(numba_scores, scores), \
         "numba and numpy backends disagree"
-    query_ids = [[index.vocab_dict[t] for t in tokens if t in index.vocab_dict] for tokens in analyzer.tokenize(queries)]
+    query_ids = [[index.vocab_dict[t] for t in tokens if t in index.vocab_dict]
+                 for tokens in analyzer.tokenize(queries)]
     bm25s_numba(index, query_ids[:1])  # compile
     (bm25s_positions, _), t_bm25s = timed(bm25s_numba, index, query_ids)
-    bm25s_same10 = sum(np.array_equal(ours[:AGREE_K], theirs[:AGREE_K]) for ours, theirs in zip(positions, bm25s_positions))
+    bm25s_same10 = sum(np.array_equal(ours[:AGREE_K], theirs[:AGREE_K])
+                       for ours, theirs in zip(positions, bm25s_positions))
     bm25s_same100 = sum(set(ours[ours >= 0]) == set(theirs[: (ours >= 0).sum()])
                         for ours, theirs in zip(positions, bm25s_positions))
     with tempfile.TemporaryDirectory() as tmp:
@@ -158,7 +160,8 @@ def main() -> int:
     print(f"rankbench search: {ms_ours:8.2f} ms/query  numpy backend ({len(queries):,} queries in {t_search:.2f} s)")
     print(f"rankbench search: {ms_numba:8.3f} ms/query  numba backend ({len(queries):,} queries in {t_numba:.2f} s; "
           f"first call {t_numba_first:.2f} s: import + compile or cache load); identical to numpy: yes")
-    print(f"bm25s numba     : {ms_bm25s:8.3f} ms/query  (reference: bm25s's own retrieve; as rankbench's: top-{AGREE_K} "
+    print(f"bm25s numba     : {ms_bm25s:8.3f} ms/query  (reference: bm25s's own retrieve; as rankbench's: "
+          f"top-{AGREE_K} "
           f"list {bm25s_same10}/{len(queries)}, top-{TOP_K} set {bm25s_same100}/{len(queries)})")
     print(f"rankbench save  : {t_save:8.2f} s, load {t_load:.2f} s, file {size_mb:.1f} MB")
     print(f"rank_bm25 build : {t_okapi_build:8.2f} s   (BM25Okapi, epsilon=0, pre-split tokens)")

@@ -118,18 +118,18 @@ def test_tables_and_dicts_are_read_and_bad_input_named(tmp_path: Path) -> None:
     result = rankbench.evaluate(qrels, run, "P_1,recip_rank")
     # a: z (unjudged) first, then the tie y (docno desc) before x; b: nothing relevant retrieved
     assert result.per_query.to_dict() == {"P_1": {"a": 0.0, "b": 0.0}, "recip_rank": {"a": 1 / 3, "b": 0.0}}
-    with pytest.raises(rankbench.InputError, match="the qrels table, rows 1 and 2.*graded more than once"):
+    with pytest.raises(rankbench.InputError, match=r"the qrels table, rows 1 and 2.*graded more than once"):
         rankbench.read_qrels(pd.DataFrame({"qid": ["a", "a"], "doc_id": ["x", "x"], "grade": [1, 2]}))
-    with pytest.raises(rankbench.InputError, match="run 'bad', row 2 .*'a'.*finite"):
+    with pytest.raises(rankbench.InputError, match=r"run 'bad', row 2 .*'a'.*finite"):
         rankbench.compare(qrels, {"bad": pd.DataFrame({"qid": ["a", "a"], "doc_id": ["x", "y"],
                                                        "score": [1.0, np.inf]})})
-    with pytest.raises(rankbench.InputError, match="baseline.*'colbert'.*Use one of: bm25"):
+    with pytest.raises(rankbench.InputError, match=r"baseline.*'colbert'.*Use one of: bm25"):
         rankbench.compare(qrels, {"bm25": run}, baseline="colbert")
-    with pytest.raises(rankbench.InputError, match="metrics.*'bogus'"):
+    with pytest.raises(rankbench.InputError, match=r"metrics.*'bogus'"):
         rankbench.evaluate(qrels, run, ["ndcg@10", "bogus"])
     with pytest.warns(rankbench.UnmatchedRunWarning, match="run chunks .*none of its"):
         rankbench.compare(qrels, {"chunks": {"a": {"x#1": 1.0}}}, "P_1")
-    with pytest.raises(rankbench.InputError, match="method.*'borda'"):
+    with pytest.raises(rankbench.InputError, match=r"method.*'borda'"):
         rankbench.fuse([run, run], method="borda")
 
 

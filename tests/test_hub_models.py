@@ -104,7 +104,7 @@ def test_a_missing_hub_model_fails_fast_with_how_to_download_it(hub: Path) -> No
     assert "'BAAI/bge-small-en-v1.5' is not in the Hugging Face cache" in message and str(hub) in message
     assert "`hf download BAAI/bge-small-en-v1.5 --revision v1.0`" in message
     assert "huggingface-cli download" in message and "folder" in message
-    with pytest.raises(InputError, match="hf download BAAI/bge-small-en-v1.5`"):  # at job time too, no hang
+    with pytest.raises(InputError, match=r"hf download BAAI/bge-small-en-v1.5`"):  # at job time too, no hang
         load_encoder(EncoderSpec(model="BAAI/bge-small-en-v1.5", device="cpu"))
 
 
@@ -145,7 +145,7 @@ def test_a_pinned_revision_that_differs_from_the_cached_one_fails_clearly(minilm
 def test_an_incomplete_snapshot_is_named(minilm_hub: Path) -> None:
     snapshot = cached_snapshot(MINILM_ID).folder
     (snapshot / "model.safetensors").unlink()
-    with pytest.raises(InputError, match="cached incompletely .*no weight file.*hf download"):
+    with pytest.raises(InputError, match=r"cached incompletely .*no weight file.*hf download"):
         resolve_models(config_with({"model": MINILM_ID}), "c.yaml", download=True)
 
 

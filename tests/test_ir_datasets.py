@@ -81,7 +81,7 @@ def test_ids_that_cannot_serve_are_refused(tiny_cache: Path, dataset_id: str, pa
 
 def test_a_version_over_other_documents_is_refused(tiny_cache: Path) -> None:
     check_same_docs("beir/scifact", "beir/scifact/train")
-    with pytest.raises(InputError, match="judges the documents of 'beir/nfcorpus', not those of dataset.id"):
+    with pytest.raises(InputError, match=r"judges the documents of 'beir/nfcorpus', not those of dataset.id"):
         check_same_docs("beir/scifact", "beir/nfcorpus/test")
 
 
@@ -93,7 +93,8 @@ def _ad_hoc(name: str, folder: Path, docs: str, queries: str, qrels: str) -> str
     for file, text in files.items():
         (folder / file).write_text(text)
     ir_datasets.registry.register(name, ir_datasets.create_dataset(
-        docs_tsv=str(folder / "docs.tsv"), queries_tsv=str(folder / "queries.tsv"), qrels_trec=str(folder / "qrels.trec")))
+        docs_tsv=str(folder / "docs.tsv"), queries_tsv=str(folder / "queries.tsv"),
+        qrels_trec=str(folder / "qrels.trec")))
     return name
 
 

@@ -258,9 +258,9 @@ def test_cross_encoder_scorer_with_tiny_model(tiny_cross_encoder: Path) -> None:
 def test_cross_encoder_unknown_model_fails_fast(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     started = time.monotonic()
-    with pytest.raises(ValueError, match="neither a packaged model.*a local folder nor a hub id") as info:
+    with pytest.raises(ValueError, match=r"neither a packaged model.*a local folder nor a hub id") as info:
         cross_encoder_scorer(str(tmp_path / "missing"), {}, {})
-    with pytest.raises(ValueError, match="not in the Hugging Face cache.*hf download cross-encoder/ms-marco"):
+    with pytest.raises(ValueError, match=r"not in the Hugging Face cache.*hf download cross-encoder/ms-marco"):
         cross_encoder_scorer("cross-encoder/ms-marco-MiniLM-L-6-v2", {}, {})
     assert "ms-marco" in str(info.value) or "missing" in str(info.value)
     assert time.monotonic() - started < 30

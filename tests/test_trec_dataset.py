@@ -165,7 +165,7 @@ def beir_to_trec(beir: Path, folder: Path, split: str = "test", topics_format: s
     qrels = [f"{q} 0 {d} {g}\n" for q, d, g in (row.split("\t") for row in
              (beir / "qrels" / f"{split}.tsv").read_text(encoding="utf-8").splitlines()[1:])]
     files = {"corpus": "docs.trec", "topics": "topics.txt", "qrels": "qrels.txt"}
-    for (key, name), lines in zip(files.items(), (docs, topics, qrels)):
+    for (_key, name), lines in zip(files.items(), (docs, topics, qrels)):
         (folder / name).write_text("".join(lines), encoding="utf-8")
     return {key: str(folder / name) for key, name in files.items()}
 

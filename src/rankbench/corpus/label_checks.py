@@ -21,7 +21,7 @@ def document_sections(documents: pd.DataFrame) -> dict[str, set[str]]:
             for doc_id, text in zip(documents["doc_id"], documents["text"])}
 
 
-def check_label_targets(labels: pd.DataFrame, documents: pd.DataFrame, path: Path) -> None:
+def check_label_targets(labels: pd.DataFrame, documents: pd.DataFrame, path: Path | str) -> None:
     """Every label names an existing document and, when it names one, an existing section of it.
 
     Only the labelled documents are split into sections, so the check stays cheap on a large corpus.

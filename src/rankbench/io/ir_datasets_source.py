@@ -98,7 +98,8 @@ def _load(dataset_id: str, *parts: str) -> Any:
         dataset = ir_datasets.load(dataset_id)
     except KeyError:
         raise InputError(source(dataset_id), None, "is not a dataset id ir_datasets knows",
-                         "Name one listed by `ir_datasets list` (e.g. beir/scifact/test), see ir-datasets.com.") from None
+                         "Name one listed by `ir_datasets list` (e.g. beir/scifact/test), see ir-datasets.com."
+                         ) from None
     for part in parts:
         if not dataset.has(part):
             raise InputError(source(dataset_id), None, f"provides no {part}",

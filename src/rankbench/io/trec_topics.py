@@ -12,6 +12,7 @@ import html
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -79,7 +80,8 @@ def load_trec_documents(path: Path) -> pd.DataFrame:
     """Documents of a TREC SGML file (DOCUMENT_COLUMNS), in file order; each DOC needs one non-blank DOCNO."""
     text = _read_text(path)
     _check_outside(text, _DOC, path, "DOC")
-    rows, first_line = [], {}
+    rows: list[dict[str, Any]] = []
+    first_line: dict[str, int] = {}
     for match in _DOC.finditer(text):
         body, line = match.group(1), _line(text, match.start())
         if _DOC_TAG.search(body):
@@ -133,7 +135,8 @@ def _sgml_topics(text: str, path: Path, field: str) -> dict[str, tuple[str, str]
         qid = fields.get("num", "")
         where = f"line {line} (topic {qid!r})"
         if not qid:
-            raise InputError(path, f"line {line}", "is a topic without a <num>", "Give every topic `<num> Number: 401`.")
+            raise InputError(path, f"line {line}", "is a topic without a <num>",
+                             "Give every topic `<num> Number: 401`.")
         parts = field.split("+")
         absent = [part for part in parts if not fields.get(part)]
         if absent:

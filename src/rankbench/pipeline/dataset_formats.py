@@ -142,4 +142,6 @@ def load_version(fmt: str, files: Sequence[str], source: Mapping[str, str],
 
 def documents_digest(fmt: str, files: Sequence[str], source: Mapping[str, str]) -> str:
     """What documents.parquet is loaded from: the corpus file's sha256, or an ir_datasets id and version."""
-    return corpus_digest(source["id"], source["ir_datasets"]) if fmt == "ir_datasets" else content_hash([Path(path) for path in files])
+    if fmt == "ir_datasets":
+        return corpus_digest(source["id"], source["ir_datasets"])
+    return content_hash([Path(path) for path in files])

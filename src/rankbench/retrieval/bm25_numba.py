@@ -105,7 +105,8 @@ def _search_all(data, indices, indptr, n_docs, query_ptr, term_ids, weights, bas
 
 
 def search_all(scores: dict, query_ptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray,
-               baselines: np.ndarray, masks: np.ndarray, groups: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+               baselines: np.ndarray, masks: np.ndarray, groups: np.ndarray, width: int
+               ) -> tuple[np.ndarray, np.ndarray]:
     """Top-width positions and scores of every query (flattened term ids/weights with query_ptr bounds).
 
     masks is [n_groups, n_docs] (or [1, 0]: every document allowed); groups gives each query's mask row;
