@@ -15,7 +15,12 @@ from rankbench.pipeline.defaults import (
 )
 from rankbench.pipeline.cost import method_stages
 from rankbench.pipeline.rules import RUN_RULES
-from rankbench.retrieval.registry import NORMALIZATION, RRF_K, method_grains, method_setting
+from rankbench.retrieval.registry import (
+    NORMALIZATION,
+    RRF_K,
+    method_grains,
+    method_setting,
+)
 from rankbench.retrieval.dense import IndexSpec
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
@@ -25,7 +30,13 @@ from rankbench.pipeline.models import (
     resolve_models,
     with_resolved_revision,
 )
-from rankbench.pipeline.provenance import canonical_config, config_hash, diff_pairs, qset_config, report_settings
+from rankbench.pipeline.provenance import (
+    canonical_config,
+    config_hash,
+    diff_pairs,
+    qset_config,
+    report_settings,
+)
 from rankbench.pipeline.dataset_formats import (
     corpus_files,
     corpus_source,
@@ -53,11 +64,7 @@ RESULTS_FOLDER = config.get("results", RESULTS)
 R = f"{RESULTS_FOLDER}/{DATASET['name']}"
 # Job logs: logs/<dataset>/ beside the default results folder; inside any other results folder, so that two
 # configs of one dataset with different `results` (the demo and the LLM demo) never share log files.
-LOGS = (
-    f"logs/{DATASET['name']}"
-    if RESULTS_FOLDER == RESULTS
-    else f"{R}/logs"
-)
+LOGS = f"logs/{DATASET['name']}" if RESULTS_FOLDER == RESULTS else f"{R}/logs"
 # The dataset's files, every record and every frozen hash, on every run (dry runs too), before any job.
 if workflow.is_main_process:
     check_dataset(config, SCHEMA_FOLDER, R)
@@ -331,9 +338,13 @@ def api_usage(wildcards):
             if not stage.startswith("embed_") or not is_api_encoder(encoder):
                 continue
             stage_rule = getattr(rules, stage)
-            for shard in range(encoder_shards(encoder)) if stage == "embed_corpus" else [0]:
+            for shard in (
+                range(encoder_shards(encoder)) if stage == "embed_corpus" else [0]
+            ):
                 fields = dict(qset=wildcards.qset, shard=shard, **values)
-                usage[stage_rule.benchmark.format(**fields)] = stage_rule.output.usage.format(**fields)
+                usage[stage_rule.benchmark.format(**fields)] = (
+                    stage_rule.output.usage.format(**fields)
+                )
     return usage
 
 
