@@ -3,7 +3,7 @@
 Defaults live here (results, dataset, evaluation, report, the LLM stage, encoder shards), in the method-type
 registry (retrieval/registry.py: keys of each method type) and in the library's spec classes the registry and
 this table name (BM25, RM3, FAISS index, encoder, chunker, chat backend). workflow/schemas/config.schema.yaml
-repeats each as `default:` (tests/test_defaults.py keeps them equal); the rules read them from here.
+repeats each as `default:` (tests/pipeline/test_defaults.py keeps them equal); the rules read them from here.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from rankbench.io.loaders import (
     read_qrels_tsv,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 QUESTION_SCHEMA = yaml.safe_load((REPO / "src/rankbench/io/schemas/questions.schema.yaml").read_text())
 CORPUS_SCHEMA = yaml.safe_load((REPO / "src/rankbench/io/schemas/corpus.schema.yaml").read_text())
 DEMO = REPO / "data/demo"

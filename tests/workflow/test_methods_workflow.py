@@ -1,6 +1,6 @@
 """Every method type through the real workflow on the six-document fixture: grids, approximate indexes with
 their recall, score fusion, RM3, frozen rewrites (BM25, dense and rerank), filters, leak counts, a tiny
-CrossEncoder and the degraded fallback (a broken model folder; hub models: tests/test_hub_models.py)."""
+CrossEncoder and the degraded fallback (a broken model folder; hub models: tests/retrieval/test_hub_models.py)."""
 
 from __future__ import annotations
 

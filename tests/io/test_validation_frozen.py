@@ -22,7 +22,7 @@ from rankbench.errors import InputError
 from rankbench.io.frozen import check_frozen, content_hash, freeze, read_lock
 from rankbench.io.loaders import load_corpus, load_questions
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "rankbench" / "io" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "rankbench" / "io" / "schemas"
 CORPUS_SCHEMA = yaml.safe_load((SCHEMAS / "corpus.schema.yaml").read_text(encoding="utf-8"))
 QUESTIONS_SCHEMA = yaml.safe_load((SCHEMAS / "questions.schema.yaml").read_text(encoding="utf-8"))
 
@@ -278,6 +278,6 @@ def test_cli_freeze_return_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_fixture_lock_matches_fixture_version() -> None:
-    folder = Path(__file__).parent / "fixtures" / "mini" / "questions"
+    folder = Path(__file__).parents[1] / "fixtures" / "mini" / "questions"
     lock = read_lock(folder / "frozen.lock")
     assert check_frozen("v1", [folder / "v1.jsonl"], lock.get("v1"), folder / "frozen.lock") == lock["v1"]

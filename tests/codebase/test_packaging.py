@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _pins(lines: list[str]) -> dict[str, str]:

@@ -31,7 +31,7 @@ from rankbench.llm.rerank import llm_scorer
 from rankbench.llm.rewrite import rewrite_questions
 from rankbench.llm.versions import publish, version_records
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MINI = REPO / "tests" / "fixtures" / "mini"
 server = chat_server
 

@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 import rankbench
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 MEASURES = {"ndcg@10": "ndcg_cut_10", "P_5": "P_5", "map": "map"}
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted([*(ROOT / "src" / "rankbench").rglob("*.py"), *(ROOT / "workflow" / "scripts").glob("*.py")])
 HELPERS = {
     "trec_eval's tie order (score desc, then id desc)": (r"ascending=\[True, False, False\]", "io/runs.py"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1] / "src" / "rankbench"
+PACKAGE = Path(__file__).resolve().parents[2] / "src" / "rankbench"
 LAYERS = ("errors", "io", "corpus", "retrieval", "evaluation", "analysis", "report", "llm", "pipeline", "cli")
 # A package's entry point may call the command line (`python -m rankbench.llm` is `rankbench` with one verb).
 ENTRY_POINTS = {"llm.__main__"}

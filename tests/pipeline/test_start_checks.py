@@ -135,7 +135,7 @@ def test_an_unchanged_corpus_is_read_from_its_checked_documents_and_a_changed_on
     workdir = mini_copy(tmp_path)
     monkeypatch.chdir(workdir)
     config = yaml.safe_load((workdir / "config.yaml").read_text())
-    schemas = Path(__file__).resolve().parents[1] / "src" / "rankbench" / "io" / "schemas"
+    schemas = Path(__file__).resolve().parents[2] / "src" / "rankbench" / "io" / "schemas"
     corpus = MINI / "corpus.jsonl"
     documents = Path("results/mini/corpus/documents.parquet")
     write_parquet(load_corpus(corpus, yaml.safe_load((schemas / "corpus.schema.yaml").read_text())), documents)
