@@ -7,8 +7,8 @@ min_version("9.0")
 
 
 if MEMBER_SOURCE in config:
-    # One dataset of a study: workflow/rules/study.smk loads this Snakefile as a module, with that dataset's config
-    # read exactly as a run of it alone reads it (so both plan the same jobs) and the file it came from.
+    # One dataset of a study: workflow/rules/study_common.smk loads this Snakefile as a module, with that dataset's
+    # config read exactly as a run of it alone reads it (so both plan the same jobs) and the file it came from.
     CONFIG_SOURCE = config.pop(MEMBER_SOURCE)
 else:
     # The demo config, unless the user gives their own with --configfile (which replaces it; several are merged).
@@ -24,6 +24,7 @@ else:
 
 if is_study(config):
 
+    include: "workflow/rules/study_common.smk"
     include: "workflow/rules/study.smk"
 
 else:

@@ -98,18 +98,19 @@ def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for folder in (TINY, MINI):
         shutil.copytree(REPO / folder, workdir / folder)
     tiny = yaml.safe_load((REPO / TINY / "config.yaml").read_text())
+    flat = {"type": "bm25", "variant": "lucene", "k1": 0.1, "b": 0.1}  # far from the defaults: rankings differ
+    tiny["methods"]["bm25-flat"] = flat
     _write(workdir / "tiny.yaml", tiny)
     _write(workdir / "tiny2.yaml", {**tiny, "dataset": {**tiny["dataset"], "name": "tiny2"}})
     mini = yaml.safe_load((REPO / MINI / "config.yaml").read_text())
-    mini["methods"] = {"bm25": {"type": "bm25"}, "bm25-low-k1": {"type": "bm25", "k1": 0.5},
-                       "bm25-rm3": {"type": "bm25", "prf": {"fb_docs": 2, "fb_terms": 5, "original_weight": 0.5}}}
+    mini["methods"] = {"bm25": {"type": "bm25"}, "bm25-flat": flat}
     mini.pop("encoders")
     mini["evaluation"].update(baseline="bm25", ks=[1, 3, 5, 10])
     _write(workdir / "mini.yaml", mini)
     study = {"name": "tiny-study",
              "datasets": {"BEIR tiny": {"config": "tiny.yaml", "qset": "test"}, "mini": {"config": "mini.yaml"}},
-             "methods": {"BM25": "bm25", "RM3": "bm25-rm3",
-                         "BM25 k1 0.5": {"BEIR tiny": {"skip": "not configured"}, "mini": "bm25-low-k1"}},
+             "methods": {"BM25": "bm25", "BM25 flat": "bm25-flat",
+                         "RM3": {"BEIR tiny": "bm25-rm3", "mini": {"skip": "not configured"}}},
              "baseline": "BM25", "metrics": ["ndcg@10", "rr@10"]}
     _write(workdir / "study.yaml", {"study": study})
     result = snakemake(workdir, "--cores", "2", configfile="study.yaml")
@@ -135,9 +136,9 @@ def test_the_study_table_shows_each_datasets_aggregate(tiny_study: Path) -> None
         assert merged["p_holm"].equals(merged["p_holm_aggregate"])
     skipped = cells[cells["mean"].isna()]
     assert list(zip(skipped["column"], skipped["method"], skipped["skipped"])) == [
-        ("BEIR tiny", "BM25 k1 0.5", "not configured")] * 2
+        ("mini", "RM3", "not configured")] * 2
     page = (tiny_study / "results/tiny-study/study.md").read_text()
-    assert "BM25 k1 0.5 on BEIR tiny (–): not configured" in page
+    assert "RM3 on mini (–): not configured" in page
     tex = (tiny_study / "results/tiny-study/study.tex").read_text()
     assert r"\toprule" in tex and r"\multicolumn{4}{c}{nDCG@10}" in tex
     for name in ("forest-ndcg@10.png", "forest-ndcg@10.svg", "forest-rr@10.png"):
@@ -149,17 +150,18 @@ def test_the_pooled_difference_equals_statsmodels_over_each_datasets_paired_diff
     effects = pd.read_parquet(tiny_study / "results/tiny-study/effects.parquet")
     pooled = pd.read_parquet(tiny_study / "results/tiny-study/pooled.parquet")
     folders = {"BEIR tiny": "results/beir-tiny/test", "mini": "results/mini/v1"}
-    names = {"RM3": "bm25-rm3", "BM25 k1 0.5": "bm25-low-k1"}
+    names = {"RM3": "bm25-rm3", "BM25 flat": "bm25-flat"}
     for _, row in effects.iterrows():  # each dataset's difference is its own aggregate's, over the same questions
         aggregate = pd.read_parquet(tiny_study / folders[row["column"]] / "aggregate.parquet")
         own = aggregate.query("grain == 'document' and kind == 'all' and metric == @row.metric and k == @row.k "
                               "and method == @names[@row.method]").iloc[0]
         assert row["diff"] == pytest.approx(own["diff"], abs=1e-12)
         assert row["n"] == own["n"]
-    rm3 = pooled[pooled["method"] == "RM3"]
-    assert set(rm3["datasets"]) == {2}
-    for _, row in rm3.iterrows():
-        rows = effects[(effects["method"] == "RM3") & (effects["metric"] == row["metric"]) & (effects["k"] == row["k"])]
+    flat = pooled[pooled["method"] == "BM25 flat"]
+    assert set(flat["datasets"]) == {2} and (flat["note"] == "").all(), flat
+    for _, row in flat.iterrows():
+        rows = effects[(effects["method"] == row["method"]) & (effects["metric"] == row["metric"])
+                       & (effects["k"] == row["k"])]
         reference = combine_effects(rows["diff"].to_numpy(), rows["variance"].to_numpy(), method_re="dl")
         frame = reference.summary_frame()
         which = "random effect" if reference.tau2 >= 0 else "fixed effect"  # DL truncates tau² at 0
@@ -168,8 +170,9 @@ def test_the_pooled_difference_equals_statsmodels_over_each_datasets_paired_diff
                                                                  frame.loc[which, "ci_upp"]), rel=1e-9)
         assert row["tau2"] == pytest.approx(max(reference.tau2, 0.0), abs=1e-15)
         assert row["q"] == pytest.approx(reference.q, rel=1e-12)
-    low = pooled[pooled["method"] == "BM25 k1 0.5"]
-    assert low["diff"].isna().all() and (low["note"] == "runs on fewer than two datasets").all()
+        assert rows["weight"].sum() == pytest.approx(1.0)
+    rm3 = pooled[pooled["method"] == "RM3"]
+    assert rm3["diff"].isna().all() and (rm3["note"] == "runs on fewer than two datasets").all()
 
 
 @pytest.mark.slow
@@ -182,7 +185,7 @@ def test_a_study_reuses_and_adds_only_what_it_must(tiny_study: Path) -> None:
     _write(tiny_study / "fewer-metrics.yaml", study)
     assert planned_jobs(tiny_study, "fewer-metrics.yaml") == {"study_table": 1, "all": 1}
     study["study"]["datasets"]["tiny2"] = {"config": "tiny2.yaml", "qset": "test"}
-    study["study"]["methods"]["BM25 k1 0.5"]["tiny2"] = {"skip": "not configured"}
+    study["study"]["methods"]["RM3"]["tiny2"] = "bm25-rm3"
     _write(tiny_study / "three.yaml", study)
     added = planned_jobs(tiny_study, "three.yaml")
     assert added.pop("study_table") == 1 and added.pop("all") == 1
