@@ -3,6 +3,7 @@ pooled statistics and incremental behaviour are checked against each dataset's o
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -86,6 +87,14 @@ def test_study_files_are_checked_before_any_dataset_is_loaded(tmp_path: Path, mo
     assert members["a"] is members["a again"] and members["a"].prefix == "same_"
 
 
+def _id_order_run(corpus: Path, doc_key: str, queries: Path, qid_key: str, run: Path) -> None:
+    """A TREC run that ranks every document by id, for every question."""
+    docs = sorted(json.loads(line)[doc_key] for line in corpus.read_text().splitlines() if line.strip())
+    qids = [json.loads(line)[qid_key] for line in queries.read_text().splitlines() if line.strip()]
+    run.write_text("".join(f"{qid} Q0 {doc} {rank} {len(docs) - rank} id-order\n"
+                           for qid in qids for rank, doc in enumerate(docs, 1)))
+
+
 def _write(path: Path, config: dict[str, Any]) -> str:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path.name
@@ -93,23 +102,29 @@ def _write(path: Path, config: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def tiny_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Two tiny datasets (BEIR and native, BM25 variants only: seconds) and a study over them, run to completion."""
+    """Two tiny datasets (BEIR and native; BM25 and an imported run: seconds) and a study over them, run to completion."""
     workdir = tmp_path_factory.mktemp("study")
     for folder in (TINY, MINI):
         shutil.copytree(REPO / folder, workdir / folder)
     tiny = yaml.safe_load((REPO / TINY / "config.yaml").read_text())
-    flat = {"type": "bm25", "variant": "lucene", "k1": 0.1, "b": 0.1}  # far from the defaults: rankings differ
-    tiny["methods"]["bm25-flat"] = flat
+    # BM25 variants rank these tiny corpora alike; a run in document-id order differs from BM25 on both datasets.
+    (workdir / "runs").mkdir()
+    _id_order_run(workdir / TINY / "corpus.jsonl", "_id", workdir / TINY / "queries.jsonl", "_id",
+                  workdir / "runs/tiny.trec")
+    _id_order_run(workdir / MINI / "corpus.jsonl", "doc_id", workdir / MINI / "questions/v1.jsonl", "qid",
+                  workdir / "runs/mini.trec")
+    tiny["methods"]["id-order"] = {"type": "external", "path": "runs/tiny.trec", "format": "trec"}
     _write(workdir / "tiny.yaml", tiny)
     _write(workdir / "tiny2.yaml", {**tiny, "dataset": {**tiny["dataset"], "name": "tiny2"}})
     mini = yaml.safe_load((REPO / MINI / "config.yaml").read_text())
-    mini["methods"] = {"bm25": {"type": "bm25"}, "bm25-flat": flat}
+    mini["methods"] = {"bm25": {"type": "bm25"},
+                       "id-order": {"type": "external", "path": "runs/mini.trec", "format": "trec"}}
     mini.pop("encoders")
     mini["evaluation"].update(baseline="bm25", ks=[1, 3, 5, 10])
     _write(workdir / "mini.yaml", mini)
     study = {"name": "tiny-study",
              "datasets": {"BEIR tiny": {"config": "tiny.yaml", "qset": "test"}, "mini": {"config": "mini.yaml"}},
-             "methods": {"BM25": "bm25", "BM25 flat": "bm25-flat",
+             "methods": {"BM25": "bm25", "ID order": "id-order",
                          "RM3": {"BEIR tiny": "bm25-rm3", "mini": {"skip": "not configured"}}},
              "baseline": "BM25", "metrics": ["ndcg@10", "rr@10"]}
     _write(workdir / "study.yaml", {"study": study})
@@ -150,16 +165,16 @@ def test_the_pooled_difference_equals_statsmodels_over_each_datasets_paired_diff
     effects = pd.read_parquet(tiny_study / "results/tiny-study/effects.parquet")
     pooled = pd.read_parquet(tiny_study / "results/tiny-study/pooled.parquet")
     folders = {"BEIR tiny": "results/beir-tiny/test", "mini": "results/mini/v1"}
-    names = {"RM3": "bm25-rm3", "BM25 flat": "bm25-flat"}
+    names = {"RM3": "bm25-rm3", "ID order": "id-order"}
     for _, row in effects.iterrows():  # each dataset's difference is its own aggregate's, over the same questions
         aggregate = pd.read_parquet(tiny_study / folders[row["column"]] / "aggregate.parquet")
         own = aggregate.query("grain == 'document' and kind == 'all' and metric == @row.metric and k == @row.k "
                               "and method == @names[@row.method]").iloc[0]
         assert row["diff"] == pytest.approx(own["diff"], abs=1e-12)
         assert row["n"] == own["n"]
-    flat = pooled[pooled["method"] == "BM25 flat"]
-    assert set(flat["datasets"]) == {2} and (flat["note"] == "").all(), flat
-    for _, row in flat.iterrows():
+    order = pooled[pooled["method"] == "ID order"]
+    assert set(order["datasets"]) == {2} and (order["note"] == "").all(), order
+    for _, row in order.iterrows():
         rows = effects[(effects["method"] == row["method"]) & (effects["metric"] == row["metric"])
                        & (effects["k"] == row["k"])]
         reference = combine_effects(rows["diff"].to_numpy(), rows["variance"].to_numpy(), method_re="dl")
@@ -218,3 +233,21 @@ def test_paired_values_line_up_by_question() -> None:
                  ("x", "B"): frame({"q3": 1.0, "q2": 1.0, "q1": 1.0, "q4": 1.0})}
     effect = dataset_effects(plan, per_query).iloc[0]
     assert effect["n"] == 3 and effect["diff"] == pytest.approx((1.0 + 0.0 + 0.5) / 3)
+
+
+def test_the_forest_plot_is_byte_identical_run_to_run(tmp_path: Path) -> None:
+    from rankbench.report.plots import save
+    from rankbench.report.study import forest_plot, pooled_table
+
+    plan = {"name": "s", "baseline": "A", "methods": ["A", "B"], "grain": "document", "metrics": [["ndcg", 10]],
+            "columns": [{"label": "x"}, {"label": "y"}, {"label": "z"}]}
+    effects = pd.DataFrame({"column": ["x", "y", "z"], "method": "B", "metric": "ndcg", "k": 10,
+                            "diff": [0.02, -0.01, 0.05], "variance": [1e-4, 2e-4, 4e-4], "se": 0.01,
+                            "ci_low": [0.0, -0.03, 0.01], "ci_high": [0.04, 0.01, 0.09], "n": 50, "weight": np.nan})
+    pooled, weighted = pooled_table(plan, effects)
+    assert weighted["weight"].sum() == pytest.approx(1.0)
+    texts = []
+    for run in range(2):
+        save(forest_plot(weighted, pooled, plan, "ndcg", 10), tmp_path / f"{run}.png", tmp_path / f"{run}.svg")
+        texts.append(((tmp_path / f"{run}.svg").read_bytes(), (tmp_path / f"{run}.png").read_bytes()))
+    assert texts[0] == texts[1]
