@@ -168,8 +168,9 @@ def test_the_pooled_difference_equals_statsmodels_over_each_datasets_paired_diff
     names = {"RM3": "bm25-rm3", "ID order": "id-order"}
     for _, row in effects.iterrows():  # each dataset's difference is its own aggregate's, over the same questions
         aggregate = pd.read_parquet(tiny_study / folders[row["column"]] / "aggregate.parquet")
-        own = aggregate.query("grain == 'document' and kind == 'all' and metric == @row.metric and k == @row.k "
-                              "and method == @names[@row.method]").iloc[0]
+        own = aggregate[(aggregate["grain"] == "document") & (aggregate["kind"] == "all")
+                        & (aggregate["metric"] == row["metric"]) & (aggregate["k"] == row["k"])
+                        & (aggregate["method"] == names[row["method"]])].iloc[0]
         assert row["diff"] == pytest.approx(own["diff"], abs=1e-12)
         assert row["n"] == own["n"]
     order = pooled[pooled["method"] == "ID order"]

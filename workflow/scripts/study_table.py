@@ -33,7 +33,7 @@ def main(snakemake):
         png, svg = out[f"forest_{metric}_{k}_png"], out[f"forest_{metric}_{k}_svg"]
         save(forest_plot(effects, pooled, plan, metric, k), png, svg)
         figures[(metric, k)] = os.path.relpath(png, os.path.dirname(out.md))
-    markdown = study_markdown(cells, effects, pooled, plan, figures)
+    markdown = study_markdown(cells, pooled, plan, figures)
     write_text(markdown, out.md)
     write_text(markdown_html(markdown, f"Study: {plan['name']}"), out.html)
     write_text(study_latex(cells, pooled, plan), out.tex)

@@ -5,7 +5,7 @@ CSV and tidy tables, and a forest plot per headline metric."""
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -16,7 +16,15 @@ from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_grid
 from rankbench.report.plots import colors, plt
-from rankbench.report.tables import BETTER, LATEX_MARKS, NEAR, WORSE, cell, latex_escape, marked
+from rankbench.report.tables import (
+    BETTER,
+    LATEX_MARKS,
+    NEAR,
+    WORSE,
+    cell,
+    latex_escape,
+    marked,
+)
 
 CELL_COLUMNS = ["study", "column", "dataset", "qset", "method", "dataset_method", "grain", "metric", "k", "mean",
                 "ci_low", "ci_high", "n", "baseline", "diff", "p_holm", "significant", "near", "best", "skipped"]
@@ -197,14 +205,14 @@ def legend(plan: Mapping[str, Any]) -> str:
             f"paired differences, with its 95% CI ({BETTER}/{WORSE}: p < {plan['alpha']:g}).")
 
 
-def study_markdown(cells: pd.DataFrame, effects: pd.DataFrame, pooled: pd.DataFrame, plan: Mapping[str, Any],
+def study_markdown(cells: pd.DataFrame, pooled: pd.DataFrame, plan: Mapping[str, Any],
                    figures: Mapping[tuple[str, int], str]) -> str:
     """The study page: the table, its legend and footnotes, the pooled statistics and forest plot per metric,
     and what each column is."""
     columns = plan["columns"]
-    lines = [f"# Study: {plan['name']}", "",
-             f"{len(plan['methods'])} methods on {len(columns)} datasets, {plan['grain']} grain, all questions "
-             f"with a relevant label; baseline `{plan['baseline']}`.", "",
+    summary = (f"{len(plan['methods'])} methods on {len(columns)} datasets, {plan['grain']} grain, all questions "
+               f"with a relevant label; baseline `{plan['baseline']}`.")
+    lines = [f"# Study: {plan['name']}", "", summary, "",
              markdown_grid(_grid(cells, pooled, plan, latex=False)), "", legend(plan), ""]
     lines += [f"- {note}" for note in footnotes(plan)]
     for metric, k in _metrics(plan):
@@ -225,10 +233,10 @@ def study_markdown(cells: pd.DataFrame, effects: pd.DataFrame, pooled: pd.DataFr
         notes = [f"- {r['method']}: no pooled estimate, {r['note']}" for _, r in rows.iterrows() if r["note"]]
         lines += notes + ([""] if notes else []) + [f"![Forest plot, {label}]({figures[(metric, k)]})"]
     smallest = 2 / 2 ** len(columns)
-    lines += [f"With {len(columns)} datasets the sign and Wilcoxon tests cannot give a two-sided p below "
+    caveat = (f"With {len(columns)} datasets the sign and Wilcoxon tests cannot give a two-sided p below "
               f"{smallest:.3g}: they say whether the direction is consistent, the meta-analysis how large the "
-              "difference is and how much it varies between datasets (τ², I²).", "",
-              "## Datasets", ""]
+              "difference is and how much it varies between datasets (τ², I²).")
+    lines += ["", caveat, "", "## Datasets", ""]
     datasets = pd.DataFrame({
         "dataset": [c["dataset"] for c in columns], "version": [c["qset"] for c in columns],
         "config": [f"`{c['source']}`" for c in columns],
