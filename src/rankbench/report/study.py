@@ -282,7 +282,7 @@ def study_latex(cells: pd.DataFrame, pooled: pd.DataFrame, plan: Mapping[str, An
     caption = (legend(plan).replace("`", "").replace(BETTER, "UP").replace(WORSE, "DOWN").replace(NEAR, "NEAR")
                .replace("Δ", "DELTA").replace("–", "-"))
     caption = (latex_escape(caption).replace("UP", r"$\uparrow$").replace("DOWN", r"$\downarrow$")
-               .replace("NEAR", r"$^{\circ}$").replace("DELTA", r"$\Delta$"))
+               .replace("NEAR", r"$^{\circ}$").replace("DELTA", r"$\Delta$").replace("p < ", "$p <$ "))
     lines += [r"\end{tabular}", rf"\caption{{{caption}}}", rf"\label{{tab:study-{latex_escape(plan['name'])}}}",
               r"\end{table}", ""]
     return "\n".join(lines)
