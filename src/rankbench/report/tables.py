@@ -140,7 +140,7 @@ def pair_row(pairs: pd.DataFrame, grain: str, kind: str, metric: str, k: int, x:
     return row
 
 
-def _latex_escape(text: str) -> str:
+def latex_escape(text: str) -> str:
     return "".join({"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}",
                     "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}.get(c, c)
                    for c in text)
@@ -156,13 +156,13 @@ def latex_table(table: pd.DataFrame, metrics: Sequence[tuple[str, int]], grains:
               r"\begin{tabular}{l" + ("r" * width) * len(grains) + "}", r"\toprule"]
     lines.append(" & " + " & ".join(rf"\multicolumn{{{width}}}{{c}}{{{grain} grain}}" for grain in grains) + r" \\")
     lines.append("".join(rf"\cmidrule(lr){{{2 + i * width}-{1 + (i + 1) * width}}}" for i in range(len(grains))))
-    headings = [_latex_escape(metric_label(m, k)) for m, k in metrics] * len(grains)
+    headings = [latex_escape(metric_label(m, k)) for m, k in metrics] * len(grains)
     lines += ["Method & " + " & ".join(headings) + r" \\", r"\midrule"]
     for method in methods:
         cells = [c for block in blocks for c in block.loc[method]]
-        lines.append(_latex_escape(method) + " & " + " & ".join(cells) + r" \\")
+        lines.append(latex_escape(method) + " & " + " & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}",
-              rf"\caption{{{_latex_escape(caption)}}}".replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$")
+              rf"\caption{{{latex_escape(caption)}}}".replace("↑", r"$\uparrow$").replace("↓", r"$\downarrow$")
               .replace("°", r"$^{\circ}$"),
               rf"\label{{{label}}}", r"\end{table}", ""]
     return "\n".join(lines)

@@ -4,7 +4,8 @@ Adding a method type = its module under retrieval/ (and a thin workflow script),
 the Snakemake rule that makes its run plus its stages for the cost page in pipeline/rules.py, the keys' JSON
 checks in workflow/schemas/config.schema.yaml, and its docs in config/README.md ("Adding a method type").
 The config checks (pipeline/config.py), the effective config (pipeline/defaults.py), the failure analysis, the
-evaluation grains and the findings all read this table; tests/retrieval/test_registry.py keeps it and the schema in step.
+evaluation grains and the findings all read this table; tests/retrieval/test_registry.py keeps it and the schema
+in step.
 """
 
 from __future__ import annotations
