@@ -129,6 +129,7 @@ def _config(workdir: Path, dataset: dict, qsets: dict) -> None:
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
+@pytest.mark.slow
 def test_offline_without_a_cache_the_run_fails_at_start_naming_the_id(tmp_path: Path) -> None:
     _config(tmp_path, {"name": "nf", "format": "ir_datasets", "id": "beir/nfcorpus", "language": "english"},
             {"test": {"split": "test"}})
@@ -166,6 +167,7 @@ def _aggregate(workdir: Path, name: str, qset: str) -> pd.DataFrame:
     return frame[frame["kind"] == "all"].drop(columns="kind").sort_values(keys).reset_index(drop=True)
 
 
+@pytest.mark.slow
 def test_versions_named_by_split_and_by_id_plan_question_side_jobs_only(tmp_path: Path, tiny_cache: Path) -> None:
     """Two ids as two versions (beir/scifact/test by split, beir/scifact/train by id) over one corpus: the start
     checks read both through ir_datasets, and the plan loads the corpus once and each version once."""

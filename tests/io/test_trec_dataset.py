@@ -218,6 +218,7 @@ def test_config_keys_of_the_format_are_checked(dataset: dict, qsets: dict, where
     assert problem in str(error.value)
 
 
+@pytest.mark.slow
 def test_a_trec_config_with_bad_grades_fails_at_start_naming_the_qrels_line(tmp_path: Path) -> None:
     files = beir_to_trec(TINY, tmp_path / "data")
     Path(files["qrels"]).write_text(Path(files["qrels"]).read_text() + "1 0 2 x\n")

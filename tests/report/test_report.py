@@ -133,6 +133,7 @@ def test_findings_name_the_best_method_its_significance_kind_patterns_and_noise(
     assert sentences[-1].startswith("On nDCG@10, every other method is significantly behind dense")
 
 
+@pytest.mark.slow
 def test_findings_about_the_best_and_tier_a_use_one_family_and_cannot_disagree() -> None:
     """Five methods: a vs b has raw p = 0.01. Holm over the 4 pairs with a gives 0.04 (significant, b is tier b);
     over all 10 pairs it gives 0.1 (pairs' p_holm). The findings must say b is behind a, as the tier letters do;

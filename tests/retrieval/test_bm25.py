@@ -262,6 +262,7 @@ def test_unknown_backend_is_refused():
 
 
 @numba_installed
+@pytest.mark.slow
 def test_numba_kernels_compile_once_into_the_cache_dir(tmp_path):
     """A second process loads the compiled kernels from NUMBA_CACHE_DIR instead of compiling them again."""
     script = ("from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index, search\n"

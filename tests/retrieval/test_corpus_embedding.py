@@ -55,6 +55,7 @@ def test_shards_are_contiguous_and_cover_every_row_once(n_rows: int, shards: int
         shard_bounds(n_rows, shards, shards)
 
 
+@pytest.mark.slow
 def test_sharded_vectors_equal_the_unsharded_ones(encoder, texts: list[str]) -> None:
     whole, encoded = embed_passages(encoder, texts, *NO_CACHE)
     assert encoded == len(texts)
@@ -116,6 +117,7 @@ def _write_segment(folder: Path, key: str, texts: list[str]) -> None:
                replace=False)
 
 
+@pytest.mark.slow
 def test_concurrent_writers_lose_nothing_and_readers_never_see_a_partial_cache(tmp_path: Path) -> None:
     key = cache_key({"kind": "test"})
     batches = [[f"question {writer}-{i}" for i in range(2000)] for writer in range(6)]

@@ -216,6 +216,7 @@ def test_a_study_reuses_and_adds_only_what_it_must(tiny_study: Path) -> None:
             == {r: n for r, n in alone.items() if r != "all"})
 
 
+@pytest.mark.slow
 def test_a_bad_study_fails_at_start_with_the_key(tmp_path: Path) -> None:
     workdir = write_tiny_study(tmp_path)
     study = yaml.safe_load((workdir / "study.yaml").read_text())
