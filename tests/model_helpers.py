@@ -48,3 +48,20 @@ def tiny_sparse_encoder(folder: Path) -> Path:
     tokenizer.save_pretrained(mlm)
     SparseEncoder(modules=[MLMTransformer(str(mlm)), SpladePooling("max")], device="cpu").save(str(folder))
     return folder
+
+
+def tiny_inference_free_encoder(folder: Path) -> Path:
+    """Save an inference-free SparseEncoder (as opensearch's doc-only models): questions weighted by a fixed table
+    over the vocabulary (SparseStaticEmbedding, as an IDF table), documents by tiny_sparse_encoder's SPLADE model."""
+    import torch
+    from sentence_transformers import SparseEncoder
+    from sentence_transformers.base.modules import Router
+    from sentence_transformers.sparse_encoder.modules import SparseStaticEmbedding
+
+    splade = SparseEncoder(str(tiny_sparse_encoder(folder / "splade")), device="cpu")
+    tokenizer = splade[0].tokenizer
+    weights = torch.linspace(0.5, 2.0, len(tokenizer))
+    router = Router.for_query_document(query_modules=[SparseStaticEmbedding(tokenizer, weight=weights, frozen=True)],
+                                       document_modules=[splade[0], splade[1]])
+    SparseEncoder(modules=[router], device="cpu").save(str(folder / "model"))
+    return folder / "model"

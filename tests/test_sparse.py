@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from model_helpers import tiny_sparse_encoder
+from model_helpers import tiny_inference_free_encoder, tiny_sparse_encoder
 from scipy import sparse
 from workflow_helpers import REPO
 
@@ -68,6 +68,26 @@ def test_scores_are_the_sparse_encoders_own_dot_products(model_folder: Path) -> 
                           if expected[q, d] > 0])
     expected_run = order_by_trec_rule(brute, depth=3)
     assert list(zip(run["qid"], run["chunk_id"])) == list(zip(expected_run["qid"], expected_run["chunk_id"]))
+
+
+def test_an_inference_free_model_weights_questions_by_its_table(tmp_path: Path) -> None:
+    """Doc-only models (opensearch's): the question side is a weight table over the question's own tokens, the
+    document side a SPLADE model; search scores are the model's own dot products."""
+    from sentence_transformers import SparseEncoder
+
+    folder = tiny_inference_free_encoder(tmp_path)
+    model = load_sparse_encoder(SparseEncoderSpec(model=str(folder), device="cpu"))
+    queries = encode(model, QUESTIONS, is_query=True, batch_size=4)
+    index = encode(model, PASSAGES, is_query=False, batch_size=4)
+    tokens = model.tokenizer(QUESTIONS[2], add_special_tokens=False)["input_ids"]
+    assert sorted(queries[2].indices) == sorted(set(tokens))  # no expansion: only the question's tokens
+    reference = SparseEncoder(str(folder), device="cpu")
+    expected = (reference.encode_query(QUESTIONS, convert_to_sparse_tensor=False).numpy().astype(np.float64)
+                @ reference.encode_document(PASSAGES, convert_to_sparse_tensor=False).numpy().astype(np.float64).T)
+    positions, scores = search(index, queries, k=len(PASSAGES))
+    for row in range(len(QUESTIONS)):
+        found = positions[row] >= 0
+        np.testing.assert_allclose(scores[row][found], expected[row, positions[row][found]], rtol=1e-5)
 
 
 def test_ties_are_cut_at_k_in_trec_eval_order() -> None:

@@ -66,18 +66,12 @@ rule retrieve_dense:
         "../scripts/retrieve_dense.py"
 
 
-def sparse_queries_path(method, qset):
-    """The sparse question vectors a method sends: of the version's questions, or of a rewrite source's."""
-    spec = METHOD_SPECS[method]
-    if spec.get("rewrite"):
-        return f"{R}/{qset}/sparse-queries/{spec['rewrite']}/{spec['encoder']}.npz"
-    return f"{R}/{qset}/sparse-queries/{spec['encoder']}.npz"
-
-
 rule retrieve_sparse:
     input:
         index=lambda wildcards: corpus_path(
-            wildcards.method, "sparse", f"{METHOD_SPECS[wildcards.method]['encoder']}.npz"
+            wildcards.method,
+            "sparse",
+            f"{METHOD_SPECS[wildcards.method]['encoder']}.npz",
         ),
         chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
         queries=lambda wildcards: sparse_queries_path(wildcards.method, wildcards.qset),
