@@ -116,7 +116,8 @@ def search(index: sparse.csr_matrix, queries: sparse.csr_matrix, k: int, allowed
         block.sort_indices()
         for offset in range(block.shape[0]):
             row = start + offset
-            chunks, scores = block[offset].indices, block[offset].data
+            span = slice(block.indptr[offset], block.indptr[offset + 1])
+            chunks, scores = block.indices[span], block.data[span]
             keep = scores > 0
             if allowed is not None:
                 keep &= allowed.masks[allowed.group[row]][chunks]
