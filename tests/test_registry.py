@@ -110,8 +110,8 @@ def test_the_sparse_type_is_checked_and_costed_by_its_own_rules(tmp_path: Path,
     assert method_stages(methods, "splade-llm", lambda m: "sections", lambda m: m)[0] == (
         "sparse_rewritten_queries", "query", {"encoder": "splade", "rewrite": "llm"})
     assert {"sparse_queries", "sparse_rewritten_queries"} <= RULES
-    with pytest.raises(InputError, match="uses encoder 'minilm' of kind sentence-transformers, which a sparse method "
-                                         "cannot use.*Use one of: splade"):
+    with pytest.raises(InputError, match=r"uses encoder 'minilm' of kind sentence-transformers, which a sparse "
+                                         r"method cannot use.*Use one of: splade"):
         check_config({**config, "methods": {"s": {"type": "sparse", "encoder": "minilm"}}}, SCHEMA, "c.yaml")
     with pytest.raises(InputError, match="uses encoder 'splade' of kind sparse, which a dense method cannot use"):
         check_config({**config, "methods": {"d": {"type": "dense", "encoder": "splade"}}}, SCHEMA, "c.yaml")

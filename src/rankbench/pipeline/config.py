@@ -20,7 +20,6 @@ from rankbench.pipeline.defaults import DATASET_DEFAULTS, ENCODER_DEFAULTS, RESU
 from rankbench.retrieval.api_encoder import ApiEncoderSpec
 from rankbench.retrieval.bm25 import LANGUAGES, analyzer_and_params
 from rankbench.retrieval.encoders import PACKAGED_MODELS, EncoderSpec
-from rankbench.retrieval.sparse import SparseEncoderSpec
 from rankbench.retrieval.registry import (
     METHOD_TYPES,
     REQUIRED,
@@ -30,6 +29,7 @@ from rankbench.retrieval.registry import (
     method_inputs,
     types_using,
 )
+from rankbench.retrieval.sparse import SparseEncoderSpec
 
 # Encoder keys that only an embedding API (`kind: openai`) reads.
 API_ENCODER_KEYS = sorted({f.name for f in fields(ApiEncoderSpec)} - {f.name for f in fields(EncoderSpec)})

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from typing import Any
 
 # The rule that makes a method's run, by method type.
-RUN_RULES = {"bm25": "retrieve_bm25", "dense": "retrieve_dense", "sparse": "retrieve_sparse", "rrf": "fuse", "combsum": "fuse", "combmnz": "fuse",
-             "rerank": "rerank", "external": "import_run"}
+RUN_RULES = {"bm25": "retrieve_bm25", "dense": "retrieve_dense", "sparse": "retrieve_sparse", "rrf": "fuse",
+             "combsum": "fuse", "combmnz": "fuse", "rerank": "rerank", "external": "import_run"}
 # Rules that write no benchmark file: their seconds are not counted (external runs are imported).
 UNBENCHMARKED = ("import_run",)
 # Embedding rules: the corpus once per (chunker, encoder); the questions once per version and rewrite source.
