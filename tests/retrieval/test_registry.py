@@ -51,15 +51,15 @@ def test_every_type_has_a_rule_that_exists_and_grains_evaluation_knows() -> None
     assert set(RUN_RULES) == set(METHOD_TYPES)
     stages = [index_stage({"type": kind, "encoder": "e"}, "c", "i") for kind in METHOD_TYPES]
     index_rules = {stage[0] for stage in stages if stage}
-    assert index_rules == {"bm25_index", "faiss_index"}
+    assert index_rules == {"bm25_index", "faiss_index", "sparse_index"}
     assert set(RUN_RULES.values()) | index_rules | set(UNBENCHMARKED) <= RULES
     assert all(set(kind.grains) <= set(GRAINS) for kind in METHOD_TYPES.values())
     assert method_grains({"type": "external"}) == ["document"]
 
 
 def test_a_key_applies_to_the_types_that_read_it_and_defaults_come_from_the_registry() -> None:
-    assert types_using("chunker") == ("bm25", "dense", "external")
-    assert types_using("rewrite") == ("bm25", "dense", "rerank")
+    assert types_using("chunker") == ("bm25", "dense", "sparse", "external")
+    assert types_using("rewrite") == ("bm25", "dense", "sparse", "rerank")
     assert candidate_depth({"type": "rerank", "input": "bm25"}) == METHOD_TYPES["rerank"].keys["depth"]
     assert candidate_depth({"type": "rrf", "inputs": ["a"]}) is None
     assert method_inputs({"type": "rerank", "input": "bm25"}) == ["bm25"]
@@ -69,11 +69,11 @@ def test_a_key_applies_to_the_types_that_read_it_and_defaults_come_from_the_regi
 
 
 @pytest.fixture
-def sparse(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A hypothetical `sparse` type declared only in the registry and the rule table (its key in the schema)."""
-    monkeypatch.setitem(METHOD_TYPES, "sparse", MethodType("lexical", {"encoder": REQUIRED, "chunker": None,
-                                                                       "rewrite": None, "filters": []}))
-    monkeypatch.setitem(RUN_RULES, "sparse", "retrieve_sparse")
+def late(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hypothetical `late` type declared only in the registry and the rule table (its keys in the schema)."""
+    monkeypatch.setitem(METHOD_TYPES, "late", MethodType("dense", {"encoder": REQUIRED, "chunker": None,
+                                                                   "rewrite": None, "filters": []}))
+    monkeypatch.setitem(RUN_RULES, "late", "retrieve_late")
 
 
 def _config(methods: dict) -> dict:
@@ -81,18 +81,45 @@ def _config(methods: dict) -> dict:
     return {**config, "methods": methods}
 
 
-def test_a_new_type_in_the_registry_is_checked_costed_and_named(sparse: None, monkeypatch: pytest.MonkeyPatch
+def test_a_new_type_in_the_registry_is_checked_costed_and_named(late: None, monkeypatch: pytest.MonkeyPatch
                                                                 ) -> None:
     monkeypatch.chdir(REPO)
-    config = _config({"splade": {"type": "sparse", "encoder": "minilm"}})
-    assert check_config(config, SCHEMA, "c.yaml") == {"splade": {"type": "sparse", "encoder": "minilm"}}
-    with pytest.raises(InputError, match="sets `k`, which a sparse method does not use"):
-        check_config(_config({"splade": {"type": "sparse", "encoder": "minilm", "k": 3}}), SCHEMA, "c.yaml")
-    with pytest.raises(InputError, match="is a sparse method without `encoder`"):
-        check_config(_config({"splade": {"type": "sparse"}}), SCHEMA, "c.yaml")
-    stages = method_stages({"splade": {"type": "sparse", "encoder": "minilm"}}, "splade", lambda m: "sections",
+    config = _config({"colbert": {"type": "late", "encoder": "minilm"}})
+    assert check_config(config, SCHEMA, "c.yaml") == {"colbert": {"type": "late", "encoder": "minilm"}}
+    with pytest.raises(InputError, match="sets `k`, which a late method does not use"):
+        check_config(_config({"colbert": {"type": "late", "encoder": "minilm", "k": 3}}), SCHEMA, "c.yaml")
+    with pytest.raises(InputError, match="is a late method without `encoder`"):
+        check_config(_config({"colbert": {"type": "late"}}), SCHEMA, "c.yaml")
+    stages = method_stages({"colbert": {"type": "late", "encoder": "minilm"}}, "colbert", lambda m: "sections",
                            lambda m: m)
-    assert [stage for stage, _, _ in stages] == ["embed_corpus", "embed_queries", "retrieve_sparse"]
+    assert [stage for stage, _, _ in stages] == ["embed_corpus", "embed_queries", "retrieve_late"]
+
+
+def test_the_sparse_type_is_checked_and_costed_by_its_own_rules(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its index encodes the corpus (no embed_corpus), its questions have their own rule, its encoder is sparse."""
+    monkeypatch.chdir(REPO)
+    config = _config({"splade": {"type": "sparse", "encoder": "splade"}})
+    config["encoders"] = {**config["encoders"], "splade": {"kind": "sparse", "model": str(tmp_path)}}
+    assert check_config(config, SCHEMA, "c.yaml") == {"splade": {"type": "sparse", "encoder": "splade"}}
+    methods = {"splade": {"type": "sparse", "encoder": "splade"},
+               "splade-llm": {"type": "sparse", "encoder": "splade", "rewrite": "llm"}}
+    assert method_stages(methods, "splade", lambda m: "sections", lambda m: m) == [
+        ("sparse_queries", "query", {"encoder": "splade"}),
+        ("sparse_index", "index", {"chunker": "sections", "encoder": "splade"}),
+        ("retrieve_sparse", "query", {"method": "splade"})]
+    assert method_stages(methods, "splade-llm", lambda m: "sections", lambda m: m)[0] == (
+        "sparse_rewritten_queries", "query", {"encoder": "splade", "rewrite": "llm"})
+    assert {"sparse_queries", "sparse_rewritten_queries"} <= RULES
+    with pytest.raises(InputError, match=r"uses encoder 'minilm' of kind sentence-transformers, which a sparse "
+                                         r"method cannot use.*Use one of: splade"):
+        check_config({**config, "methods": {"s": {"type": "sparse", "encoder": "minilm"}}}, SCHEMA, "c.yaml")
+    with pytest.raises(InputError, match="uses encoder 'splade' of kind sparse, which a dense method cannot use"):
+        check_config({**config, "methods": {"d": {"type": "dense", "encoder": "splade"}}}, SCHEMA, "c.yaml")
+    with pytest.raises(InputError, match="uses encoder 'splade' of kind sparse, which a rerank method cannot use"):
+        check_config({**config, "methods": {"bm25": {"type": "bm25"}, "r": {
+            "type": "rerank", "input": "bm25", "scorer": {"kind": "bi-encoder", "encoder": "splade"}}}},
+            SCHEMA, "c.yaml")
 
 
 def test_the_registry_module_stays_light() -> None:

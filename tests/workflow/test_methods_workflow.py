@@ -1,6 +1,7 @@
 """Every method type through the real workflow on the six-document fixture: grids, approximate indexes with
-their recall, score fusion, RM3, frozen rewrites (BM25, dense and rerank), filters, leak counts, a tiny
-CrossEncoder and the degraded fallback (a broken model folder; hub models: tests/retrieval/test_hub_models.py)."""
+their recall, score fusion, RM3, frozen rewrites (BM25, dense, sparse and rerank), filters, leak counts, a tiny
+CrossEncoder and the degraded fallback (a broken model folder; hub models: tests/retrieval/test_hub_models.py), a
+tiny SPLADE model."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from model_helpers import tiny_cross_encoder
-from workflow_helpers import copy_dataset, snakemake
+from model_helpers import tiny_cross_encoder, tiny_sparse_encoder
+from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
 
 from rankbench.io.frozen import freeze
 
@@ -33,6 +34,9 @@ METHODS = {
     "dense-rewrite": {"type": "dense", "encoder": "minilm", "rewrite": "llm"},
     "dense-hnsw": {"type": "dense", "encoder": "minilm", "index": {"kind": "hnsw", "M": 4, "ef_search": 4}},
     "dense-ivf": {"type": "dense", "encoder": "minilm", "index": {"kind": "ivf", "nlist": 4, "nprobe": 1}},
+    "splade": {"type": "sparse", "encoder": "splade"},
+    "splade-filtered": {"type": "sparse", "encoder": "splade", "filters": ["audience", "validity"]},
+    "splade-rewrite": {"type": "sparse", "encoder": "splade", "rewrite": "llm"},
     "rrf": {"type": "rrf", "inputs": ["bm25-rewrite[k1=0.9]", "dense"], "grid": {"k": [10, 60]}},
     "combmnz": {"type": "combmnz", "inputs": ["bm25", "dense", "bm25-rm3"], "normalization": "zscore",
                 "weights": [1.0, 2.0, 1.0]},
@@ -56,7 +60,9 @@ def workdir(tmp_path_factory) -> Path:
     tiny_cross_encoder(workdir / "models" / "tiny-ce")
     (workdir / "models" / "broken-ce").mkdir()
     (workdir / "models" / "broken-ce" / "config.json").write_text("not JSON")  # fails when loaded, in the job
+    tiny_sparse_encoder(workdir / "models" / "tiny-splade")
     config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["encoders"]["splade"] = {"kind": "sparse", "model": "models/tiny-splade", "batch_size": 4}
     config["qsets"]["v1"]["rewrites"] = {"llm": str(QUESTIONS / "v1.rewrites.llm.jsonl")}
     config["methods"] = METHODS
     config["evaluation"].update(depth=5, ks=[1, 5])
@@ -86,12 +92,15 @@ def test_grid_points_are_methods_of_their_own(workdir: Path) -> None:
 
 def test_leaks_are_counted_and_filters_remove_them(workdir: Path) -> None:
     leaks = {m: pd.read_parquet(results(workdir) / "leaks" / f"{m}.parquet").set_index(["qid", "leak", "k"])["count"]
-             for m in ("bm25", "bm25-filtered", "dense", "dense-filtered")}
+             for m in ("bm25", "bm25-filtered", "dense", "dense-filtered", "splade", "splade-filtered")}
     assert leaks["bm25"][("q3", "staff", 5)] > 0 and leaks["dense"][("q3", "staff", 5)] > 0
     assert leaks["bm25"][("q1", "outdated", 5)] > 0  # the 2023 returns policy, out of force at 2025-06-01
     assert leaks["bm25-filtered"].xs("staff", level="leak").sum() == 0
     assert leaks["bm25-filtered"].xs("outdated", level="leak").sum() == 0
     assert leaks["dense-filtered"].xs("staff", level="leak").sum() == 0
+    assert leaks["splade"][("q3", "staff", 5)] > 0 and leaks["splade"][("q1", "outdated", 5)] > 0
+    assert leaks["splade-filtered"].xs("staff", level="leak").sum() == 0
+    assert leaks["splade-filtered"].xs("outdated", level="leak").sum() == 0
     assert ("q4", "staff", 5) not in leaks["bm25"].index  # staff questions may see staff chunks
     summary = pd.read_parquet(results(workdir) / "leaks.parquet").set_index(["method", "leak", "k"])
     assert summary.loc[("bm25", "staff", 5), "n_with_leak"] >= 1
@@ -113,11 +122,13 @@ def test_approximate_indexes_report_their_recall(workdir: Path) -> None:
     assert not (results(workdir) / "ann-recall" / "dense.parquet").exists()
 
 
-def test_rewrites_reach_bm25_dense_and_the_reranker(workdir: Path) -> None:
+def test_rewrites_reach_bm25_dense_sparse_and_the_reranker(workdir: Path) -> None:
     rewrites = pd.read_parquet(results(workdir) / "rewrites" / "llm.parquet")
     assert dict(zip(rewrites["qid"], rewrites["question"])) == REWRITES
     assert (results(workdir) / "query-embeddings" / "llm" / "minilm.npy").exists()
     assert not run_of(workdir, "dense-rewrite").equals(run_of(workdir, "dense"))
+    assert (results(workdir) / "sparse-queries" / "llm" / "splade.npz").exists()
+    assert not run_of(workdir, "splade-rewrite").equals(run_of(workdir, "splade"))
     q5 = run_of(workdir, "bm25-rewrite[k1=1.2]").query("qid == 'q5'")
     assert q5.empty  # "helmets" matches no chunk, whereas the original question matches some
     assert not run_of(workdir, "bm25").query("qid == 'q5'").empty
@@ -160,3 +171,45 @@ def test_a_changed_rewrites_file_is_caught_like_a_changed_version(workdir: Path)
             assert "changed after it was frozen" in output and "v1.rewrites.llm" in output
     finally:
         rewrites.write_text(original)
+
+
+def test_a_sparse_method_ranks_by_its_encoders_dot_products_and_joins_the_table(workdir: Path) -> None:
+    from sentence_transformers import SparseEncoder
+
+    model = SparseEncoder(str(workdir / "models" / "tiny-splade"), device="cpu")
+    chunks = pd.read_parquet(workdir / "results" / "mini" / "corpus" / "sections" / "chunks.parquet")
+    questions = pd.read_parquet(results(workdir) / "questions.parquet")
+    documents = model.encode_document([f"{t}\n{x}" for t, x in zip(chunks["title"], chunks["text"])],
+                                      convert_to_sparse_tensor=False).numpy().astype(np.float64)
+    run = run_of(workdir, "splade")
+    for qid, question in zip(questions["qid"], questions["question"]):
+        scores = documents @ model.encode_query(question, convert_to_sparse_tensor=False).numpy().astype(np.float64)
+        expected = pd.DataFrame({"chunk_id": chunks["chunk_id"], "score": scores}).sort_values(
+            ["score", "chunk_id"], ascending=False).head(5)
+        got = run[run["qid"] == qid]
+        assert list(got["chunk_id"]) == list(expected["chunk_id"]) and list(got["rank"]) == [1, 2, 3, 4, 5]
+        np.testing.assert_allclose(got["score"], expected["score"], rtol=1e-5)
+    aggregate = pd.read_parquet(results(workdir) / "aggregate.parquet")
+    assert {"splade", "splade-filtered", "splade-rewrite"} <= set(aggregate["method"])
+    table = (results(workdir) / "comparison.md").read_text()
+    assert all(f"| {method} | " in table for method in ("splade", "splade-filtered", "splade-rewrite"))
+    assert "sparse_index (index)" in (results(workdir) / "cost.md").read_text()
+
+
+def test_a_new_version_encodes_only_its_questions_for_a_sparse_method(workdir: Path) -> None:
+    """The sparse index is built once per (chunker, encoder): a new version adds its question vectors only."""
+    extra = {"qid": "q7", "question": "Can I return a helmet?", "kind": "paraphrase", "audience": "public",
+             "as_of": "2025-06-01", "labels": [{"doc_id": "returns-2025", "section": "deadline", "grade": 1}]}
+    (workdir / QUESTIONS / "v2.jsonl").write_text((workdir / QUESTIONS / "v1.jsonl").read_text()
+                                                  + json.dumps(extra) + "\n")
+    freeze(workdir / QUESTIONS / "v2.jsonl", "v2", workdir / QUESTIONS / "frozen.lock")
+    (workdir / QUESTIONS / "v2.rewrites.llm.jsonl").write_text(
+        (workdir / QUESTIONS / "v1.rewrites.llm.jsonl").read_text() + json.dumps({"qid": "q7", "query": "helmet"})
+        + "\n")
+    freeze(workdir / QUESTIONS / "v2.rewrites.llm.jsonl", "v2.rewrites.llm", workdir / QUESTIONS / "frozen.lock")
+    config = edit_config(workdir, lambda c: c["qsets"].update(v2={
+        "path": str(QUESTIONS / "v2.jsonl"), "rewrites": {"llm": str(QUESTIONS / "v2.rewrites.llm.jsonl")}}),
+                         "config-v2.yaml")
+    jobs = planned_jobs(workdir, config)
+    assert jobs["sparse_queries"] == 1 and jobs["sparse_rewritten_queries"] == 1 and jobs["retrieve_sparse"] == 3
+    assert not {"sparse_index", "embed_corpus", "faiss_index", "bm25_index", "chunk"} & set(jobs), jobs

@@ -179,6 +179,14 @@ def query_embeddings_path(qset, encoder, rewrite=None):
     return f"{R}/{qset}/query-embeddings/{encoder}.npy"
 
 
+def sparse_queries_path(method, qset):
+    """The sparse question vectors a method sends: of the version's questions, or of a rewrite source's."""
+    spec = METHOD_SPECS[method]
+    if spec.get("rewrite"):
+        return f"{R}/{qset}/sparse-queries/{spec['rewrite']}/{spec['encoder']}.npz"
+    return f"{R}/{qset}/sparse-queries/{spec['encoder']}.npz"
+
+
 def bm25_index_name(method):
     """BM25 methods with the same analyzer and parameters share one index, named after the first of them."""
     keys = (chunker_of(method), index_keys(METHOD_SPECS[method]))

@@ -98,3 +98,25 @@ rule faiss_index:
         spec=lambda wildcards: FAISS_BUILDS[wildcards.index],
     script:
         "../scripts/faiss_index.py"
+
+
+# The chunks' term weights under a sparse encoder: encoded and indexed once per (chunker, encoder).
+rule sparse_index:
+    input:
+        chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
+    output:
+        index=f"{R}/corpus/{{chunker}}/sparse/{{encoder}}.npz",
+    log:
+        f"{LOGS}/sparse_index/{{chunker}}/{{encoder}}.log",
+    benchmark:
+        f"{R}/benchmarks/sparse_index/{{chunker}}/{{encoder}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=120,
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+    script:
+        "../scripts/sparse_index.py"

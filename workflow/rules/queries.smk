@@ -136,3 +136,46 @@ rule embed_rewritten_queries:
         api_cache=API_EMBEDDING_CACHE,
     script:
         "../scripts/embed_queries.py"
+
+
+# The questions' term weights under a sparse encoder, once per (version, encoder) and per rewrite source.
+rule sparse_queries:
+    input:
+        questions=f"{R}/{{qset}}/questions.parquet",
+    output:
+        queries=f"{R}/{{qset}}/sparse-queries/{{encoder}}.npz",
+    log:
+        f"{LOGS}/sparse_queries/{{qset}}/{{encoder}}.log",
+    benchmark:
+        f"{R}/benchmarks/sparse_queries/{{qset}}/{{encoder}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+    script:
+        "../scripts/sparse_queries.py"
+
+
+rule sparse_rewritten_queries:
+    input:
+        questions=f"{R}/{{qset}}/rewrites/{{rewrite}}.parquet",
+    output:
+        queries=f"{R}/{{qset}}/sparse-queries/{{rewrite}}/{{encoder}}.npz",
+    log:
+        f"{LOGS}/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
+    benchmark:
+        f"{R}/benchmarks/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 2
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+    script:
+        "../scripts/sparse_queries.py"

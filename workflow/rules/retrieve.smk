@@ -70,6 +70,39 @@ rule retrieve_dense:
         "../scripts/retrieve_dense.py"
 
 
+rule retrieve_sparse:
+    input:
+        index=lambda wildcards: corpus_path(
+            wildcards.method,
+            "sparse",
+            f"{METHOD_SPECS[wildcards.method]['encoder']}.npz",
+        ),
+        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
+        queries=lambda wildcards: sparse_queries_path(wildcards.method, wildcards.qset),
+        questions=f"{R}/{{qset}}/questions.parquet",
+    output:
+        run=run_path("{method}"),
+    log:
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
+    wildcard_constraints:
+        method=choice(methods_of_rule("retrieve_sparse")),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    params:
+        depth=EVALUATION["depth"],
+        filters=lambda wildcards: sorted(
+            METHOD_SPECS[wildcards.method].get("filters", [])
+        ),
+    script:
+        "../scripts/retrieve_sparse.py"
+
+
 rule ann_recall:
     input:
         index=lambda wildcards: dense_index_path(wildcards.method),

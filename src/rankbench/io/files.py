@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -49,4 +50,19 @@ def write_npy(array: np.ndarray, path: str | Path) -> None:
     def save(tmp: Path) -> None:
         with open(tmp, "wb") as handle:
             np.save(handle, array)
+    write_atomically(path, save)
+
+
+# Fixed member timestamps of write_npz: the same arrays give the same bytes.
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
+def write_npz(arrays: Mapping[str, np.ndarray], path: str | Path) -> None:
+    """np.savez without pickle, with fixed member timestamps and order, so the same arrays give the same bytes."""
+    def save(tmp: Path) -> None:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED) as archive:
+            for name in sorted(arrays):
+                info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE)
+                with archive.open(info, "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.ascontiguousarray(arrays[name]), allow_pickle=False)
     write_atomically(path, save)

@@ -24,14 +24,18 @@ from rankbench.retrieval.encoders import EncoderSpec
 from rankbench.retrieval.registry import (
     METHOD_TYPES,
     REQUIRED,
+    SPARSE_ENCODER_KIND,
     STRUCTURAL_KEYS,
     method_encoders,
     method_inputs,
     types_using,
 )
+from rankbench.retrieval.sparse import SparseEncoderSpec
 
 # Encoder keys that only an embedding API (`kind: openai`) reads.
 API_ENCODER_KEYS = sorted({f.name for f in fields(ApiEncoderSpec)} - {f.name for f in fields(EncoderSpec)})
+# The keys a sparse encoder (`kind: sparse`) reads.
+SPARSE_ENCODER_KEYS = sorted(f.name for f in fields(SparseEncoderSpec))
 # Keys a grid may not vary: they change what a method is, not how it is tuned.
 _STRUCTURAL_KEYS = STRUCTURAL_KEYS + tuple(dict.fromkeys(kind.inputs_key for kind in METHOD_TYPES.values()
                                                          if kind.inputs_key))
@@ -191,6 +195,13 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
             if encoder not in encoders:
                 raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",
                                  f"Declare it under `encoders` or use one of: {', '.join(sorted(encoders)) or 'none'}.")
+            kinds = METHOD_TYPES[kind].encoder_kinds
+            if encoders[encoder]["kind"] not in kinds:
+                fitting = sorted(name for name, spec in encoders.items() if spec["kind"] in kinds)
+                raise InputError(source, where, f"uses encoder {encoder!r} of kind {encoders[encoder]['kind']}, which "
+                                 f"a {kind} method cannot use (kind {' or '.join(kinds)})",
+                                 f"Use one of: {', '.join(fitting)}." if fitting else
+                                 f"Declare an encoder of kind {' or '.join(kinds)} under `encoders`.")
         chunker = spec.get("chunker")
         if chunker is not None and chunker not in chunkers:
             raise InputError(source, where, f"uses chunker {chunker!r}, which is not under `chunkers`",
@@ -269,13 +280,20 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
                              "A fixed chunker needs a size; the overlap must be smaller than the size.") from None
     for name, spec in config.get("encoders", {}).items():
         _check_api_encoder(name, spec, source)
+        if spec["kind"] == SPARSE_ENCODER_KIND and not Path(spec["model"]).is_dir():
+            raise InputError(source, f"encoders.{name}.model", f"{spec['model']!r} is not an existing folder",
+                             "Give the folder of a sentence-transformers SparseEncoder model (rankbench never "
+                             "downloads models: see config/README.md, `encoders`, for the SPLADE models to fetch).")
     check_model_names(config, source)
 
 
 def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
-    """Keys of an embedding API only on `kind: openai`, `device` only on the others; the key's variable is set."""
+    """Keys of an embedding API only on `kind: openai`, `device` only on the others, a sparse encoder's keys only on
+    `kind: sparse`; the key's variable is set."""
     api = spec["kind"] == "openai"
     stray = sorted(set(spec) & ({"device"} if api else set(API_ENCODER_KEYS)))
+    if spec["kind"] == SPARSE_ENCODER_KIND:
+        stray = sorted(set(spec) - set(SPARSE_ENCODER_KEYS))
     if stray:
         raise InputError(source, f"encoders.{name}.{stray[0]}", f"does not apply to kind {spec['kind']}",
                          "Remove it (see config/README.md, `encoders`).")

@@ -9,26 +9,11 @@ from typing import Any
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.pipeline.rules import (
-    EMBED_CORPUS,
-    EMBED_QUERIES,
-    EMBED_REWRITTEN_QUERIES,
-    RUN_RULES,
-    UNBENCHMARKED,
-    index_stage,
-)
+from rankbench.pipeline.rules import RUN_RULES, UNBENCHMARKED, Stage, encoding_stages, index_stage
 from rankbench.retrieval.registry import method_encoders, method_inputs
 
 COST_COLUMNS = ["method", "index_s", "query_s", "questions", "ms_per_question", "stages", "index_tokens",
                "query_tokens", "index_sent", "query_sent"]
-
-Stage = tuple[str, str, dict[str, str]]  # (rule, side: index | query, wildcards)
-
-
-def _query_stage(encoder: str, rewrite: str | None) -> Stage:
-    if rewrite:
-        return (EMBED_REWRITTEN_QUERIES, "query", {"encoder": encoder, "rewrite": rewrite})
-    return (EMBED_QUERIES, "query", {"encoder": encoder})
 
 
 def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker_of: Callable[[str], str],
@@ -42,8 +27,7 @@ def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker
     spec, chunker = methods[method], chunker_of(method)
     stages: list[Stage] = []
     for encoder in filter(None, method_encoders(spec)):  # every one named (config.check_methods)
-        stages += [(EMBED_CORPUS, "index", {"chunker": chunker, "encoder": encoder}),
-                   _query_stage(encoder, spec.get("rewrite"))]
+        stages += encoding_stages(spec, chunker, encoder)
     index = index_stage(spec, chunker, index_name(method))
     if index:
         stages.append((index[0], "index", index[1]))

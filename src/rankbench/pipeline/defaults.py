@@ -18,7 +18,8 @@ import yaml
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.llm.chat import BACKEND_DEFAULTS
 from rankbench.retrieval.encoders import EncoderSpec
-from rankbench.retrieval.registry import METHOD_TYPES, method_defaults, method_type
+from rankbench.retrieval.registry import METHOD_TYPES, SPARSE_ENCODER_KIND, method_defaults, method_type
+from rankbench.retrieval.sparse import SparseEncoderSpec
 
 RESULTS = "results"
 DATASET_DEFAULTS: dict[str, Any] = {"language": "english"}
@@ -55,6 +56,8 @@ def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def encoder_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     """An encoder block with defaults filled in (`model` names a sentence-transformers model only)."""
+    if spec["kind"] == SPARSE_ENCODER_KIND:
+        return {**{key: value for key, value in _spec_defaults(SparseEncoderSpec).items() if key != "model"}, **spec}
     defaults = ENCODER_DEFAULTS if spec["kind"] == "sentence-transformers" else \
         {key: value for key, value in ENCODER_DEFAULTS.items() if key != "model"}
     return {**defaults, **spec}

@@ -23,7 +23,6 @@ import importlib.util
 import json
 import re
 import unicodedata
-import zipfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,7 +36,7 @@ import Stemmer
 
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
-from rankbench.io.files import write_atomically
+from rankbench.io.files import write_npz
 
 if TYPE_CHECKING:
     import bm25s
@@ -67,7 +66,6 @@ _TOKEN = re.compile(r"\w+")
 _LIGATURES = str.maketrans({"œ": "oe", "æ": "ae", "ß": "ss"})
 _FORMAT = "rankbench-bm25"
 _FORMAT_VERSION = 1
-_ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed member timestamps: same index -> same bytes
 _ANALYZER_ATTR = "rankbench_analyzer"
 _PARAMS_ATTR = "rankbench_params"
 
@@ -217,11 +215,7 @@ def save_index(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params, path: 
     _check_built_with(index, analyzer, params)
     arrays = _index_arrays(index, analyzer, params)
 
-    def write(tmp: Path) -> None:
-        with open(tmp, "wb") as handle:
-            _write_npz(handle, arrays)
-
-    write_atomically(path, write)
+    write_npz(arrays, path)
 
 
 def _index_arrays(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params) -> dict[str, np.ndarray]:
@@ -261,15 +255,6 @@ def _json_bytes(value: Any) -> np.ndarray:
 def _from_json_bytes(array: np.ndarray) -> Any:
     """Inverse of _json_bytes."""
     return json.loads(array.tobytes().decode("utf-8"))
-
-
-def _write_npz(handle: Any, arrays: dict[str, np.ndarray]) -> None:
-    """np.savez equivalent with fixed member timestamps and order, so output bytes are reproducible."""
-    with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_STORED) as archive:
-        for name in sorted(arrays):
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE)
-            with archive.open(info, "w", force_zip64=True) as member:
-                np.lib.format.write_array(member, np.ascontiguousarray(arrays[name]), allow_pickle=False)
 
 
 def load_index(path: Path) -> tuple[bm25s.BM25, Analyzer, BM25Params]:

