@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from model_helpers import tiny_inference_free_encoder, tiny_sparse_encoder
+from model_helpers import hub_cache_layout, tiny_inference_free_encoder, tiny_sparse_encoder
 from scipy import sparse
 from workflow_helpers import REPO
 
@@ -17,6 +17,7 @@ from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.io.runs import order_by_trec_rule, run_from_topk
 from rankbench.pipeline.config import check_config
+from rankbench.pipeline.models import resolve_models
 from rankbench.retrieval.sparse import (
     SparseEncoderSpec,
     encode,
@@ -138,9 +139,32 @@ def test_a_bad_sparse_encoder_block_fails_at_start(tmp_path: Path, monkeypatch: 
     monkeypatch.chdir(REPO)
     assert check_config(_config({"kind": "sparse", "model": str(tmp_path), "batch_size": 8, "device": "cpu"}),
                         SCHEMA, "c.yaml") == {"splade": {"type": "sparse", "encoder": "splade"}}
-    with pytest.raises(InputError, match=r"encoders\.splade\.model.*'naver/splade-v3' is not an existing folder"):
-        check_config(_config({"kind": "sparse", "model": "naver/splade-v3"}), SCHEMA, "c.yaml")
+    with pytest.raises(InputError, match=r"encoders\.splade\.model.*'\./models/none' is neither an existing folder"):
+        check_config(_config({"kind": "sparse", "model": "./models/none"}), SCHEMA, "c.yaml")
+    assert check_config(_config({"kind": "sparse", "model": "naver/splade-v3", "revision": "v1"}), SCHEMA, "c.yaml")
     with pytest.raises(InputError, match=r"encoders\.splade\.shards.*does not apply to kind sparse"):
         check_config(_config({"kind": "sparse", "model": str(tmp_path), "shards": 2}), SCHEMA, "c.yaml")
     with pytest.raises(InputError, match=r"encoders\.splade.*'model' is a required property"):
         check_config(_config({"kind": "sparse"}), SCHEMA, "c.yaml")
+
+
+def test_a_sparse_hub_id_loads_its_cached_snapshot_and_resolves_at_start(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SPLADE model named by hub id (pinned by tag) loads from the local Hugging Face cache, offline, with the
+    same weights as its folder; the start resolves it to its commit and a missing one says how to download it."""
+    folder = tiny_sparse_encoder(tmp_path / "splade")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    commit = "4" * 40
+    hub_cache_layout(folder, tmp_path / "hf" / "hub", "naver/tiny-splade", commit, ("main", "v1"))
+    texts = ["battery code BAT-0x1F", "return a bike within 30 days"]
+    by_folder = encode(load_sparse_encoder(SparseEncoderSpec(model=str(folder), device="cpu")), texts, False, 8)
+    by_id = encode(load_sparse_encoder(SparseEncoderSpec(model="naver/tiny-splade", revision="v1", device="cpu")),
+                   texts, False, 8)
+    assert by_id.shape == by_folder.shape and (by_id != by_folder).nnz == 0
+    config = _config({"kind": "sparse", "model": "naver/tiny-splade", "revision": "v1"})
+    assert resolve_models(config, "c.yaml", download=True) == {"encoders.splade": commit}
+    missing = _config({"kind": "sparse", "model": "naver/splade-v3"})
+    with pytest.raises(InputError, match=r"hf download naver/splade-v3"):
+        resolve_models(missing, "c.yaml", download=True)

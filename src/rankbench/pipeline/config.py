@@ -21,6 +21,7 @@ from rankbench.pipeline.models import check_model_names
 from rankbench.retrieval.api_encoder import ApiEncoderSpec
 from rankbench.retrieval.bm25 import LANGUAGES, NUMBA_INSTALLED, analyzer_and_params
 from rankbench.retrieval.encoders import EncoderSpec
+from rankbench.retrieval.hub import is_hub_id
 from rankbench.retrieval.registry import (
     METHOD_TYPES,
     REQUIRED,
@@ -280,10 +281,11 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
                              "A fixed chunker needs a size; the overlap must be smaller than the size.") from None
     for name, spec in config.get("encoders", {}).items():
         _check_api_encoder(name, spec, source)
-        if spec["kind"] == SPARSE_ENCODER_KIND and not Path(spec["model"]).is_dir():
-            raise InputError(source, f"encoders.{name}.model", f"{spec['model']!r} is not an existing folder",
-                             "Give the folder of a sentence-transformers SparseEncoder model (rankbench never "
-                             "downloads models: see config/README.md, `encoders`, for the SPLADE models to fetch).")
+        model = spec.get("model", "")
+        if spec["kind"] == SPARSE_ENCODER_KIND and not Path(model).is_dir() and not is_hub_id(model):
+            raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither an existing folder nor a hub id",
+                             "Give the folder of a sentence-transformers SparseEncoder model, or its hub id "
+                             "(org/name, see config/README.md, `encoders`, for the SPLADE models to pick).")
     check_model_names(config, source)
 
 

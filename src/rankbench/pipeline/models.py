@@ -22,16 +22,18 @@ from rankbench.retrieval.hub import (
     is_hub_id,
     weights_sha256,
 )
-from rankbench.retrieval.registry import method_inputs
+from rankbench.retrieval.registry import SPARSE_ENCODER_KIND, method_inputs
 
 DEFAULT_MODEL = next(iter(PACKAGED_MODELS))  # EncoderSpec's default model
+# Encoder kinds whose model may be a hub id (with a revision): dense sentence-transformers and sparse (SPLADE).
+HUB_KINDS = ("sentence-transformers", SPARSE_ENCODER_KIND)
 LOG = logging.getLogger(__name__)  # not the root logger: configuring that would echo Snakemake's own messages
 
 
 def configured_models(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Config key -> {model, revision} of every model the workflow loads (methods expanded), sorted by key."""
     models = {f"encoders.{name}": {"model": spec.get("model", DEFAULT_MODEL), "revision": spec.get("revision")}
-              for name, spec in config.get("encoders", {}).items() if spec["kind"] == "sentence-transformers"}
+              for name, spec in config.get("encoders", {}).items() if spec["kind"] in HUB_KINDS}
     models |= {f"methods.{name}.scorer": {key: spec["scorer"].get(key) for key in ("model", "revision")}
                for name, spec in config["methods"].items()
                if spec["type"] == "rerank" and spec["scorer"]["kind"] == "cross-encoder"}
@@ -41,9 +43,10 @@ def configured_models(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 def check_model_names(config: Mapping[str, Any], source: str) -> None:
     """Each model is a packaged name, an existing folder or a hub id (org/name); only hub ids take a revision."""
     for name, spec in config.get("encoders", {}).items():
-        if spec["kind"] != "sentence-transformers" and "revision" in spec:
+        if spec["kind"] not in HUB_KINDS and "revision" in spec:
             raise InputError(source, f"encoders.{name}.revision", f"is set, but a {spec['kind']} encoder has no "
-                             "hub revision", "Remove `revision` (it applies to sentence-transformers hub ids).")
+                             "hub revision", "Remove `revision` (it applies to sentence-transformers and sparse hub "
+                             "ids).")
     for where, entry in configured_models(config).items():
         model, revision = entry["model"], entry["revision"]
         if model is None:

@@ -36,6 +36,7 @@ class SparseEncoderSpec:
 
     kind: str = SPARSE_ENCODER_KIND
     model: str = ""
+    revision: str | None = None
     batch_size: int = 32
     device: str = "auto"
 
@@ -47,11 +48,11 @@ class SparseEncoderSpec:
 
 
 def load_sparse_encoder(spec: SparseEncoderSpec) -> SparseEncoder:
-    """The SparseEncoder of a spec, loaded offline from its folder on the spec's device."""
+    """The SparseEncoder of a spec, loaded offline (a folder, or a hub id's cached snapshot) on the spec's device."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import SparseEncoder
 
-    return SparseEncoder(resolve_model_path(spec.model), device=resolve_device(spec.device))
+    return SparseEncoder(resolve_model_path(spec.model, spec.revision), device=resolve_device(spec.device))
 
 
 def vocabulary(model: SparseEncoder) -> np.ndarray:
