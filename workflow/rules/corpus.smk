@@ -6,6 +6,8 @@ rule load_corpus:
         documents=f"{R}/corpus/documents.parquet",
     log:
         f"{LOGS}/load_corpus.log",
+    benchmark:
+        f"{R}/benchmarks/load_corpus.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -23,6 +25,8 @@ rule chunk:
         chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
     log:
         f"{LOGS}/chunk/{{chunker}}.log",
+    benchmark:
+        f"{R}/benchmarks/chunk/{{chunker}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1

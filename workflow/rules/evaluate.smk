@@ -11,6 +11,8 @@ rule evaluate:
         grades=f"{R}/{{qset}}/grades/{{method}}.parquet",
     log:
         f"{LOGS}/evaluate/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/evaluate/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(METHODS),
     conda:
@@ -37,6 +39,8 @@ rule aggregate:
         tiers=f"{R}/{{qset}}/tiers.parquet",
     log:
         f"{LOGS}/aggregate/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/aggregate/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -61,6 +65,8 @@ rule export_trec:
         docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
     log:
         f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/export_trec/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(set(METHODS) - set(methods_of_type("external"))),
     conda:
@@ -78,6 +84,8 @@ rule export_trec_documents:
         docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
     log:
         f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/export_trec_documents/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_type("external")),
     conda:
@@ -96,6 +104,8 @@ rule leaks:
         leaks=f"{R}/{{qset}}/leaks/{{method}}.parquet",
     log:
         f"{LOGS}/leaks/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/leaks/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(METHODS),
     conda:
@@ -114,6 +124,8 @@ rule leak_summary:
         summary=f"{R}/{{qset}}/leaks.parquet",
     log:
         f"{LOGS}/leak_summary/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/leak_summary/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1

@@ -47,6 +47,8 @@ rule comparison_table:
         record=f"{R}/{{qset}}/history-record.json",
     log:
         f"{LOGS}/comparison_table/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/comparison_table/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -74,6 +76,8 @@ rule plots:
         **figure_outputs(),
     log:
         f"{LOGS}/plots/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/plots/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -105,6 +109,8 @@ rule failures:
         stages=f"{R}/{{qset}}/stages.parquet",
     log:
         f"{LOGS}/failures/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/failures/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -142,6 +148,8 @@ rule calibration:
         thresholds=f"{R}/{{qset}}/calibration/thresholds.parquet",
     log:
         f"{LOGS}/calibration/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/calibration/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -173,6 +181,8 @@ rule qset_diff:
         changes=f"{R}/diffs/{{a}}-vs-{{b}}.changes.parquet",
     log:
         f"{LOGS}/qset_diff/{{a}}-vs-{{b}}.log",
+    benchmark:
+        f"{R}/benchmarks/qset_diff/{{a}}-vs-{{b}}.tsv"
     wildcard_constraints:
         a=choice(QSETS),
         b=choice(QSETS),
@@ -197,6 +207,8 @@ rule history:
         svg=f"{R}/history.svg",
     log:
         f"{LOGS}/history.log",
+    benchmark:
+        f"{R}/benchmarks/history.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -232,6 +244,8 @@ rule explorer:
         ),
     log:
         f"{LOGS}/explorer/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/explorer/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -265,6 +279,8 @@ rule budget:
         budget=f"{R}/{{qset}}/budget.parquet",
     log:
         f"{LOGS}/budget/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/budget/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -297,6 +313,8 @@ rule robustness:
         corrected=f"{R}/{{qset}}/judge-corrected.parquet",
     log:
         f"{LOGS}/robustness/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/robustness/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1

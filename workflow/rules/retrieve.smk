@@ -80,6 +80,8 @@ rule ann_recall:
         table=f"{R}/{{qset}}/ann-recall/{{method}}.md",
     log:
         f"{LOGS}/ann_recall/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/ann_recall/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(approximate_methods()),
     conda:
@@ -159,6 +161,8 @@ rule import_run:
         run=run_path("{method}"),
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_type("external")),
     conda:
