@@ -36,7 +36,12 @@ SPECIFIC_WORDS = 3
 QUESTION_TOPIC_WORDS = 4
 TOPIC_SHARE = 0.5
 RSS_CEILING_MB = 8000
-BENCHMARK_COLUMNS = ("s", "max_rss")
+BENCHMARK_COLUMNS = ("s", "max_rss", "cpu_time")
+# The issue's stages; every other rule is evaluation and report.
+STAGES = {"load_corpus": "corpus", "chunk": "corpus", "prepare_questions": "questions", "validate_labels": "questions",
+          "qrels": "questions", "embed_queries": "questions", "bm25_index": "bm25", "retrieve_bm25": "bm25",
+          "embed_corpus": "embedding", "merge_embeddings": "embedding", "faiss_index": "faiss",
+          "retrieve_dense": "faiss", "ann_recall": "faiss", "fuse": "rrf", "all": "all"}
 
 
 def vocabulary() -> np.ndarray:
@@ -186,7 +191,7 @@ def read_benchmarks(jobs: pd.DataFrame, folder: Path) -> pd.DataFrame:
     for job in jobs.itertuples():
         path = folder / job.benchmark if isinstance(job.benchmark, str) else None
         figures = pd.read_csv(path, sep="\t").iloc[0] if path and path.exists() else {}
-        rows.append({"s": figures.get("s"), "max_rss": pd.to_numeric(figures.get("max_rss"), errors="coerce")})
+        rows.append({column: pd.to_numeric(figures.get(column), errors="coerce") for column in BENCHMARK_COLUMNS})
     return pd.concat([jobs.reset_index(drop=True), pd.DataFrame(rows, columns=list(BENCHMARK_COLUMNS))], axis=1)
 
 
@@ -211,8 +216,11 @@ def main() -> int:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path("/tmp/rankbench-million"))
     parser.add_argument("--generate-only", action="store_true")
+    parser.add_argument("--report-only", action="store_true", help="only the figures of the last run in --out")
     args = parser.parse_args()
     out = (args.out / f"{args.passages}").resolve()
+    if args.report_only:
+        return report(out, args.questions)
     started = time.perf_counter()
     config = generate(out, args.passages, args.questions, args.shards)
     print(f"generated {args.passages:,} passages, {args.questions:,} questions in "
@@ -227,21 +235,35 @@ def main() -> int:
                                "--default-resources", "mem_mb=2000", "runtime=60"],
                               stdout=handle, stderr=subprocess.STDOUT).returncode
     print(f"workflow exit {code} in {time.perf_counter() - started:.1f} s (log {log})")
-    jobs = read_benchmarks(job_log(log.read_text()), out)
+    return code or report(out, args.questions)
+
+
+def report(out: Path, n_questions: int) -> int:
+    """Per-rule figures of the run in `out` (summed seconds, largest max_rss), disk, and the jobs above their memory;
+    1 when there is such a job."""
+    jobs = read_benchmarks(job_log((out / "snakemake.log").read_text()), out)
     jobs["wall_s"] = (jobs["end"] - jobs["start"]).dt.total_seconds()
-    table = jobs.groupby("rule").agg(jobs=("jobid", "size"), wall_s=("wall_s", "sum"), bench_s=("s", "sum"),
+    table = jobs.groupby("rule").agg(jobs=("jobid", "size"), wall_s=("wall_s", "sum"), cpu_s=("cpu_time", "sum"),
                                      max_rss_mb=("max_rss", "max"), mem_mb=("mem_mb", "max"),
                                      first=("start", "min"), last=("end", "max"))
     print(table.sort_values("first").drop(columns=["first", "last"]).to_markdown(floatfmt=".1f"))
+    jobs["stage"] = jobs["rule"].map(STAGES).fillna("evaluation+report")
+    stages = jobs.groupby("stage").agg(jobs=("jobid", "size"), start=("start", "min"), end=("end", "max"),
+                                       job_s=("wall_s", "sum"), cpu_s=("cpu_time", "sum"),
+                                       max_rss_mb=("max_rss", "max")).sort_values("start")
+    stages["span_s"] = (stages["end"] - stages["start"]).dt.total_seconds()
+    print(stages.drop(columns=["start", "end"]).to_markdown(floatfmt=".1f"))
+    print(f"workflow wall time, first job start to last job end: "
+          f"{(jobs['end'].max() - jobs['start'].min()).total_seconds():.0f} s")
     results = out / "results" / "million"
-    for part in ("corpus", "v1", "embeddings-cache"):
+    for part in ("corpus", "v1", "cache"):
         if (results / part).exists():
             print(f"disk {part}: {disk_mb(results / part):.0f} MB")
-    print(f"disk results total: {disk_mb(results):.0f} MB; data: {disk_mb(out / f'data-{args.questions}'):.0f} MB")
+    print(f"disk results total: {disk_mb(results):.0f} MB; data: {disk_mb(out / f'data-{n_questions}'):.0f} MB")
     over = oversized_jobs(jobs)
     print("jobs above mem_mb or 8 GB:", "none" if over.empty else over[["rule", "max_rss", "mem_mb"]].to_string())
     jobs.to_csv(out / "jobs.tsv", sep="\t", index=False)
-    return code or int(not over.empty)
+    return int(not over.empty)
 
 
 if __name__ == "__main__":
