@@ -11,6 +11,8 @@ rule load_corpus:
     conda:
         "../../environment.yml"
     threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 3),
     params:
         format=DATASET["format"],
         source=corpus_source(config),
@@ -30,6 +32,8 @@ rule chunk:
     conda:
         "../../environment.yml"
     threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 14),
     params:
         spec=lambda wildcards: dict(
             sorted(config["chunkers"][wildcards.chunker].items())

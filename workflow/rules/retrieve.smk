@@ -18,7 +18,7 @@ rule retrieve_bm25:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=mem_mb_for_inputs(2000, 2.5),
         runtime=60,
     params:
         depth=EVALUATION["depth"],
@@ -52,7 +52,7 @@ rule retrieve_dense:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=mem_mb_for_inputs(2000, 1.3),
         runtime=60,
     params:
         depth=EVALUATION["depth"],
@@ -87,6 +87,8 @@ rule ann_recall:
     conda:
         "../../environment.yml"
     threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 1.3),
     params:
         index=lambda wildcards: dict(
             sorted(vars(dense_index(wildcards.method)).items())
