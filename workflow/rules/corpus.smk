@@ -6,9 +6,13 @@ rule load_corpus:
         documents=f"{R}/corpus/documents.parquet",
     log:
         f"{LOGS}/load_corpus.log",
+    benchmark:
+        f"{R}/benchmarks/load_corpus.tsv"
     conda:
         "../../environment.yml"
     threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 3),
     params:
         format=DATASET["format"],
         source=corpus_source(config),
@@ -23,9 +27,13 @@ rule chunk:
         chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
     log:
         f"{LOGS}/chunk/{{chunker}}.log",
+    benchmark:
+        f"{R}/benchmarks/chunk/{{chunker}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 14),
     params:
         spec=lambda wildcards: dict(
             sorted(config["chunkers"][wildcards.chunker].items())

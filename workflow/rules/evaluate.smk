@@ -8,6 +8,8 @@ rule evaluate:
         grades=f"{R}/{{qset}}/grades/{{method}}.parquet",
     log:
         f"{LOGS}/evaluate/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/evaluate/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(METHODS),
     conda:
@@ -34,6 +36,8 @@ rule aggregate:
         tiers=f"{R}/{{qset}}/tiers.parquet",
     log:
         f"{LOGS}/aggregate/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/aggregate/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -58,6 +62,8 @@ rule export_trec:
         docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
     log:
         f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/export_trec/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_at_grain("chunk")),
     conda:
@@ -75,6 +81,8 @@ rule export_trec_documents:
         docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
     log:
         f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/export_trec_documents/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(set(METHODS) - set(methods_at_grain("chunk"))),
     conda:
@@ -93,6 +101,8 @@ rule leaks:
         leaks=f"{R}/{{qset}}/leaks/{{method}}.parquet",
     log:
         f"{LOGS}/leaks/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/leaks/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(METHODS),
     conda:
@@ -111,6 +121,8 @@ rule leak_summary:
         summary=f"{R}/{{qset}}/leaks.parquet",
     log:
         f"{LOGS}/leak_summary/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/leak_summary/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1

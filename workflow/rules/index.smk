@@ -13,7 +13,7 @@ rule bm25_index:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=mem_mb_for_inputs(2000, 28),
         runtime=60,
     params:
         spec=lambda wildcards: index_keys(METHOD_SPECS[wildcards.method]),
@@ -41,7 +41,7 @@ rule embed_corpus:
         "../../environment.yml"
     threads: 2
     resources:
-        mem_mb=4000,
+        mem_mb=mem_mb_for_inputs(4000, 9),
         runtime=120,
     params:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
@@ -70,7 +70,7 @@ rule merge_embeddings:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=4000,
+        mem_mb=mem_mb_for_inputs(4000, 2),
         runtime=30,
     params:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
@@ -92,7 +92,7 @@ rule faiss_index:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=mem_mb_for_inputs(2000, 2.2),
         runtime=60,
     params:
         spec=lambda wildcards: FAISS_BUILDS[wildcards.index],

@@ -13,6 +13,8 @@ rule prepare_questions:
         manifest=f"{R}/{{qset}}/qset.json",
     log:
         f"{LOGS}/prepare_questions/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/prepare_questions/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -38,6 +40,8 @@ rule validate_labels:
         validation=f"{R}/{{qset}}/validation.md",
     log:
         f"{LOGS}/validate_labels/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/validate_labels/{{qset}}.tsv"
     # Ready with the first embedding jobs (both wait for the chunks): a label error must stop the run before them.
     priority: 100
     conda:
@@ -83,6 +87,8 @@ rule qrels:
         unmapped=f"{R}/{{qset}}/qrels/{{chunker}}.unmapped.parquet",
     log:
         f"{LOGS}/qrels/{{qset}}/{{chunker}}.log",
+    benchmark:
+        f"{R}/benchmarks/qrels/{{qset}}/{{chunker}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -100,6 +106,8 @@ rule prepare_rewrites:
         queries=f"{R}/{{qset}}/rewrites/{{rewrite}}.parquet",
     log:
         f"{LOGS}/prepare_rewrites/{{qset}}/{{rewrite}}.log",
+    benchmark:
+        f"{R}/benchmarks/prepare_rewrites/{{qset}}/{{rewrite}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1

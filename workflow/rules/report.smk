@@ -49,6 +49,8 @@ rule comparison_table:
         effective_config=f"{R}/{{qset}}/effective-config.yaml",
     log:
         f"{LOGS}/comparison_table/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/comparison_table/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -79,6 +81,8 @@ rule plots:
         **figure_outputs(),
     log:
         f"{LOGS}/plots/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/plots/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -110,6 +114,8 @@ rule failures:
         stages=f"{R}/{{qset}}/stages.parquet",
     log:
         f"{LOGS}/failures/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/failures/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -147,6 +153,8 @@ rule calibration:
         thresholds=f"{R}/{{qset}}/calibration/thresholds.parquet",
     log:
         f"{LOGS}/calibration/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/calibration/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -178,6 +186,8 @@ rule qset_diff:
         changes=f"{R}/diffs/{{a}}-vs-{{b}}.changes.parquet",
     log:
         f"{LOGS}/qset_diff/{{a}}-vs-{{b}}.log",
+    benchmark:
+        f"{R}/benchmarks/qset_diff/{{a}}-vs-{{b}}.tsv"
     wildcard_constraints:
         a=choice(QSETS),
         b=choice(QSETS),
@@ -202,6 +212,8 @@ rule history:
         svg=f"{R}/history.svg",
     log:
         f"{LOGS}/history.log",
+    benchmark:
+        f"{R}/benchmarks/history.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -237,6 +249,8 @@ rule explorer:
         ),
     log:
         f"{LOGS}/explorer/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/explorer/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -270,6 +284,8 @@ rule budget:
         budget=f"{R}/{{qset}}/budget.parquet",
     log:
         f"{LOGS}/budget/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/budget/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -302,6 +318,8 @@ rule robustness:
         corrected=f"{R}/{{qset}}/judge-corrected.parquet",
     log:
         f"{LOGS}/robustness/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/robustness/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1

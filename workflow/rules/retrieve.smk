@@ -18,7 +18,7 @@ rule retrieve_bm25:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=mem_mb_for_inputs(2000, 2.5),
         runtime=60,
     params:
         depth=EVALUATION["depth"],
@@ -56,7 +56,7 @@ rule retrieve_dense:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=mem_mb_for_inputs(2000, 1.3),
         runtime=60,
     params:
         depth=EVALUATION["depth"],
@@ -117,11 +117,15 @@ rule ann_recall:
         table=f"{R}/{{qset}}/ann-recall/{{method}}.md",
     log:
         f"{LOGS}/ann_recall/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/ann_recall/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(approximate_methods()),
     conda:
         "../../environment.yml"
     threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 1.3),
     params:
         index=lambda wildcards: dict(
             sorted(vars(dense_index(wildcards.method)).items())
@@ -195,6 +199,8 @@ rule import_run:
         run=run_path("{method}"),
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("import_run")),
     conda:

