@@ -44,6 +44,8 @@ def test_static_prefixes_and_empty(static_model: Path) -> None:
     assert encoder.encode_passages([]).shape == (0, 16)
 
 
-def test_static_model_must_be_local() -> None:
-    with pytest.raises(ValueError, match="never downloads"):
+def test_a_static_hub_model_missing_from_the_cache_says_how_to_download_it(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache: loading never downloads
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    with pytest.raises(ValueError, match=r"not in the Hugging Face cache.*hf download minishlab/potion-base-8M"):
         load_encoder(EncoderSpec(kind="static", model="minishlab/potion-base-8M"))

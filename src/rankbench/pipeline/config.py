@@ -282,9 +282,6 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
     for name, spec in config.get("encoders", {}).items():
         _check_api_encoder(name, spec, source)
         model = spec.get("model", "")
-        if spec["kind"] == "static" and not Path(model).is_dir():
-            raise InputError(source, f"encoders.{name}.model", f"{model!r} is not an existing folder",
-                             "Give the folder of a model2vec static model (StaticModel.save_pretrained).")
         if spec["kind"] == SPARSE_ENCODER_KIND and not Path(model).is_dir() and not is_hub_id(model):
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither an existing folder nor a hub id",
                              "Give the folder of a sentence-transformers SparseEncoder model, or its hub id "

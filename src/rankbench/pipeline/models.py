@@ -25,8 +25,8 @@ from rankbench.retrieval.hub import (
 from rankbench.retrieval.registry import SPARSE_ENCODER_KIND, method_inputs
 
 DEFAULT_MODEL = next(iter(PACKAGED_MODELS))  # EncoderSpec's default model
-# Encoder kinds whose model may be a hub id (with a revision): dense sentence-transformers and sparse (SPLADE).
-HUB_KINDS = ("sentence-transformers", SPARSE_ENCODER_KIND)
+# Encoder kinds whose model may be a hub id (with a revision): sentence-transformers, static (model2vec), sparse.
+HUB_KINDS = ("sentence-transformers", "static", SPARSE_ENCODER_KIND)
 LOG = logging.getLogger(__name__)  # not the root logger: configuring that would echo Snakemake's own messages
 
 

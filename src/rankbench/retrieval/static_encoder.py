@@ -12,15 +12,16 @@ from rankbench.retrieval.encoders import EncoderSpec, resolve_model_path, unit_v
 
 
 class StaticEncoder:
-    """A model2vec StaticModel loaded from a local folder. A text's vector is the mean of its tokens' vectors and
-    never depends on the batch, so queries are encoded together too."""
+    """A model2vec StaticModel loaded from a local folder or a hub id's cached snapshot (never downloaded). A text's
+    vector is the mean of its tokens' vectors and never depends on the batch, so queries are encoded together too."""
 
     def __init__(self, spec: EncoderSpec) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from model2vec import StaticModel
 
         self.spec = spec
-        self.model = StaticModel.from_pretrained(resolve_model_path(spec.model), force_download=False)
+        self.model = StaticModel.from_pretrained(resolve_model_path(spec.model, spec.revision),
+                                                force_download=False)
 
     def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if not texts:
