@@ -19,7 +19,7 @@ import pandas as pd
 import yaml
 
 from rankbench.errors import InputError
-from rankbench.io.qrels import check_grades, check_qrels
+from rankbench.io.qrels import check_grades, check_qrels, judged_qids
 
 # The JSON schemas of corpus and question-set records, shipped with the package (a pip-installed library loads
 # native data without the workflow folder).
@@ -252,11 +252,8 @@ def load_beir_questions(queries_path: Path, qrels_path: Path) -> tuple[pd.DataFr
         texts[qid] = text
         lines[qid] = number
     labels = read_qrels_tsv(qrels_path)
-    missing = sorted(set(labels["qid"]) - texts.keys())
-    if missing:
-        raise InputError(qrels_path, f"query-id {missing[0]!r}", f"judges {len(missing)} query id(s) absent from "
-                         f"{queries_path.name}", "Use the queries file of the same BEIR dataset.")
-    qids = list(dict.fromkeys(labels["qid"]))
+    qids = judged_qids(labels, texts.keys(), qrels_path, queries_path, "query-id",
+                       "Use the queries file of the same BEIR dataset.")
     for qid in qids:
         _check_question_text(texts[qid], queries_path, f"line {lines[qid]} (_id {qid!r})")
     questions = pd.DataFrame({"qid": qids, "question": [texts[qid] for qid in qids], "kind": BEIR_KIND,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +87,15 @@ def check_qrels(qrels: pd.DataFrame, path: str | Path | None, where: Sequence[st
                          f"than once ({qrels['grade'][first]} and {qrels['grade'][second]})",
                          f"Keep one grade per {question} and {item}.")
     return distinct.reset_index(drop=True)
+
+
+def judged_qids(qrels: pd.DataFrame, known: Collection[str], qrels_path: Path | str, questions_path: Path | str,
+                noun: str, fix: str) -> list[str]:
+    """The qids the qrels judge, in first-judged order (the questions a version scores, as trec_eval does); a judged
+    qid the questions file lacks is an error naming the first one (`noun`: `query id`, `topic`)."""
+    missing = sorted(set(qrels["qid"]) - set(known))
+    if missing:
+        raise InputError(qrels_path, f"{noun} {missing[0]!r}", f"judges {len(missing)} {noun}(s) absent from "
+                         f"{Path(questions_path).name}", fix)
+    return list(dict.fromkeys(qrels["qid"]))
+

@@ -18,6 +18,7 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.io.loaders import DOCUMENT_COLUMNS, QUESTION_COLUMNS, check_id
+from rankbench.io.qrels import judged_qids
 from rankbench.io.trec import read_qrels
 
 KIND = "trec"
@@ -186,11 +187,8 @@ def load_trec_questions(topics_path: Path, qrels_path: Path, field: str = "title
     """Questions of TREC topics (those the qrels judge, as trec_eval scores them) and their labels, grades checked."""
     topics = load_topics(topics_path, field)
     qrels = read_qrels(qrels_path)
-    missing = sorted(set(qrels["qid"]) - topics.keys())
-    if missing:
-        raise InputError(qrels_path, f"topic {missing[0]!r}", f"judges {len(missing)} topic(s) absent from "
-                         f"{Path(topics_path).name}", "Use the topics file of the same collection.")
-    qids = list(dict.fromkeys(qrels["qid"]))
+    qids = judged_qids(qrels, topics.keys(), qrels_path, topics_path, "topic",
+                       "Use the topics file of the same collection.")
     questions = pd.DataFrame({"qid": qids, "question": [topics[qid][0] for qid in qids], "kind": KIND,
                               "audience": "public", "as_of": None}, columns=QUESTION_COLUMNS)
     labels = qrels.rename(columns={"item_id": "doc_id"}).assign(section=None)[["qid", "doc_id", "section", "grade"]]
