@@ -187,11 +187,12 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, where, f"has {len(weights)} weights for {len(method_inputs(spec))} inputs",
                              "Give one weight per input, in the order of `inputs`.")
         _check_keys_apply(spec, where, source)
-        missing = [f"`{key}`" for key, default in METHOD_TYPES[kind].keys.items()
-                   if default is REQUIRED and not spec.get(key)]
+        required = [f"`{key}`" for key, default in METHOD_TYPES[kind].keys.items() if default is REQUIRED]
+        missing = [key for key in required if not spec.get(key.strip("`"))]
         if missing:
-            raise InputError(source, where, f"is a {kind} method without {' and '.join(missing)}",
-                             f"Set {' and '.join(missing)} (see config/README.md, `methods`).")
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise InputError(source, where, f"is {article} {kind} method without {' and '.join(missing)}",
+                             f"A {kind} method needs {' and '.join(required)} (see config/README.md, `methods`).")
         for encoder in method_encoders(spec):
             if encoder not in encoders:
                 raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",

@@ -82,8 +82,10 @@ def method_type(spec: Mapping[str, Any]) -> MethodType:
 
 
 def method_inputs(spec: Mapping[str, Any]) -> list[str]:
-    """Names of the runs a method consumes (fusion: `inputs`; rerank: `input`; first stages: none)."""
-    key = method_type(spec).inputs_key
+    """Names of the runs a method consumes (fusion: `inputs`; rerank: `input`; first stages and types the start
+    checks will refuse: none)."""
+    kind = METHOD_TYPES.get(spec.get("type", ""))
+    key = kind.inputs_key if kind else None
     if key is None:
         return []
     value = spec.get(key, [])
