@@ -255,6 +255,31 @@ def test_numba_backend_equals_numpy(variant):
     assert np.array_equal(expected[0], got[0]) and np.array_equal(expected[1], got[1])
 
 
+@numba_installed
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_numba_pruning_keeps_every_result(variant):
+    """The numba backend skips documents that cannot reach the top k (MaxScore, a floor from the strongest terms,
+    the exhaustive sum for common terms): on a Zipf corpus with rare and ubiquitous words, and a word in every
+    passage (IDF 0 under robertson: every match scores 0), it still returns the numpy backend's lists bit for bit."""
+    rng = np.random.default_rng(3)
+    words = np.array([f"w{i}" for i in range(400)])
+    p = 1 / np.arange(1, 401) ** 1.1
+    passages = [" ".join(["everywhere", *rng.choice(words, size=rng.integers(5, 30), p=p / p.sum())])
+                for _ in range(4000)]
+    queries = [" ".join(rng.choice(words, size=rng.integers(1, 6), p=p / p.sum())) for _ in range(300)]
+    queries += [" ".join(rng.choice(words[200:], size=2)) + " w0 w1" for _ in range(50)]
+    queries += ["everywhere", "everywhere w0", "everywhere w399"]
+    analyzer = Analyzer(stopwords=False, stemming=False)
+    index = build_index(passages, analyzer, BM25Params(variant=variant))
+    for k in (1, 10, 100):
+        expected = search(index, analyzer, queries, k)
+        got = search(index, analyzer, queries, k, backend="numba")
+        assert np.array_equal(expected[0], got[0]) and np.array_equal(expected[1], got[1])
+        assert (expected[0][:, -1] >= 0).mean() > 0.9  # full lists: the cut at the k-th place is exercised
+    if variant == "robertson":
+        assert np.all(search(index, analyzer, ["everywhere"], 5)[1] == 0.0)  # the IDF-0 case is really there
+
+
 def test_unknown_backend_is_refused():
     index = build_index(ENGLISH, EN, BM25Params())
     with pytest.raises(ValueError, match="unknown BM25 backend 'jax'; accepted: numpy, numba"):

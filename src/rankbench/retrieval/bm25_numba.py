@@ -1,8 +1,13 @@
-"""The numba backend of rankbench.retrieval.bm25's search: the numpy backend's arithmetic and order, compiled.
+"""The numba backend of rankbench.retrieval.bm25's search: the numpy backend's results, bit for bit, found faster.
 
-Same results bit for bit: each document's score is summed in float64 in the same order (query terms in order,
-each term's postings), the bm25l/bm25+ baseline is added last, and the top k is the unique one under (score
-desc, position asc), so the selection method cannot change it. The kernels are compiled with cache=True: numba
+Every score returned is summed as the numpy backend sums it (float64, query terms in query order, from 0.0, the
+bm25l/bm25+ baseline last), and the top k is the unique one under (score desc, position asc). What differs is
+which documents get scored. Per query: each term's upper bound (its largest posting times its weight); a floor,
+the k-th best partial score among the strongest terms' first postings; then either MaxScore, document at a time,
+which never visits documents that only weak terms match once the k-th score is above what those terms can add,
+or, when the terms that can still reach the floor hold most postings, the plain sum of every posting. Pruning
+decisions carry a rounding margin, so no document that could enter is skipped (tests compare with numpy on tied
+and IDF-0 corpora; benchmarks/bench_bm25.py on 100k passages). The kernels are compiled with cache=True: numba
 keeps them in NUMBA_CACHE_DIR (the workflow sets it to results/<dataset>/cache/numba), so only the first process
 pays the compile. Imported only when the numba backend is chosen (importing numba costs a second).
 """
@@ -11,6 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+# MaxScore visits a document for ~10x the cost of adding one posting: above 1/EXHAUSTIVE_RATIO of the postings
+# left to visit, a query adds up all of them instead.
+EXHAUSTIVE_RATIO = 8
 
 
 @njit(cache=True, nogil=True)
@@ -50,52 +59,271 @@ def _sift_up(heap_scores: np.ndarray, heap_docs: np.ndarray, pos: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _search_all(data, indices, indptr, n_docs, query_ptr, term_ids, weights, baselines, masks, groups,
-                positions, scores):
-    """Fill positions/scores ([n_queries, k], pre-filled with -1 / 0.0) with each query's top k matches."""
-    width = positions.shape[1]
-    totals = np.zeros(n_docs, dtype=np.float64)
-    matched = np.zeros(n_docs, dtype=np.bool_)
-    touched = np.empty(n_docs, dtype=np.int64)
-    heap_scores = np.empty(width, dtype=np.float64)
-    heap_docs = np.empty(width, dtype=np.int64)
-    for row in range(len(query_ptr) - 1):
-        first, last = query_ptr[row], query_ptr[row + 1]
-        if first == last:
-            continue
-        n_postings = 0
-        for q in range(first, last):
-            n_postings += indptr[term_ids[q] + 1] - indptr[term_ids[q]]
-        # Many postings: scan every document in order afterwards; few: list the matched ones as they come.
-        dense = n_postings * 8 > n_docs
-        n_touched = 0
-        for q in range(first, last):
-            term, weight = term_ids[q], weights[q]
-            for j in range(indptr[term], indptr[term + 1]):
+def _push(heap_scores: np.ndarray, heap_docs: np.ndarray, size: int, score: float, doc: int) -> int:
+    """Offer (score, doc) to the min-heap of the best len(heap_scores); return the new size."""
+    if size < len(heap_scores):
+        heap_scores[size], heap_docs[size] = score, doc
+        _sift_up(heap_scores, heap_docs, size)
+        return size + 1
+    if _worse(heap_scores[0], heap_docs[0], score, doc):
+        heap_scores[0], heap_docs[0] = score, doc
+        _sift_down(heap_scores, heap_docs, size)
+    return size
+
+
+@njit(cache=True, nogil=True)
+def _seek(indices: np.ndarray, at: int, end: int, doc: int) -> int:
+    """First posting at or after `at` whose document is >= doc (postings are sorted by document): galloping, then
+    binary search, so skipping far ahead in a long list costs a logarithm, not a scan."""
+    step = 1
+    low = at
+    while at < end and indices[at] < doc:
+        low = at + 1
+        at += step
+        step *= 2
+    high = min(at, end)
+    while low < high:
+        middle = (low + high) // 2
+        if indices[middle] < doc:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+@njit(cache=True, nogil=True)
+def _upper_bound(data: np.ndarray, first: int, last: int, weight: float) -> float:
+    """The most one term can add to a document's score: its largest weighted posting, or 0 (an absent term adds 0)."""
+    best = 0.0
+    for j in range(first, last):
+        best = max(best, np.float64(data[j]) * weight)
+    return best
+
+
+@njit(cache=True, nogil=True)
+def _score_floor(data, indices, start, end, n, weights, order, width, mask, sums, candidates) -> float:
+    """A score the k-th best is sure to reach: the k-th best among up to 16k real documents (the postings of the
+    strongest terms first) of their score over those postings alone, a lower bound of the full score when no
+    weight is negative (else -inf). Priming the threshold with it lets the search skip weak terms from its first
+    document on, instead of after the first k documents. sums (-0.0 per document: not seen yet) is scratch space,
+    left as found."""
+    for i in range(n):
+        if weights[order[i]] < 0:
+            return -np.inf
+    count, budget = 0, min(len(candidates), 16 * width)
+    for i in range(n - 1, -1, -1):
+        weight = weights[order[i]]
+        for j in range(start[i], min(end[i], start[i] + budget - count)):
+            doc = indices[j]
+            if sums[doc] == 0.0 and np.signbit(sums[doc]):
+                candidates[count] = doc
+                count += 1
+            sums[doc] += np.float64(data[j]) * weight + 0.0  # -0.0 + (x + 0.0) is never -0.0: seen
+        if count == budget:
+            break
+    partial = np.empty(count)
+    for c in range(count):
+        doc = candidates[c]
+        partial[c] = sums[doc] if len(mask) == 0 or mask[doc] else -np.inf
+        sums[doc] = -0.0
+    if count < width:
+        return -np.inf
+    return np.partition(partial, count - width)[count - width]
+
+
+@njit(cache=True, nogil=True)
+def _exhaustive(data, indices, n_docs, start, end, order, n, weights, baseline, with_baseline, mask, floor,
+                totals, matched, touched, heap_scores, heap_docs) -> int:
+    """Every posting of every term added up, term by term in query order; the heap gets the documents at or above
+    the floor. For queries whose strong terms are common: one pass over their postings beats visiting each document.
+    totals (-0.0 per document: "no posting yet", as +0.0 + x == -0.0 + (x + 0.0) bit for bit), matched (False per
+    document) and touched are scratch space, left as found. Returns the heap size."""
+    n_postings = 0
+    for i in range(n):
+        n_postings += end[i] - start[i]
+    # Many postings: scan every document afterwards; few: list the matched ones as they come.
+    dense = n_postings * 8 > n_docs
+    n_touched = 0
+    for slot in range(n):
+        i = 0
+        while order[i] != slot:
+            i += 1
+        weight = weights[slot]
+        if dense:
+            for j in range(start[i], end[i]):
+                totals[indices[j]] += np.float64(data[j]) * weight + 0.0
+        else:
+            for j in range(start[i], end[i]):
                 doc = indices[j]
-                if not dense and not matched[doc]:
+                if not matched[doc]:
+                    matched[doc] = True
                     touched[n_touched] = doc
                     n_touched += 1
-                matched[doc] = True
-                totals[doc] += np.float64(data[j]) * weight
-        size = 0
+                totals[doc] += np.float64(data[j]) * weight + 0.0
+    size, cut = 0, floor
+    if dense:
+        for doc in range(n_docs):
+            # In position order, a document equal to the k-th cannot enter (adding a 0.0 baseline changes nothing).
+            if totals[doc] + baseline > cut or (size < len(heap_scores) and totals[doc] + baseline == cut):
+                size, cut = _offer(totals[doc], doc, baseline, with_baseline, mask, floor, cut, size, heap_scores,
+                                   heap_docs)
+        totals[:] = -0.0
+        return size
+    for t in range(n_touched):
+        doc = touched[t]
+        size, cut = _offer(totals[doc], doc, baseline, with_baseline, mask, floor, cut, size, heap_scores, heap_docs)
+        totals[doc] = -0.0
+        matched[doc] = False
+    return size
+
+
+@njit(cache=True, nogil=True)
+def _offer(total, doc, baseline, with_baseline, mask, floor, cut, size, heap_scores, heap_docs):
+    """Offer a summed document (not if it has no posting: total -0.0) to the heap when it reaches the cut; return
+    the new size and cut."""
+    score = total + baseline if with_baseline else total
+    if score >= cut and not (total == 0.0 and np.signbit(total)) and (len(mask) == 0 or mask[doc]):
+        size = _push(heap_scores, heap_docs, size, score, doc)
+        if size == len(heap_scores):
+            cut = max(floor, heap_scores[0])
+    return size, cut
+
+
+@njit(cache=True, nogil=True)
+def _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, weights, baseline, with_baseline, mask,
+              floor, margin, contribution, present, heap_scores, heap_docs) -> int:
+    """MaxScore (Turtle and Flood 1995), document at a time over postings sorted by document: once the k-th best
+    score (or the floor) is above what the weakest terms can add together, documents found only in those terms are
+    never visited, and a visited document stops being looked up when it cannot reach the k-th score. A document that
+    may enter is scored as the numpy backend scores it. contribution/present are per-slot scratch. Returns the heap
+    size."""
+    width = len(heap_scores)
+    size, threshold, essential = 0, -np.inf, 0
+    while essential < n and reach[essential] + baseline + margin < floor:
+        essential += 1
+    while True:
+        if essential == n - 1:
+            # One list left to visit: skip its postings that cannot reach the cut without visiting them.
+            last, weight = n - 1, weights[order[n - 1]]
+            rest = baseline + (reach[n - 2] if n > 1 else 0.0) + margin
+            while cursor[last] < end[last]:
+                ceiling = np.float64(data[cursor[last]]) * weight + rest
+                if ceiling > threshold and ceiling >= floor:
+                    break
+                cursor[last] += 1
+        doc = n_docs
+        for i in range(essential, n):
+            if cursor[i] < end[i] and indices[cursor[i]] < doc:
+                doc = indices[cursor[i]]
+        if doc == n_docs:
+            return size
+        partial = 0.0
+        for i in range(essential, n):
+            if cursor[i] < end[i] and indices[cursor[i]] == doc:
+                slot = order[i]
+                contribution[slot] = np.float64(data[cursor[i]]) * weights[slot]
+                present[slot] = True
+                partial += contribution[slot]
+                cursor[i] += 1
+        # Documents come in position order, so a newcomer enters only above the k-th score, never on a tie.
+        ceiling = partial + baseline + (reach[essential - 1] if essential else 0.0)
+        may_enter = len(mask) == 0 or mask[doc]
+        i = essential - 1
+        while may_enter and i >= 0:
+            if ceiling + margin <= threshold or ceiling + margin < floor:
+                may_enter = False
+                break
+            cursor[i] = _seek(indices, cursor[i], end[i], doc)
+            ceiling -= bounds[i]
+            if cursor[i] < end[i] and indices[cursor[i]] == doc:
+                slot = order[i]
+                contribution[slot] = np.float64(data[cursor[i]]) * weights[slot]
+                present[slot] = True
+                ceiling += contribution[slot]
+                cursor[i] += 1
+            i -= 1
+        score = 0.0
+        for slot in range(n):  # the numpy backend's sum: query order, from 0.0, then the baseline
+            if present[slot]:
+                score += contribution[slot]
+                present[slot] = False
+        if may_enter and ceiling + margin > threshold and ceiling + margin >= floor:
+            size = _push(heap_scores, heap_docs, size, score + baseline if with_baseline else score, doc)
+            if size == width:
+                threshold = heap_scores[0]
+                while essential < n and (reach[essential] + baseline + margin <= threshold
+                                         or reach[essential] + baseline + margin < floor):
+                    essential += 1
+
+
+@njit(cache=True, nogil=True)
+def _search_all(data, indices, indptr, n_docs, query_ptr, term_ids, weights, baselines, masks, groups,
+                positions, scores):
+    """Fill positions/scores ([n_queries, k], pre-filled with -1 / 0.0) with each query's top k matches.
+
+    Per query: its terms sorted by upper bound, a floor from the strongest terms' documents, then MaxScore when the
+    terms that can still reach the floor have few postings, else the exhaustive sum. Both are exact: bounds carry a
+    margin for rounding, and the scores kept are summed as the numpy backend sums them.
+    """
+    width = positions.shape[1]
+    longest = 0
+    for row in range(len(query_ptr) - 1):
+        longest = max(longest, query_ptr[row + 1] - query_ptr[row])
+    term_bounds = np.full(len(indptr) - 1, np.nan)  # per term, for weight 1; filled as terms are met
+    order = np.empty(longest, dtype=np.int64)       # query slots by upper bound, ascending
+    bounds = np.empty(longest)                       # upper bound of each slot, in that order
+    reach = np.empty(longest)                        # reach[i]: bounds[0] + ... + bounds[i]
+    cursor = np.empty(longest, dtype=np.int64)
+    end = np.empty(longest, dtype=np.int64)
+    contribution = np.zeros(longest)                 # per query slot, in query order
+    present = np.zeros(longest, dtype=np.bool_)
+    heap_scores = np.empty(width, dtype=np.float64)
+    heap_docs = np.empty(width, dtype=np.int64)
+    totals = np.full(n_docs, -0.0)
+    sums = np.full(n_docs, -0.0)
+    matched = np.zeros(n_docs, dtype=np.bool_)
+    touched = np.empty(n_docs, dtype=np.int64)
+    candidates = np.empty(min(n_docs, 16 * width), dtype=np.int64)
+    for row in range(len(query_ptr) - 1):
+        first, n = query_ptr[row], query_ptr[row + 1] - query_ptr[row]
+        if n == 0:
+            continue
+        query_weights = weights[first:first + n]
+        baseline = baselines[row] if len(baselines) else 0.0
+        magnitude = abs(baseline)
+        for slot in range(n):
+            term, weight = term_ids[first + slot], query_weights[slot]
+            if np.isnan(term_bounds[term]):
+                term_bounds[term] = _upper_bound(data, indptr[term], indptr[term + 1], 1.0)
+            # Postings are >= 0 (search_all checks): a term adds at most weight x its largest, or nothing.
+            bound = max(weight * term_bounds[term], 0.0)
+            magnitude += abs(weight) * term_bounds[term]
+            place = slot  # insertion sort: a handful of terms
+            while place > 0 and bounds[place - 1] > bound:
+                bounds[place], order[place] = bounds[place - 1], order[place - 1]
+                place -= 1
+            bounds[place], order[place] = bound, slot
+        total, essential_postings, all_postings = 0.0, 0, 0
+        for i in range(n):
+            total += bounds[i]
+            reach[i] = total
+            cursor[i], end[i] = indptr[term_ids[first + order[i]]], indptr[term_ids[first + order[i]] + 1]
+        # Rounding margin: sums of the same terms in another order differ by far less than this.
+        margin = 1e-9 * (magnitude + total)
         mask = masks[groups[row]]
-        for t in range(n_docs if dense else n_touched):
-            doc = t if dense else touched[t]
-            if not matched[doc]:
-                continue
-            score = totals[doc] + baselines[row] if len(baselines) else totals[doc]
-            totals[doc] = 0.0
-            matched[doc] = False
-            if masks.shape[1] > 0 and not mask[doc]:
-                continue
-            if size < width:
-                heap_scores[size], heap_docs[size] = score, doc
-                _sift_up(heap_scores, heap_docs, size)
-                size += 1
-            elif _worse(heap_scores[0], heap_docs[0], score, doc):
-                heap_scores[0], heap_docs[0] = score, doc
-                _sift_down(heap_scores, heap_docs, size)
+        floor = _score_floor(data, indices, cursor, end, n, query_weights, order, width, mask, sums,
+                             candidates) + baseline - margin
+        for i in range(n):
+            all_postings += end[i] - cursor[i]
+            if reach[i] + baseline + margin >= floor:
+                essential_postings += end[i] - cursor[i]
+        with_baseline = len(baselines) > 0
+        if essential_postings * EXHAUSTIVE_RATIO > all_postings:
+            size = _exhaustive(data, indices, n_docs, cursor, end, order, n, query_weights, baseline, with_baseline,
+                               mask, floor, totals, matched, touched, heap_scores, heap_docs)
+        else:
+            size = _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, query_weights, baseline,
+                             with_baseline, mask, floor, margin, contribution, present, heap_scores, heap_docs)
         # Pop the worst first: the heap empties from the back of the row to the front.
         for slot in range(size - 1, -1, -1):
             positions[row, slot], scores[row, slot] = heap_docs[0], heap_scores[0]
@@ -112,9 +340,12 @@ def search_all(scores: dict, query_ptr: np.ndarray, term_ids: np.ndarray, weight
     masks is [n_groups, n_docs] (or [1, 0]: every document allowed); groups gives each query's mask row;
     baselines the bm25l/bm25+ per-query baseline (empty for the other variants).
     """
+    data = np.asarray(scores["data"])
+    if data.min(initial=0) < 0:  # the bounds and the floor take every posting's score to be >= 0, as bm25s stores them
+        raise ValueError("the BM25 index holds negative scores, which the numba backend cannot prune; use numpy")
     n_queries = len(query_ptr) - 1
     positions = np.full((n_queries, width), -1, dtype=np.int64)
     out_scores = np.zeros((n_queries, width), dtype=np.float64)
-    _search_all(np.asarray(scores["data"]), np.asarray(scores["indices"]), np.asarray(scores["indptr"]),
+    _search_all(data, np.asarray(scores["indices"]), np.asarray(scores["indptr"]),
                 int(scores["num_docs"]), query_ptr, term_ids, weights, baselines, masks, groups, positions, out_scores)
     return positions, out_scores
