@@ -14,6 +14,7 @@ from rankbench.analysis.robustness import (
     robustness_page,
     shift_grades,
     unjudged_as_relevant,
+    verdicts,
 )
 from rankbench.evaluation.ppi import ppi_mean
 
@@ -180,3 +181,16 @@ def test_a_judge_that_finds_nothing_relevant_scores_zero_instead_of_failing():
                                         [("ndcg", 10), ("hit", 1)], "base", 0.05, 1, "linear", 0)
     assert (corrected.loc[corrected["estimator"] == "judge", "estimate"] == 0).all()
     assert len(survival) == 2 and (survival["level"] > 0).all()
+
+
+def test_verdicts_of_many_tables_at_once_equal_each_table_alone():
+    """Batched randomization tests (tables of 30 and 25 questions, with and without the baseline) give the same
+    rankings and marks as one table at a time."""
+    rng = np.random.default_rng(3)
+    tables = [pd.DataFrame(rng.random((n, 3)) + np.array(shift), columns=["base", "strong", "weak"])
+              for n, shift in ((30, (0, 0.3, -0.2)), (25, (0, 0.05, 0)), (30, (0, -0.4, 0.01)))]
+    tables.append(tables[1][["strong", "weak"]])
+    alone = [verdicts([table], "base", 0.05, 0)[0] for table in tables]
+    assert verdicts(tables, "base", 0.05, 0) == alone
+    assert alone[0] == (["strong", "base", "weak"], {"strong": 1, "weak": -1})
+    assert alone[3][1] == {}
