@@ -10,6 +10,7 @@ from rankbench.analysis.robustness import (
     drop_labels,
     headline_findings,
     judge_effects,
+    pool,
     robustness,
     robustness_page,
     shift_grades,
@@ -64,7 +65,7 @@ def test_optimistic_bound_matches_pytrec_eval_on_the_completed_qrels():
                            "linear", seed=0, repetitions=2)
     documents = qrels[qrels["grain"] == "document"][["qid", "item_id", "grade"]]
     runs_doc = {m: r.assign(item_id=r["doc_id"]) for m, r in runs.items()}
-    completed = unjudged_as_relevant(documents, runs_doc, 10, 1)
+    completed = unjudged_as_relevant(documents, pool(runs_doc, 10), 1)
     assert len(completed) > len(documents)
     truth = {q: {d: int(g) for d, g in zip(rows["item_id"], rows["grade"])} for q, rows in completed.groupby("qid")}
     evaluator = pytrec_eval.RelevanceEvaluator(truth, {"ndcg_cut.10"})

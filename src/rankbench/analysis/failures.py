@@ -112,7 +112,7 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
 def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]], titles: Mapping[str, str],
               k: int) -> pd.DataFrame:
     """For every method and question, the top `k` chunk ids of each stage (its inputs, recursively, then itself)."""
-    frames = []
+    frames, tops = [], {}  # each run's top k with titles, once however many methods it is a stage of
     for method in sorted(runs):
         stages: list[str] = []
         queue = [method]
@@ -122,8 +122,10 @@ def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str,
                 stages.insert(0, name)
                 queue += method_inputs(specs[name])
         for stage in stages:
-            top = runs[stage][runs[stage]["rank"] <= k]
-            frames.append(top.assign(method=method, stage=stage, title=top["doc_id"].map(titles)))
+            if stage not in tops:
+                top = runs[stage][runs[stage]["rank"] <= k]
+                tops[stage] = top.assign(title=top["doc_id"].map(titles))
+            frames.append(tops[stage].assign(method=method, stage=stage))
     log = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=STAGE_COLUMNS)
     return log[STAGE_COLUMNS].sort_values(["qid", "method", "stage", "rank"], kind="stable", ignore_index=True)
 

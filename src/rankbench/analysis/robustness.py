@@ -49,11 +49,14 @@ def shift_grades(qrels: pd.DataFrame, probability: float, rng: np.random.Generat
     return qrels.assign(grade=grades)
 
 
-def unjudged_as_relevant(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], pool_depth: int,
-                         relevance_threshold: int) -> pd.DataFrame:
-    """The optimistic qrels: every unjudged item in the top `pool_depth` of any run graded just relevant."""
-    top = pd.concat([run.loc[run["rank"] <= pool_depth, ["qid", "item_id"]] for run in runs.values()])
-    top = top.drop_duplicates().merge(qrels[["qid", "item_id"]], how="left", indicator=True)
+def pool(runs: Mapping[str, pd.DataFrame], depth: int) -> pd.DataFrame:
+    """The distinct (qid, item_id) in the top `depth` of any run."""
+    return pd.concat([run.loc[run["rank"] <= depth, ["qid", "item_id"]] for run in runs.values()]).drop_duplicates()
+
+
+def unjudged_as_relevant(qrels: pd.DataFrame, pooled: pd.DataFrame, relevance_threshold: int) -> pd.DataFrame:
+    """The optimistic qrels: every unjudged item of the pool (`pool`: the runs' top items) graded just relevant."""
+    top = pooled.merge(qrels[["qid", "item_id"]], how="left", indicator=True)
     added = top[top["_merge"] == "left_only"][["qid", "item_id"]].assign(grade=relevance_threshold)
     return pd.concat([qrels, added], ignore_index=True)
 
@@ -195,7 +198,8 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
             for (key, wide), perturbed in zip(scored[at], found[at]):
                 outcomes[key].append(outcome(wide, perturbed, original[key]))
         rows += survival_rows(outcomes, original, grain, name, level)
-    optimistic = {m: unjudged_as_relevant(frame, grain_runs, deepest, relevance_threshold) for m, frame in base.items()}
+    pooled = pool(grain_runs, deepest)
+    optimistic = {m: unjudged_as_relevant(frame, pooled, relevance_threshold) for m, frame in base.items()}
     high = scores(grain_runs, optimistic, headline, relevance_threshold, gain)
     bounds = [{"grain": grain, "metric": metric, "k": k, "method": method,
                "unjudged_share": unjudged_share(grain_runs[method], base[method], k),
