@@ -93,26 +93,26 @@ def verdicts(wides: Sequence[pd.DataFrame], baseline: str | None, alpha: float, 
 
     A row's randomization p-value does not depend on the other rows, so the tables over the same number of
     questions are tested in one call: the seeded sign flips are drawn once for all of them."""
-    rankings, differences, others = [], [], []
-    for wide in wides:
+    rankings: list[list[str]] = []
+    tested: dict[int, tuple[list[str], np.ndarray]] = {}  # table -> methods against the baseline, differences
+    for i, wide in enumerate(wides):
         means = wide.mean()
         rankings.append(sorted(wide.columns, key=lambda m: (-means[m], m)))
-        others.append([m for m in wide.columns if m != baseline] if baseline in wide.columns else None)
-        differences.append(wide[others[-1]].to_numpy().T - wide[baseline].to_numpy() if others[-1] is not None
-                           else None)
+        if baseline in wide.columns:
+            others = [m for m in wide.columns if m != baseline]
+            tested[i] = others, wide[others].to_numpy().T - wide[baseline].to_numpy()
     p_values: dict[int, np.ndarray] = {}
-    for n in sorted({d.shape[1] for d in differences if d is not None}):
-        members = [i for i, d in enumerate(differences) if d is not None and d.shape[1] == n]
-        stacked = randomization_p_values(np.concatenate([differences[i] for i in members]), n_resamples=RESAMPLES,
+    for n in sorted({d.shape[1] for _, d in tested.values()}):
+        members = [i for i, (_, d) in tested.items() if d.shape[1] == n]
+        stacked = randomization_p_values(np.concatenate([tested[i][1] for i in members]), n_resamples=RESAMPLES,
                                          seed=seed)
-        p_values |= dict(zip(members, np.split(stacked, np.cumsum([len(differences[i]) for i in members])[:-1])))
+        p_values |= dict(zip(members, np.split(stacked, np.cumsum([len(tested[i][1]) for i in members])[:-1])))
     results: list[Verdict] = []
     for i, ranking in enumerate(rankings):
-        names, d = others[i], differences[i]
-        if names is None or d is None:
+        if i not in tested:
             results.append((ranking, {}))
             continue
-        p = holm(p_values[i])
+        (names, d), p = tested[i], holm(p_values[i])
         results.append((ranking, {m: int(np.sign(row.mean())) if q < alpha else 0 for m, row, q in zip(names, d, p)}))
     return results
 
