@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sps
 
 from rankbench.evaluation.evaluate import _grain_qrels, _grain_runs
 from rankbench.evaluation.metric_names import metric_label
@@ -120,6 +119,8 @@ def verdicts(wides: Sequence[pd.DataFrame], baseline: str | None, alpha: float, 
 def outcome(wide: pd.DataFrame, perturbed: Verdict, original: Verdict) -> tuple[bool, float, int, int]:
     """One perturbed scoring (its table and verdict) against the original verdict: is the best still best (ties
     count), Kendall's tau of the rankings, how many marks are unchanged and out of how many."""
+    from scipy import stats as _sps  # here, not at the top: the report jobs that only print pages skip scipy
+
     ranking, marks = perturbed
     ranking0, marks0 = original
     tau = (_sps.kendalltau(range(len(ranking0)), [ranking.index(m) for m in ranking0]).statistic
