@@ -10,10 +10,12 @@ from rankbench.analysis.robustness import (
     drop_labels,
     headline_findings,
     judge_effects,
+    pool,
     robustness,
     robustness_page,
     shift_grades,
     unjudged_as_relevant,
+    verdicts,
 )
 from rankbench.evaluation.ppi import ppi_mean
 
@@ -63,7 +65,7 @@ def test_optimistic_bound_matches_pytrec_eval_on_the_completed_qrels():
                            "linear", seed=0, repetitions=2)
     documents = qrels[qrels["grain"] == "document"][["qid", "item_id", "grade"]]
     runs_doc = {m: r.assign(item_id=r["doc_id"]) for m, r in runs.items()}
-    completed = unjudged_as_relevant(documents, runs_doc, 10, 1)
+    completed = unjudged_as_relevant(documents, pool(runs_doc, 10), 1)
     assert len(completed) > len(documents)
     truth = {q: {d: int(g) for d, g in zip(rows["item_id"], rows["grade"])} for q, rows in completed.groupby("qid")}
     evaluator = pytrec_eval.RelevanceEvaluator(truth, {"ndcg_cut.10"})
@@ -180,3 +182,16 @@ def test_a_judge_that_finds_nothing_relevant_scores_zero_instead_of_failing():
                                         [("ndcg", 10), ("hit", 1)], "base", 0.05, 1, "linear", 0)
     assert (corrected.loc[corrected["estimator"] == "judge", "estimate"] == 0).all()
     assert len(survival) == 2 and (survival["level"] > 0).all()
+
+
+def test_verdicts_of_many_tables_at_once_equal_each_table_alone():
+    """Batched randomization tests (tables of 30 and 25 questions, with and without the baseline) give the same
+    rankings and marks as one table at a time."""
+    rng = np.random.default_rng(3)
+    tables = [pd.DataFrame(rng.random((n, 3)) + np.array(shift), columns=["base", "strong", "weak"])
+              for n, shift in ((30, (0, 0.3, -0.2)), (25, (0, 0.05, 0)), (30, (0, -0.4, 0.01)))]
+    tables.append(tables[1][["strong", "weak"]])
+    alone = [verdicts([table], "base", 0.05, 0)[0] for table in tables]
+    assert verdicts(tables, "base", 0.05, 0) == alone
+    assert alone[0] == (["strong", "base", "weak"], {"strong": 1, "weak": -1})
+    assert alone[3][1] == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ from rankbench.io.trec import (
     read_run,
     read_trec_qrels,
     read_trec_run,
+    trec_run_text,
     write_trec_run,
 )
 
@@ -166,3 +168,15 @@ def test_parquet_runs_and_qrels(tmp_path: Path) -> None:
         read_qrels(qrels, "document")
     with pytest.raises(InputError, match=r"holds no judgement at passage grain"):
         read_qrels(qrels, "passage")
+
+
+@pytest.mark.parametrize(("column", "bad"), [("qid", "q 2"), ("chunk_id", "c\t1"), ("chunk_id", "c\u00a01")])
+def test_trec_run_text_refuses_an_id_with_whitespace_naming_it(column: str, bad: str) -> None:
+    """Any whitespace Python's regex knows (a no-break space too) would split a TREC line: the first such id is
+    named; a clean run gives one `qid Q0 id rank score tag` line per result."""
+    run = pd.DataFrame({"qid": ["q1", "q1", "q2"], "rank": [1, 2, 1], "chunk_id": ["c1", "c2", "c3"],
+                        "doc_id": ["d1", "d2", "d3"], "score": [3.0, 2.0, 1.0]})
+    assert trec_run_text(run, "t") == "q1 Q0 c1 1 2 t\nq1 Q0 c2 2 1 t\nq2 Q0 c3 1 2 t\n"
+    run.loc[2, column] = bad
+    with pytest.raises(InputError, match=re.escape(f"{column} {bad!r}: contains whitespace")):
+        trec_run_text(run, "t")

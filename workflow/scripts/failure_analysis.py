@@ -13,7 +13,8 @@ def main(snakemake):
     runs = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.runs)}
     qrels = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.qrels)}
     questions, labels = pd.read_parquet(snakemake.input.questions), pd.read_parquet(snakemake.input.labels)
-    titles = pd.read_parquet(snakemake.input.documents).set_index("doc_id")["title"].to_dict()
+    documents = pd.read_parquet(snakemake.input.documents, columns=["doc_id", "title"])  # not the corpus's text
+    titles = documents.set_index("doc_id")["title"].to_dict()
     failures = analyse(runs, p.specs, qrels, questions, labels, titles, p.grain, p.k, p.relevance_threshold)
     relevant = labels[labels["grade"] >= p.relevance_threshold]
     evaluated = int(questions["qid"].isin(relevant["qid"]).sum())

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sps
 
 from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
@@ -29,6 +28,8 @@ BUDGET_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k", "pair", "me
 
 def _quantiles(alpha: float, power: float, n: int) -> float:
     """t_{1-alpha/2} + t_{power} with n - 1 degrees of freedom (normal for n = 1 or more than 10^6)."""
+    from scipy import stats as _sps  # here, not at the top: the report jobs that only print pages skip scipy
+
     if n < 2 or n > 1_000_000:
         return float(_sps.norm.ppf(1 - alpha / 2) + _sps.norm.ppf(power))
     return float(_sps.t.ppf(1 - alpha / 2, n - 1) + _sps.t.ppf(power, n - 1))

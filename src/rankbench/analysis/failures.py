@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from rankbench.io.markdown import markdown_grid, natural_key, natural_order
@@ -39,24 +40,32 @@ def candidate_depth(spec: Mapping[str, Any]) -> int | None:
     return method_setting(spec, "depth") if "depth" in method_type(spec).keys else None
 
 
-def _expected(labels: pd.DataFrame, threshold: int, shown: int = 5) -> pd.Series:
+def _by_question(qids: pd.Series, texts: pd.Series) -> dict[str, list[str]]:
+    """The texts of each question, in row order (a dict: per-question lookups in a loop are dict-fast)."""
+    grouped: dict[str, list[str]] = {}
+    for qid, text in zip(qids.tolist(), texts.tolist()):
+        grouped.setdefault(qid, []).append(text)
+    return grouped
+
+
+def _expected(labels: pd.DataFrame, threshold: int, shown: int = 5) -> dict[str, str]:
     """Per question, its relevant labels (best grade first, ids in natural order), the first `shown` then a count."""
     rows = labels[labels["grade"] >= threshold]
     rows = rows.assign(natural=rows["doc_id"].map(natural_key)).sort_values(
         ["qid", "grade", "natural"], ascending=[True, False, True])
     text = rows["doc_id"] + rows["section"].map(lambda s: f"#{s}" if isinstance(s, str) and s else "") \
         + " (" + rows["grade"].astype(str) + ")"
-    return text.groupby(rows["qid"]).agg(
-        lambda items: ", ".join(items[:shown]) + (f", … {len(items) - shown} more" if len(items) > shown else ""))
+    return {qid: ", ".join(items[:shown]) + (f", … {len(items) - shown} more" if len(items) > shown else "")
+            for qid, items in _by_question(rows["qid"], text).items()}
 
 
-def _returned(run: pd.DataFrame, grain: str, titles: Mapping[str, str], n: int) -> pd.Series:
+def _returned(run: pd.DataFrame, grain: str, titles: Mapping[str, str], n: int) -> dict[str, str]:
     ranked = collapse_to_documents(run) if grain == "document" else run
     top = ranked[ranked["rank"] <= n]
     ids = top["doc_id" if grain == "document" else "chunk_id"]
     title = top["doc_id"].map(titles).fillna("")
     text = top["rank"].astype(str) + ". " + ids + title.map(lambda t: f" — {t}" if t else "")
-    return text.groupby(top["qid"]).agg("; ".join)
+    return {qid: "; ".join(items) for qid, items in _by_question(top["qid"], text).items()}
 
 
 def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]],
@@ -78,16 +87,23 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
         candidates = candidate_depth(spec)
         in_pool = [first_relevant(runs[name], relevant, grain, candidates).reindex(evaluated.index) for name in inputs]
         anywhere = [first_relevant(runs[name], relevant, grain).reindex(evaluated.index) for name in inputs]
+        # per evaluated question, by position: whether an input pooled its evidence, and the inputs' ranks
+        pooled = np.zeros(len(evaluated), dtype=bool)
+        for ranks in in_pool:
+            pooled |= ranks.notna().to_numpy()
+        input_ranks = ["; ".join(texts) for texts in zip(*(
+            [f"{name}: {'rank ' + str(int(r)) if pd.notna(r) else 'not retrieved'}" for r in ranks.to_numpy()]
+            for name, ranks in zip(inputs, anywhere)))] if inputs else [""] * len(evaluated)
+        columns = list(zip(evaluated.index, evaluated["kind"].to_numpy(), evaluated["question"].to_numpy(),
+                           first.to_numpy(), pooled, input_ranks))
         for failure, failed in (("rank 1", ~(first == 1)), (f"top {k}", ~(first <= k))):
-            for qid in evaluated.index[failed.to_numpy()]:
-                pooled = any(pd.notna(ranks[qid]) for ranks in in_pool)
-                ranks = "; ".join(f"{name}: {'rank ' + str(int(r[qid])) if pd.notna(r[qid]) else 'not retrieved'}"
-                                  for name, r in zip(inputs, anywhere))
-                rows.append({"method": method, "qid": qid, "kind": evaluated.loc[qid, "kind"],
-                             "question": evaluated.loc[qid, "question"], "failure": failure,
-                             "first_relevant_rank": first[qid], "expected": expected.get(qid, ""),
-                             "returned": returned.get(qid, "(nothing)"),
-                             "class": (RANKING if pooled else RECALL) if inputs else "", "input_ranks": ranks})
+            for (qid, kind, question, rank, in_candidates, their_ranks), fails in zip(columns, failed.to_numpy()):
+                if fails:
+                    rows.append({"method": method, "qid": qid, "kind": kind, "question": question,
+                                 "failure": failure, "first_relevant_rank": rank, "expected": expected.get(qid, ""),
+                                 "returned": returned.get(qid, "(nothing)"),
+                                 "class": (RANKING if in_candidates else RECALL) if inputs else "",
+                                 "input_ranks": their_ranks})
     frame = pd.DataFrame(rows, columns=FAILURE_COLUMNS)
     frame["first_relevant_rank"] = frame["first_relevant_rank"].astype("Int64")
     return frame.sort_values(["method", "failure", "qid"], key=natural_order, kind="stable", ignore_index=True)
@@ -96,7 +112,7 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
 def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]], titles: Mapping[str, str],
               k: int) -> pd.DataFrame:
     """For every method and question, the top `k` chunk ids of each stage (its inputs, recursively, then itself)."""
-    frames = []
+    frames, tops = [], {}  # each run's top k with titles, once however many methods it is a stage of
     for method in sorted(runs):
         stages: list[str] = []
         queue = [method]
@@ -106,8 +122,10 @@ def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str,
                 stages.insert(0, name)
                 queue += method_inputs(specs[name])
         for stage in stages:
-            top = runs[stage][runs[stage]["rank"] <= k]
-            frames.append(top.assign(method=method, stage=stage, title=top["doc_id"].map(titles)))
+            if stage not in tops:
+                top = runs[stage][runs[stage]["rank"] <= k]
+                tops[stage] = top.assign(title=top["doc_id"].map(titles))
+            frames.append(tops[stage].assign(method=method, stage=stage))
     log = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=STAGE_COLUMNS)
     return log[STAGE_COLUMNS].sort_values(["qid", "method", "stage", "rank"], kind="stable", ignore_index=True)
 

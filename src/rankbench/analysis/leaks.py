@@ -13,6 +13,8 @@ from rankbench.corpus.validity import in_force
 
 LEAK_COLUMNS = ["qid", "leak", "k", "count"]
 SUMMARY_COLUMNS = ["method", "leak", "k", "mean", "n_with_leak", "n_questions"]
+# the chunk columns leak_flags reads (a job reads only these, not the corpus's text)
+LEAK_CHUNK_COLUMNS = ["chunk_id", "audience", "valid_from", "valid_to"]
 
 
 def leak_flags(run: pd.DataFrame, questions: pd.DataFrame, chunks: pd.DataFrame) -> pd.DataFrame:
@@ -20,7 +22,7 @@ def leak_flags(run: pd.DataFrame, questions: pd.DataFrame, chunks: pd.DataFrame)
     `outdated` (a chunk not in force at the question's as_of); rows of questions not in `questions` are dropped."""
     asked = questions[["qid", "audience", "as_of"]].rename(columns={"audience": "q_audience"})
     ranked = run[["qid", "rank", "chunk_id"]].merge(
-        chunks[["chunk_id", "audience", "valid_from", "valid_to"]], on="chunk_id", how="left").merge(asked, on="qid")
+        chunks[LEAK_CHUNK_COLUMNS], on="chunk_id", how="left").merge(asked, on="qid")
     outdated = np.zeros(len(ranked), dtype=bool)
     dated = ranked["as_of"].notna().to_numpy()
     if dated.any():  # columns without any date (BEIR) may be all-null floats: compare dated rows only, as objects

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sps
 
 from rankbench.evaluation.evaluate import _grain_qrels, _grain_runs
 from rankbench.evaluation.metric_names import metric_label
@@ -49,11 +48,14 @@ def shift_grades(qrels: pd.DataFrame, probability: float, rng: np.random.Generat
     return qrels.assign(grade=grades)
 
 
-def unjudged_as_relevant(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], pool_depth: int,
-                         relevance_threshold: int) -> pd.DataFrame:
-    """The optimistic qrels: every unjudged item in the top `pool_depth` of any run graded just relevant."""
-    top = pd.concat([run.loc[run["rank"] <= pool_depth, ["qid", "item_id"]] for run in runs.values()])
-    top = top.drop_duplicates().merge(qrels[["qid", "item_id"]], how="left", indicator=True)
+def pool(runs: Mapping[str, pd.DataFrame], depth: int) -> pd.DataFrame:
+    """The distinct (qid, item_id) in the top `depth` of any run."""
+    return pd.concat([run.loc[run["rank"] <= depth, ["qid", "item_id"]] for run in runs.values()]).drop_duplicates()
+
+
+def unjudged_as_relevant(qrels: pd.DataFrame, pooled: pd.DataFrame, relevance_threshold: int) -> pd.DataFrame:
+    """The optimistic qrels: every unjudged item of the pool (`pool`: the runs' top items) graded just relevant."""
+    top = pooled.merge(qrels[["qid", "item_id"]], how="left", indicator=True)
     added = top[top["_merge"] == "left_only"][["qid", "item_id"]].assign(grade=relevance_threshold)
     return pd.concat([qrels, added], ignore_index=True)
 
@@ -81,24 +83,45 @@ def scores(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], 
             for metric, k in headline}
 
 
-def verdict(wide: pd.DataFrame, baseline: str | None, alpha: float, seed: int) -> tuple[list[str], dict[str, int]]:
-    """Methods by mean (best first, ties by name) and each method's mark against the baseline: +1 or -1 when
-    significant after Holm (randomization test), 0 otherwise."""
-    means = wide.mean()
-    ranking = sorted(wide.columns, key=lambda m: (-means[m], m))
-    if baseline not in wide.columns:
-        return ranking, {}
-    others = [m for m in wide.columns if m != baseline]
-    differences = wide[others].to_numpy().T - wide[baseline].to_numpy()
-    p = holm(randomization_p_values(differences, n_resamples=RESAMPLES, seed=seed))
-    return ranking, {m: int(np.sign(d.mean())) if q < alpha else 0 for m, d, q in zip(others, differences, p)}
+Verdict = tuple[list[str], dict[str, int]]
 
 
-def outcome(wide: pd.DataFrame, original: tuple[list[str], dict[str, int]], baseline: str | None, alpha: float,
-            seed: int) -> tuple[bool, float, int, int]:
-    """One perturbed scoring against the original verdict: is the best still best (ties count), Kendall's tau of
-    the rankings, how many marks are unchanged and out of how many."""
-    ranking, marks = verdict(wide, baseline, alpha, seed)
+def verdicts(wides: Sequence[pd.DataFrame], baseline: str | None, alpha: float, seed: int) -> list[Verdict]:
+    """Per wide table: methods by mean (best first, ties by name) and each method's mark against the baseline: +1 or
+    -1 when significant after Holm (randomization test), 0 otherwise.
+
+    A row's randomization p-value does not depend on the other rows, so the tables over the same number of
+    questions are tested in one call: the seeded sign flips are drawn once for all of them."""
+    rankings: list[list[str]] = []
+    tested: dict[int, tuple[list[str], np.ndarray]] = {}  # table -> methods against the baseline, differences
+    for i, wide in enumerate(wides):
+        means = wide.mean()
+        rankings.append(sorted(wide.columns, key=lambda m: (-means[m], m)))
+        if baseline in wide.columns:
+            others = [m for m in wide.columns if m != baseline]
+            tested[i] = others, wide[others].to_numpy().T - wide[baseline].to_numpy()
+    p_values: dict[int, np.ndarray] = {}
+    for n in sorted({d.shape[1] for _, d in tested.values()}):
+        members = [i for i, (_, d) in tested.items() if d.shape[1] == n]
+        stacked = randomization_p_values(np.concatenate([tested[i][1] for i in members]), n_resamples=RESAMPLES,
+                                         seed=seed)
+        p_values |= dict(zip(members, np.split(stacked, np.cumsum([len(tested[i][1]) for i in members])[:-1])))
+    results: list[Verdict] = []
+    for i, ranking in enumerate(rankings):
+        if i not in tested:
+            results.append((ranking, {}))
+            continue
+        (names, d), p = tested[i], holm(p_values[i])
+        results.append((ranking, {m: int(np.sign(row.mean())) if q < alpha else 0 for m, row, q in zip(names, d, p)}))
+    return results
+
+
+def outcome(wide: pd.DataFrame, perturbed: Verdict, original: Verdict) -> tuple[bool, float, int, int]:
+    """One perturbed scoring (its table and verdict) against the original verdict: is the best still best (ties
+    count), Kendall's tau of the rankings, how many marks are unchanged and out of how many."""
+    from scipy import stats as _sps  # here, not at the top: the report jobs that only print pages skip scipy
+
+    ranking, marks = perturbed
     ranking0, marks0 = original
     tau = (_sps.kendalltau(range(len(ranking0)), [ranking.index(m) for m in ranking0]).statistic
            if len(ranking0) > 1 else 1.0)  # one method: its ranking cannot change
@@ -108,7 +131,7 @@ def outcome(wide: pd.DataFrame, original: tuple[list[str], dict[str, int]], base
 
 
 def survival_rows(outcomes: Mapping[tuple[str, int], list[tuple[bool, float, int, int]]],
-                  verdicts: Mapping[tuple[str, int], tuple[list[str], dict[str, int]]], grain: str, name: str,
+                  verdicts: Mapping[tuple[str, int], Verdict], grain: str, name: str,
                   level: float) -> list[dict]:
     """SURVIVAL_COLUMNS (but dataset, qset) of one perturbation, one row per headline metric."""
     rows = []
@@ -133,6 +156,17 @@ def at_grain(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame]
                         for m in grain_runs}
 
 
+def _categorical_ids(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame]
+                     ) -> tuple[dict[str, pd.DataFrame], dict[str, pd.DataFrame]]:
+    """Runs and qrels with qid and item_id as categoricals of one shared vocabulary each: the metric code then
+    reads the ids' codes instead of hashing every run's million ids again for each of the many perturbed scorings."""
+    frames = list(runs.values()) + list(qrels.values())
+    types = {column: pd.CategoricalDtype(pd.unique(pd.concat([frame[column] for frame in frames]).dropna()))
+             for column in ("qid", "item_id")}
+    return ({m: frame.astype(types) for m, frame in runs.items()},
+            {m: frame.astype(types) for m, frame in qrels.items()})
+
+
 def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], grain: str,
                headline: Sequence[tuple[str, int]], baseline: str | None, alpha: float, relevance_threshold: int,
                gain: str, seed: int, repetitions: int = REPETITIONS,
@@ -143,21 +177,30 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
     runs and qrels per method (each method's own chunker's qrels). Repetition r of every perturbation draws from
     the seed (seed, perturbation index, r), the same for every method's qrels, so equal qrels get equal noise.
     """
-    grain_runs, base = at_grain(runs, qrels, grain)
+    grain_runs, base = _categorical_ids(*at_grain(runs, qrels, grain))
     deepest = max(k for _, k in headline)  # the unjudged items any headline metric reads
     reference = scores(grain_runs, base, headline, relevance_threshold, gain)
-    verdicts = {key: verdict(wide, baseline, alpha, seed) for key, wide in reference.items()}
-    rows = []
     perturb = {"drop labels": drop_labels, "shift grades": shift_grades}
+    # every scoring first (reference, then each perturbation's repetitions), then all their verdicts at once
+    scored = [list(reference.items())]
     for index, (name, level) in enumerate(perturbations):
-        outcomes: dict[tuple[str, int], list[tuple[bool, float, int, int]]] = {key: [] for key in verdicts}
         for r in range(repetitions):
             noisy = {m: perturb[name](frame, level, np.random.default_rng([seed, index, r])) for m, frame in
                      base.items()}
-            for key, wide in scores(grain_runs, noisy, headline, relevance_threshold, gain).items():
-                outcomes[key].append(outcome(wide, verdicts[key], baseline, alpha, seed))
-        rows += survival_rows(outcomes, verdicts, grain, name, level)
-    optimistic = {m: unjudged_as_relevant(frame, grain_runs, deepest, relevance_threshold) for m, frame in base.items()}
+            scored.append(list(scores(grain_runs, noisy, headline, relevance_threshold, gain).items()))
+    judged = iter(verdicts([wide for scoring in scored for _, wide in scoring], baseline, alpha, seed))
+    found = [[next(judged) for _ in scoring] for scoring in scored]
+    original = dict(zip(reference, found[0]))
+    rows = []
+    for index, (name, level) in enumerate(perturbations):
+        outcomes: dict[tuple[str, int], list[tuple[bool, float, int, int]]] = {key: [] for key in original}
+        for r in range(repetitions):
+            at = 1 + index * repetitions + r
+            for (key, wide), perturbed in zip(scored[at], found[at]):
+                outcomes[key].append(outcome(wide, perturbed, original[key]))
+        rows += survival_rows(outcomes, original, grain, name, level)
+    pooled = pool(grain_runs, deepest)
+    optimistic = {m: unjudged_as_relevant(frame, pooled, relevance_threshold) for m, frame in base.items()}
     high = scores(grain_runs, optimistic, headline, relevance_threshold, gain)
     bounds = [{"grain": grain, "metric": metric, "k": k, "method": method,
                "unjudged_share": unjudged_share(grain_runs[method], base[method], k),
@@ -205,12 +248,14 @@ def judge_effects(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataF
     reference = scores(grain_runs, base, headline, relevance_threshold, gain)
     llm = scores(grain_runs, swapped, headline, relevance_threshold, gain)
     llm = {key: wide.reindex(reference[key].index).fillna(0.0) for key, wide in llm.items()}
-    verdicts = {key: verdict(wide, baseline, alpha, seed) for key, wide in reference.items()}
-    outcomes = {key: [outcome(llm[key], verdicts[key], baseline, alpha, seed)] for key in verdicts}
+    found = verdicts(list(reference.values()) + [llm[key] for key in reference], baseline, alpha, seed)
+    original = dict(zip(reference, found[:len(reference)]))
+    outcomes = {key: [outcome(llm[key], perturbed, original[key])] for key, perturbed in
+                zip(reference, found[len(reference):])}
     labels = pd.concat(base.values()).drop_duplicates(["qid", "item_id"])
     regraded = labels.merge(judged, on=["qid", "item_id"], suffixes=("", "_judge"))
     level = float((regraded["grade"] != regraded["grade_judge"]).sum() / len(labels)) if len(labels) else 0.0
-    survival = pd.DataFrame(survival_rows(outcomes, verdicts, grain, "LLM labels", level))
+    survival = pd.DataFrame(survival_rows(outcomes, original, grain, "LLM labels", level))
     labelled = {m: fully_labelled(frame, judged) for m, frame in base.items()}
     corrected = [judge_corrected(reference[key], llm[key], labelled).assign(grain=grain, metric=key[0], k=key[1])
                  for key in reference]

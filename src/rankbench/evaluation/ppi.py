@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import stats as _sps
 
 # One row per (method, estimator) of one metric: human (people's labels, the fully labelled questions), judge (LLM
 # labels on the pool, every question) and ppi (the judge's values corrected by the fully labelled questions).
@@ -13,6 +12,8 @@ ESTIMATORS = ("human", "judge", "ppi")
 
 
 def _interval(estimate: float, variance: float, confidence: float) -> tuple[float, float, float]:
+    from scipy import stats as _sps  # here, not at the top: the report jobs that only print pages skip scipy
+
     half = float(_sps.norm.ppf(0.5 + confidence / 2)) * np.sqrt(max(variance, 0.0))
     return estimate, estimate - half, estimate + half
 

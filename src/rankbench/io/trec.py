@@ -7,6 +7,7 @@ scores derived from our ranks (strictly decreasing), so trec_eval scores exactly
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -22,6 +23,7 @@ from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_
 # What the readers accept: a file (TREC or Parquet), a DataFrame, or pytrec_eval's / ranx's {qid: {id: value}}.
 RunSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]
 QrelsSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]]
+_WHITESPACE = re.compile(r"\s")
 
 
 def file_format(path: str | Path) -> str:
@@ -176,16 +178,17 @@ def trec_run_text(run: pd.DataFrame, tag: str, id_column: str = "chunk_id") -> s
     """A run as TREC lines in rank order, with scores depth + 1 - rank (strictly decreasing within a question)."""
     ordered = run.sort_values(["qid", "rank"], kind="stable")
     for column in ("qid", id_column):
-        spaced = ordered[column].astype(str).str.contains(r"\s", regex=True).to_numpy()
-        if spaced.any():
-            value = ordered[column].iloc[int(np.flatnonzero(spaced)[0])]
+        ids = ordered[column].astype(str)
+        # one search over all ids joined (fast), the per-id test only to name the first offender
+        if _WHITESPACE.search("".join(ids.tolist())):
+            value = ids.iloc[int(np.flatnonzero(ids.str.contains(_WHITESPACE).to_numpy())[0])]
             raise InputError(None, f"{column} {value!r}", "contains whitespace, which the TREC format cannot hold",
                              "Use ids without spaces.")
     depth = int(ordered["rank"].max()) if len(ordered) else 0
     scores = (depth + 1 - ordered["rank"].astype(np.int64)).astype(str)
     lines = ordered["qid"].astype(str) + " Q0 " + ordered[id_column].astype(str) + " " + \
         ordered["rank"].astype(str) + " " + scores + " " + tag
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in lines.tolist())
 
 
 def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str, id_column: str = "chunk_id") -> None:
