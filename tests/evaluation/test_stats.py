@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -503,3 +507,22 @@ def test_tiers_apply_holm_over_the_pairs_with_the_best() -> None:
     assert set(tiers(means, close, 0.05).values()) == {"a"}
     # A pair never compared is not significant; equal means go to the name that sorts first.
     assert tiers({"y": 0.5, "x": 0.5, "z": 0.1}, {frozenset("xz"): 0.001}, 0.05) == {"x": "a", "y": "a", "z": "b"}
+
+
+def test_bootstrap_and_randomization_do_not_depend_on_blas_threads():
+    """Same inputs, same numbers, whatever threads a job is given: the resampled sums and the flipped sums are not
+    BLAS products, whose last bits change with OpenBLAS's thread count (they did: 1 vs 2 threads differed)."""
+    script = (
+        "import hashlib, numpy as np\n"
+        "from rankbench.evaluation import stats\n"
+        "rng = np.random.default_rng(0)\n"
+        "low, high = stats.bootstrap_ci(rng.random((40, 3000)), n_resamples=1000, seed=1)\n"
+        "counts = stats._count_extreme(rng.random((30, 12)), rng.integers(0, 2, size=(4096, 12)), rng.random(30) * 3)\n"
+        "print(hashlib.sha256(low.tobytes() + high.tobytes() + counts.tobytes()).hexdigest())\n"
+    )
+    digests = {
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                       env={**os.environ, "OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads}).stdout
+        for threads in ("1", "2")
+    }
+    assert len(digests) == 1

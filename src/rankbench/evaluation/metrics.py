@@ -358,10 +358,11 @@ def _extra_values(
             values[name] = (np.where(rel, estimate, 0.0).sum(axis=1) / n_rel_f)[:, None]
         elif name == "rbp":  # Moffat & Zobel: (1 - p) sum of p^(rank - 1) over relevant results
             weights = (1.0 - rbp_p) * rbp_p ** positions
-            values[name] = (rel @ weights)[:, None]
+            values[name] = np.einsum("qd,d->q", rel, weights, optimize=False)[:, None]  # BLAS-free: thread-proof
         elif name == "rbp_residual":  # weight of results retrieved without a label, plus p^depth beyond the run
             weights = (1.0 - rbp_p) * rbp_p ** positions
-            values[name] = ((grades == _UNJUDGED) @ weights + rbp_p ** run_length.astype(np.float64))[:, None]
+            unjudged = np.einsum("qd,d->q", grades == _UNJUDGED, weights, optimize=False)
+            values[name] = (unjudged + rbp_p ** run_length.astype(np.float64))[:, None]
         elif name == "err":  # gdeval ERR@k: cascade with stop probability (2^grade - 1) / 2^ERR_MAX_GRADE
             stop = (np.exp2(np.maximum(grades, 0).astype(np.float64)) - 1.0) / 2.0 ** ERR_MAX_GRADE
             reach = np.cumprod(np.hstack([np.ones((len(grades), 1)), 1.0 - stop[:, :-1]]), axis=1)

@@ -86,7 +86,8 @@ def _bootstrap_means(rows: np.ndarray, n_resamples: int, seed: SeedLike) -> np.n
         # Counts of each query in each resample, via one bincount over offset indices.
         offsets = (np.arange(size) * n)[:, None]
         counts = np.bincount((idx + offsets).ravel(), minlength=size * n).reshape(size, n)
-        means[:, start : start + size] = (rows @ counts.T.astype(np.float64)) / n
+        # einsum, not a BLAS product: its sums do not depend on the BLAS thread count (a job's `threads`).
+        means[:, start : start + size] = np.einsum("rq,sq->rs", rows, counts.astype(np.float64), optimize=False) / n
     return means
 
 
@@ -166,7 +167,8 @@ def bootstrap_ci(
 def _count_extreme(values: np.ndarray, flips: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """Per row of `values` [rows, m]: sign patterns (rows of 0/1 `flips` [patterns, m]) with |flipped sum| >= its
     threshold."""
-    null = values.sum(axis=1)[None, :] - 2.0 * (flips.astype(np.float64) @ values.T)
+    flipped = np.einsum("pm,rm->pr", flips.astype(np.float64), values, optimize=False)  # BLAS-free: see above
+    null = values.sum(axis=1)[None, :] - 2.0 * flipped
     return np.count_nonzero(np.abs(null) >= thresholds[None, :], axis=0)
 
 
