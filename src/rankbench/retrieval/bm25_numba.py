@@ -190,6 +190,17 @@ def _offer(total, doc, baseline, with_baseline, mask, floor, cut, size, heap_sco
 
 
 @njit(cache=True, nogil=True)
+def _take(data, cursor, i, order, weights, contribution, present) -> float:
+    """Record the posting under list i's cursor as its term's contribution to the current document, move past it,
+    and return it."""
+    slot = order[i]
+    contribution[slot] = np.float64(data[cursor[i]]) * weights[slot]
+    present[slot] = True
+    cursor[i] += 1
+    return contribution[slot]
+
+
+@njit(cache=True, nogil=True)
 def _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, weights, baseline, with_baseline, mask,
               floor, margin, contribution, present, heap_scores, heap_docs) -> int:
     """MaxScore (Turtle and Flood 1995), document at a time over postings sorted by document: once the k-th best
@@ -220,11 +231,7 @@ def _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, weigh
         partial = 0.0
         for i in range(essential, n):
             if cursor[i] < end[i] and indices[cursor[i]] == doc:
-                slot = order[i]
-                contribution[slot] = np.float64(data[cursor[i]]) * weights[slot]
-                present[slot] = True
-                partial += contribution[slot]
-                cursor[i] += 1
+                partial += _take(data, cursor, i, order, weights, contribution, present)
         # Documents come in position order, so a newcomer enters only above the k-th score, never on a tie.
         ceiling = partial + baseline + (reach[essential - 1] if essential else 0.0)
         may_enter = len(mask) == 0 or mask[doc]
@@ -236,11 +243,7 @@ def _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, weigh
             cursor[i] = _seek(indices, cursor[i], end[i], doc)
             ceiling -= bounds[i]
             if cursor[i] < end[i] and indices[cursor[i]] == doc:
-                slot = order[i]
-                contribution[slot] = np.float64(data[cursor[i]]) * weights[slot]
-                present[slot] = True
-                ceiling += contribution[slot]
-                cursor[i] += 1
+                ceiling += _take(data, cursor, i, order, weights, contribution, present)
             i -= 1
         score = 0.0
         for slot in range(n):  # the numpy backend's sum: query order, from 0.0, then the baseline
