@@ -56,7 +56,7 @@ rule retrieve_dense:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=mem_mb_for_inputs(2000, 1.3),
+        mem_mb=mem_mb_for_inputs(2000, 1.6),
         runtime=60,
     params:
         depth=EVALUATION["depth"],
