@@ -167,6 +167,11 @@ def expand_methods(methods: Mapping[str, Mapping[str, Any]], source: str) -> dic
     return dict(sorted(expanded.items()))
 
 
+def _backquoted(keys: list[str]) -> str:
+    """Config keys as the messages print them: `a` and `b`."""
+    return " and ".join(f"`{key}`" for key in keys)
+
+
 def check_methods(config: Mapping[str, Any], source: str) -> None:
     """Unknown types, inputs, encoders, chunkers, rewrites and cycles are config errors, caught at start.
 
@@ -187,12 +192,12 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, where, f"has {len(weights)} weights for {len(method_inputs(spec))} inputs",
                              "Give one weight per input, in the order of `inputs`.")
         _check_keys_apply(spec, where, source)
-        required = [f"`{key}`" for key, default in METHOD_TYPES[kind].keys.items() if default is REQUIRED]
-        missing = [key for key in required if not spec.get(key.strip("`"))]
+        required = [key for key, default in METHOD_TYPES[kind].keys.items() if default is REQUIRED]
+        missing = [key for key in required if not spec.get(key)]
         if missing:
             article = "an" if kind[0] in "aeiou" else "a"
-            raise InputError(source, where, f"is {article} {kind} method without {' and '.join(missing)}",
-                             f"A {kind} method needs {' and '.join(required)} (see config/README.md, `methods`).")
+            raise InputError(source, where, f"is {article} {kind} method without {_backquoted(missing)}",
+                             f"A {kind} method needs {_backquoted(required)} (see config/README.md, `methods`).")
         for encoder in method_encoders(spec):
             if encoder not in encoders:
                 raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",

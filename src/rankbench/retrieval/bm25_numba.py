@@ -92,11 +92,11 @@ def _seek(indices: np.ndarray, at: int, end: int, doc: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _upper_bound(data: np.ndarray, first: int, last: int, weight: float) -> float:
-    """The most one term can add to a document's score: its largest weighted posting, or 0 (an absent term adds 0)."""
+def _largest_posting(data: np.ndarray, first: int, last: int) -> float:
+    """A term's largest posting (0 for none): times the term's weight, the most it can add to a score."""
     best = 0.0
     for j in range(first, last):
-        best = max(best, np.float64(data[j]) * weight)
+        best = max(best, np.float64(data[j]))
     return best
 
 
@@ -297,7 +297,7 @@ def _search_all(data, indices, indptr, n_docs, query_ptr, term_ids, weights, bas
         for slot in range(n):
             term, weight = term_ids[first + slot], query_weights[slot]
             if np.isnan(term_bounds[term]):
-                term_bounds[term] = _upper_bound(data, indptr[term], indptr[term + 1], 1.0)
+                term_bounds[term] = _largest_posting(data, indptr[term], indptr[term + 1])
             # Postings are >= 0 (search_all checks): a term adds at most weight x its largest, or nothing.
             bound = max(weight * term_bounds[term], 0.0)
             magnitude += abs(weight) * term_bounds[term]
