@@ -47,6 +47,24 @@ def _listed(driver) -> list[str]:
     return qids
 
 
+def _eventually(driver, holds) -> bool:
+    """Whether holds(driver) comes true within 10 s; the page re-renders after a hash change (an asynchronous
+    event), so elements read too early may be stale or still show the previous question."""
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        WebDriverWait(driver, 10, ignored_exceptions=(StaleElementReferenceException,)).until(holds)
+    except TimeoutException:
+        return False
+    return True
+
+
+def _shows(driver, qid: str) -> bool:
+    """Whether the detail pane comes to show question qid."""
+    return _eventually(driver, lambda d: d.find_element("id", "detail-heading").text == qid)
+
+
 def _wtl(driver) -> tuple[int, int, int]:
     return tuple(int(driver.find_element("id", f"wtl-{o}").text) for o in ("win", "tie", "loss"))
 
@@ -211,7 +229,7 @@ def test_a_question_shows_its_labels_every_methods_top_k_with_grades_leaks_and_f
             search.clear()
             search.send_keys(qid)
             driver.find_element("css selector", f'#qtable tr[data-qid="{qid}"] a').click()
-            assert driver.find_element("id", "detail-heading").text == qid
+            assert _shows(driver, qid)
             assert driver.find_element("id", "qtext").text == questions.loc[qid, "question"]
             shown = [(r.get_attribute("data-doc"), r.get_attribute("data-section"), int(r.get_attribute("data-grade")))
                      for r in driver.find_elements("css selector", "#labels tbody tr")]
@@ -219,8 +237,8 @@ def test_a_question_shows_its_labels_every_methods_top_k_with_grades_leaks_and_f
             assert sorted(shown) == sorted(map(tuple, expected[["doc_id", "section", "grade"]].values.tolist()))
             # Every method side by side.
             driver.get(driver.current_url.split("#")[0] + f"#q={qid}&show=" + ",".join(methods).replace("+", "%2B"))
+            assert _eventually(driver, lambda d: sorted(d.execute_script(_DISPLAYED)) == methods)
             cards = driver.execute_script(_DISPLAYED)
-            assert sorted(cards) == methods
             doc_grades = labels[labels["qid"] == qid].groupby("doc_id")["grade"].max().to_dict()
             public, as_of = questions.loc[qid, "audience"] == "public", questions.loc[qid, "as_of"]
             for method in methods:
@@ -312,17 +330,17 @@ def test_keyboard_alone_walks_the_list_and_a_narrow_window_never_scrolls_sideway
         _select(driver, "f-kind", "exact-code")
         expected = [r.get_attribute("data-qid") for r in driver.find_elements("css selector", "#qtable tbody tr")]
         body.send_keys("n")
-        assert driver.find_element("id", "detail-heading").text == expected[0]
+        assert _shows(driver, expected[0])
         driver.switch_to.active_element.send_keys("n")
-        assert driver.find_element("id", "detail-heading").text == expected[1]
+        assert _shows(driver, expected[1])
         driver.switch_to.active_element.send_keys("p")
-        assert driver.find_element("id", "detail-heading").text == expected[0]
+        assert _shows(driver, expected[0])
         driver.switch_to.active_element.send_keys(Keys.ESCAPE)
         assert driver.switch_to.active_element.text == expected[0]
         driver.switch_to.active_element.send_keys(Keys.ARROW_DOWN)
         assert driver.switch_to.active_element.text == expected[1]
         driver.switch_to.active_element.send_keys(Keys.ENTER)
-        assert driver.find_element("id", "detail-heading").text == expected[1]
+        assert _shows(driver, expected[1])
         assert driver.switch_to.active_element.get_attribute("id") == "detail"
         _no_errors(driver)
     with chromium(400, 900) as driver:
