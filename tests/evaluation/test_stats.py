@@ -509,6 +509,28 @@ def test_tiers_apply_holm_over_the_pairs_with_the_best() -> None:
     assert tiers({"y": 0.5, "x": 0.5, "z": 0.1}, {frozenset("xz"): 0.001}, 0.05) == {"x": "a", "y": "a", "z": "b"}
 
 
+def test_integer_weighted_sums_equal_the_exact_sums_within_their_error_bound() -> None:
+    """The split-into-integers product equals the exact rational sum within 2 ulp of the result plus the parts'
+    truncation (2**-63 of the row's largest magnitude per unit of weight), for rows of mixed signs and magnitudes,
+    one of them with large terms that cancel."""
+    from fractions import Fraction
+
+    from rankbench.evaluation.stats import _integer_weighted_sums
+
+    rng = np.random.default_rng(3)
+    rows = np.vstack([rng.random(300), rng.normal(size=300) * 1e-7, np.zeros(300),
+                      np.r_[1e8, rng.random(298), -1e8]])
+    weights = rng.integers(0, 9, size=(6, 300))
+    weights[:, -1] = weights[:, 0]  # the last row's 1e8 and -1e8 cancel exactly
+    got = _integer_weighted_sums(rows, weights)
+    for r, row in enumerate(rows):
+        for s, weight in enumerate(weights):
+            exact = float(sum(Fraction(int(w)) * Fraction(float(x)) for w, x in zip(weight, row)))
+            bound = 2 * np.spacing(abs(exact)) + weight.sum() * np.abs(row).max() * 2.0**-62
+            assert abs(got[r, s] - exact) <= bound, (r, s, got[r, s], exact)
+    assert (got[2] == 0).all()
+
+
 def test_bootstrap_and_randomization_do_not_depend_on_blas_threads():
     """Same inputs, same numbers, whatever threads a job is given: the resampled sums and the flipped sums are not
     BLAS products, whose last bits change with OpenBLAS's thread count (they did: 1 vs 2 threads differed)."""
