@@ -61,8 +61,8 @@ def tiny_inputs(question_text: str = "Where is the deposit?") -> dict[str, Any]:
     qrels, _ = build_qrels(labels, chunks)
     metrics = {m: evaluate_run(run, questions, qrels, SETTINGS.ks) for m, run in runs.items()}
     summary, pairs = aggregate(metrics, questions, "tiny", "v1", n_resamples=200, seed=0, baseline="bm25")
-    failures = analyse(runs, specs, {m: qrels for m in runs}, questions, labels,
-                       {"A": "Doc A", "B": "Doc B", "C": "Doc C", "D": "Doc D"}, "document", max(SETTINGS.ks))
+    titles = pd.Series({"A": "Doc A", "B": "Doc B", "C": "Doc C", "D": "Doc D"})
+    failures = analyse(runs, specs, {m: qrels for m in runs}, questions, labels, titles, "document", max(SETTINGS.ks))
     return {"questions": questions, "labels": labels, "chunks": {"sections": chunks}, "runs": runs,
             "metrics": metrics, "qrels": {"sections": qrels}, "failures": failures, "aggregate": summary,
             "specs": specs, "chunker_of": {m: "sections" for m in runs}, "settings": SETTINGS, "pairs": pairs}

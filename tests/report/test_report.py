@@ -267,7 +267,7 @@ def test_failures_split_recall_and_ranking_failures_with_first_stage_ranks() -> 
                            "grade": [3, 2, 1]})
     specs = {"bm25": {"type": "bm25"}, "rr": {"type": "rerank", "input": "bm25", "depth": 3}}
     failures = analyse({"bm25": first, "rr": rerank}, specs, {"bm25": qrels, "rr": qrels}, questions, labels,
-                       {"a": "Doc A", "b": "Doc B"}, "document", k=2)
+                       pd.Series({"a": "Doc A", "b": "Doc B"}), "document", k=2)
     rr = failures[failures["method"] == "rr"].set_index(["qid", "failure"])
     assert rr.loc[("q1", "top 2"), "class"] == RANKING and rr.loc[("q1", "top 2"), "input_ranks"] == "bm25: rank 3"
     assert rr.loc[("q2", "top 2"), "class"] == RECALL and rr.loc[("q2", "top 2"), "input_ranks"] == "bm25: rank 4"
@@ -275,7 +275,7 @@ def test_failures_split_recall_and_ranking_failures_with_first_stage_ranks() -> 
     assert rr.loc[("q1", "rank 1"), "expected"] == "r1#x (3)" and rr.loc[("q2", "rank 1"), "expected"] == "r2 (2)"
     assert "q3" not in failures["qid"].tolist()
     assert set(failures[failures["method"] == "bm25"]["class"]) == {""}
-    log = stage_log({"bm25": first, "rr": rerank}, specs, {}, k=2)
+    log = stage_log({"bm25": first, "rr": rerank}, specs, pd.Series(dtype="str"), k=2)
     assert log[(log["method"] == "rr") & (log["qid"] == "q2")][["stage", "chunk_id"]].values.tolist() == [
         ["bm25", "a#x"], ["bm25", "b#x"], ["rr", "c#x"], ["rr", "a#x"]]
 
@@ -288,7 +288,7 @@ def test_failures_page_is_capped_lists_a_question_once_and_sorts_numeric_ids_as_
     questions = pd.DataFrame({"qid": qids, "question": "?", "kind": "beir"})
     labels = pd.DataFrame({"qid": qids, "doc_id": "r", "section": None, "grade": 1})
     specs = {"bm25": {"type": "bm25"}}
-    failures = analyse({"bm25": run}, specs, {"bm25": qrels}, questions, labels, {"x": ""}, "document", k=1)
+    failures = analyse({"bm25": run}, specs, {"bm25": qrels}, questions, labels, pd.Series({"x": ""}), "document", k=1)
     assert failures["qid"].tolist()[:11] == [str(q) for q in range(1, 12)]
     page = failures_markdown(failures, specs, "document", 1, 30, "test")
     rows = [line for line in page.splitlines() if line.startswith("| ") and not line.startswith("| qid")]

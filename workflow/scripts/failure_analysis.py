@@ -14,7 +14,7 @@ def main(snakemake):
     qrels = {method: pd.read_parquet(path) for method, path in zip(p.methods, snakemake.input.qrels)}
     questions, labels = pd.read_parquet(snakemake.input.questions), pd.read_parquet(snakemake.input.labels)
     documents = pd.read_parquet(snakemake.input.documents, columns=["doc_id", "title"])  # not the corpus's text
-    titles = documents.set_index("doc_id")["title"].to_dict()
+    titles = documents.set_index("doc_id")["title"]  # a Series: its index is hashed once for every lookup
     failures = analyse(runs, p.specs, qrels, questions, labels, titles, p.grain, p.k, p.relevance_threshold)
     relevant = labels[labels["grade"] >= p.relevance_threshold]
     evaluated = int(questions["qid"].isin(relevant["qid"]).sum())

@@ -59,7 +59,7 @@ def _expected(labels: pd.DataFrame, threshold: int, shown: int = 5) -> dict[str,
             for qid, items in _by_question(rows["qid"], text).items()}
 
 
-def _returned(run: pd.DataFrame, grain: str, titles: Mapping[str, str], n: int) -> dict[str, str]:
+def _returned(run: pd.DataFrame, grain: str, titles: pd.Series, n: int) -> dict[str, str]:
     ranked = collapse_to_documents(run) if grain == "document" else run
     top = ranked[ranked["rank"] <= n]
     ids = top["doc_id" if grain == "document" else "chunk_id"]
@@ -70,7 +70,7 @@ def _returned(run: pd.DataFrame, grain: str, titles: Mapping[str, str], n: int) 
 
 def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]],
             qrels: Mapping[str, pd.DataFrame], questions: pd.DataFrame, labels: pd.DataFrame,
-            titles: Mapping[str, str], grain: str, k: int,
+            titles: pd.Series, grain: str, k: int,
             relevance_threshold: int = 1, shown: int = 3) -> pd.DataFrame:
     """One row per (method, question, failure): 'rank 1' (nothing relevant first) or 'top k' (nothing relevant in
     the top k), over the questions with a relevant label; multi-stage methods get a class and their inputs' ranks.
@@ -109,9 +109,10 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
     return frame.sort_values(["method", "failure", "qid"], key=natural_order, kind="stable", ignore_index=True)
 
 
-def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]], titles: Mapping[str, str],
+def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, Any]], titles: pd.Series,
               k: int) -> pd.DataFrame:
-    """For every method and question, the top `k` chunk ids of each stage (its inputs, recursively, then itself)."""
+    """For every method and question, the top `k` chunk ids of each stage (its inputs, recursively, then itself);
+    titles: each document's title, indexed by doc_id."""
     frames, tops = [], {}  # each run's top k with titles, once however many methods it is a stage of
     for method in sorted(runs):
         stages: list[str] = []
