@@ -19,6 +19,7 @@ from rankbench.analysis.failures import RANKING, RECALL, candidate_depth, first_
 from rankbench.analysis.leaks import leak_flags
 from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
+from rankbench.io.ids import ids_in
 from rankbench.report.tables import TABLE_METRICS, marked, wide
 from rankbench.retrieval.registry import method_inputs
 
@@ -175,7 +176,9 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
     keys = pd.DataFrame(list(chunk_keys), columns=["chunker", "chunk_id"], dtype=object)
     keys = keys.assign(doc=keys["chunk_id"], section="", snippet="").astype(object)
     for chunker, group in keys.groupby("chunker", sort=False):
-        info = chunks[chunker].drop_duplicates("chunk_id").set_index("chunk_id").reindex(group["chunk_id"])
+        frame = chunks[chunker]
+        info = frame[ids_in(frame["chunk_id"], group["chunk_id"])].drop_duplicates("chunk_id").set_index(
+            "chunk_id").reindex(group["chunk_id"])
         known = info["doc_id"].notna().to_numpy()  # an external run's ids are documents: no passage to show
         rows = group.index[known]
         keys.loc[rows, "doc"] = info["doc_id"].to_numpy(dtype=object)[known]
@@ -184,8 +187,10 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
     chunk_table = {"id": keys["chunk_id"].tolist(), "doc": keys["doc"].tolist(),
                    "section": keys["section"].tolist(), "snippet": keys["snippet"].tolist()}
     shown_docs = set(chunk_table["doc"]) | set(labels["doc_id"])  # only these titles: the corpus may be huge
-    titles = {doc: title for frame in chunks.values() for doc, title in zip(frame["doc_id"], frame["title"])
-              if doc in shown_docs}
+    titles: dict[str, str] = {}
+    for frame in chunks.values():
+        shown = frame[ids_in(frame["doc_id"], shown_docs)]
+        titles.update(zip(shown["doc_id"], shown["title"]))
     links = cell_links(aggregate, settings, methods, columns)
     method_payloads = []
     for method in methods:
