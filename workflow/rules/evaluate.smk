@@ -12,6 +12,9 @@ rule evaluate:
         f"{R}/benchmarks/evaluate/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(METHODS),
+    # Report jobs by priority: the longest chain (evaluate, aggregate, explorer, about a third of the report's CPU
+    # at 1M passages) in its order, then the long robustness; started last, the chain ran alone at the end.
+    priority: 3
     conda:
         "../../environment.yml"
     threads: 1
@@ -38,6 +41,8 @@ rule aggregate:
         f"{LOGS}/aggregate/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/aggregate/{{qset}}.tsv"
+    # on the longest chain: see evaluate
+    priority: 2
     conda:
         "../../environment.yml"
     threads: 1

@@ -116,6 +116,8 @@ rule failures:
         f"{LOGS}/failures/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/failures/{{qset}}.tsv"
+    # the explorer waits for it too: see evaluate
+    priority: 2
     conda:
         "../../environment.yml"
     threads: 1
@@ -251,6 +253,8 @@ rule explorer:
         f"{LOGS}/explorer/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/explorer/{{qset}}.tsv"
+    # the end of the longest chain: see evaluate
+    priority: 1
     conda:
         "../../environment.yml"
     threads: 1
@@ -320,6 +324,8 @@ rule robustness:
         f"{LOGS}/robustness/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/robustness/{{qset}}.tsv"
+    # the longest job, before the short ones: see evaluate
+    priority: 1
     conda:
         "../../environment.yml"
     threads: 1
