@@ -258,6 +258,8 @@ rule explorer:
     conda:
         "../../environment.yml"
     threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 11),
     params:
         dataset=DATASET["name"],
         methods=METHODS,
