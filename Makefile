@@ -18,7 +18,7 @@ run: setup
 	$(BIN)/snakemake --cores $(CORES)
 
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=10  # the slowest tests: CI must stay under 40 min
 
 lint: setup
 	$(BIN)/snakemake --lint
