@@ -74,7 +74,7 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
             relevance_threshold: int = 1, shown: int = 3) -> pd.DataFrame:
     """One row per (method, question, failure): 'rank 1' (nothing relevant first) or 'top k' (nothing relevant in
     the top k), over the questions with a relevant label; multi-stage methods get a class and their inputs' ranks.
-    qrels maps each method to the qrels of its chunker (a method's inputs share it)."""
+    qrels maps each method to the qrels of its chunker (a method's inputs share it); titles is indexed by doc_id."""
     expected = _expected(labels, relevance_threshold)
     rows = []
     for method in sorted(runs):

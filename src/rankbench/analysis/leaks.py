@@ -21,7 +21,7 @@ def leak_flags(run: pd.DataFrame, questions: pd.DataFrame, chunks: pd.DataFrame)
     """The run's qid, rank, chunk_id with a boolean per leak: `staff` (a staff-only chunk for a public question),
     `outdated` (a chunk not in force at the question's as_of); rows of questions not in `questions` are dropped."""
     asked = questions[["qid", "audience", "as_of"]].rename(columns={"audience": "q_audience"})
-    # Only staff-only or dated chunks can leak: the join skips the others (all of a BEIR corpus's million chunks).
+    # Only staff-only or dated chunks can leak: the join skips the others (every chunk of a BEIR corpus).
     can_leak = staff_only(chunks) | chunks["valid_from"].notna().to_numpy() | chunks["valid_to"].notna().to_numpy()
     ranked = run[["qid", "rank", "chunk_id"]].merge(
         chunks.loc[can_leak, LEAK_CHUNK_COLUMNS], on="chunk_id", how="left").merge(asked, on="qid")
