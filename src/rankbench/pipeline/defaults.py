@@ -17,7 +17,7 @@ import yaml
 
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.llm.chat import BACKEND_DEFAULTS
-from rankbench.retrieval.encoders import EncoderSpec
+from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.registry import METHOD_TYPES, SPARSE_ENCODER_KIND, method_defaults, method_type
 from rankbench.retrieval.sparse import SparseEncoderSpec
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rankbench.errors import InputError
-from rankbench.retrieval.encoders import PACKAGED_MODELS, resolve_model_path
+from rankbench.retrieval.encoders.base import PACKAGED_MODELS, resolve_model_path
 from rankbench.retrieval.hub import (
     cached_revisions,
     cached_snapshot,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from rankbench.io.files import write_npy
-from rankbench.retrieval.encoders import Encoder
+from rankbench.retrieval.encoders.base import Encoder
 
 
 def shard_bounds(n_rows: int, shards: int, shard: int) -> tuple[int, int]:

@@ -67,7 +67,7 @@ def cross_encoder_scorer(model: str, questions: dict[str, str], passages: dict[s
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import CrossEncoder
 
-    from rankbench.retrieval.encoders import resolve_model_path
+    from rankbench.retrieval.encoders.base import resolve_model_path
 
     encoder = CrossEncoder(resolve_model_path(model, revision), device="cpu")
 

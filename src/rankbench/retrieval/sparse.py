@@ -19,7 +19,7 @@ import numpy as np
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.io.files import write_npz
-from rankbench.retrieval.encoders import DEVICES, resolve_device, resolve_model_path
+from rankbench.retrieval.encoders.base import DEVICES, resolve_device, resolve_model_path
 from rankbench.retrieval.registry import SPARSE_ENCODER_KIND
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rankbench.retrieval.encoders import EncoderSpec, resolve_model_path, unit_vectors
+from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path, unit_vectors
 
 
 class StaticEncoder:
