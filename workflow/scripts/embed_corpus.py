@@ -11,7 +11,7 @@ import torch
 from rankbench.corpus.chunking import passage_text
 from rankbench.io.files import write_npy, write_text
 from rankbench.pipeline.scripting import run_script
-from rankbench.retrieval.api_encoder import usage_record
+from rankbench.retrieval.encoders.api import usage_record
 from rankbench.retrieval.embedding_cache import (
     cache_key,
     embed_passages,

@@ -18,7 +18,7 @@ from rankbench.errors import InputError
 from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.pipeline.defaults import DATASET_DEFAULTS, RESULTS
 from rankbench.pipeline.models import check_model_names
-from rankbench.retrieval.api_encoder import ApiEncoderSpec
+from rankbench.retrieval.encoders.api import ApiEncoderSpec
 from rankbench.retrieval.bm25 import LANGUAGES, NUMBA_INSTALLED, analyzer_and_params
 from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.hub import is_hub_id

