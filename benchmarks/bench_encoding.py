@@ -4,7 +4,7 @@ Usage: .venv/bin/python benchmarks/bench_encoding.py [--passages 1000] [--batch-
 
 Both encode the same passages (the demo's chunks repeated, so lengths vary as in a real corpus) with the
 packaged MiniLM, the same batch size, on the CPU. The workflow side is
-rankbench.retrieval.embedding_cache.embed_passages with an empty cache (hashing + encode + normalize), i.e. what
+rankbench.retrieval.encoders.cache.embed_passages with an empty cache (hashing + encode + normalize), i.e. what
 an embed_corpus job computes; the reference is SentenceTransformer.encode(normalize_embeddings=True). Prints the
 median of the repeats and the ratio (target <= 1.10).
 """
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from rankbench.corpus.chunking import ChunkerSpec, chunk_corpus, passage_text
-from rankbench.retrieval.embedding_cache import embed_passages
+from rankbench.retrieval.encoders.cache import embed_passages
 from rankbench.retrieval.encoders.base import EncoderSpec, load_encoder
 
 DEMO_CORPUS = Path(__file__).resolve().parents[1] / "data" / "demo" / "corpus.jsonl"

@@ -14,7 +14,7 @@ import pytest
 from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
 
 from rankbench.io.loaders import read_jsonl
-from rankbench.retrieval.embedding_cache import (
+from rankbench.retrieval.encoders.cache import (
     cache_key,
     embed_passages,
     embed_queries,

@@ -12,7 +12,7 @@ from rankbench.corpus.chunking import passage_text
 from rankbench.io.files import write_npy, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.encoders.api import usage_record
-from rankbench.retrieval.embedding_cache import (
+from rankbench.retrieval.encoders.cache import (
     cache_key,
     embed_passages,
     load_cache,

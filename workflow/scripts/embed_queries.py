@@ -11,7 +11,7 @@ import torch
 from rankbench.io.files import write_npy, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.encoders.api import usage_record
-from rankbench.retrieval.embedding_cache import (
+from rankbench.retrieval.encoders.cache import (
     cache_key,
     embed_queries,
     load_cache,

@@ -8,7 +8,7 @@ import pandas as pd
 from rankbench.corpus.chunking import passage_text
 from rankbench.io.files import write_npy
 from rankbench.pipeline.scripting import run_script
-from rankbench.retrieval.embedding_cache import cache_key, save_cache, text_hashes
+from rankbench.retrieval.encoders.cache import cache_key, save_cache, text_hashes
 from rankbench.retrieval.encoders.base import encoder_spec
 
 
