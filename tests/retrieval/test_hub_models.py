@@ -32,7 +32,7 @@ from rankbench.pipeline.models import (
 )
 from rankbench.report.comparison import models_lines
 from rankbench.retrieval.encoders.base import EncoderSpec, load_encoder, resolve_model_path
-from rankbench.retrieval.hub import cached_snapshot, weights_sha256
+from rankbench.retrieval.encoders.hub import cached_snapshot, weights_sha256
 from rankbench.retrieval.rerank import cross_encoder_scorer
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"

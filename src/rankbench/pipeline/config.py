@@ -21,7 +21,7 @@ from rankbench.pipeline.models import check_model_names
 from rankbench.retrieval.encoders.api import ApiEncoderSpec
 from rankbench.retrieval.bm25 import LANGUAGES, NUMBA_INSTALLED, analyzer_and_params
 from rankbench.retrieval.encoders.base import EncoderSpec
-from rankbench.retrieval.hub import is_hub_id
+from rankbench.retrieval.encoders.hub import is_hub_id
 from rankbench.retrieval.registry import (
     METHOD_TYPES,
     REQUIRED,

@@ -14,7 +14,7 @@ from typing import Any
 
 from rankbench.errors import InputError
 from rankbench.retrieval.encoders.base import PACKAGED_MODELS, resolve_model_path
-from rankbench.retrieval.hub import (
+from rankbench.retrieval.encoders.hub import (
     cached_revisions,
     cached_snapshot,
     download_snapshot,

