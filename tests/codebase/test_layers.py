@@ -42,6 +42,46 @@ def test_imports_only_go_down_the_layers() -> None:
     assert not upward, "\n".join(upward)
 
 
+def _module_of(imported: str, modules: set[str]) -> str | None:
+    """The module an imported name lives in (`a.b.Name` -> `a.b`), or None outside the package's modules."""
+    parts = imported.split(".")
+    return next((".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) in modules), None)
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of the graph (module -> modules it imports), as a path back to its start, or []."""
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str]:
+        if module in path:
+            return path[path.index(module):] + [module]
+        if module in done:
+            return []
+        for imported in sorted(graph[module]):
+            found = visit(imported, path + [module])
+            if found:
+                return found
+        done.add(module)
+        return []
+
+    return next((found for module in sorted(graph) if (found := visit(module, []))), [])
+
+
+def test_no_import_cycle() -> None:
+    """No two modules import each other, directly or through others, counting imports inside functions and under
+    TYPE_CHECKING (the encoders and their kinds were such a cycle, hidden by imports where used)."""
+    paths = {".".join(p.relative_to(PACKAGE).with_suffix("").parts).removesuffix(".__init__"): p
+             for p in PACKAGE.rglob("*.py")}
+    graph = {module: {found for name in _imports(path) if (found := _module_of(name, set(paths))) not in (None, module)}
+             for module, path in paths.items()}
+    assert not _cycle(graph), " -> ".join(_cycle(graph))
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) == []
+
+
 def test_every_module_is_in_a_layer() -> None:
     stray = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
              if p.parent == PACKAGE and p.stem not in ("__init__", "errors", "cli")]

@@ -289,7 +289,7 @@ def test_a_missing_input_stops_the_run_even_when_results_exist(mini: Path) -> No
 def test_numba_backend_without_numba_stops_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """`backend: numba` where numba is not installed: an error naming the key, before any job."""
     monkeypatch.chdir(REPO)
-    monkeypatch.setattr("rankbench.pipeline.config.NUMBA_INSTALLED", False)
+    monkeypatch.setattr("rankbench.retrieval.bm25.NUMBA_INSTALLED", False)
     config = yaml.safe_load(MINI.read_text())
     config["methods"]["bm25"]["backend"] = "numba"
     with pytest.raises(InputError, match=r"my.yaml, methods.bm25.backend: is numba, which is not installed"):

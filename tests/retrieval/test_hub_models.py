@@ -25,14 +25,16 @@ from rankbench.analysis.history import run_records
 from rankbench.errors import InputError
 from rankbench.pipeline.models import (
     check_model_names,
+    configured_models,
     method_models,
     model_provenance,
     resolve_models,
     with_resolved_revision,
 )
 from rankbench.report.comparison import models_lines
-from rankbench.retrieval.encoders.base import EncoderSpec, load_encoder, resolve_model_path
+from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path
 from rankbench.retrieval.encoders.hub import cached_snapshot, weights_sha256
+from rankbench.retrieval.encoders.kinds import load_encoder
 from rankbench.retrieval.rerank import cross_encoder_scorer
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -212,6 +214,18 @@ def test_a_methods_models_include_its_inputs(tmp_path: Path) -> None:
     assert method_models(config, "bm25") == []
     assert method_models(config, "rrf") == ["encoders.minilm", "methods.ce.scorer"]
     assert method_models(config, "bi") == ["encoders.minilm"]
+
+
+def test_a_sparse_methods_history_record_names_its_model() -> None:
+    """Regression (issue 24): only dense and rerank types were read for models, so a sparse method's history
+    record named no model although its SPLADE encoder is one the run loads."""
+    config = config_with({"model": MINILM_ID}, {"model": CE_ID})
+    config["encoders"]["splade"] = {"kind": "sparse", "model": "naver/splade-v3"}
+    config["methods"]["splade"] = {"type": "sparse", "encoder": "splade"}
+    config["methods"]["fused"] = {"type": "rrf", "inputs": ["splade", "bm25"]}
+    assert "encoders.splade" in configured_models(config)
+    assert method_models(config, "splade") == ["encoders.splade"]
+    assert method_models(config, "fused") == ["encoders.splade"]
 
 
 # --------------------------------------------------------------------------- the workflow, end to end

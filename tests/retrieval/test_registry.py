@@ -70,10 +70,10 @@ def test_a_key_applies_to_the_types_that_read_it_and_defaults_come_from_the_regi
 
 @pytest.fixture
 def late(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A hypothetical `late` type declared only in the registry and the rule table (its keys in the schema)."""
+    """A hypothetical `late` type declared only in the registry (its keys in the schema)."""
     monkeypatch.setitem(METHOD_TYPES, "late", MethodType("dense", {"encoder": REQUIRED, "chunker": None,
-                                                                   "rewrite": None, "filters": []}))
-    monkeypatch.setitem(RUN_RULES, "late", "retrieve_late")
+                                                                   "rewrite": None, "filters": []},
+                                                         run_rule="retrieve_late"))
 
 
 def _config(methods: dict) -> dict:

@@ -18,15 +18,8 @@ from rankbench.errors import InputError
 from rankbench.io.runs import order_by_trec_rule, run_from_topk
 from rankbench.pipeline.config import check_config
 from rankbench.pipeline.models import resolve_models
-from rankbench.retrieval.sparse import (
-    SparseEncoderSpec,
-    encode,
-    load_matrix,
-    load_sparse_encoder,
-    save_matrix,
-    search,
-    vocabulary,
-)
+from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, encode, load_sparse_encoder, vocabulary
+from rankbench.retrieval.sparse import load_matrix, save_matrix, search
 
 PASSAGES = ["Returns policy\nYou may return a bike within 30 days of delivery.",
             "Returns policy\nRefunds are paid to the original card.",

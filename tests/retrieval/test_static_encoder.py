@@ -5,7 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rankbench.retrieval.encoders.base import EncoderSpec, load_encoder, resolve_model_path
+from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path
+from rankbench.retrieval.encoders.kinds import load_encoder
 
 model2vec = pytest.importorskip("model2vec")
 tokenizers = pytest.importorskip("tokenizers")

@@ -18,10 +18,12 @@ from rankbench.pipeline.rules import RUN_RULES
 from rankbench.retrieval.registry import (
     NORMALIZATION,
     RRF_K,
+    index_rule,
     method_grains,
     method_setting,
 )
 from rankbench.retrieval.dense import IndexSpec
+from rankbench.retrieval.encoders.kinds import encoder_kind
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
@@ -83,8 +85,9 @@ def choice(names):
     return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"
 
 
-def methods_of_type(*kinds):
-    return [name for name in METHODS if METHOD_SPECS[name]["type"] in kinds]
+def methods_indexed_by(rule):
+    """Methods that search an index this rule builds (the registry's `index` of their type)."""
+    return [name for name in METHODS if index_rule(METHOD_SPECS[name]) == rule]
 
 
 def methods_of_rule(rule):
@@ -128,7 +131,7 @@ def resolved_models():
 
 
 def is_api_encoder(encoder):
-    return config["encoders"][encoder]["kind"] == "openai"
+    return encoder_kind(config["encoders"][encoder]).api
 
 
 def mem_mb_for_inputs(floor_mb, mb_per_input_mb):
@@ -202,7 +205,7 @@ def bm25_index_name(method):
     keys = (chunker_of(method), index_keys(METHOD_SPECS[method]))
     return next(
         m
-        for m in methods_of_type("bm25")
+        for m in methods_indexed_by("bm25_index")
         if (chunker_of(m), index_keys(METHOD_SPECS[m])) == keys
     )
 
@@ -218,11 +221,12 @@ def dense_index_path(method, spec=None):
 
 
 def approximate_methods():
-    return [m for m in methods_of_type("dense") if dense_index(m).kind != "flat"]
+    return [m for m in methods_indexed_by("faiss_index") if dense_index(m).kind != "flat"]
 
 
 FAISS_BUILDS = {
-    dense_index(m).name: dense_index(m).build_params for m in methods_of_type("dense")
+    dense_index(m).name: dense_index(m).build_params
+    for m in methods_indexed_by("faiss_index")
 }
 FAISS_BUILDS["flat"] = IndexSpec().build_params
 
@@ -314,11 +318,18 @@ HISTORY = f"{RESULTS_FOLDER}/history.jsonl"
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 
+# The name of the index a first-stage method searches, by the rule that builds it (methods with the same
+# parameters share one); an index rule absent here names its jobs without one.
+INDEX_NAMES = {
+    "bm25_index": bm25_index_name,
+    "faiss_index": lambda method: dense_index(method).name,
+}
+
+
 def index_name(method):
-    """The BM25 or FAISS index a first-stage method searches."""
-    if METHOD_SPECS[method]["type"] == "bm25":
-        return bm25_index_name(method)
-    return dense_index(method).name
+    """The BM25 or FAISS index a first-stage method searches (None: its index rule names none)."""
+    rule = index_rule(METHOD_SPECS[method])
+    return INDEX_NAMES[rule](method) if rule in INDEX_NAMES else None
 
 
 def cost_plan(wildcards):

@@ -8,7 +8,7 @@ rule bm25_index:
     benchmark:
         f"{R}/benchmarks/bm25_index/{{chunker}}/{{method}}.tsv"
     wildcard_constraints:
-        method=choice({bm25_index_name(m) for m in methods_of_type("bm25")}),
+        method=choice({bm25_index_name(m) for m in methods_indexed_by("bm25_index")}),
     conda:
         "../../environment.yml"
     threads: 1

@@ -12,7 +12,7 @@ rule comparison_table:
         robustness=f"{R}/{{qset}}/robustness.parquet",
         bounds=f"{R}/{{qset}}/robustness-bounds.parquet",
         reranked=lambda wildcards: [
-            run_path(m, wildcards.qset) for m in methods_of_type("rerank")
+            run_path(m, wildcards.qset) for m in methods_of_rule("rerank")
         ],
         benchmarks=lambda wildcards: sorted(
             {path for stages in cost_plan(wildcards).values() for _, _, path in stages}
@@ -61,7 +61,7 @@ rule comparison_table:
         config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
         config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
-        reranked_methods=methods_of_type("rerank"),
+        reranked_methods=methods_of_rule("rerank"),
         models=resolved_models(),
         method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
         cost_plan=cost_plan,

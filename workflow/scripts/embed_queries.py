@@ -18,7 +18,7 @@ from rankbench.retrieval.encoders.cache import (
     save_cache,
     text_hashes,
 )
-from rankbench.retrieval.encoders.base import encoder_spec, load_encoder
+from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
 
 
 def main(snakemake):

@@ -9,7 +9,7 @@ from rankbench.corpus.chunking import passage_text
 from rankbench.io.files import write_npy
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.encoders.cache import cache_key, save_cache, text_hashes
-from rankbench.retrieval.encoders.base import encoder_spec
+from rankbench.retrieval.encoders.kinds import encoder_spec
 
 
 def main(snakemake):

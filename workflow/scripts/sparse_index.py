@@ -5,7 +5,8 @@ import torch
 
 from rankbench.corpus.chunking import passage_text
 from rankbench.pipeline.scripting import run_script
-from rankbench.retrieval.sparse import SparseEncoderSpec, encode, load_sparse_encoder, save_matrix, vocabulary
+from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, encode, load_sparse_encoder, vocabulary
+from rankbench.retrieval.sparse import save_matrix
 
 
 def main(snakemake):

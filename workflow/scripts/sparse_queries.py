@@ -4,7 +4,8 @@ import pandas as pd
 import torch
 
 from rankbench.pipeline.scripting import run_script
-from rankbench.retrieval.sparse import SparseEncoderSpec, encode, load_sparse_encoder, save_matrix, vocabulary
+from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, encode, load_sparse_encoder, vocabulary
+from rankbench.retrieval.sparse import save_matrix
 
 
 def main(snakemake):

@@ -18,25 +18,23 @@ from rankbench.errors import InputError
 from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.pipeline.defaults import DATASET_DEFAULTS, RESULTS
 from rankbench.pipeline.models import check_model_names
+from rankbench.retrieval.bm25 import LANGUAGES
 from rankbench.retrieval.encoders.api import ApiEncoderSpec
-from rankbench.retrieval.bm25 import LANGUAGES, NUMBA_INSTALLED, analyzer_and_params
 from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.hub import is_hub_id
+from rankbench.retrieval.encoders.kinds import encoder_kind, kinds_making
 from rankbench.retrieval.registry import (
     METHOD_TYPES,
     REQUIRED,
-    SPARSE_ENCODER_KIND,
     STRUCTURAL_KEYS,
+    hook,
     method_encoders,
     method_inputs,
     types_using,
 )
-from rankbench.retrieval.sparse import SparseEncoderSpec
 
 # Encoder keys that only an embedding API (`kind: openai`) reads.
 API_ENCODER_KEYS = sorted({f.name for f in fields(ApiEncoderSpec)} - {f.name for f in fields(EncoderSpec)})
-# The keys a sparse encoder (`kind: sparse`) reads.
-SPARSE_ENCODER_KEYS = sorted(f.name for f in fields(SparseEncoderSpec))
 # Keys a grid may not vary: they change what a method is, not how it is tuned.
 _STRUCTURAL_KEYS = STRUCTURAL_KEYS + tuple(dict.fromkeys(kind.inputs_key for kind in METHOD_TYPES.values()
                                                          if kind.inputs_key))
@@ -202,7 +200,7 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
             if encoder not in encoders:
                 raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",
                                  f"Declare it under `encoders` or use one of: {', '.join(sorted(encoders)) or 'none'}.")
-            kinds = METHOD_TYPES[kind].encoder_kinds
+            kinds = kinds_making(METHOD_TYPES[kind].sparse_encoders)
             if encoders[encoder]["kind"] not in kinds:
                 fitting = sorted(name for name, spec in encoders.items() if spec["kind"] in kinds)
                 raise InputError(source, where, f"uses encoder {encoder!r} of kind {encoders[encoder]['kind']}, which "
@@ -237,17 +235,6 @@ def _check_keys_apply(spec: Mapping[str, Any], where: str, source: str) -> None:
                              f"`{key}` applies to: {', '.join(types_using(key))}.")
 
 
-def _check_analyzer(spec: Mapping[str, Any], language: str, where: str, source: str) -> None:
-    """A BM25 method's analyzer and parameters can be built (e.g. a stopword list exists for the language)."""
-    try:
-        analyzer_and_params(spec, language)
-    except ValueError as error:
-        raise InputError(source, where, str(error), "See config/README.md, `methods`.") from None
-    if spec.get("backend") == "numba" and not NUMBA_INSTALLED:
-        raise InputError(source, f"{where}.backend", "is numba, which is not installed",
-                         "Install the pinned numba (pip install -e .), or set `backend: numpy`.")
-
-
 def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tuple[str, ...] = ()) -> str:
     """The chunker a method ranks; composed methods take their inputs' (which must agree)."""
     if name in _path:
@@ -274,8 +261,9 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
         raise InputError(source, "dataset.language", f"is {language!r}, which the BM25 analyzer does not know",
                          f"Use one of: {', '.join(LANGUAGES)}.")
     for name, spec in config["methods"].items():
-        if spec["type"] == "bm25":
-            _check_analyzer(spec, language, f"methods.{name}", source)
+        check = METHOD_TYPES[spec["type"]].check
+        if check:
+            hook(check)(spec, {**DATASET_DEFAULTS, **dataset}, f"methods.{name}", source)
     if config["chunker"] not in config["chunkers"]:
         raise InputError(source, "chunker", f"names {config['chunker']!r}, which is not under `chunkers`",
                          f"Use one of: {', '.join(sorted(config['chunkers']))}.")
@@ -288,7 +276,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
     for name, spec in config.get("encoders", {}).items():
         _check_api_encoder(name, spec, source)
         model = spec.get("model", "")
-        if spec["kind"] == SPARSE_ENCODER_KIND and not Path(model).is_dir() and not is_hub_id(model):
+        if encoder_kind(spec).sparse and not Path(model).is_dir() and not is_hub_id(model):
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither an existing folder nor a hub id",
                              "Give the folder of a sentence-transformers SparseEncoder model, or its hub id "
                              "(org/name, see config/README.md, `encoders`, for the SPLADE models to pick).")
@@ -298,10 +286,10 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
 def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
     """Keys of an embedding API only on `kind: openai`, `device` only on the others, a sparse encoder's keys only on
     `kind: sparse`; the key's variable is set."""
-    api = spec["kind"] == "openai"
+    api = encoder_kind(spec).api
     stray = sorted(set(spec) & ({"device"} if api else set(API_ENCODER_KEYS)))
-    if spec["kind"] == SPARSE_ENCODER_KIND:
-        stray = sorted(set(spec) - set(SPARSE_ENCODER_KEYS))
+    if encoder_kind(spec).sparse:
+        stray = sorted(set(spec) - {f.name for f in fields(encoder_kind(spec).spec)})
     if stray:
         raise InputError(source, f"encoders.{name}.{stray[0]}", f"does not apply to kind {spec['kind']}",
                          "Remove it (see config/README.md, `encoders`).")

@@ -9,8 +9,8 @@ from typing import Any
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.pipeline.rules import RUN_RULES, UNBENCHMARKED, Stage, encoding_stages, index_stage
-from rankbench.retrieval.registry import method_encoders, method_inputs
+from rankbench.pipeline.rules import UNBENCHMARKED, Stage, encoding_stages, index_stage
+from rankbench.retrieval.registry import method_encoders, method_inputs, method_type
 
 COST_COLUMNS = ["method", "index_s", "query_s", "questions", "ms_per_question", "stages", "index_tokens",
                "query_tokens", "index_sent", "query_sent"]
@@ -31,8 +31,8 @@ def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker
     index = index_stage(spec, chunker, index_name(method))
     if index:
         stages.append((index[0], "index", index[1]))
-    if RUN_RULES[spec["type"]] not in UNBENCHMARKED:
-        stages.append((RUN_RULES[spec["type"]], "query", {"method": method}))
+    if method_type(spec).run_rule not in UNBENCHMARKED:
+        stages.append((method_type(spec).run_rule, "query", {"method": method}))
     for name in method_inputs(spec):
         stages += method_stages(methods, name, chunker_of, index_name)
     unique: dict[tuple, Stage] = {}

@@ -9,7 +9,6 @@ repeats each as `default:` (tests/pipeline/test_defaults.py keeps them equal); t
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,8 +17,8 @@ import yaml
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.llm.chat import BACKEND_DEFAULTS
 from rankbench.retrieval.encoders.base import EncoderSpec
-from rankbench.retrieval.registry import METHOD_TYPES, SPARSE_ENCODER_KIND, method_defaults, method_type
-from rankbench.retrieval.sparse import SparseEncoderSpec
+from rankbench.retrieval.encoders.kinds import encoder_kind
+from rankbench.retrieval.registry import METHOD_TYPES, hook, method_defaults, method_type
 
 RESULTS = "results"
 DATASET_DEFAULTS: dict[str, Any] = {"language": "english"}
@@ -56,8 +55,9 @@ def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
 
 def encoder_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     """An encoder block with defaults filled in (`model` names a sentence-transformers model only)."""
-    if spec["kind"] == SPARSE_ENCODER_KIND:
-        return {**{key: value for key, value in _spec_defaults(SparseEncoderSpec).items() if key != "model"}, **spec}
+    if encoder_kind(spec).sparse:
+        return {**{key: value for key, value in _spec_defaults(encoder_kind(spec).spec).items() if key != "model"},
+                **spec}
     defaults = ENCODER_DEFAULTS if spec["kind"] == "sentence-transformers" else \
         {key: value for key, value in ENCODER_DEFAULTS.items() if key != "model"}
     return {**defaults, **spec}
@@ -71,10 +71,9 @@ def chat_settings(chat: Mapping[str, Any]) -> dict[str, Any]:
 def method_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A method's config with its type's defaults and the library's (the registry's `settings` hook) filled in."""
     settings = method_defaults(spec)
-    hook = method_type(spec).settings
-    if hook:
-        module, function = hook.split(":")
-        settings.update(getattr(importlib.import_module(module), function)(spec))
+    settings_hook = method_type(spec).settings
+    if settings_hook:
+        settings.update(hook(settings_hook)(spec))
     if isinstance(settings.get("scorer"), Mapping) and "chat" in settings["scorer"]:
         settings["scorer"] = {**settings["scorer"], "chat": chat_settings(settings["scorer"]["chat"])}
     return settings

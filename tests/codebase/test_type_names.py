@@ -1,0 +1,66 @@
+"""A method type is its registry entry plus its own module: no other code compares a type's name (issue 24.1), so
+the rules, config checks, provenance, cost and history read what a type does from the registry."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from rankbench.retrieval.registry import METHOD_TYPES
+
+REPO = Path(__file__).resolve().parents[2]
+# Files that may name types: the registry, and a type's own module with its scripts (fusion picks its formula).
+ALLOWED = {"src/rankbench/retrieval/registry.py": set(METHOD_TYPES),
+           "src/rankbench/retrieval/fusion.py": {"rrf", "combsum", "combmnz"},
+           "workflow/scripts/fuse.py": {"rrf", "combsum", "combmnz"}}
+# Snakemake files: a type name compared (== "bm25", in ("dense", ...)) or methods picked by type.
+SMK_COMPARISON = re.compile(r"""(?:==|!=|\bin)\s*[(\[{]?\s*["']([\w-]+)["']|methods_of_type\(\s*["']([\w-]+)["']""")
+
+
+def _compared_names(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, string) of every string constant a comparison tests against, or a dict literal keys by."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for operand in [node.left, *node.comparators]:
+                items = operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) else [operand]
+                found += [(node.lineno, item.value) for item in items
+                          if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+        elif isinstance(node, ast.Dict):
+            found += [(node.lineno, key.value) for key in node.keys
+                      if isinstance(key, ast.Constant) and isinstance(key.value, str)]
+    return found
+
+
+def type_name_comparisons(root: Path, types: set[str]) -> list[str]:
+    """`file:line: name` wherever code under root compares a type name outside the files allowed to."""
+    hits = []
+    python = [*root.glob("src/rankbench/**/*.py"), *root.glob("workflow/scripts/*.py")]
+    for path in sorted(python):
+        relative = path.relative_to(root).as_posix()
+        hits += [f"{relative}:{line}: {name}" for line, name in _compared_names(ast.parse(path.read_text()))
+                 if name in types - ALLOWED.get(relative, set())]
+    for path in sorted([*root.glob("workflow/rules/*.smk"), *root.glob("Snakefile"), *root.glob("workflow/Snakefile")]):
+        relative = path.relative_to(root).as_posix()
+        for line, text in enumerate(path.read_text().splitlines(), 1):
+            hits += [f"{relative}:{line}: {name}" for match in SMK_COMPARISON.finditer(text)
+                     for name in filter(None, match.groups()) if name in types]
+    return hits
+
+
+def test_no_code_compares_a_method_type_name_outside_the_registry_and_its_module() -> None:
+    hits = type_name_comparisons(REPO, set(METHOD_TYPES))
+    assert not hits, "compare registry fields instead of type names:\n" + "\n".join(hits)
+
+
+def test_the_check_finds_type_names_in_python_and_snakemake(tmp_path: Path) -> None:
+    (tmp_path / "src/rankbench/pipeline").mkdir(parents=True)
+    (tmp_path / "workflow/rules").mkdir(parents=True)
+    (tmp_path / "src/rankbench/pipeline/m.py").write_text(
+        'RULES = {"bm25": "x"}\nif spec["type"] in ("dense", "other"):\n    pass\nok = kind == "chunk"\n')
+    (tmp_path / "workflow/rules/common.smk").write_text(
+        'if METHOD_SPECS[m]["type"] == "bm25":\n    pass\nx = methods_of_type("rerank")\n')
+    assert type_name_comparisons(tmp_path, {"bm25", "dense", "rerank"}) == [
+        "src/rankbench/pipeline/m.py:1: bm25", "src/rankbench/pipeline/m.py:2: dense",
+        "workflow/rules/common.smk:1: bm25", "workflow/rules/common.smk:3: rerank"]
