@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -11,6 +12,14 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+# The shared datasets (BEIR format): $RANKBENCH_SHARED_DATASETS, else ../shared/datasets beside the repository.
+SHARED_DATASETS = Path(os.environ.get("RANKBENCH_SHARED_DATASETS", REPO.parent / "shared" / "datasets"))
+
+
+def shared_dataset(name: str) -> Path | None:
+    """The folder of a shared dataset (it has a corpus.jsonl), or None when this machine has none: tests skip."""
+    path = SHARED_DATASETS / name
+    return path if (path / "corpus.jsonl").exists() else None
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 _JOB_LINE = re.compile(r"^(\w+)\s+(\d+)$")
 

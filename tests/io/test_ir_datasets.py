@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import REPO, SNAKEMAKE, planned_jobs, snakemake
+from workflow_helpers import REPO, SNAKEMAKE, planned_jobs, shared_dataset, snakemake
 
 from rankbench.errors import InputError
 from rankbench.io.ir_datasets_source import check_same_docs, load_ir_documents, load_ir_questions
@@ -21,9 +21,8 @@ from rankbench.io.loaders import load_beir_corpus, load_beir_questions
 from rankbench.pipeline.config import check_config
 
 TINY = REPO / "tests" / "fixtures" / "beir-tiny"
-CANDIDATES = [REPO.parent / "shared" / "datasets" / "scifact", Path("/work/shared/datasets/scifact")]
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
-SCIFACT = next((path for path in CANDIDATES if (path / "corpus.jsonl").exists()), None)
+SCIFACT = shared_dataset("scifact")
 
 
 def lay_out_scifact(beir: Path, home: Path, splits: dict[str, str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import REPO, snakemake
+from workflow_helpers import REPO, shared_dataset, snakemake
 
 from rankbench.errors import InputError
 from rankbench.io.loaders import load_beir_corpus, load_beir_questions
@@ -19,8 +19,7 @@ from rankbench.pipeline.dataset_formats import corpus_files, corpus_source, load
 
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
 TINY = REPO / "tests" / "fixtures" / "beir-tiny"
-CANDIDATES = [REPO.parent / "shared" / "datasets" / "cacm", Path("/work/shared/datasets/cacm")]
-CACM = next((path for path in CANDIDATES if (path / "corpus.jsonl").exists()), None)
+CACM = shared_dataset("cacm")
 
 DOCUMENTS = """<DOC>
 <DOCNO> FT911-1 </DOCNO>

@@ -11,17 +11,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import REPO, snakemake
+from workflow_helpers import REPO, shared_dataset, snakemake
 
 pytestmark = pytest.mark.slow
-CANDIDATES = [REPO.parent / "shared" / "datasets" / "scifact", Path("/work/shared/datasets/scifact")]
-SCIFACT = next((path for path in CANDIDATES if (path / "corpus.jsonl").exists()), None)
+SCIFACT = shared_dataset("scifact")
 MINILM_MTEB = 0.6451
 BM25_RANGE = (0.665, 0.679)
 
 
-@pytest.mark.skipif(SCIFACT is None, reason="BEIR SciFact not found at ../shared/datasets/scifact (relative to the "
-                                            "repository) nor /work/shared/datasets/scifact")
+@pytest.mark.skipif(SCIFACT is None, reason="BEIR SciFact not found in the shared datasets "
+                                            "(../shared/datasets or $RANKBENCH_SHARED_DATASETS)")
 def test_scifact_reproduces_the_published_ndcg_at_10(tmp_path: Path) -> None:
     config = yaml.safe_load((REPO / "config" / "scifact.yaml").read_text())
     assert config["dataset"]["path"] == "../shared/datasets/scifact"
