@@ -12,7 +12,7 @@ import pytest
 from rankbench.llm.chat import Chat, LocalModel
 from rankbench.llm.model_file import SHA256, packaged_model, sha256_of
 from rankbench.llm.prompts import judge_messages, parse_grade
-from rankbench.llm.rerank import llm_scorer
+from rankbench.llm.scorer import llm_scorer
 
 pytestmark = [
     pytest.mark.llm_local,

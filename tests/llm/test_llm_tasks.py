@@ -27,8 +27,8 @@ from rankbench.llm.chat import Chat, OpenAIEndpoint
 from rankbench.llm.generate import duplicate_key, generate_questions
 from rankbench.llm.judge import judge_pool, merge_labels
 from rankbench.llm.prompts import parse_generation, parse_grade, parse_rewrite
-from rankbench.llm.rerank import llm_scorer
 from rankbench.llm.rewrite import rewrite_questions
+from rankbench.llm.scorer import llm_scorer
 from rankbench.llm.versions import publish, version_records
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ def main(snakemake):
         texts = dict(zip(queries["qid"], queries["question"])), dict(zip(chunks["chunk_id"], passage_text(chunks)))
         if scorer["kind"] == "llm":
             from rankbench.llm.chat import chat_from_spec
-            from rankbench.llm.rerank import llm_scorer
+            from rankbench.llm.scorer import llm_scorer
 
             return llm_scorer(chat_from_spec(scorer["chat"]), *texts)
         return cross_encoder_scorer(scorer["model"], *texts, revision=scorer.get("revision"))

@@ -1,4 +1,4 @@
-"""LLM reranking: a PairScorer (like rankbench.rerank's) giving P(yes) from logprobs, or the 0–3 grade."""
+"""LLM reranking: a PairScorer (like rankbench.retrieval.rerank's) giving P(yes) from logprobs, or the 0–3 grade."""
 
 from __future__ import annotations
 
