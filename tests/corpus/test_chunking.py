@@ -1,4 +1,4 @@
-"""Tests of rankbench.chunking: section and fixed-window chunkers, stable ids, passage text, spec validation."""
+"""Tests of rankbench.corpus.chunking: section and fixed-window chunkers, stable ids, passage text, spec validation."""
 
 from __future__ import annotations
 

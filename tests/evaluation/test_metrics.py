@@ -1,4 +1,4 @@
-"""Tests of rankbench.metrics: differential against pytrec_eval / ir_measures, plus hand cases."""
+"""Tests of rankbench.evaluation.metrics: differential against pytrec_eval / ir_measures, plus hand cases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of rankbench.stats against scipy, hand-worked examples and properties."""
+"""Tests of rankbench.evaluation.stats against scipy, hand-worked examples and properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of rankbench.loaders: native corpus / question JSONL, BEIR folders, and their error messages."""
+"""Tests of rankbench.io.loaders: native corpus / question JSONL, BEIR folders, and their error messages."""
 
 from __future__ import annotations
 

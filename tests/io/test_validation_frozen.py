@@ -1,4 +1,4 @@
-"""Tests of rankbench.validation (label checks and findings) and rankbench.frozen (+ `rankbench freeze`)."""
+"""Tests of rankbench.corpus.label_checks (label checks and findings) and rankbench.io.frozen (+ `rankbench freeze`)."""
 
 from __future__ import annotations
 

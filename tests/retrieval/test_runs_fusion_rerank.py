@@ -1,4 +1,4 @@
-"""Tests of rankbench.runs (trec_eval order, top-k runs, document collapse), fusion (RRF) and rerank."""
+"""Tests of rankbench.io.runs (trec_eval order, top-k runs, document collapse), fusion (RRF) and rerank."""
 
 from __future__ import annotations
 

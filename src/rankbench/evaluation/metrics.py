@@ -1,6 +1,6 @@
 """Per-question retrieval metrics, trec_eval-exact, vectorized over all questions with numpy.
 
-Conventions (DESIGN.md, "Metric conventions"): grades are any integers, as in trec_eval (0 and
+Conventions (README.md, "Metrics"): grades are any integers, as in trec_eval (0 and
 negative grades are judged non-relevant); a result is relevant when its grade is
 >= ``relevance_threshold``; (n)DCG uses every positive grade whatever the threshold (negative
 grades gain 0), as trec_eval's ``ndcg_cut`` does; questions without a relevant label are left out (count them

@@ -6,10 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-# One row per (method, estimator) of one metric: human (people's labels, the fully labelled questions), judge (LLM
-# labels on the pool, every question) and ppi (the judge's values corrected by the fully labelled questions).
-ESTIMATORS = ("human", "judge", "ppi")
-
 
 def _interval(estimate: float, variance: float, confidence: float) -> tuple[float, float, float]:
     from scipy import stats as _sps  # here, not at the top: the report jobs that only print pages skip scipy
@@ -55,7 +51,9 @@ def ppi_mean(human: np.ndarray, judge_labelled: np.ndarray, judge_unlabelled: np
 def judge_corrected(human: pd.DataFrame, judge: pd.DataFrame, labelled: dict[str, pd.Index],
                     confidence: float = 0.95) -> pd.DataFrame:
     """Per method: human-only, judge-only and PPI++ estimates of one metric with their CIs (method, estimator,
-    estimate, ci_low, ci_high, weight, n_labelled, n_unlabelled).
+    estimate, ci_low, ci_high, weight, n_labelled, n_unlabelled). Estimators: human (people's labels, the fully
+    labelled questions), judge (LLM labels on the pool, every question) and ppi (the judge's values corrected by
+    the fully labelled questions).
 
     human and judge: per-query values (question x method) on people's and on the judge's labels, over the same
     questions; labelled[method]: the questions whose pooled items people all graded (their human values are exact).
