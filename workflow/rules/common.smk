@@ -85,9 +85,9 @@ def choice(names):
     return "|".join(re.escape(name) for name in sorted(names)) or "(?!)"
 
 
-def methods_indexed_by(rule):
+def methods_indexed_by(builder):
     """Methods that search an index this rule builds (the registry's `index` of their type)."""
-    return [name for name in METHODS if index_rule(METHOD_SPECS[name]) == rule]
+    return [name for name in METHODS if index_rule(METHOD_SPECS[name]) == builder]
 
 
 def methods_of_rule(rule):
@@ -328,8 +328,8 @@ INDEX_NAMES = {
 
 def index_name(method):
     """The BM25 or FAISS index a first-stage method searches (None: its index rule names none)."""
-    rule = index_rule(METHOD_SPECS[method])
-    return INDEX_NAMES[rule](method) if rule in INDEX_NAMES else None
+    builder = index_rule(METHOD_SPECS[method])
+    return INDEX_NAMES[builder](method) if builder in INDEX_NAMES else None
 
 
 def cost_plan(wildcards):
