@@ -221,7 +221,9 @@ def dense_index_path(method, spec=None):
 
 
 def approximate_methods():
-    return [m for m in methods_indexed_by("faiss_index") if dense_index(m).kind != "flat"]
+    return [
+        m for m in methods_indexed_by("faiss_index") if dense_index(m).kind != "flat"
+    ]
 
 
 FAISS_BUILDS = {
