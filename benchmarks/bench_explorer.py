@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.analysis.failures import analyse
-from rankbench.evaluation.evaluate import aggregate, evaluate_run
+from rankbench.evaluation.scoring import aggregate, evaluate_run
 from rankbench.io.qrels import build_qrels
 from rankbench.report.explorer import ExplorerSettings, explorer_html, explorer_payload
 

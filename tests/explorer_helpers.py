@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from rankbench.analysis.failures import analyse
-from rankbench.evaluation.evaluate import aggregate, evaluate_run
+from rankbench.evaluation.scoring import aggregate, evaluate_run
 from rankbench.io.qrels import build_qrels
 from rankbench.report.explorer import ExplorerSettings
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.evaluation.evaluate import GRAINS
 from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
 from rankbench.evaluation.metric_names import known_metrics_text, parse_metrics
 from rankbench.evaluation.metrics import GAINS
+from rankbench.evaluation.scoring import GRAINS
 from rankbench.evaluation.stats import format_p
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze

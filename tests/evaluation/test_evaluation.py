@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.evaluation.evaluate import (
+from rankbench.evaluation.scoring import (
     AGGREGATE_COLUMNS,
     PER_QUERY_COLUMNS,
     aggregate,

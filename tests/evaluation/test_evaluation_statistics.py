@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankbench.evaluation.evaluate import (
+from rankbench.evaluation.experiment import compare
+from rankbench.evaluation.metrics import (
+    GRADE_LABELS,
+    POLLUTION_METRICS,
+    grades_by_rank,
+    per_query_metrics,
+)
+from rankbench.evaluation.scoring import (
     AGGREGATE_COLUMNS,
     PAIRS_COLUMNS,
     TIERS_COLUMNS,
@@ -14,13 +21,6 @@ from rankbench.evaluation.evaluate import (
     evaluate_run,
     grade_distribution,
     tier_table,
-)
-from rankbench.evaluation.experiment import compare
-from rankbench.evaluation.metrics import (
-    GRADE_LABELS,
-    POLLUTION_METRICS,
-    grades_by_rank,
-    per_query_metrics,
 )
 from rankbench.evaluation.stats import holm, method_pairs, paired_comparison
 from rankbench.retrieval.registry import method_grains

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from scipy.optimize import brentq
 
-from rankbench.evaluation.evaluate import summarize
+from rankbench.evaluation.scoring import summarize
 from rankbench.evaluation.stats import (
     COMPARISON_COLUMNS,
     bootstrap_ci,

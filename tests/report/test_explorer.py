@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from explorer_helpers import SETTINGS, payload_args, tiny_inputs
 
-from rankbench.evaluation.evaluate import evaluate_run
+from rankbench.evaluation.scoring import evaluate_run
 from rankbench.report import explorer
 from rankbench.report.explorer import (
     explorer_html,

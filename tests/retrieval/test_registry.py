@@ -12,7 +12,7 @@ from workflow_helpers import REPO
 
 from rankbench.analysis.failures import candidate_depth
 from rankbench.errors import InputError
-from rankbench.evaluation.evaluate import GRAINS
+from rankbench.evaluation.scoring import GRAINS
 from rankbench.pipeline.config import check_config
 from rankbench.pipeline.cost import method_stages
 from rankbench.pipeline.rules import RUN_RULES, UNBENCHMARKED, index_stage

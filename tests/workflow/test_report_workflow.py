@@ -12,7 +12,7 @@ import pytest
 import yaml
 from workflow_helpers import edit_config, snakemake
 
-from rankbench.evaluation.evaluate import TIERS_COLUMNS
+from rankbench.evaluation.scoring import TIERS_COLUMNS
 from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.defaults import evaluation_settings
 from rankbench.pipeline.provenance import report_settings

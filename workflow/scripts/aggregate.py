@@ -3,7 +3,7 @@ tiers and rank intervals of the headline metrics."""
 
 import pandas as pd
 
-from rankbench.evaluation.evaluate import TIERS_COLUMNS, aggregate, tier_table
+from rankbench.evaluation.scoring import TIERS_COLUMNS, aggregate, tier_table
 from rankbench.io.files import write_parquet
 from rankbench.pipeline.scripting import run_script
 

@@ -6,8 +6,8 @@ import logging
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.evaluation.evaluate import evaluate_run, grade_distribution
 from rankbench.evaluation.metrics import err_grade_problem
+from rankbench.evaluation.scoring import evaluate_run, grade_distribution
 from rankbench.io.files import write_parquet
 from rankbench.io.runs import unmatched
 from rankbench.pipeline.scripting import run_script

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.evaluation.stats import TIE_TOLERANCE, t_test_p_values
 from rankbench.io.markdown import markdown_grid
 

@@ -16,8 +16,8 @@ from typing import Any
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.files import write_jsonl, write_text
 from rankbench.io.markdown import markdown_grid
 

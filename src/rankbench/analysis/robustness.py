@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.evaluation.evaluate import _grain_qrels, _grain_runs
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.metrics import per_query_metrics
 from rankbench.evaluation.ppi import judge_corrected
+from rankbench.evaluation.scoring import _grain_qrels, _grain_runs
 from rankbench.evaluation.stats import TIE_TOLERANCE, holm, randomization_p_values
 from rankbench.io.markdown import markdown_grid
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.evaluation.evaluate import BASELINE_COLUMNS, runs_per_query, summarize
 from rankbench.evaluation.metric_names import parse_metrics
 from rankbench.evaluation.metrics import err_grade_problem
+from rankbench.evaluation.scoring import BASELINE_COLUMNS, runs_per_query, summarize
 from rankbench.io.runs import unmatched
 from rankbench.io.trec import QrelsSource, RunSource, read_qrels, read_run
 

@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid
 from rankbench.report.findings import findings
 from rankbench.report.tables import (

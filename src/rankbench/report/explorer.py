@@ -17,8 +17,8 @@ import pandas as pd
 
 from rankbench.analysis.failures import RANKING, RECALL, candidate_depth, first_relevant
 from rankbench.analysis.leaks import leak_flags
-from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.ids import ids_in
 from rankbench.report.tables import TABLE_METRICS, marked, wide
 from rankbench.retrieval.registry import method_inputs

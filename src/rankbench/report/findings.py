@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.evaluation.stats import format_p, holm_versus_best
 from rankbench.report.tables import pair_row
 from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from rankbench.analysis.meta import paired_effect, random_effects, sign_test, wilcoxon_p
-from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid
 from rankbench.report.plots import colors, house_style, new_figure
 from rankbench.report.tables import (

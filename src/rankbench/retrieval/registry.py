@@ -174,7 +174,7 @@ def index_rule(spec: Mapping[str, Any]) -> str | None:
 
 
 def method_grains(spec: Mapping[str, Any]) -> list[str]:
-    """Grains a method is scored at (see evaluation.evaluate.GRAINS)."""
+    """Grains a method is scored at (see evaluation.scoring.GRAINS)."""
     return list(method_type(spec).grains)
 
 
