@@ -12,7 +12,7 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
-from rankbench.evaluation.metric_names import known_metrics_text, parse_metrics
+from rankbench.evaluation.metric_names import MetricNameError, known_metrics_text, parse_metrics
 from rankbench.evaluation.metrics import GAINS
 from rankbench.evaluation.scoring import GRAINS
 from rankbench.evaluation.stats import format_p
@@ -47,7 +47,10 @@ def _persistence(text: str) -> float:
 
 def _metrics(text: str) -> str:
     """Metric names, checked while the arguments are read (argparse type) and passed on as given."""
-    parse_metrics(text)
+    try:
+        parse_metrics(text)
+    except MetricNameError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return text
 
 

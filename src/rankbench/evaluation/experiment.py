@@ -3,7 +3,6 @@ behind `rankbench.evaluate`, `rankbench.compare` and `rankbench eval` (trec_eval
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.evaluation.metric_names import parse_metrics
+from rankbench.evaluation.metric_names import MetricNameError, parse_metrics
 from rankbench.evaluation.metrics import err_grade_problem
 from rankbench.evaluation.scoring import BASELINE_COLUMNS, runs_per_query, summarize
 from rankbench.io.runs import unmatched
@@ -58,7 +57,7 @@ def metric_list(metrics: str | Sequence[str]) -> tuple[list[str], list[tuple[str
              for part in item.split(",") if part.strip()]
     try:
         return names, parse_metrics(",".join(names))
-    except argparse.ArgumentTypeError as error:
+    except MetricNameError as error:
         raise InputError(None, "metrics", str(error), "Name each metric as trec_eval or ir-measures do.") from None
 
 

@@ -7,7 +7,6 @@ computation in metrics.py (the function of its family), one entry here, and its 
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass
 
@@ -101,6 +100,10 @@ def known_metrics_text() -> str:
             f"{', '.join(CUT_FAMILIES)} need a cutoff")
 
 
+class MetricNameError(ValueError):
+    """A metric name that cannot be read; each caller says where it came from (an argument, a config key)."""
+
+
 def parse_metrics(text: str) -> list[tuple[str, int]]:
     """'ndcg@10,P_5,map,Rprec' -> [('ndcg', 10), ('precision', 5), ('ap', 0), ('r_precision', 0)]; k = 0 means the
     whole run (trec_eval's uncut map, recip_rank, ndcg, Rprec)."""
@@ -114,7 +117,7 @@ def parse_metrics(text: str) -> list[tuple[str, int]]:
         elif metric in METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K and cut.isdigit() and int(cut) > 0:
             parsed.append((metric, int(cut)))
         else:
-            raise argparse.ArgumentTypeError(f"cannot read metric {item!r}; known: {known_metrics_text()}")
+            raise MetricNameError(f"cannot read metric {item!r}; known: {known_metrics_text()}")
     if not parsed:
-        raise argparse.ArgumentTypeError("give at least one metric, e.g. ndcg@10,recall@100")
+        raise MetricNameError("give at least one metric, e.g. ndcg@10,recall@100")
     return parsed
