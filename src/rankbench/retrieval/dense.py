@@ -91,11 +91,6 @@ def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> faiss.Ind
     return index
 
 
-def build_flat_index(vectors: np.ndarray) -> faiss.Index:
-    """Exact inner-product index: the reference for evaluation."""
-    return build_index(vectors, IndexSpec())
-
-
 def save_index(index: faiss.Index, path: Path) -> None:
     """Write a FAISS index atomically, so a killed job leaves no half-written index."""
     import faiss
