@@ -7,16 +7,18 @@ import pandas as pd
 import pytest
 
 from rankbench.analysis.budget import (
-    budget_page,
-    headline_findings,
     minimum_detectable_difference,
     plan_budget,
     plan_pair,
 )
-from rankbench.analysis.budget import (
+from rankbench.evaluation.stats import t_test_p_values
+from rankbench.report.budget import (
+    budget_page,
+    headline_findings,
+)
+from rankbench.report.budget import (
     finding as budget_finding,  # one sentence of the page
 )
-from rankbench.evaluation.stats import t_test_p_values
 
 ALPHA = 0.05 / 11  # Holm's first step over a baseline family of 11 methods
 

@@ -2,9 +2,10 @@
 
 import pandas as pd
 
-from rankbench.analysis.budget import BUDGET_COLUMNS, budget_page, plan_budget
+from rankbench.analysis.budget import BUDGET_COLUMNS, plan_budget
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
+from rankbench.report.budget import budget_page
 from rankbench.report.pages import markdown_html
 
 
