@@ -8,16 +8,15 @@ import pytest
 
 from rankbench.analysis.robustness import (
     drop_labels,
-    headline_findings,
     judge_effects,
     pool,
     robustness,
-    robustness_page,
     shift_grades,
     unjudged_as_relevant,
     verdicts,
 )
 from rankbench.evaluation.ppi import ppi_mean
+from rankbench.report.robustness import headline_findings, robustness_page
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.analysis import budget, robustness
 from rankbench.analysis.history import run_records
 from rankbench.io.files import write_text
 from rankbench.pipeline.config import expand_methods
@@ -15,6 +14,7 @@ from rankbench.pipeline.cost import cost_table, read_benchmark
 from rankbench.pipeline.defaults import config_yaml, effective_config
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.scripting import run_script
+from rankbench.report import budget, robustness
 from rankbench.report.comparison import comparison_page, cost_page
 from rankbench.report.pages import markdown_html
 from rankbench.report.tables import (

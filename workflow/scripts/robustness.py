@@ -11,11 +11,11 @@ from rankbench.analysis.robustness import (
     SURVIVAL_COLUMNS,
     judge_effects,
     robustness,
-    robustness_page,
 )
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.pages import markdown_html
+from rankbench.report.robustness import robustness_page
 
 
 def main(snakemake):
