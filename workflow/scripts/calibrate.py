@@ -2,9 +2,10 @@
 
 import pandas as pd
 
-from rankbench.analysis.calibration import calibration_markdown, thresholds, top1_scores
+from rankbench.analysis.calibration import thresholds, top1_scores
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
+from rankbench.report.calibration import calibration_markdown
 from rankbench.report.pages import markdown_html
 from rankbench.report.plots import save, top1_distributions
 
