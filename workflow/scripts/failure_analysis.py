@@ -2,9 +2,10 @@
 
 import pandas as pd
 
-from rankbench.analysis.failures import analyse, failures_markdown, stage_log
+from rankbench.analysis.failures import analyse, stage_log
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
+from rankbench.report.failures import failures_markdown
 from rankbench.report.pages import markdown_html
 
 

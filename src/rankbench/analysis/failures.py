@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.io.markdown import markdown_grid, natural_key, natural_order
+from rankbench.io.markdown import natural_key, natural_order
 from rankbench.io.runs import collapse_to_documents
 from rankbench.retrieval.registry import method_inputs, method_setting, method_type
 
@@ -18,7 +18,6 @@ FAILURE_COLUMNS = ["method", "qid", "kind", "question", "failure", "first_releva
                    "class", "input_ranks"]
 STAGE_COLUMNS = ["qid", "method", "stage", "rank", "chunk_id", "doc_id", "title", "score"]
 RECALL, RANKING = "recall failure", "ranking failure"
-SHOWN_PER_METHOD = 20
 
 
 def grain_ranks(run: pd.DataFrame, grain: str) -> pd.DataFrame:
@@ -129,52 +128,3 @@ def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str,
             frames.append(tops[stage].assign(method=method, stage=stage))
     log = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=STAGE_COLUMNS)
     return log[STAGE_COLUMNS].sort_values(["qid", "method", "stage", "rank"], kind="stable", ignore_index=True)
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
-def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]], grain: str, k: int,
-                      n_evaluated: int, qset: str, shown: int = SHOWN_PER_METHOD) -> str:
-    """Per method: counts, the recall/ranking split of multi-stage methods, and one row per failing question (a
-    question missing the top k also fails at rank 1: it is listed once), the first `shown` by id, the rest counted."""
-    lines = [f"# Failure analysis: question-set version {qset}", "",
-             f"At {grain} grain, over the {n_evaluated} questions with a relevant label. *rank 1*: the first result "
-             f"is not relevant; *top {k}*: no relevant result in the top {k}. For a multi-stage method, a "
-             f"**{RECALL}** means no relevant result entered the candidates it was given (rerank: the input's top "
-             f"depth; fusion: the input runs), a **{RANKING}** that one did but was ranked too low; the inputs' "
-             f"ranks of the first relevant result are given. Each method lists its first {shown} failing questions "
-             "(those missing the top k, then those failing at rank 1 only, by id); `failures.parquet` has them all.",
-             ""]
-    for method in sorted(specs):
-        rows = failures[failures["method"] == method]
-        counts = rows["failure"].value_counts()
-        head = f"## {method}: {counts.get('rank 1', 0)} fail at rank 1, {counts.get(f'top {k}', 0)} miss the top {k}"
-        lines += [head, ""]
-        if method_inputs(specs[method]):
-            for failure in ("rank 1", f"top {k}"):
-                split = rows[rows["failure"] == failure]["class"].value_counts()
-                lines.append(f"- {failure}: {split.get(RECALL, 0)} recall failures, "
-                             f"{split.get(RANKING, 0)} ranking failures (inputs: "
-                             f"{', '.join(method_inputs(specs[method]))})")
-            lines.append("")
-        if rows.empty:
-            lines += ["No failure.", ""]
-            continue
-        missed = rows[rows["failure"] == f"top {k}"]
-        once = pd.concat([missed, rows[(rows["failure"] == "rank 1") & ~rows["qid"].isin(missed["qid"])]])
-        table = once.head(shown)
-        table = table.assign(rank=table["first_relevant_rank"].map(lambda r: "–" if pd.isna(r) else str(r)))
-        columns = {"qid": "qid", "kind": "kind", "failure": "failure", "rank": "first relevant at",
-                   "question": "question", "expected": "expected (grade)", "returned": "returned instead"}
-        if failures["kind"].nunique() == 1:
-            del columns["kind"]
-        if method_inputs(specs[method]):
-            columns.update({"class": "class", "input_ranks": "inputs' ranks"})
-        frame = table[list(columns)].rename(columns=columns).map(_cell).set_index("qid")
-        lines += [markdown_grid(frame), ""]
-        if len(once) > shown:
-            rest = len(once) - shown
-            lines += [f"… and {rest} more failing question{'s' if rest > 1 else ''} (`failures.parquet`).", ""]
-    return "\n".join(lines)
