@@ -12,7 +12,6 @@ import pandas as pd
 import pytest
 
 from rankbench.analysis.calibration import (
-    calibration_markdown,
     separation,
     thresholds,
     top1_scores,
@@ -21,7 +20,6 @@ from rankbench.analysis.failures import (
     RANKING,
     RECALL,
     analyse,
-    failures_markdown,
     stage_log,
 )
 from rankbench.analysis.history import (
@@ -33,7 +31,6 @@ from rankbench.analysis.history import (
 from rankbench.analysis.pooling import import_labels, read_filled, unjudged_pool, write_pool
 from rankbench.analysis.qset_diff import (
     CHANGE_COLUMNS,
-    diff_markdown,
     diff_summary,
     flips,
     question_changes,
@@ -46,8 +43,11 @@ from rankbench.io.frozen import read_lock
 from rankbench.io.markdown import markdown_grid
 from rankbench.pipeline.cost import cost_table, method_stages
 from rankbench.pipeline.provenance import canonical_config, config_hash, report_settings
+from rankbench.report.calibration import calibration_markdown
 from rankbench.report.comparison import cost_page, judge_section, labels_section, leaks_section
+from rankbench.report.failures import failures_markdown
 from rankbench.report.findings import findings, kind_patterns
+from rankbench.report.qset_diff import diff_markdown
 from rankbench.report.tables import (
     csv_table,
     latex_table,

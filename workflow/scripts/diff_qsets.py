@@ -6,7 +6,6 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.analysis.qset_diff import (
-    diff_markdown,
     diff_summary,
     flips,
     question_changes,
@@ -15,6 +14,7 @@ from rankbench.analysis.qset_diff import (
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.pages import markdown_html
+from rankbench.report.qset_diff import diff_markdown
 
 
 def main(snakemake):
