@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
-from rankbench.llm.agreement import (
+from rankbench.analysis.agreement import (
     agreement,
     agreement_markdown,
     confusion,

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
+from rankbench.analysis.agreement import agreement, agreement_markdown
 from rankbench.io.files import write_parquet, write_text
-from rankbench.llm.agreement import agreement, agreement_markdown
 from rankbench.pipeline.scripting import run_script
 
 
