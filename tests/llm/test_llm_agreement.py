@@ -9,11 +9,11 @@ from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from rankbench.analysis.agreement import (
     agreement,
-    agreement_markdown,
     confusion,
     kappa_interval,
     weighted_kappa,
 )
+from rankbench.report.agreement import agreement_markdown
 
 LABELS = [0, 1, 2, 3]
 

@@ -2,9 +2,10 @@
 
 import pandas as pd
 
-from rankbench.analysis.agreement import agreement, agreement_markdown
+from rankbench.analysis.agreement import agreement
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
+from rankbench.report.agreement import agreement_markdown
 
 
 def main(snakemake):
