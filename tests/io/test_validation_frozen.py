@@ -14,13 +14,13 @@ from rankbench.cli import main
 from rankbench.corpus.label_checks import (
     FINDING_COLUMNS,
     check_label_targets,
-    findings_markdown,
     label_findings,
 )
 from rankbench.corpus.validity import in_force
 from rankbench.errors import InputError
 from rankbench.io.frozen import check_frozen, content_hash, freeze, read_lock
 from rankbench.io.loaders import load_corpus, load_questions
+from rankbench.report.labels import findings_markdown
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "rankbench" / "io" / "schemas"
 CORPUS_SCHEMA = yaml.safe_load((SCHEMAS / "corpus.schema.yaml").read_text(encoding="utf-8"))

@@ -36,7 +36,7 @@ from rankbench.analysis.qset_diff import (
     question_changes,
     version_metrics,
 )
-from rankbench.corpus.label_checks import findings_markdown, label_findings
+from rankbench.corpus.label_checks import label_findings
 from rankbench.errors import InputError
 from rankbench.evaluation.stats import format_p, holm, tiers
 from rankbench.io.frozen import read_lock
@@ -47,6 +47,7 @@ from rankbench.report.calibration import calibration_markdown
 from rankbench.report.comparison import cost_page, judge_section, labels_section, leaks_section
 from rankbench.report.failures import failures_markdown
 from rankbench.report.findings import findings, kind_patterns
+from rankbench.report.labels import findings_markdown
 from rankbench.report.qset_diff import diff_markdown
 from rankbench.report.tables import (
     csv_table,

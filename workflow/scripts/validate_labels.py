@@ -8,11 +8,11 @@ import pandas as pd
 
 from rankbench.corpus.label_checks import (
     check_label_targets,
-    findings_markdown,
     label_findings,
 )
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
+from rankbench.report.labels import findings_markdown
 
 
 def main(snakemake):

@@ -1,4 +1,4 @@
-"""Label validation before anything runs: hard errors stop the run, findings go to a report."""
+"""Label validation before anything runs: hard errors stop the run, findings go to a page (report/labels.py)."""
 
 from __future__ import annotations
 
@@ -60,14 +60,3 @@ def label_findings(questions: pd.DataFrame, labels: pd.DataFrame, documents: pd.
         findings.append(unmapped.assign(problem=f"label maps to no chunk of chunker {chunker}"))
     return pd.concat([f[FINDING_COLUMNS] for f in findings if not f.empty] or
                      [pd.DataFrame(columns=FINDING_COLUMNS)], ignore_index=True)
-
-
-def findings_markdown(findings: pd.DataFrame, title: str) -> str:
-    """Counts per problem with the questions concerned, as a Markdown report."""
-    lines = [f"# Label validation: {title}", ""]
-    if findings.empty:
-        return "\n".join(lines + ["No findings.", ""])
-    for problem, group in findings.groupby("problem", sort=True):
-        qids = ", ".join(sorted(group["qid"].unique()))
-        lines += [f"- **{problem}**: {len(group)} ({qids})"]
-    return "\n".join(lines + [""])
