@@ -252,6 +252,7 @@ def all_outputs():
         outputs += [
             f"{R}/{qset}/aggregate.parquet",
             f"{R}/{qset}/comparison.md",
+            f"{R}/{qset}/cost.md",
             f"{R}/{qset}/leaks.parquet",
         ]
         outputs += [

@@ -11,13 +11,10 @@ rule comparison_table:
         budget=f"{R}/{{qset}}/budget.parquet",
         robustness=f"{R}/{{qset}}/robustness.parquet",
         bounds=f"{R}/{{qset}}/robustness-bounds.parquet",
+        effective_config=f"{R}/{{qset}}/effective-config.yaml",
         reranked=lambda wildcards: [
             run_path(m, wildcards.qset) for m in methods_of_rule("rerank")
         ],
-        benchmarks=lambda wildcards: sorted(
-            {path for stages in cost_plan(wildcards).values() for _, _, path in stages}
-        ),
-        api_usage=lambda wildcards: sorted(api_usage(wildcards).values()),
     output:
         table=f"{R}/{{qset}}/comparison.md",
         html=report(
@@ -38,15 +35,6 @@ rule comparison_table:
             subcategory="{qset}",
             caption="../report/csv.rst",
         ),
-        cost=f"{R}/{{qset}}/cost.md",
-        cost_html=report(
-            f"{R}/{{qset}}/cost.html",
-            category="Comparison",
-            subcategory="{qset}",
-            caption="../report/cost.rst",
-        ),
-        record=f"{R}/{{qset}}/history-record.json",
-        effective_config=f"{R}/{{qset}}/effective-config.yaml",
     log:
         f"{LOGS}/comparison_table/{{qset}}.log",
     benchmark:
@@ -63,14 +51,87 @@ rule comparison_table:
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
         reranked_methods=methods_of_rule("rerank"),
         models=resolved_models(),
-        method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
-        cost_plan=cost_plan,
-        api_usage=api_usage,
         judge_agreement=lambda wildcards: judge_output_path(
             wildcards.qset, "agreement.parquet"
         ),
     script:
         "../scripts/comparison_table.py"
+
+
+# Cost beside quality: this run's job timings (and API tokens) per method, apart from the comparison page, which
+# stays byte-identical across runs apart from its date.
+rule cost_page:
+    input:
+        aggregate=f"{R}/{{qset}}/aggregate.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
+        questions=f"{R}/{{qset}}/questions.parquet",
+        benchmarks=lambda wildcards: sorted(
+            {path for stages in cost_plan(wildcards).values() for _, _, path in stages}
+        ),
+        api_usage=lambda wildcards: sorted(api_usage(wildcards).values()),
+    output:
+        cost=f"{R}/{{qset}}/cost.md",
+        cost_html=report(
+            f"{R}/{{qset}}/cost.html",
+            category="Comparison",
+            subcategory="{qset}",
+            caption="../report/cost.rst",
+        ),
+    log:
+        f"{LOGS}/cost_page/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/cost_page/{{qset}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        dataset=DATASET["name"],
+        report=REPORT,
+        cost_plan=cost_plan,
+        api_usage=api_usage,
+    script:
+        "../scripts/cost_page.py"
+
+
+# The run's record for the history page: recorded metrics per method and the models each loaded.
+rule history_record:
+    input:
+        aggregate=f"{R}/{{qset}}/aggregate.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
+    output:
+        record=f"{R}/{{qset}}/history-record.json",
+    log:
+        f"{LOGS}/history_record/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/history_record/{{qset}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        dataset=DATASET["name"],
+        report=REPORT,
+        config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
+        config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
+        models=resolved_models(),
+        method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
+    script:
+        "../scripts/history_record.py"
+
+
+rule effective_config:
+    output:
+        effective_config=f"{R}/{{qset}}/effective-config.yaml",
+    log:
+        f"{LOGS}/effective_config/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/effective_config/{{qset}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
+    script:
+        "../scripts/effective_config.py"
 
 
 rule plots:

@@ -1,5 +1,4 @@
-"""Write the comparison page of one question-set version (Markdown, HTML), its LaTeX and CSV tables, and the
-run's history record."""
+"""Write the comparison page of one question-set version (Markdown, HTML) and its LaTeX and CSV tables."""
 
 import json
 from datetime import UTC, datetime
@@ -7,15 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.analysis.history import run_records
 from rankbench.io.files import write_text
-from rankbench.pipeline.config import expand_methods
-from rankbench.pipeline.cost import cost_table, read_benchmark
-from rankbench.pipeline.defaults import config_yaml, effective_config
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.scripting import run_script
 from rankbench.report import budget, robustness
-from rankbench.report.comparison import comparison_page, cost_page
+from rankbench.report.comparison import ComparisonInputs, comparison_page
 from rankbench.report.pages import markdown_html
 from rankbench.report.tables import (
     TIERS_LEGEND,
@@ -28,36 +23,36 @@ from rankbench.report.tables import (
 )
 
 
-def main(snakemake):
-    p = snakemake.params
-    aggregate, pairs = pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.pairs)
-    tiers = pd.read_parquet(snakemake.input.tiers)
-    questions = pd.read_parquet(snakemake.input.questions)
-    documents = pd.read_parquet(snakemake.input.documents, columns=["audience"])
-    manifest = json.loads(Path(snakemake.input.manifest).read_text())
-    seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
-    usage = {bench: json.loads(Path(path).read_text()) for bench, path in p.api_usage.items()}
-    cost = cost_table(p.cost_plan, seconds, len(questions), usage)
-    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+def page_inputs(snakemake) -> ComparisonInputs:
+    """The page's bundle, from the rule's inputs and params."""
+    p, given = snakemake.params, snakemake.input
+    documents = pd.read_parquet(given.documents, columns=["audience"])
     degraded = {}
-    for method, path in zip(p.reranked_methods, snakemake.input.reranked):
+    for method, path in zip(p.reranked_methods, given.reranked):
         flags = pd.read_parquet(path, columns=["degraded", "degraded_reason"])
         if flags["degraded"].any():
             degraded[method] = "; ".join(sorted(set(flags.loc[flags["degraded"], "degraded_reason"])))
     agreement = Path(p.judge_agreement) if p.judge_agreement else None
-    config = json.loads(p.config_json)
-    effective = config_yaml(effective_config(config, expand_methods(config["methods"], "config")))
-    models = model_provenance(p.models)
-    page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
-                           Path(snakemake.input.validation).read_text(), p.config_json, effective,
-                           p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
-                           int((documents["audience"] == "staff").sum()), degraded,
-                           pd.read_parquet(agreement) if agreement and agreement.exists() else None,
-                           judged=agreement is not None, tiers=tiers,
-                           how_sure=budget.headline_findings(pd.read_parquet(snakemake.input.budget))
-                           + robustness.headline_findings(pd.read_parquet(snakemake.input.robustness),
-                                                          pd.read_parquet(snakemake.input.bounds)),
-                           models=models)
+    return ComparisonInputs(
+        aggregate=pd.read_parquet(given.aggregate), pairs=pd.read_parquet(given.pairs),
+        questions=pd.read_parquet(given.questions), manifest=json.loads(Path(given.manifest).read_text()),
+        dataset=p.dataset, evaluation=p.evaluation, report=p.report, validation=Path(given.validation).read_text(),
+        config_json=p.config_json, effective_config=Path(given.effective_config).read_text(),
+        config_sha256=p.config_sha256, date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        method_types=p.method_types, leaks=pd.read_parquet(given.leaks),
+        staff_documents=int((documents["audience"] == "staff").sum()), degraded=degraded,
+        judge_agreement=pd.read_parquet(agreement) if agreement and agreement.exists() else None,
+        judged=agreement is not None, tiers=pd.read_parquet(given.tiers),
+        how_sure=budget.headline_findings(pd.read_parquet(given.budget))
+        + robustness.headline_findings(pd.read_parquet(given.robustness), pd.read_parquet(given.bounds)),
+        models=model_provenance(p.models))
+
+
+def main(snakemake):
+    p = snakemake.params
+    inputs = page_inputs(snakemake)
+    aggregate, manifest, tiers = inputs.aggregate, inputs.manifest, inputs.tiers
+    page = comparison_page(inputs)
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
@@ -72,15 +67,7 @@ def main(snakemake):
                snakemake.output.latex)
     metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
-    recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
-    records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
-                          recorded, p.report["grain"], models, p.method_models)
-    write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
-    costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
-    write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
-    write_text(costs, snakemake.output.cost)
     write_text(markdown_html(page, f"{p.dataset} {manifest['version']}"), snakemake.output.html)
-    write_text(effective, snakemake.output.effective_config)
     write_text(page, snakemake.output.table)
 
 

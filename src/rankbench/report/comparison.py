@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -133,14 +134,10 @@ def judge_section(agreement: pd.DataFrame | None) -> list[str]:
                     "need review.", "", markdown_grid(frame), ""]
 
 
-def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.DataFrame,
-                    manifest: Mapping[str, Any], dataset: str, evaluation: Mapping[str, Any],
-                    report: Mapping[str, Any], validation: str, config_json: str, effective_config: str,
-                    config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
-                    staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
-                    judged: bool = False, how_sure: Sequence[str] = (), tiers: pd.DataFrame | None = None,
-                    models: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
+@dataclass(frozen=True)
+class ComparisonInputs:
+    """Everything the comparison page of one version shows, read from its rule's inputs and params
+    (workflow/scripts/comparison_table.py).
 
     effective_config: the config as the run used it (every default filled in, grids expanded), as YAML.
     staff_documents: staff-only documents in the corpus (none: the staff leak cannot happen).
@@ -149,6 +146,39 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
     weights_sha256} of every model loaded (pipeline.models.model_provenance).
     """
+
+    aggregate: pd.DataFrame
+    pairs: pd.DataFrame
+    questions: pd.DataFrame
+    manifest: Mapping[str, Any]
+    dataset: str
+    evaluation: Mapping[str, Any]
+    report: Mapping[str, Any]
+    validation: str
+    config_json: str
+    effective_config: str
+    config_sha256: str
+    date: str
+    method_types: Mapping[str, str]
+    leaks: pd.DataFrame
+    staff_documents: int
+    degraded: Mapping[str, str]
+    judge_agreement: pd.DataFrame | None = None
+    judged: bool = False
+    how_sure: Sequence[str] = ()
+    tiers: pd.DataFrame | None = None
+    models: Mapping[str, Mapping[str, Any]] | None = None
+
+
+def comparison_page(inputs: ComparisonInputs) -> str:
+    """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks."""
+    aggregate, pairs, questions, manifest = inputs.aggregate, inputs.pairs, inputs.questions, inputs.manifest
+    dataset, evaluation, report, date = inputs.dataset, inputs.evaluation, inputs.report, inputs.date
+    config_json, effective_config, config_sha256 = inputs.config_json, inputs.effective_config, inputs.config_sha256
+    method_types, leaks, staff_documents, degraded = (inputs.method_types, inputs.leaks, inputs.staff_documents,
+                                                      inputs.degraded)
+    validation, judged, judge_agreement = inputs.validation, inputs.judged, inputs.judge_agreement
+    how_sure, tiers, models = inputs.how_sure, inputs.tiers, inputs.models
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
     table = marked(aggregate, alpha)

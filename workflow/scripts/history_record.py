@@ -1,0 +1,27 @@
+"""Write the run's history record of one question-set version: its recorded metrics per method, with the models
+each loaded (the history page appends it, see record_history.py)."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from rankbench.analysis.history import run_records
+from rankbench.io.files import write_text
+from rankbench.pipeline.models import model_provenance
+from rankbench.pipeline.scripting import run_script
+
+
+def main(snakemake):
+    p = snakemake.params
+    aggregate = pd.read_parquet(snakemake.input.aggregate)
+    manifest = json.loads(Path(snakemake.input.manifest).read_text())
+    config = json.loads(p.config_json)
+    headline = [tuple(item) for item in p.report["headline"]]
+    recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
+    records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
+                          recorded, p.report["grain"], model_provenance(p.models), p.method_models)
+    write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
+
+
+run_script(main, snakemake)
