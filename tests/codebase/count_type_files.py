@@ -15,8 +15,21 @@ REPO = Path(__file__).resolve().parents[2]
 # What names each: its name quoted or as a YAML value, its rules, scripts and modules.
 PATTERNS = {
     "method type sparse": r"""["']sparse["']|type: sparse|retrieve_sparse|sparse_index|sparse_queries|"""
-                          r"""sparse_rewritten_queries|retrieval[./]sparse|encoders[./]sparse|SparseEncoderSpec""",
+                          r"""sparse_rewritten_queries|retrieval[./]sparse|encoders[./]sparse|SparseEncoderSpec|"""
+                          r"""SPARSE_ENCODER_KIND""",
     "encoder kind static": r"""["']static["']|kind: static|static_encoder|encoders[./]static|StaticEncoder""",
+}
+# The files that are its own (its modules, scripts and rules) or its declaration (registry, kinds table, schema,
+# packaging): the rest are shared code that knew about it.
+OWN = {
+    "method type sparse": ("src/rankbench/retrieval/sparse.py", "src/rankbench/retrieval/encoders/sparse.py",
+                           "workflow/scripts/retrieve_sparse.py", "workflow/scripts/sparse_index.py",
+                           "workflow/scripts/sparse_queries.py", "workflow/rules/index.smk",
+                           "workflow/rules/queries.smk", "workflow/rules/retrieve.smk",
+                           "src/rankbench/retrieval/registry.py", "src/rankbench/retrieval/encoders/kinds.py",
+                           "workflow/schemas/config.schema.yaml"),
+    "encoder kind static": ("src/rankbench/retrieval/static_encoder.py", "src/rankbench/retrieval/encoders/static.py",
+                            "src/rankbench/retrieval/encoders/kinds.py", "pyproject.toml", "environment.yml"),
 }
 LEFT_OUT = ("tests/", "benchmarks/", "CHANGELOG.md")
 DOCS = (".md", ".rst")
@@ -35,9 +48,12 @@ def main(revisions: list[str]) -> None:
         for revision in revisions:
             files = naming_files(revision, pattern)
             code = [path for path in files if not path.endswith(DOCS)]
-            print(f"{what} @ {revision}: {len(code)} code files (+ {len(files) - len(code)} docs)")
+            own = {Path(path).name for path in OWN[what]}  # by name: files may move (e.g. the schema)
+            shared = [path for path in code if Path(path).name not in own]
+            print(f"{what} @ {revision}: {len(code)} code files (+ {len(files) - len(code)} docs), "
+                  f"{len(shared)} of them shared code")
             for path in code:
-                print(f"    {path}")
+                print(f"    {path}{'  (shared)' if path in shared else ''}")
 
 
 if __name__ == "__main__":
