@@ -22,7 +22,7 @@ test: setup
 
 lint: setup
 	$(BIN)/snakemake --lint
-	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakefmt --check workflow/Snakefile workflow/rules
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 

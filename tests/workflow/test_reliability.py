@@ -59,7 +59,7 @@ def test_two_clean_runs_give_identical_results(demo: Path, tmp_path: Path) -> No
 
 def test_a_run_killed_during_a_heavy_job_recovers_to_the_same_results(demo: Path, tmp_path: Path) -> None:
     workdir = copy_dataset(Path("config/config.yaml"), [Path("data/demo")], tmp_path)
-    command = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2",
+    command = SNAKEMAKE + ["-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(workdir), "--cores", "2",
                            "--configfile", str(workdir / "config.yaml")]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)

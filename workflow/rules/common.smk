@@ -45,7 +45,7 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.start_checks import check_dataset
 
-SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
+SCHEMAS = Path(workflow.basedir) / "schemas"
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
 # one method per point (`name[key=value]`), so everything below sees concrete methods only.
 METHOD_SPECS = check_config(

@@ -15,7 +15,7 @@ from rankbench.pipeline.study import (
 STUDY_MEMBERS = read_members(
     config,
     yaml.safe_load(
-        (Path(workflow.basedir) / "workflow/schemas/study.schema.yaml").read_text()
+        (Path(workflow.basedir) / "schemas/study.schema.yaml").read_text()
     ),
     CONFIG_SOURCE,
 )
@@ -27,7 +27,7 @@ for member in STUDY_MODULES.values():
     module:
         name: study_module
         snakefile:
-            "../../Snakefile"
+            "../Snakefile"
         config:
             member.module_config()
 
