@@ -74,7 +74,7 @@ def test_a_run_killed_during_a_heavy_job_recovers_to_the_same_results(demo: Path
     # Whatever the kill left is either complete or absent: every Parquet file present reads.
     for path in result_files(workdir, ".parquet"):
         pd.read_parquet(workdir / path)
-    # Snakemake's own recovery, as the README documents: release the dead run's lock, redo incomplete jobs.
+    # Snakemake's own recovery, as docs/getting-started.md documents: release the dead run's lock, redo incomplete jobs.
     assert snakemake(workdir, "--unlock").returncode == 0
     result = snakemake(workdir, "--cores", "2", "--rerun-incomplete")
     assert result.returncode == 0, result.stderr[-3000:]
