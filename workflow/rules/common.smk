@@ -146,7 +146,7 @@ def encoder_shards(encoder):
 
 
 def embedding_cache(chunker, encoder):
-    """Chunk vectors of the last corpus embedding, reused by content (not a workflow output: see README)."""
+    """Chunk vectors of the last corpus embedding, reused by content (not a workflow output: see docs/how-to/large-corpora.md)."""
     return f"{R}/cache/embeddings/{chunker}/{encoder}"
 
 
@@ -156,7 +156,7 @@ API_EMBEDDING_CACHE = f"{R}/cache/api-embeddings"
 
 
 def query_embedding_cache(encoder):
-    """Question vectors of every version and rewrite source so far, reused by content (see README)."""
+    """Question vectors of every version and rewrite source so far, reused by content (see docs/how-to/large-corpora.md)."""
     return f"{R}/cache/query-embeddings/{encoder}"
 
 

@@ -227,7 +227,7 @@ rule history:
         "../scripts/record_history.py"
 
 
-# The per-question explorer: one self-contained HTML page per version (README: "The explorer").
+# The per-question explorer: one self-contained HTML page per version (docs/concepts/report.md, "The explorer").
 EXPLORER_CHUNKERS = sorted({chunker_of(m) for m in METHODS})
 
 

@@ -1,4 +1,4 @@
-# A study across datasets (config/README.md, "Studies across datasets"): each dataset config is this workflow loaded
+# A study across datasets (docs/reference/config.md, "Studies across datasets"): each dataset config is this workflow loaded
 # as a Snakemake module (rules `<dataset>_<rule>`, same outputs as a run of that config alone, so results are
 # shared both ways); workflow/rules/study.smk then builds one table over all of them.
 from pathlib import Path
