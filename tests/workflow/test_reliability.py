@@ -101,11 +101,10 @@ def test_results_are_never_recomputed_from_other_content_under_the_same_version(
         workdir / "results/mini/v1/labels.parquet").equals(before)
 
 
-@pytest.mark.parametrize("key, value", [("results", "../outside"), ("corpus", "../../etc/corpus.jsonl")])
-def test_config_paths_cannot_escape_the_project(tmp_path: Path, key: str, value: str) -> None:
+@pytest.mark.parametrize("value", ["../outside", "results/../../outside"])
+def test_results_cannot_escape_the_project(tmp_path: Path, value: str) -> None:
     workdir = copy_dataset(Path("tests/fixtures/mini/config.yaml"), [Path("tests/fixtures/mini")], tmp_path)
-    edit = (lambda c: c.update(results=value)) if key == "results" else (lambda c: c["dataset"].update(corpus=value))
-    name = edit_config(workdir, edit, "escape.yaml")
+    name = edit_config(workdir, lambda c: c.update(results=value), "escape.yaml")
     result = snakemake(workdir, "--dry-run", configfile=name)
     assert result.returncode != 0
     assert f"{value!r} leads outside the project" in result.stdout + result.stderr

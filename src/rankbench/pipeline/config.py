@@ -330,10 +330,10 @@ def check_llm(config: Mapping[str, Any], source: str) -> None:
                          f"Use one of: {', '.join(sorted(config['chunkers']))}.")
 
 
-def _escapes(path: str, roots: list[str]) -> bool:
-    """Whether a relative path leaves every root ('..' counted lexically, symlinks not followed)."""
-    relative = [os.path.relpath(os.path.normpath(path), os.path.normpath(root)) for root in roots]
-    return all(rel == os.pardir or rel.startswith(os.pardir + os.sep) for rel in relative)
+def _escapes(path: str) -> bool:
+    """Whether a relative path leaves the project folder ('..' counted lexically, symlinks not followed)."""
+    relative = os.path.normpath(path)
+    return relative == os.pardir or relative.startswith(os.pardir + os.sep)
 
 
 def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
@@ -367,22 +367,16 @@ def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
 
 
 def check_paths(config: Mapping[str, Any], source: str) -> None:
-    """Relative paths stay inside the project (or, for inputs, the dataset root); absolute ones are deliberate."""
-    dataset = config["dataset"]
-    input_roots = ["."] + ([dataset["path"]] if dataset.get("path") else [])
+    """The results folder stays inside the project folder (the working directory). Inputs are only read: relative
+    ones resolve against the project folder wherever they lead (`corpus: ../shared/corpus.jsonl`), and
+    check_inputs checks that they exist."""
     results = config.get("results", RESULTS)
     if os.path.normpath(results) == os.curdir:
         raise InputError(source, "results", f"{results!r} is the project folder itself",
                          "Name a folder for the results, e.g. `results`.")
-    checks = [("results", results, ["."])]
-    checks += [(f"dataset.{key}", dataset[key], input_roots) for key in ("corpus", "lock") if key in dataset]
-    checks += [(key, path, input_roots) for key, path, _ in input_paths(config) if key.startswith("qsets.")]
-    checks += [(key, path, ["."]) for key, path, _ in input_paths(config) if key.startswith("methods.")]
-    for where, path, roots in checks:
-        if not os.path.isabs(path) and _escapes(path, roots):
-            raise InputError(source, where, f"{path!r} leads outside the project"
-                             + (" and the dataset root" if len(roots) > 1 else ""),
-                             "Keep relative paths inside the project, or write an absolute path if you mean it.")
+    if not os.path.isabs(results) and _escapes(results):
+        raise InputError(source, "results", f"{results!r} leads outside the project",
+                         "Keep the results inside the project folder, or write an absolute path if you mean it.")
 
 
 def check_inputs(config: Mapping[str, Any], source: str) -> None:
