@@ -20,6 +20,8 @@ from rankbench.evaluation.metrics import (
     POLLUTION_METRICS,
 )
 
+pytestmark = pytest.mark.core  # also run from the wheel on Python 3.10-3.13 (scripts/check-wheel.sh)
+
 
 def write_case(tmp_path: Path) -> tuple[Path, list[Path]]:
     rng = np.random.default_rng(5)

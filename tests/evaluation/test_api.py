@@ -17,6 +17,8 @@ from scipy import stats as sps
 
 import rankbench
 
+pytestmark = pytest.mark.core  # also run from the wheel on Python 3.10-3.13 (scripts/check-wheel.sh)
+
 API_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "python-api.md"
 MEASURES = {"ndcg@10": "ndcg_cut_10", "P_5": "P_5", "map": "map"}
 

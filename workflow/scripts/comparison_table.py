@@ -2,7 +2,7 @@
 run's history record."""
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -38,7 +38,7 @@ def main(snakemake):
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
     usage = {bench: json.loads(Path(path).read_text()) for bench, path in p.api_usage.items()}
     cost = cost_table(p.cost_plan, seconds, len(questions), usage)
-    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     degraded = {}
     for method, path in zip(p.reranked_methods, snakemake.input.reranked):
         flags = pd.read_parquet(path, columns=["degraded", "degraded_reason"])
