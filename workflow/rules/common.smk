@@ -231,7 +231,29 @@ FAISS_BUILDS["flat"] = IndexSpec().build_params
 HOW_SURE_PAGES = ("budget", "robustness")
 
 
+def quick_outputs():
+    """What `rankbench run --quick` builds: each version's runs, metrics, aggregate and comparison page."""
+    return [
+        f"{R}/{qset}/{name}"
+        for qset in QSETS
+        for name in ("aggregate.parquet", "comparison.md", "comparison.html")
+    ]
+
+
+def how_sure_inputs(wildcards):
+    """The budget and robustness tables the comparison page quotes (none in a quick run, which skips them)."""
+    if QUICK:
+        return {}
+    return {
+        "budget": f"{R}/{wildcards.qset}/budget.parquet",
+        "robustness": f"{R}/{wildcards.qset}/robustness.parquet",
+        "bounds": f"{R}/{wildcards.qset}/robustness-bounds.parquet",
+    }
+
+
 def all_outputs():
+    if QUICK:
+        return quick_outputs()
     outputs = []
     for qset in QSETS:
         outputs += [run_path(method, qset) for method in METHODS]

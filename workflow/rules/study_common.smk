@@ -14,9 +14,7 @@ from rankbench.pipeline.study import (
 
 STUDY_MEMBERS = read_members(
     config,
-    yaml.safe_load(
-        (Path(workflow.basedir) / "schemas/study.schema.yaml").read_text()
-    ),
+    yaml.safe_load((Path(workflow.basedir) / "schemas/study.schema.yaml").read_text()),
     CONFIG_SOURCE,
 )
 STUDY_MODULES = {m.module: m for m in STUDY_MEMBERS.values()}

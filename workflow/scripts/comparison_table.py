@@ -28,6 +28,14 @@ from rankbench.report.tables import (
 )
 
 
+def how_sure(inputs, quick: bool) -> list[str]:
+    """The budget's and the robustness pages' sentences for the findings (a quick run builds neither)."""
+    if quick:
+        return []
+    return budget.headline_findings(pd.read_parquet(inputs.budget)) + robustness.headline_findings(
+        pd.read_parquet(inputs.robustness), pd.read_parquet(inputs.bounds))
+
+
 def main(snakemake):
     p = snakemake.params
     aggregate, pairs = pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.pairs)
@@ -53,11 +61,8 @@ def main(snakemake):
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
                            int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
-                           judged=agreement is not None, tiers=tiers,
-                           how_sure=budget.headline_findings(pd.read_parquet(snakemake.input.budget))
-                           + robustness.headline_findings(pd.read_parquet(snakemake.input.robustness),
-                                                          pd.read_parquet(snakemake.input.bounds)),
-                           models=models)
+                           judged=agreement is not None, tiers=tiers, how_sure=how_sure(snakemake.input, p.quick),
+                           models=models, quick=p.quick)
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
