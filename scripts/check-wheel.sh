@@ -3,14 +3,14 @@
 # (default 3.10 3.12 3.13, found under ~/.pyenv/versions or on PATH), check that neither torch nor Snakemake came
 # with it, and run the core tests there (marker `core`: the API and `rankbench eval` against pytrec_eval).
 #
-#   scripts/check-wheel.sh [3.10 3.12 ...]    # from the repository root, after `make setup`
+#   scripts/check-wheel.sh [3.10 3.12 ...]    # from the repository root, after `make setup` (PYTHON= another builder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 versions=("${@:-3.10 3.12 3.13}")
 read -r -a versions <<< "${versions[*]}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-.venv/bin/python -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$work" .
+"${PYTHON:-.venv/bin/python}" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$work" .
 rm -rf build src/rankbench.egg-info
 wheel=$(ls "$work"/rankbench-*.whl)
 pin() { grep -i "^$1==" requirements.lock; }  # the lock's version of a test tool

@@ -45,12 +45,11 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.start_checks import check_dataset
 
-SCHEMAS = Path(workflow.basedir) / "schemas"
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
 # one method per point (`name[key=value]`), so everything below sees concrete methods only.
 METHOD_SPECS = check_config(
     config,
-    yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text()),
+    yaml.safe_load((SCHEMA_FOLDER / "config.schema.yaml").read_text()),
     CONFIG_SOURCE,
 )
 EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
