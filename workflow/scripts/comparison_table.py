@@ -1,7 +1,7 @@
 """Write the comparison page of one question-set version (Markdown, HTML) and its LaTeX and CSV tables."""
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +23,14 @@ from rankbench.report.tables import (
 )
 
 
+def how_sure(inputs, quick: bool) -> list[str]:
+    """The budget's and the robustness pages' sentences for the findings (a quick run builds neither)."""
+    if quick:
+        return []
+    return budget.headline_findings(pd.read_parquet(inputs.budget)) + robustness.headline_findings(
+        pd.read_parquet(inputs.robustness), pd.read_parquet(inputs.bounds))
+
+
 def page_inputs(snakemake) -> ComparisonInputs:
     """The page's bundle, from the rule's inputs and params."""
     p, given = snakemake.params, snakemake.input
@@ -38,14 +46,12 @@ def page_inputs(snakemake) -> ComparisonInputs:
         questions=pd.read_parquet(given.questions), manifest=json.loads(Path(given.manifest).read_text()),
         dataset=p.dataset, evaluation=p.evaluation, report=p.report, validation=Path(given.validation).read_text(),
         config_json=p.config_json, effective_config=Path(given.effective_config).read_text(),
-        config_sha256=p.config_sha256, date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        config_sha256=p.config_sha256, date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         method_types=p.method_types, leaks=pd.read_parquet(given.leaks),
         staff_documents=int((documents["audience"] == "staff").sum()), degraded=degraded,
         judge_agreement=pd.read_parquet(agreement) if agreement and agreement.exists() else None,
         judged=agreement is not None, tiers=pd.read_parquet(given.tiers),
-        how_sure=budget.headline_findings(pd.read_parquet(given.budget))
-        + robustness.headline_findings(pd.read_parquet(given.robustness), pd.read_parquet(given.bounds)),
-        models=model_provenance(p.models))
+        how_sure=how_sure(given, p.quick), models=model_provenance(p.models), quick=p.quick)
 
 
 def main(snakemake):

@@ -144,7 +144,8 @@ class ComparisonInputs:
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
     once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
     tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
-    weights_sha256} of every model loaded (pipeline.models.model_provenance).
+    weights_sha256} of every model loaded (pipeline.models.model_provenance). quick: the page of a quick run (no
+    explorer link; it says what the full run adds).
     """
 
     aggregate: pd.DataFrame
@@ -168,6 +169,7 @@ class ComparisonInputs:
     how_sure: Sequence[str] = ()
     tiers: pd.DataFrame | None = None
     models: Mapping[str, Mapping[str, Any]] | None = None
+    quick: bool = False
 
 
 def comparison_page(inputs: ComparisonInputs) -> str:
@@ -178,7 +180,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     method_types, leaks, staff_documents, degraded = (inputs.method_types, inputs.leaks, inputs.staff_documents,
                                                       inputs.degraded)
     validation, judged, judge_agreement = inputs.validation, inputs.judged, inputs.judge_agreement
-    how_sure, tiers, models = inputs.how_sure, inputs.tiers, inputs.models
+    how_sure, tiers, models, quick = inputs.how_sure, inputs.tiers, inputs.models, inputs.quick
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
     table = marked(aggregate, alpha)
@@ -195,7 +197,8 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         f"{DATE_PREFIX}{date}",
         f"- config: sha256 `{config_sha256}` (the config as written; the effective config, every default filled "
         "in, is at the end of this page)",
-        "- every question, what each method returned and where it wins or loses: [explorer.html](explorer.html)",
+        QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
+        "[explorer.html](explorer.html)",
         *models_lines(models or {}),
     ]
     if experiment:
@@ -265,6 +268,10 @@ def comparison_page(inputs: ComparisonInputs) -> str:
               "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
               "```", ""]
     return "\n".join(lines)
+
+
+QUICK_LINE = ("- quick run (`rankbench run --quick`): this page only; `rankbench run` adds the explorer, the plots, "
+              "the failure, calibration, budget and robustness pages and this page's findings from the last two")
 
 
 def models_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:

@@ -152,7 +152,7 @@ def check_bm25_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where
     try:
         analyzer_and_params(spec, dataset["language"])
     except ValueError as error:
-        raise InputError(source, where, str(error), "See config/README.md, `methods`.") from None
+        raise InputError(source, where, str(error), "See docs/reference/config.md, `methods`.") from None
     if spec.get("backend") == "numba" and not NUMBA_INSTALLED:
         raise InputError(source, f"{where}.backend", "is numba, which is not installed",
                          "Install the pinned numba (pip install -e .), or set `backend: numpy`.")

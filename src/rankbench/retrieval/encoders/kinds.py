@@ -1,7 +1,7 @@
 """The table of encoder kinds (`encoders.<name>.kind`): each kind's spec class, its loader, whether it makes dense
 vectors or vocabulary term weights, whether its model may be a hub id, and whether it is an embedding API. The
 config checks, the method types, the schema test and the workflow read it; a new kind is its module, a row here and
-its docs (config/README.md, `encoders`)."""
+its docs (docs/reference/config.md, `encoders`)."""
 
 from __future__ import annotations
 
