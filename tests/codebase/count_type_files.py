@@ -27,7 +27,7 @@ OWN = {
                            "workflow/scripts/sparse_queries.py", "workflow/rules/index.smk",
                            "workflow/rules/queries.smk", "workflow/rules/retrieve.smk",
                            "src/rankbench/retrieval/registry.py", "src/rankbench/retrieval/encoders/kinds.py",
-                           "workflow/schemas/config.schema.yaml"),
+                           "workflow/schemas/config.schema.yaml", "pyproject.toml", "environment.yml"),
     "encoder kind static": ("src/rankbench/retrieval/static_encoder.py", "src/rankbench/retrieval/encoders/static.py",
                             "src/rankbench/retrieval/encoders/kinds.py", "pyproject.toml", "environment.yml"),
 }
