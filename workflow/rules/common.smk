@@ -9,6 +9,7 @@ from rankbench.pipeline.defaults import (
     CHAT_DEFAULTS,
     DATASET_DEFAULTS,
     ENCODER_SHARDS,
+    HISTORY_FILE,
     LLM_DEFAULTS,
     RESULTS,
     evaluation_settings,
@@ -310,7 +311,7 @@ CONFIG_JSON = {q: canonical_config(qset_config(config, q)) for q in QSETS}
 CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
 REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 DIFFS = diff_pairs(config, CONFIG_SOURCE)
-HISTORY = f"{RESULTS_FOLDER}/history.jsonl"
+HISTORY = f"{RESULTS_FOLDER}/{HISTORY_FILE}"
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 
