@@ -16,7 +16,7 @@ from workflow_helpers import REPO, copy_dataset, snakemake
 from rankbench.errors import InputError
 from rankbench.io import config_file
 from rankbench.io.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_NODES, load_config_file
-from rankbench.pipeline.config import MAX_METHODS, check_config, check_paths
+from rankbench.pipeline.config import MAX_METHODS, check_config, check_paths, path_values
 from rankbench.pipeline.defaults import DATASET_ENTRIES, HISTORY_FILE, RESULTS, RESULTS_ENTRIES
 from rankbench.pipeline.study import read_members
 from rankbench.retrieval.hub import REVISION
@@ -164,8 +164,7 @@ CASES = {
     "empty results": (set_key("results", ""), "results", "should be non-empty"),
     "results is the project": (set_key("results", "."), "results", "is the project folder itself"),
     "wildcard in results": (set_key("results", "results/{x}"), "results", "Snakemake would read it as a wildcard"),
-    "rewrites outside the dataset root": (set_key("qsets.v1.rewrites", {"llm": "../../x.jsonl"}),
-                                          "qsets.v1.rewrites.llm", "leads outside the project"),
+    "results outside the project": (set_key("results", "../results"), "results", "leads outside the project"),
     "wildcard in an input": (set_key("dataset.corpus", "tests/{x}/corpus.jsonl"), "dataset.corpus",
                              "which Snakemake reads as a wildcard"),
     "missing corpus": (set_key("dataset.corpus", "tests/fixtures/mini/nope.jsonl"), "dataset.corpus",
@@ -260,16 +259,14 @@ def test_the_shipped_configs_pass(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 OUTSIDE = "../outside-the-project/x"
-# Every key the schemas mark `format: path` (as a template: `*` any name, `[]` any item) -> an edit of the mini
-# config that sets it to a path leaving the project, and the key the error must name.
+# Every key the schemas mark as a path (as a template: `*` any name, `[]` any item) -> an edit of the mini config
+# that sets it to a path leaving the project, and the concrete key.
 PATH_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "results": (set_key("results", OUTSIDE), "results"),
     "dataset.corpus": (set_key("dataset.corpus", OUTSIDE), "dataset.corpus"),
     "dataset.lock": (set_key("dataset.lock", OUTSIDE), "dataset.lock"),
-    # the dataset root may lie anywhere (e.g. ../shared/datasets/scifact); inputs then stay in it or the project
-    "dataset.path": (lambda c: c.update(dataset={"name": "b", "format": "beir", "path": "../shared/data"},
-                                        qsets={"v1": {"split": "test", "rewrites": {"r": "../shared/x.jsonl"}}}),
-                     "qsets.v1.rewrites.r"),
+    "dataset.path": (lambda c: c.update(dataset={"name": "b", "format": "beir", "path": OUTSIDE},
+                                        qsets={"v1": {"split": "test"}}), "dataset.path"),
     "qsets.*.path": (set_key("qsets.v1.path", OUTSIDE), "qsets.v1.path"),
     "qsets.*.topics": (set_key("qsets.v1", {"topics": OUTSIDE, "qrels": "q.txt"}), "qsets.v1.topics"),
     "qsets.*.qrels": (set_key("qsets.v1", {"topics": "t.txt", "qrels": OUTSIDE}), "qsets.v1.qrels"),
@@ -312,31 +309,44 @@ def schema_keys(schema: dict[str, Any], node: dict[str, Any] | None = None, wher
 
 
 def path_keys(schema: dict[str, Any]) -> set[str]:
-    return {key for key, node in schema_keys(schema).items() if node.get("format") == "path"}
+    return {key for key, node in schema_keys(schema).items() if node.get("format") in ("path", "output-path")}
 
 
 def test_every_key_the_schema_marks_as_a_path_has_a_case_here() -> None:
-    """A new path key in the schema fails here until it has a case below (which check_paths must then refuse)."""
+    """A new path key in the schema fails here until it has a case below (which check_paths must then handle)."""
     assert path_keys(SCHEMA) == set(PATH_CASES)
     assert path_keys(STUDY_SCHEMA) == {"study.datasets.*.config"}
+    assert {key for key, node in schema_keys(SCHEMA).items() if node.get("format") == "output-path"} == WRITTEN
 
 
 @pytest.mark.parametrize("schema", [SCHEMA, STUDY_SCHEMA], ids=["config", "study"])
 def test_every_key_that_reads_as_a_path_is_marked_as_one(schema: dict[str, Any]) -> None:
-    """A key named or described as a file, folder or path that is not marked `format: path` escapes check_paths."""
+    """A key named or described as a file, folder or path that is not marked as one escapes check_paths."""
     unmarked = sorted(key for key, node in schema_keys(schema).items()
-                      if "string" in node.get("type", "") and node.get("format") != "path"
+                      if "string" in node.get("type", "") and node.get("format") not in ("path", "output-path")
                       and node.get("pattern") != schema["$defs"]["name"]["pattern"]  # a name: no separator
                       and PATH_WORDS.search(key.rsplit(".", 1)[-1] + " " + node.get("description", "")))
     assert unmarked == []
 
 
+# The path keys the run writes to: relative ones must stay inside the project. Every other path key is read, and
+# resolves against the project folder wherever it leads (a dataset kept elsewhere).
+WRITTEN = {"results", "llm.chat.cache", "methods.*.scorer.chat.cache"}
+
+
 @pytest.mark.parametrize("template", sorted(PATH_CASES))
-def test_every_path_key_that_leaves_the_project_is_refused(monkeypatch: pytest.MonkeyPatch, template: str) -> None:
+def test_paths_the_run_writes_stay_in_the_project_and_those_it_reads_may_lie_elsewhere(
+        monkeypatch: pytest.MonkeyPatch, template: str) -> None:
+    """Every path key goes through check_paths (it finds them by the schema's marks): a written one leading out of
+    the project is refused, a read one is seen and left to the existence checks."""
     monkeypatch.chdir(REPO)
     edit, where = PATH_CASES[template]
     config = mini_config()
     edit(config)
+    assert path_values(config, SCHEMA)[where][0].startswith("..")
+    if template not in WRITTEN:
+        check_paths(config, SCHEMA, "my.yaml")
+        return
     with pytest.raises(InputError) as error:
         check_paths(config, SCHEMA, "my.yaml")
     assert error.value.path == "my.yaml" and error.value.where == where, str(error.value)
@@ -348,41 +358,36 @@ def test_the_schema_revision_rule_is_the_hub_loaders_rule() -> None:
     assert SCHEMA["$defs"]["revision"]["pattern"] == REVISION.pattern
 
 
-def test_model_folders_outside_the_project_are_refused_though_they_exist(monkeypatch: pytest.MonkeyPatch,
-                                                                         tmp_path: Path) -> None:
-    """Relative encoder and cross-encoder folders that exist outside the project (the round-3 finding), whole
-    config checks: refused; the same folders given absolute are deliberate and pass."""
-    monkeypatch.chdir(REPO)
-    (tmp_path / "model").mkdir()
-    outside = os.path.relpath(tmp_path / "model", REPO)
-    for edit, where in [(set_key("encoders.minilm.model", outside), "encoders.minilm.model"),
-                        (set_key("methods.rerank.scorer", {"kind": "cross-encoder", "model": outside}),
-                         "methods.rerank.scorer.model")]:
-        config = mini_config()
-        edit(config)
-        with pytest.raises(InputError) as error:
-            check_config(config, SCHEMA, "my.yaml")
-        assert error.value.where == where and "leads outside the project" in str(error.value), str(error.value)
-    config = mini_config()
-    set_key("encoders.minilm.model", str(tmp_path / "model"))(config)
-    check_paths(config, SCHEMA, "my.yaml")
-
-
-def test_a_study_member_config_outside_the_project_is_refused(monkeypatch: pytest.MonkeyPatch,
-                                                               tmp_path: Path) -> None:
+def test_a_study_may_read_member_configs_elsewhere_but_not_take_a_reserved_name(monkeypatch: pytest.MonkeyPatch,
+                                                                                tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
     (tmp_path / "member.yaml").write_text("dataset: {name: m, format: beir, path: x}\n")
+    (project / "b.yaml").write_text("dataset: {name: n, format: beir, path: x}\n")
     monkeypatch.chdir(project)
     study = {"study": {"name": "s", "datasets": {"a": {"config": "../member.yaml"}, "b": {"config": "b.yaml"}},
                        "methods": {"A": "bm25", "B": "dense"}, "baseline": "A", "metrics": ["ndcg@10"]}}
-    with pytest.raises(InputError) as error:
-        read_members(study, STUDY_SCHEMA, "study.yaml")
-    assert error.value.where == "study.datasets.a.config" and "leads outside the project" in str(error.value)
+    assert read_members(study, STUDY_SCHEMA, "study.yaml")["a"].source == "../member.yaml"
     study["study"]["name"] = "history.jsonl"
     with pytest.raises(InputError) as error:
         read_members(study, STUDY_SCHEMA, "study.yaml")
     assert error.value.where == "study.name" and "'history.jsonl' is reserved" in str(error.value)
+
+
+def test_inputs_outside_the_project_folder_resolve_against_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project folder reads a dataset kept elsewhere through relative paths (`corpus: ../data/corpus.jsonl`)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    config = mini_config()
+    relative = os.path.relpath(REPO / "tests/fixtures/mini", project)
+    config["dataset"].update(corpus=f"{relative}/corpus.jsonl", lock=f"{relative}/questions/frozen.lock")
+    for spec in config["qsets"].values():
+        spec["path"] = f"{relative}/{spec['path'].removeprefix('tests/fixtures/mini/')}"
+    assert check_config(config, SCHEMA, "config.yaml")
+    config["dataset"]["corpus"] = "../elsewhere/corpus.jsonl"
+    with pytest.raises(InputError, match=r"dataset.corpus: '../elsewhere/corpus.jsonl' is not an existing file"):
+        check_config(config, SCHEMA, "config.yaml")
 
 
 @pytest.fixture

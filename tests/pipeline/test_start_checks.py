@@ -17,7 +17,7 @@ from workflow_helpers import REPO, copy_dataset, snakemake
 from rankbench.errors import InputError
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.frozen import content_hash, freeze, read_lock
-from rankbench.io.loaders import load_corpus
+from rankbench.io.loaders import SCHEMA_FOLDER, load_corpus
 from rankbench.pipeline.start_checks import check_dataset_records, corpus_record
 
 MINI = Path("tests/fixtures/mini")
@@ -144,12 +144,12 @@ def test_a_version_the_evaluation_cannot_score_is_refused_at_start(
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     config["evaluation"].update(settings)
     with pytest.raises(InputError) as error:
-        check_dataset_records(config, REPO / "src" / "rankbench" / "io" / "schemas", "results/mini")
+        check_dataset_records(config, SCHEMA_FOLDER, "results/mini")
     assert (Path(error.value.path), error.value.where) == (MINI / "questions" / "v1.jsonl", where), str(error.value)
     assert problem in str(error.value)
     config["evaluation"].update(relevance_threshold=1, gain="linear", metrics=[])
     if case.startswith("grade"):
-        check_dataset_records(config, REPO / "src" / "rankbench" / "io" / "schemas", "results/mini")
+        check_dataset_records(config, SCHEMA_FOLDER, "results/mini")
 
 
 @pytest.mark.slow
@@ -169,7 +169,7 @@ def test_an_unchanged_corpus_is_read_from_its_checked_documents_and_a_changed_on
     workdir = mini_copy(tmp_path)
     monkeypatch.chdir(workdir)
     config = yaml.safe_load((workdir / "config.yaml").read_text())
-    schemas = Path(__file__).resolve().parents[2] / "src" / "rankbench" / "io" / "schemas"
+    schemas = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
     corpus = MINI / "corpus.jsonl"
     documents = Path("results/mini/corpus/documents.parquet")
     write_parquet(load_corpus(corpus, yaml.safe_load((schemas / "corpus.schema.yaml").read_text())), documents)
@@ -194,7 +194,7 @@ def run_job_script(name: str, log: Path, **sections: dict[str, object]) -> None:
 def test_the_jobs_keep_their_own_frozen_guards_as_a_second_line(tmp_path: Path) -> None:
     # Executors that re-parse the Snakefile per job skip the start checks there; the jobs check again.
     workdir = mini_copy(tmp_path, rewrites=True)
-    folder, schemas = workdir / MINI / "questions", REPO / "src" / "rankbench" / "io" / "schemas"
+    folder, schemas = workdir / MINI / "questions", REPO / "workflow" / "schemas"
     lock, version, rewrites = folder / "frozen.lock", folder / "v1.jsonl", folder / "v1.rewrites.kw.jsonl"
     documents = tmp_path / "documents.parquet"
     write_parquet(load_corpus(workdir / MINI / "corpus.jsonl",

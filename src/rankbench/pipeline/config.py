@@ -59,7 +59,7 @@ def _schema_error(error: jsonschema.ValidationError, source: str) -> InputError:
     """A schema error as the key it concerns (dotted, list items in brackets), the problem and the fix."""
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
     where = where.lstrip(".") or "top level"
-    problem, fix = error.message, "See config/README.md for what this key accepts."
+    problem, fix = error.message, "See docs/reference/config.md for what this key accepts."
     if where == "results":
         fix = "Name a folder, e.g. `results`, without {…} (Snakemake would read it as a wildcard)."
     elif error.validator == "pattern":
@@ -106,7 +106,8 @@ def check_grids(methods: Mapping[str, Mapping[str, Any]], schema: Mapping[str, A
                     validator.evolve(schema=method_schema["properties"][key]).iter_errors(value))
                 if error is not None:
                     raise InputError(source, f"{where}[{number}]", error.message,
-                                     f"A grid value must be a valid `{key}` of a method (see config/README.md).")
+                                     f"A grid value must be a valid `{key}` of a method "
+                                     "(see docs/reference/config.md).")
                 if not _GRID_VALUE.match(_plain(value)):
                     raise InputError(source, f"{where}[{number}]", f"{value!r} cannot be part of a method name",
                                      "Grid values become file names: letters, digits and _ . + - only.")
@@ -212,7 +213,8 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
         if missing:
             article = "an" if kind[0] in "aeiou" else "a"
             raise InputError(source, where, f"is {article} {kind} method without {_backquoted(missing)}",
-                             f"A {kind} method needs {_backquoted(required)} (see config/README.md, `methods`).")
+                             f"A {kind} method needs {_backquoted(required)} "
+                             "(see docs/reference/config.md, `methods`).")
         for encoder in method_encoders(spec):
             if encoder not in encoders:
                 raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",
@@ -257,7 +259,7 @@ def _check_analyzer(spec: Mapping[str, Any], language: str, where: str, source: 
     try:
         analyzer_and_params(spec, language)
     except ValueError as error:
-        raise InputError(source, where, str(error), "See config/README.md, `methods`.") from None
+        raise InputError(source, where, str(error), "See docs/reference/config.md, `methods`.") from None
     if spec.get("backend") == "numba" and not NUMBA_INSTALLED:
         raise InputError(source, f"{where}.backend", "is numba, which is not installed",
                          "Install the pinned numba (pip install -e .), or set `backend: numpy`.")
@@ -306,7 +308,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
         if spec["kind"] == SPARSE_ENCODER_KIND and not Path(model).is_dir() and not is_hub_id(model):
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither an existing folder nor a hub id",
                              "Give the folder of a sentence-transformers SparseEncoder model, or its hub id "
-                             "(org/name, see config/README.md, `encoders`, for the SPLADE models to pick).")
+                             "(org/name, see docs/reference/config.md, `encoders`, for the SPLADE models to pick).")
     check_model_names(config, source)
 
 
@@ -319,7 +321,7 @@ def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
         stray = sorted(set(spec) - set(SPARSE_ENCODER_KEYS))
     if stray:
         raise InputError(source, f"encoders.{name}.{stray[0]}", f"does not apply to kind {spec['kind']}",
-                         "Remove it (see config/README.md, `encoders`).")
+                         "Remove it (see docs/reference/config.md, `encoders`).")
     if api and spec.get("api_key_env") and not os.environ.get(spec["api_key_env"]):
         raise InputError(source, f"encoders.{name}.api_key_env", f"names {spec['api_key_env']!r}, which is not set "
                          "in the environment", f"Export {spec['api_key_env']}=<your key> before running.")
@@ -343,10 +345,10 @@ def check_llm(config: Mapping[str, Any], source: str) -> None:
                          f"Use one of: {', '.join(sorted(config['chunkers']))}.")
 
 
-def _escapes(path: str, roots: list[str]) -> bool:
-    """Whether a relative path leaves every root ('..' counted lexically, symlinks not followed)."""
-    relative = [os.path.relpath(os.path.normpath(path), os.path.normpath(root)) for root in roots]
-    return all(rel == os.pardir or rel.startswith(os.pardir + os.sep) for rel in relative)
+def _escapes(path: str) -> bool:
+    """Whether a relative path leaves the project folder ('..' counted lexically, symlinks not followed)."""
+    relative = os.path.normpath(path)
+    return relative == os.pardir or relative.startswith(os.pardir + os.sep)
 
 
 def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
@@ -379,25 +381,25 @@ def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     return paths
 
 
-# The schema annotation of every key that holds a path (workflow/schemas/*.yaml).
-PATH_FORMAT = "path"
+# The schema annotations of the keys that hold paths (workflow/schemas/*.yaml): read, or written by the run.
+PATH_FORMATS = ("path", "output-path")
 
 
 def path_values(value: Any, schema: Mapping[str, Any], node: Mapping[str, Any] | None = None,
-                where: str = "") -> dict[str, str]:
-    """Key -> value of every string of a config that its schema marks `format: path`, found by walking the config
-    beside the schema (properties, additionalProperties, items, $ref, oneOf/anyOf branches)."""
+                where: str = "") -> dict[str, tuple[str, str]]:
+    """Key -> (value, format) of every string of a config that its schema marks as a path (PATH_FORMATS), found by
+    walking the config beside the schema (properties, additionalProperties, items, $ref, oneOf/anyOf branches)."""
     node = schema if node is None else node
     if "$ref" in node:
         target: Any = schema
         for part in node["$ref"].removeprefix("#/").split("/"):
             target = target[part]
         node = {**target, **{key: item for key, item in node.items() if key != "$ref"}}
-    found: dict[str, str] = {}
+    found: dict[str, tuple[str, str]] = {}
     for branch in [*node.get("oneOf", []), *node.get("anyOf", [])]:
         found |= path_values(value, schema, branch, where)
-    if isinstance(value, str) and node.get("format") == PATH_FORMAT:
-        found[where] = value
+    if isinstance(value, str) and node.get("format") in PATH_FORMATS:
+        found[where] = (value, node["format"])
     elif isinstance(value, Mapping):
         for key, item in value.items():
             child = node.get("properties", {}).get(key, node.get("additionalProperties"))
@@ -410,23 +412,20 @@ def path_values(value: Any, schema: Mapping[str, Any], node: Mapping[str, Any] |
 
 
 def check_paths(config: Mapping[str, Any], schema: Mapping[str, Any], source: str) -> None:
-    """The one path check: every key the schema marks as a path, relative, stays inside the project (inputs of the
-    dataset and its versions: or the dataset root, `dataset.path`, which may lie anywhere); absolute ones are
-    deliberate. Works on a dataset config (methods expanded) and on a study."""
-    dataset = config.get("dataset", {})
-    input_roots = ["."] + ([dataset["path"]] if dataset.get("path") else [])
+    """The one path check, over every key the schema marks as a path (a dataset config, methods expanded, or a
+    study): what the run writes (`output-path`: the results folder, an LLM request cache), when relative, stays
+    inside the project folder (the working directory); absolute paths are deliberate. What it only reads (`path`)
+    resolves against the project folder wherever it leads (`corpus: ../shared/corpus.jsonl`); check_inputs and the
+    model checks say whether it exists."""
     results = config.get("results", RESULTS)
     if os.path.normpath(results) == os.curdir:
         raise InputError(source, "results", f"{results!r} is the project folder itself",
                          "Name a folder for the results, e.g. `results`.")
-    for where, path in path_values(config, schema).items():
-        if where == "dataset.path" or os.path.isabs(path):
-            continue
-        roots = input_roots if where.split(".")[0] in ("dataset", "qsets") else ["."]
-        if _escapes(path, roots):
-            raise InputError(source, where, f"{path!r} leads outside the project"
-                             + (" and the dataset root" if len(roots) > 1 else ""),
-                             "Keep relative paths inside the project, or write an absolute path if you mean it.")
+    for where, (path, role) in path_values(config, schema).items():
+        if role == "output-path" and not os.path.isabs(path) and _escapes(path):
+            raise InputError(source, where, f"{path!r} leads outside the project",
+                             "Keep what the run writes inside the project folder, or write an absolute path if you "
+                             "mean it.")
 
 
 def check_inputs(config: Mapping[str, Any], source: str) -> None:
