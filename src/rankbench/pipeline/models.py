@@ -103,8 +103,8 @@ def check_model_files(config: Mapping[str, Any], commits: Mapping[str, str | Non
             fix = ("Give a CrossEncoder (a sequence-classification model, e.g. cross-encoder/ms-marco-MiniLM-L6-v2); "
                    "a sentence-embedding model reranks as `scorer: {kind: bi-encoder, encoder: NAME}`."
                    if kind == CROSS_ENCODER else
-                   f"Give a {kind} model folder (see docs/reference/config.md, `encoders`); download or save it again if "
-                   "its files were damaged.")
+                   f"Give a {kind} model folder (see docs/reference/config.md, `encoders`); download or save it "
+                   "again if its files were damaged.")
             raise InputError(source, f"{where}.model", f"{entry['model']!r} ({folder}) {problem}", fix)
 
 
