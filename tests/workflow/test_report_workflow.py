@@ -186,6 +186,7 @@ def test_no_page_of_a_run_whose_user_text_holds_images_links_or_html_loads_anyth
     config["experiment"] = {"label": f"try {HOSTILE_IMAGE}", "note": f"{HOSTILE_IMAGE} [site](http://203.0.113.9/) "
                             f"{HOSTILE_TAG}"}
     config["evaluation"]["bootstrap_resamples"] = 200
+    config["methods"] = {"bm25": {"type": "bm25"}, "bm25l": {"type": "bm25", "variant": "bm25l"}}  # no model: fast
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     questions = workdir / "tests/fixtures/mini/questions/v1.jsonl"
     records = [json.loads(line) for line in questions.read_text().splitlines()]
