@@ -15,6 +15,7 @@ import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
+from rankbench.io.http import api_key, check_base_url
 from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.pipeline.defaults import DATASET_DEFAULTS, RESULTS
 from rankbench.pipeline.models import check_model_names
@@ -107,6 +108,7 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     check_methods(expanded, source)
     check_settings(expanded, source)
     check_llm(expanded, source)
+    check_endpoints(expanded, source)
     check_paths(expanded, source)
     check_inputs(expanded, source)
     return methods
@@ -305,9 +307,20 @@ def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
     if stray:
         raise InputError(source, f"encoders.{name}.{stray[0]}", f"does not apply to kind {spec['kind']}",
                          "Remove it (see config/README.md, `encoders`).")
-    if api and spec.get("api_key_env") and not os.environ.get(spec["api_key_env"]):
-        raise InputError(source, f"encoders.{name}.api_key_env", f"names {spec['api_key_env']!r}, which is not set "
-                         "in the environment", f"Export {spec['api_key_env']}=<your key> before running.")
+
+
+def check_endpoints(config: Mapping[str, Any], source: str) -> None:
+    """Every API endpoint (embedding encoders, chat models): no credentials in its URL, its key's variable set."""
+    endpoints = [(f"encoders.{name}", spec) for name, spec in config.get("encoders", {}).items()
+                 if spec["kind"] == "openai"]
+    endpoints += [("llm.chat", config.get("llm", {}).get("chat", {}))]
+    endpoints += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
+                  for name, spec in config["methods"].items() if isinstance(spec.get("scorer"), Mapping)]
+    for setting, spec in endpoints:
+        if spec.get("base_url"):
+            check_base_url(spec["base_url"], setting, source)
+        if spec.get("api_key_env"):
+            api_key(spec["api_key_env"], setting, source)
 
 
 def check_llm(config: Mapping[str, Any], source: str) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -18,7 +17,8 @@ import numpy as np
 from tqdm import tqdm
 
 from rankbench.errors import InputError
-from rankbench.io.http import post_json
+from rankbench.io.http import api_key, check_base_url, post_json
+from rankbench.redaction import redact
 from rankbench.retrieval.embedding_cache import cache_key, embed_cached, load_cache, save_cache, text_hashes
 from rankbench.retrieval.encoders import PROGRESS_BAR_FROM, Encoder, unit_vectors
 
@@ -66,12 +66,8 @@ class ApiEncoder:
 
     def __init__(self, spec: ApiEncoderSpec, cache: str | Path | None, setting: str = "encoders.<name>") -> None:
         self.spec, self.cache, self.setting = spec, Path(cache) if cache else None, setting
-        self.api_key = None
-        if spec.api_key_env:
-            self.api_key = os.environ.get(spec.api_key_env)
-            if not self.api_key:
-                raise InputError(None, f"{setting}.api_key_env", f"names {spec.api_key_env!r}, which is not set in "
-                                 "the environment", f"Export {spec.api_key_env}=<your key> before running.")
+        check_base_url(spec.base_url, setting, None)
+        self.api_key = api_key(spec.api_key_env, setting, None) if spec.api_key_env else None
         self.usage = ApiUsage()
         self._lock = threading.Lock()
 
@@ -163,6 +159,6 @@ def usage_record(encoder: Encoder, texts: int, encoded: int) -> dict[str, Any]:
     record: dict[str, Any] = {"texts": texts, "encoded": encoded, "endpoint": None, "model": None, "requests": 0,
                               "sent": 0, "tokens": 0}
     if isinstance(encoder, ApiEncoder):
-        record.update(endpoint=encoder.spec.url, model=encoder.spec.model, requests=encoder.usage.requests,
+        record.update(endpoint=redact(encoder.spec.url), model=encoder.spec.model, requests=encoder.usage.requests,
                       sent=encoder.usage.texts, tokens=encoder.usage.tokens)
     return record
