@@ -154,3 +154,10 @@ def test_an_input_error_is_redacted_in_each_part() -> None:
 
 def test_check_base_url_accepts_a_plain_url() -> None:
     check_base_url("https://api.example.com:443/v1?x=1", "llm")
+
+
+def test_a_timeout_that_is_no_number_is_refused_at_start() -> None:
+    config = {"encoders": {}, "methods": {}, "llm": {"chat": {"backend": "openai", "base_url": "http://h/v1",
+                                                              "model": "m", "timeout": float("nan")}}}
+    with pytest.raises(InputError, match=r"^my\.yaml, llm\.chat\.timeout: is nan, not a number of seconds"):
+        check_endpoints(config, "my.yaml")

@@ -310,13 +310,18 @@ def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
 
 
 def check_endpoints(config: Mapping[str, Any], source: str) -> None:
-    """Every API endpoint (embedding encoders, chat models): no credentials in its URL, its key's variable set."""
+    """Every API endpoint (embedding encoders, chat models): finite timeouts, no credentials in its URL, its key's
+    variable set."""
     endpoints = [(f"encoders.{name}", spec) for name, spec in config.get("encoders", {}).items()
                  if spec["kind"] == "openai"]
     endpoints += [("llm.chat", config.get("llm", {}).get("chat", {}))]
     endpoints += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
                   for name, spec in config["methods"].items() if isinstance(spec.get("scorer"), Mapping)]
     for setting, spec in endpoints:
+        for key in ("timeout", "backoff"):
+            if isinstance(spec.get(key), float) and not math.isfinite(spec[key]):
+                raise InputError(source, f"{setting}.{key}", f"is {spec[key]}, not a number of seconds",
+                                 "Give a positive number of seconds, e.g. 60.")
         if spec.get("base_url"):
             check_base_url(spec["base_url"], setting, source)
         if spec.get("api_key_env"):
