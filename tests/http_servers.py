@@ -5,11 +5,15 @@ time; one that accepts connections and never answers."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
@@ -21,9 +25,14 @@ class ScriptedServer(ThreadingHTTPServer):
     last one again; records the method, path and headers of each request. `trickle` > 0 sends the answer one byte
     each `trickle` seconds (status line and headers too when `trickle_headers`), for at most `trickle_for` s."""
 
-    def __init__(self) -> None:
+    def __init__(self, certificate: Path | None = None) -> None:
         super().__init__(("127.0.0.1", 0), ScriptedHandler)
         self.daemon_threads = True
+        self.scheme = "https" if certificate else "http"
+        if certificate:  # TLS: the certificate file holds the key too
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(certificate)
+            self.socket = context.wrap_socket(self.socket, server_side=True)
         self.script: list[Step] = [(200, {}, b"{}")]
         self.seen: list[dict] = []
         self.trickle, self.trickle_headers, self.trickle_for = 0.0, False, 10.0
@@ -34,7 +43,7 @@ class ScriptedServer(ThreadingHTTPServer):
 
     @property
     def origin(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return f"{self.scheme}://{'localhost' if self.scheme == 'https' else '127.0.0.1'}:{self.server_address[1]}"
 
 
 class ScriptedHandler(BaseHTTPRequestHandler):
@@ -89,6 +98,20 @@ def scripted() -> Iterator[ScriptedServer]:
 def elsewhere() -> Iterator[ScriptedServer]:
     """A second scripted server, on another port: another origin."""
     yield from _serve(ScriptedServer())  # type: ignore[misc]
+
+
+@pytest.fixture
+def tls_scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ScriptedServer]:
+    """A scripted server over TLS (https://localhost), with a self-signed certificate the clients trust."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    certificate = tmp_path / "localhost.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", str(certificate.with_suffix(".key")),
+                    "-out", str(certificate.with_suffix(".crt"))], check=True, capture_output=True)
+    certificate.write_bytes(certificate.with_suffix(".crt").read_bytes() + certificate.with_suffix(".key").read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificate.with_suffix(".crt")))
+    yield from _serve(ScriptedServer(certificate))  # type: ignore[misc]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from http_servers import ScriptedServer, elsewhere, scripted
+from http_servers import ScriptedServer, elsewhere, scripted, tls_scripted
 
 from rankbench.errors import InputError
 from rankbench.io.http import api_key, check_base_url, post_json, retry_after
@@ -20,7 +20,7 @@ from rankbench.pipeline.scripting import run_script
 from rankbench.redaction import redact, register_secret
 from rankbench.retrieval.api_encoder import ApiEncoder, ApiEncoderSpec
 
-__all__ = ["elsewhere", "scripted"]  # fixtures
+__all__ = ["elsewhere", "scripted", "tls_scripted"]  # fixtures
 KEY_VARIABLE = "RANKBENCH_TEST_KEY"
 KEY = "tk-9f8e7d6c5b4a3210"  # no known key shape: only its registration redacts it
 EMBEDDINGS = {"data": [{"index": 0, "embedding": [0.6, 0.8]}]}
@@ -74,6 +74,16 @@ def test_a_server_that_trickles_its_answer_is_given_up_on_within_the_timeout(
         call(scripted.origin + "/v1", tmp_path, timeout=0.5)
     assert time.monotonic() - started < 3  # 2 × 0.5 s and the backoff; before: 10 s a request, then a retry
     assert len(scripted.seen) == 2
+
+
+def test_a_trickling_server_over_tls_is_given_up_on_too(tls_scripted: ScriptedServer, tmp_path: Path) -> None:
+    tls_scripted.answer((200, {}, EMBEDDINGS))
+    embed(tls_scripted.origin + "/v1", tmp_path)  # the certificate is trusted: a plain answer arrives
+    tls_scripted.trickle = 0.1
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"did not answer within 0\.5 s \(2 attempts\)"):
+        embed(tls_scripted.origin + "/v1", tmp_path / "other", timeout=0.5)
+    assert time.monotonic() - started < 3
 
 
 @pytest.mark.parametrize("header", ["nan", "-5", "inf", "1e400", "Wed, 21 Oct 2015 07:28:00 GMT", ""])

@@ -5,7 +5,6 @@ whatever host a server names), and each attempt has a total deadline, not only a
 from __future__ import annotations
 
 import contextlib
-import functools
 import http.client
 import json
 import logging
@@ -179,42 +178,33 @@ class Deadline:
                     socket.socket.shutdown(sock, socket.SHUT_RDWR)
 
 
-class _DeadlineHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, *args: Any, deadline: Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.deadline = deadline
+def _watched(connection_class: type[http.client.HTTPConnection], deadline: Deadline) -> Any:
+    """A factory of connections whose socket the deadline watches from the moment it connects (TLS included)."""
+    def make(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
+        connection = connection_class(*args, **kwargs)
+        connect = connection.connect
 
-    def connect(self) -> None:
-        super().connect()
-        self.deadline.watch(self.sock)
+        def watched_connect() -> None:
+            connect()
+            deadline.watch(connection.sock)
 
-
-class _DeadlineHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, deadline: Deadline, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.deadline = deadline
-
-    def connect(self) -> None:
-        super().connect()
-        self.deadline.watch(self.sock)
+        connection.connect = watched_connect  # type: ignore[method-assign]
+        return connection
+    return make
 
 
-class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+class _DeadlineHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """urllib's http and https handler, on connections the deadline watches."""
+
     def __init__(self, deadline: Deadline) -> None:
         super().__init__()
         self.deadline = deadline
 
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(functools.partial(_DeadlineHTTPConnection, deadline=self.deadline), req)
-
-
-class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
-    def __init__(self, deadline: Deadline) -> None:
-        super().__init__()
-        self.deadline = deadline
+        return self.do_open(_watched(http.client.HTTPConnection, self.deadline), req)
 
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(functools.partial(_DeadlineHTTPSConnection, deadline=self.deadline), req,
+        return self.do_open(_watched(http.client.HTTPSConnection, self.deadline), req,
                             context=self._context)  # type: ignore[attr-defined]  # set by HTTPSHandler.__init__
 
 
@@ -227,4 +217,4 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
 
 def _opener(deadline: Deadline) -> urllib.request.OpenerDirector:
     """urllib's opener (proxies from the environment included) with the deadline's connections and no redirects."""
-    return urllib.request.build_opener(_NoRedirects, _DeadlineHTTPHandler(deadline), _DeadlineHTTPSHandler(deadline))
+    return urllib.request.build_opener(_NoRedirects, _DeadlineHandler(deadline))
