@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -123,7 +124,12 @@ class Chat:
                                         ensure_ascii=False).encode("utf-8")).hexdigest()
         path = self.cache_dir / key[:2] / f"{key}.json"
         if path.exists():
-            return json.loads(path.read_text(encoding="utf-8"))
+            try:
+                return parse_response(path.read_bytes(), str(path))
+            except InputError as corrupt:  # never trusted: named, removed and asked again
+                logging.warning("cached response %s is corrupt (%s): removed; the request is sent again", path,
+                                corrupt.problem)
+                path.unlink(missing_ok=True)
         response = self.backend.send(body)
         self.sent += 1
         write_text(json.dumps(response, ensure_ascii=False), path)

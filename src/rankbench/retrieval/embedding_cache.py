@@ -17,6 +17,7 @@ import numpy as np
 from rankbench.errors import InputError
 from rankbench.io.files import write_npy
 from rankbench.retrieval.encoders import Encoder
+from rankbench.retrieval.vector_checks import checked_vectors
 
 JOURNAL = ".journal"
 JOURNAL_MAGIC = b"RBVJ1"  # then the dimension (uint32), then whole (hash, vector) records
@@ -199,7 +200,9 @@ def embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence[
     vectors = np.zeros((len(texts), cached_vectors.shape[1]), dtype=np.float32)
     vectors[hit] = cached_vectors[order[found[hit]]]
     if len(missing):  # an API encoder cannot know its dimension without a request: it returns (0, 0) for none
-        vectors[missing] = encoded
+        vectors[missing] = checked_vectors(encoded, len(missing), "the encoder (against its cached vectors: a model "
+                                           "changed behind the same name? Then delete the cache)",
+                                           cached_vectors.shape[1])
     return vectors, len(missing)
 
 
