@@ -88,6 +88,8 @@ def load_cache(folder: str | Path, key: str) -> tuple[np.ndarray, np.ndarray]:
     for path in sorted(_cache_files(folder, key) + journal_files(folder, key)):
         try:
             parts.append(_read_part(path))
+        except FileNotFoundError:
+            continue  # a journal its writer just folded into a cache file
         except (ValueError, OSError, EOFError) as error:
             logging.warning("cache file %s is corrupt (%s): removed; its vectors are encoded again", path, error)
             path.unlink(missing_ok=True)
