@@ -18,7 +18,9 @@ _PATTERNS = [
     (re.compile(r"\b((?i:bearer)|Basic)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + MASK),
     (re.compile(r"([?&;](?:api[_-]?key|key|token|access_token|password|secret)=)[^&\s'\"]+", re.IGNORECASE),
      r"\1" + MASK),
-    (re.compile(r"\b(?:sk|hf|ghp|gho|ghs|xox[abp])[-_][A-Za-z0-9_-]{8,}"), MASK),  # OpenAI, hub, GitHub, Slack keys
+    # OpenAI, Hugging Face, GitHub and Slack keys (not identifiers such as hf_hub_download)
+    (re.compile(r"\b(?:sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|xox[abp]-[A-Za-z0-9-]{10,})"),
+     MASK),
 ]
 _registered: set[str] = set()
 

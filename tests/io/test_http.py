@@ -149,7 +149,8 @@ def test_an_api_key_read_is_redacted_from_then_on(monkeypatch: pytest.MonkeyPatc
     ("http://user:pa55@host:8/v1 and https://tok@h/x", "http://***@host:8/v1 and https://***@h/x"),
     ("Authorization: Bearer abcdefgh12345", "Authorization: Bearer ***"),
     ("GET /v1?api_key=abcdef&x=1 ?token=zz", "GET /v1?api_key=***&x=1 ?token=***"),
-    ("key sk-abcdefghijklmnop and hf_abcdefghijklmnop", "key *** and ***"),
+    ("key sk-abcdefghijklmnop and hf_abcdefghijklmnopqrstuvwxyz0", "key *** and ***"),
+    ("huggingface_hub.hf_hub_download failed; sk-learn", "huggingface_hub.hf_hub_download failed; sk-learn"),
     ("a token count of 12, the basic model", "a token count of 12, the basic model"),
 ])
 def test_redact_masks_userinfo_tokens_and_key_shapes(text: str, redacted: str) -> None:

@@ -119,10 +119,11 @@ def _attempt(request: urllib.request.Request, timeout: float) -> tuple[int, byte
     deadline = Deadline(timeout)
     with deadline:
         try:
-            with _opener(deadline).open(request, timeout=timeout) as response:
-                answer = (response.status, response.read(), response.headers)
-        except urllib.error.HTTPError as error:
-            answer = (error.code, error.read(), error.headers)
+            try:
+                with _opener(deadline).open(request, timeout=timeout) as response:
+                    answer = (response.status, response.read(), response.headers)
+            except urllib.error.HTTPError as error:
+                answer = (error.code, error.read(), error.headers)
         except (urllib.error.URLError, OSError, http.client.HTTPException):
             if deadline.expired:
                 raise TimeoutError from None
