@@ -172,3 +172,10 @@ def test_a_timeout_that_is_no_number_is_refused_at_start() -> None:
                                                               "model": "m", "timeout": float("nan")}}}
     with pytest.raises(InputError, match=r"^my\.yaml, llm\.chat\.timeout: is nan, not a number of seconds"):
         check_endpoints(config, "my.yaml")
+
+
+def test_the_config_recorded_on_pages_and_in_the_history_is_redacted() -> None:
+    from rankbench.pipeline.provenance import canonical_config
+
+    recorded = canonical_config({"llm": {"chat": {"base_url": "http://me:pa55word@h/v1", "note": f"key {KEY}"}}})
+    assert "pa55word" not in recorded and KEY not in recorded and "http://***@h/v1" in recorded
