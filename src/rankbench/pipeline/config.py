@@ -15,6 +15,7 @@ import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
+from rankbench.io.http import api_key, check_base_url
 from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.pipeline.defaults import DATASET_DEFAULTS, DATASET_ENTRIES, RESULTS, RESULTS_ENTRIES
 from rankbench.pipeline.models import check_model_names
@@ -123,6 +124,7 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     check_methods(expanded, source)
     check_settings(expanded, source)
     check_llm(expanded, source)
+    check_endpoints(expanded, source)
     check_paths(expanded, schema, source)
     check_inputs(expanded, source)
     return methods
@@ -314,7 +316,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
 
 def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
     """Keys of an embedding API only on `kind: openai`, `device` only on the others, a sparse encoder's keys only on
-    `kind: sparse`; the key's variable is set."""
+    `kind: sparse` (the endpoint itself: check_endpoints)."""
     api = spec["kind"] == "openai"
     stray = sorted(set(spec) & ({"device"} if api else set(API_ENCODER_KEYS)))
     if spec["kind"] == SPARSE_ENCODER_KIND:
@@ -322,9 +324,25 @@ def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
     if stray:
         raise InputError(source, f"encoders.{name}.{stray[0]}", f"does not apply to kind {spec['kind']}",
                          "Remove it (see docs/reference/config.md, `encoders`).")
-    if api and spec.get("api_key_env") and not os.environ.get(spec["api_key_env"]):
-        raise InputError(source, f"encoders.{name}.api_key_env", f"names {spec['api_key_env']!r}, which is not set "
-                         "in the environment", f"Export {spec['api_key_env']}=<your key> before running.")
+
+
+def check_endpoints(config: Mapping[str, Any], source: str) -> None:
+    """Every API endpoint (embedding encoders, chat models): finite timeouts, no credentials in its URL, its key's
+    variable set."""
+    endpoints = [(f"encoders.{name}", spec) for name, spec in config.get("encoders", {}).items()
+                 if spec["kind"] == "openai"]
+    endpoints += [("llm.chat", config.get("llm", {}).get("chat", {}))]
+    endpoints += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
+                  for name, spec in config["methods"].items() if isinstance(spec.get("scorer"), Mapping)]
+    for setting, spec in endpoints:
+        for key in ("timeout", "backoff"):
+            if isinstance(spec.get(key), float) and not math.isfinite(spec[key]):
+                raise InputError(source, f"{setting}.{key}", f"is {spec[key]}, not a number of seconds",
+                                 "Give a positive number of seconds, e.g. 60.")
+        if spec.get("base_url"):
+            check_base_url(spec["base_url"], setting, source)
+        if spec.get("api_key_env"):
+            api_key(spec["api_key_env"], setting, source)
 
 
 def check_llm(config: Mapping[str, Any], source: str) -> None:

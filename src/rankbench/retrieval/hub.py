@@ -11,6 +11,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rankbench.errors import InputError
 
@@ -122,14 +123,15 @@ def cached_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
 def download_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
     """Download repo_id at revision into the hub cache (the files the PyTorch loaders read), then the snapshot.
 
-    Raises InputError at once when hub access is off, and when the hub cannot be reached (after huggingface_hub's
-    timeouts, HF_HUB_ETAG_TIMEOUT seconds by default 10)."""
+    Raises InputError at once when hub access is off, and when the hub cannot be reached or does not answer (after
+    HF_HUB_ETAG_TIMEOUT seconds, by default 10, per connection attempt and read)."""
     from huggingface_hub import snapshot_download
 
     check_revision(repo_id, revision)
     if not hub_access():
         raise InputError(None, None, f"hub model {repo_id!r} is not in the Hugging Face cache {hub_cache()} and "
                          "HF_HUB_OFFLINE forbids downloading it", _fix(repo_id, revision))
+    _bound_hub_requests()
     try:
         snapshot_download(repo_id, revision=revision, cache_dir=hub_cache(), ignore_patterns=NOT_LOADED)
     except Exception as error:  # noqa: BLE001 - network, authentication, unknown repo or revision: all say the same
@@ -141,6 +143,27 @@ def download_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
                          f"{hub_cache()} ({type(root).__name__}{': ' + reason if reason else ''})",
                          _fix(repo_id, revision)) from None
     return cached_snapshot(repo_id, revision)
+
+
+def _bound_hub_requests() -> None:
+    """Give each hub request sent without a timeout HF_HUB_ETAG_TIMEOUT seconds per connect and read: huggingface_hub
+    sends its metadata requests (repo info, file list) with none, so a hub that accepts a connection and never
+    answers kept the run waiting at start for ever."""
+    from huggingface_hub import get_session
+
+    hooks = get_session().event_hooks["request"]  # the shared client's own list: appending changes the client
+    if _with_timeouts not in hooks:
+        hooks.append(_with_timeouts)
+
+
+def _with_timeouts(request: Any) -> None:
+    """An httpx request hook: its unset timeouts set to HF_HUB_ETAG_TIMEOUT (downloads keep their own)."""
+    from huggingface_hub import constants
+
+    timeouts = request.extensions.get("timeout") or {}
+    request.extensions["timeout"] = {phase: constants.HF_HUB_ETAG_TIMEOUT if seconds is None else seconds
+                                     for phase, seconds in {"connect": None, "read": None, "write": None,
+                                                            "pool": None, **timeouts}.items()}
 
 
 def weight_files(folder: Path) -> list[Path]:
