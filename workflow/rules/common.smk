@@ -44,6 +44,7 @@ from rankbench.pipeline.dataset_formats import (
     version_source,
 )
 from rankbench.pipeline.start_checks import check_dataset
+from rankbench.pipeline.drafts import is_draft
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
@@ -73,9 +74,16 @@ EVALUATION = evaluation_settings(config)
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
+# Draft versions (`draft: true`, not in the lock): editable and rerun; every page made from one says so first.
+DRAFTS = [qset for qset in QSETS if is_draft(config, qset, LOCK)]
 REWRITES = sorted(
     {name for q in config["qsets"].values() for name in q.get("rewrites", {})}
 )
+
+
+def drafts_of(*qsets):
+    """The draft versions among these (a page's params: freezing a version remakes its pages)."""
+    return [qset for qset in qsets if qset in DRAFTS]
 
 
 def choice(names):

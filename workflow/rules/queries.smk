@@ -23,6 +23,7 @@ rule prepare_questions:
         source=lambda wildcards: version_source(config, wildcards.qset),
         expected_sha256=lambda wildcards: LOCK.get(wildcards.qset),
         lock=DATASET.get("lock", ""),
+        draft=lambda wildcards: bool(drafts_of(wildcards.qset)),
     script:
         "../scripts/prepare_questions.py"
 

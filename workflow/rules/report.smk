@@ -55,6 +55,7 @@ rule comparison_table:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         evaluation=EVALUATION,
         report=REPORT,
@@ -122,6 +123,7 @@ rule failures:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         methods=METHODS,
         specs={m: method_spec(m) for m in METHODS},
         grain=REPORT["grain"],
@@ -161,6 +163,7 @@ rule calibration:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         methods=METHODS,
         relevance_threshold=EVALUATION["relevance_threshold"],
     script:
@@ -197,6 +200,7 @@ rule qset_diff:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.a, wildcards.b),
         methods=METHODS,
         grain=REPORT["grain"],
         headline=REPORT["headline"],
@@ -261,6 +265,7 @@ rule explorer:
     resources:
         mem_mb=mem_mb_for_inputs(2000, 11),
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         methods=METHODS,
         specs={m: method_spec(m) for m in METHODS},
@@ -296,6 +301,7 @@ rule budget:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         methods=METHODS,
         grain=REPORT["grain"],
@@ -332,6 +338,7 @@ rule robustness:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         methods=METHODS,
         grain=REPORT["grain"],

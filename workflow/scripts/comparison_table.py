@@ -16,7 +16,7 @@ from rankbench.pipeline.defaults import config_yaml, effective_config
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.comparison import comparison_page, cost_page
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.tables import (
     TIERS_LEGEND,
     csv_table,
@@ -76,7 +76,8 @@ def main(snakemake):
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
                           recorded, p.report["grain"], models, p.method_models)
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
-    costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
+    costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
     write_text(costs, snakemake.output.cost)
     write_text(markdown_html(page, f"{p.dataset} {manifest['version']}"), snakemake.output.html)
