@@ -50,6 +50,7 @@ rule validate_labels:
     threads: 1
     params:
         chunkers=LABEL_CHUNKERS,
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
     script:
         "../scripts/validate_labels.py"
 

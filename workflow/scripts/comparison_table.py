@@ -48,8 +48,9 @@ def main(snakemake):
     config = json.loads(p.config_json)
     effective = config_yaml(effective_config(config, expand_methods(config["methods"], "config")))
     models = model_provenance(p.models)
+    validation = Path(snakemake.input.validation).read_text().removeprefix(draft_banner(p.drafts))
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
-                           Path(snakemake.input.validation).read_text(), p.config_json, effective,
+                           validation, p.config_json, effective,
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
                            int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
