@@ -78,7 +78,7 @@ def markdown_document(source: str) -> tuple[str, str]:
             number += 1
     ordered = [headings[start] for start in sorted(headings)]
     title = next((text for _, level, text in ordered if level == 1), ordered[0][2] if ordered else "")
-    return " ".join(title.split()), "\n".join(out).strip() + "\n"
+    return " ".join(title.split()), "\n".join(out).strip("\n") + "\n"
 
 
 class _HtmlText(HTMLParser):
@@ -146,13 +146,13 @@ def html_document(source: str) -> tuple[str, str]:
     parser.close()
     parser._flush()
     title = " ".join(parser.page_title.split()) or next((text for level, text in parser.headings if level == 1), "")
-    text = re.sub(r"\n{3,}", "\n\n", "\n".join(parser.lines)).strip()
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(parser.lines)).strip("\n")
     return title, text + "\n" if text else ""
 
 
 def text_document(source: str) -> tuple[str, str]:
     """(title, text) of a plain-text file: no title, the text as is (one section, no heading)."""
-    return "", "\n".join(_body_line(line.rstrip()) for line in source.splitlines()).strip() + "\n"
+    return "", "\n".join(_body_line(line.rstrip()) for line in source.splitlines()).strip("\n") + "\n"
 
 
 def pdf_document(path: Path) -> tuple[str, str]:

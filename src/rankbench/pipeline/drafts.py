@@ -19,7 +19,7 @@ import yaml
 from rankbench.corpus.label_checks import check_label_targets, label_findings, question_lines
 from rankbench.errors import InputError
 from rankbench.io.config_file import load_config_file
-from rankbench.io.frozen import check_version_name, freeze, read_lock
+from rankbench.io.frozen import check_frozen, check_version_name, freeze, read_lock
 from rankbench.pipeline.dataset_formats import (
     corpus_files,
     corpus_source,
@@ -64,7 +64,7 @@ def _project(config_path: Path, root: Path | None) -> dict[str, Any]:
     config = load_config_file(config_path)
     if not isinstance(config.get("dataset"), dict) or not isinstance(config.get("qsets"), dict):
         raise InputError(config_path, None, "has no `dataset` and `qsets` blocks", "Give the project's config.yaml.")
-    return _rooted(config, root if root is not None else Path.cwd())
+    return _rooted(config, root if root is not None else Path())
 
 
 def _check_known(config: Mapping[str, Any], version: str, config_path: Path) -> None:
@@ -84,7 +84,8 @@ def _findings(questions: pd.DataFrame, labels: pd.DataFrame, documents: pd.DataF
 
 def check_version(config_path: Path, version: str, root: Path | None = None) -> VersionCheck:
     """Every record of a version and of the corpus, and every label against the corpus (documents, sections,
-    grades, dates, audience), with the workflow's own loaders; `root` is the project folder (default: here)."""
+    grades, dates, audience), with the workflow's own loaders; a frozen version also against its hash. `root` is the
+    project folder (default: here, as for the workflow)."""
     config_path = Path(config_path)
     config = _project(config_path, root)
     _check_known(config, version, config_path)
@@ -95,7 +96,9 @@ def check_version(config_path: Path, version: str, root: Path | None = None) -> 
     questions, labels = load_version(fmt, files, version_source(config, version))
     path = Path(files[-1]) if files else config_path
     check_label_targets(labels, documents, path)
-    lock = read_lock(dataset["lock"]) if fmt == "native" and Path(dataset["lock"]).exists() else {}
+    lock = read_lock(dataset["lock"]) if fmt == "native" else {}
+    if version in lock:
+        check_frozen(version, [Path(file) for file in files], lock[version], dataset["lock"])
     warnings = _findings(questions, labels, documents, path) if fmt == "native" else []
     return VersionCheck(version, is_draft(config, version, lock), len(questions), len(labels), warnings)
 

@@ -109,8 +109,8 @@ def project_config(name: str, version: str, language: str) -> dict[str, Any]:
 
 CONFIG_HEADER = """\
 # Written by `rankbench init`, with every default spelled out: change what you like (config/README.md says what each
-# key does). The question-set version {version} is a draft: edit questions/{version}.jsonl and run again as often as
-# you like; `rankbench check` validates it, `rankbench freeze --version {version}` freezes it for good.
+# key does). A version with `draft: true` may be edited and run again; `rankbench check` validates it against the
+# corpus, and `rankbench freeze --version NAME` freezes it for good (and removes its `draft: true`).
 """
 
 
@@ -136,8 +136,7 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
         (staging / CORPUS_FILE).write_text(jsonl_text(native_records(frame)), encoding="utf-8")
         (staging / "questions" / f"{version}.jsonl").write_text(jsonl_text(records), encoding="utf-8")
         (staging / LOCK_FILE).write_text("{}\n", encoding="utf-8")
-        (staging / "config.yaml").write_text(CONFIG_HEADER.format(version=version) + config_yaml(config),
-                                             encoding="utf-8")
+        (staging / "config.yaml").write_text(CONFIG_HEADER + config_yaml(config), encoding="utf-8")
         (staging / ".gitignore").write_text("results/\nlogs/\n.snakemake/\n", encoding="utf-8")
         check_version(staging / "config.yaml", version, staging)  # what init writes passes `rankbench check`
         if folder.exists():

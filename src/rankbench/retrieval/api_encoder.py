@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from rankbench.errors import InputError
 from rankbench.io.http import post_json
+from rankbench.io.progress import Progress
 from rankbench.retrieval.embedding_cache import cache_key, embed_cached, load_cache, save_cache, text_hashes
-from rankbench.retrieval.encoders import PROGRESS_BAR_FROM, Encoder, unit_vectors
+from rankbench.retrieval.encoders import Encoder, unit_vectors
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ class ApiEncoder:
         pool = ThreadPoolExecutor(self.spec.max_concurrency)
         futures = {pool.submit(self._request, texts[start:start + size], input_type): start for start in starts}
         try:
-            with tqdm(total=len(texts), desc="Texts", disable=len(texts) <= PROGRESS_BAR_FROM) as progress:
+            with Progress(len(texts), f"embed {len(texts)} texts via {self.spec.url}", "texts") as progress:
                 for future in as_completed(futures):
                     progress.update(len(future.result()))  # raises the first failure
         finally:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rankbench.io.progress import Progress, blocks
 from rankbench.retrieval.encoders import EncoderSpec, resolve_model_path, unit_vectors
 
 
@@ -26,9 +27,15 @@ class StaticEncoder:
     def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.model.dim), dtype=np.float32)
-        vectors = self.model.encode([prefix + text for text in texts], batch_size=self.spec.batch_size,
-                                    use_multiprocessing=False)
-        return unit_vectors(vectors.reshape(len(texts), -1))
+        texts = [prefix + text for text in texts]
+        vectors = np.zeros((len(texts), self.model.dim), dtype=np.float32)
+        with Progress(len(texts), f"encode {len(texts)} texts (static)", "texts") as progress:
+            for part in blocks(len(texts), self.spec.batch_size):  # a text's vector never depends on its batch
+                vectors[part.start:part.stop] = self.model.encode(texts[part.start:part.stop],
+                                                                  batch_size=self.spec.batch_size,
+                                                                  use_multiprocessing=False).reshape(len(part), -1)
+                progress.update(len(part))
+        return unit_vectors(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.spec.query_prefix)
