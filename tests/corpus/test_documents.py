@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from document_helpers import BATTERY_HTML, REFUNDS_MD, minimal_pdf, write_documents
 
 from rankbench.corpus.documents import (
     folder_documents,
@@ -19,7 +20,6 @@ from rankbench.corpus.documents import (
 )
 from rankbench.corpus.sections import split_sections
 from rankbench.errors import InputError
-from document_helpers import BATTERY_HTML, REFUNDS_MD, minimal_pdf, write_documents
 
 
 def section_ids(text: str) -> list[str]:

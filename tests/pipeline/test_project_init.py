@@ -8,6 +8,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from document_helpers import QUESTIONS_CSV, write_documents
 
 from rankbench.errors import InputError
 from rankbench.io.config_file import load_config_file
@@ -15,7 +16,6 @@ from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.defaults import effective_config
 from rankbench.pipeline.drafts import check_version
 from rankbench.pipeline.project_init import init_project
-from document_helpers import QUESTIONS_CSV, write_documents
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -46,15 +46,15 @@ def check_label_targets(labels: pd.DataFrame, documents: pd.DataFrame, path: Pat
         if row.doc_id not in known:
             raise InputError(path, _label_where(path, row.qid),
                              f"labels document {row.doc_id!r}, which is not in the corpus",
-                             "Fix the doc_id (in place in a draft version, in a new version once frozen), or add the "
-                             "document to the corpus.")
+                             "Fix the doc_id (in place in a draft; in a new question-set version once frozen), "
+                             "or add the document to the corpus.")
         if pd.notna(row.section) and row.section not in sections[row.doc_id]:
             listed = ", ".join(sorted(sections[row.doc_id]))
             raise InputError(path, _label_where(path, row.qid),
                              f"labels section {row.section!r} of {row.doc_id!r}, which has no such section "
                              f"(it has: {listed})",
-                             "Section ids are slugs of the headings; fix the label (in place in a draft version, "
-                             "in a new version once frozen).")
+                             "Section ids are slugs of the headings; fix the label (in place in a draft; "
+                             "in a new question-set version once frozen).")
 
 
 def label_findings(questions: pd.DataFrame, labels: pd.DataFrame, documents: pd.DataFrame,

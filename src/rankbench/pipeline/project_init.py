@@ -1,16 +1,13 @@
 """`rankbench init`: a project folder (config, corpus, a draft question-set version) from documents and a sheet.
 
-Everything is checked and written into a temporary folder beside the target, then moved in one rename: a bad file
+Everything is checked and written into a temporary folder beside the target, then renamed: a bad file
 or row stops init with its file and line, and leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import difflib
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -21,7 +18,7 @@ from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.documents import document_id, load_documents_from, native_records
 from rankbench.corpus.sections import slugify, split_sections
 from rankbench.errors import InputError
-from rankbench.io.files import jsonl_text
+from rankbench.io.files import jsonl_text, write_folder_atomically
 from rankbench.io.question_sheet import read_question_sheet
 from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.defaults import config_yaml, effective_config
@@ -78,12 +75,6 @@ class _Resolver:
                          "empty to label the whole document.")
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def dataset_name(folder: Path) -> str:
     """A dataset name from the project folder's name (letters, digits and `_ . + -`)."""
     return _NAME.sub("-", folder.resolve().name).strip(".+-") or "project"
@@ -128,10 +119,8 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
     questions = read_question_sheet(sheet, _Resolver(frame, sheet, documents))
     records = [question.record for question in questions]
     config = project_config(name, version, language)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.init-", dir=folder.parent))
-    try:
-        staging.chmod(0o777 & ~_umask())  # mkdtemp's folder is private; a project folder is not
+
+    def write(staging: Path) -> None:
         (staging / "questions").mkdir()
         (staging / CORPUS_FILE).write_text(jsonl_text(native_records(frame)), encoding="utf-8")
         (staging / "questions" / f"{version}.jsonl").write_text(jsonl_text(records), encoding="utf-8")
@@ -139,12 +128,8 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
         (staging / "config.yaml").write_text(CONFIG_HEADER + config_yaml(config), encoding="utf-8")
         (staging / ".gitignore").write_text("results/\nlogs/\n.snakemake/\n", encoding="utf-8")
         check_version(staging / "config.yaml", version, staging)  # what init writes passes `rankbench check`
-        if folder.exists():
-            folder.rmdir()
-        os.replace(staging, folder)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+
+    write_folder_atomically(folder, write)
     labels = sum(len(record["labels"]) for record in records)
     unanswerable = sum(not any(label["grade"] > 0 for label in record["labels"]) for record in records)
     return InitSummary(folder, name, version, len(frame), len(records), labels, unanswerable, skipped)
