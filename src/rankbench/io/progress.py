@@ -9,9 +9,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import TypeVar
-
-from tqdm import tqdm
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 LOG_STEPS = 10  # log lines per job: one at each tenth of the work
@@ -23,6 +21,24 @@ def _clock_text(seconds: float) -> str:
     return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
+class _NoBar:
+    """Where tqdm is not installed (the light core), log lines only."""
+
+    def update(self, count: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _bar(total: int, desc: str, unit: str, show: bool) -> Any:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    return tqdm(total=total, desc=desc, unit=unit, disable=not show)
+
+
 class Progress:
     """Counts done units of a job of `total` units; logs a line each time another tenth is done, and at the end."""
 
@@ -31,7 +47,7 @@ class Progress:
         self.total, self.desc, self.unit, self.clock = max(int(total), 0), desc, unit, clock
         self.done, self.started, self.logged_steps = 0, clock(), 0
         show = self.total >= BAR_FROM if bar is None else bar
-        self.bar = tqdm(total=self.total, desc=desc, unit=unit, disable=not show)
+        self.bar = _bar(self.total, desc, unit, show)
 
     def line(self) -> str:
         """done/total (percent), rate and ETA, as logged."""
