@@ -167,7 +167,8 @@ def init_command(args: argparse.Namespace) -> int:
         from rankbench.pipeline.project_init import init_project, summary_text
     except ModuleNotFoundError as error:
         raise InputError(None, "rankbench init", f"needs {error.name}, which is not installed",
-                         "Install what a project needs: `pip install 'rankbench[workflow,bm25,dense,documents]'`.") from None
+                         "Install what a project needs: `pip install 'rankbench[workflow,bm25,dense,documents]'`."
+                         ) from None
 
     print(summary_text(init_project(args.folder, args.documents, args.questions, args.version, args.language,
                                     args.name)))
