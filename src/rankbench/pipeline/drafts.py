@@ -45,7 +45,7 @@ class VersionCheck:
 
 def is_draft(config: Mapping[str, Any], version: str, lock: Mapping[str, str]) -> bool:
     """A version is a draft when the config says `draft: true` and the lock does not register it."""
-    return bool(config["qsets"][version].get("draft")) and version not in lock
+    return config["qsets"][version].get("draft") is True and version not in lock
 
 
 def _rooted(config: Mapping[str, Any], root: Path) -> dict[str, Any]:
