@@ -19,7 +19,7 @@ from rankbench.errors import InputError
 from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.files import write_jsonl, write_text
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 
 KEY = ("dataset", "qset", "method")
 
@@ -115,6 +115,7 @@ def history_markdown(frame: pd.DataFrame, metric: str) -> str:
     wide = frame.groupby(index + ["method"], sort=True)[metric].first().unstack("method")
     wide = wide.reset_index().assign(qset_sha256=lambda f: f["qset_sha256"].str[:12],
                                      config_sha256=lambda f: f["config_sha256"].str[:12])
+    wide = wide.assign(label=wide["label"].map(markdown_literal), note=wide["note"].map(markdown_literal))
     wide = wide.rename(columns={"qset_sha256": "qset sha256", "config_sha256": "config sha256"}).set_index("run")
     wide.columns.name = None
     wide = wide.astype(object).map(lambda v: "" if pd.isna(v) else f"{v:.3f}" if isinstance(v, float) else v)

@@ -12,7 +12,7 @@ import pandas as pd
 
 from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.findings import findings
 from rankbench.report.tables import (
     TIERS_LEGEND,
@@ -171,8 +171,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         *models_lines(models or {}),
     ]
     if experiment:
-        lines.append(f"- experiment: {experiment.get('label', '–')}" + (f" — {experiment['note']}"
-                                                                       if experiment.get("note") else ""))
+        lines.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
+                     + (f" — {markdown_literal(experiment['note'])}" if experiment.get("note") else ""))
     lines += [
         f"- relevant when grade >= {evaluation['relevance_threshold']}; nDCG gain {evaluation['gain']}; "
         f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 (trec_eval -c); "
@@ -227,8 +227,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         frame = pd.DataFrame(index=pd.Index(methods, name="method"))
         for kind in kinds:
             n = int(rows[rows["kind"] == kind]["n"].max())
-            frame[f"{kind} (n={n}/{counts.get(kind, n)})"] = wide(rows, grain, kind, [(metric, k)], ci,
-                                                                  methods).iloc[:, 0]
+            column = f"{markdown_literal(kind)} (n={n}/{counts.get(kind, n)})"
+            frame[column] = wide(rows, grain, kind, [(metric, k)], ci, methods).iloc[:, 0]
         lines += [f"## Per question kind: {metric_label(metric, k)}, {grain} grain", "", markdown_grid(frame), ""]
     lines += ["## Labels", "", *labels_section(validation)]
     if judged:

@@ -15,6 +15,13 @@ from pathlib import Path
 from rankbench.errors import InputError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+# A revision: a commit, a branch or tag name (components of letters, digits and _ . + -, none starting with `.`,
+# `+` or `-`, no `..`), or a pull request's `refs/pr/N`. huggingface_hub reads a name as a file under the cache's
+# refs/ folder, so nothing else may pass (`refs/pr/../../x` would read a file outside the cache as the commit).
+# The config schema's `revision` pattern is this one (tests/pipeline/test_config_checks.py keeps them equal).
+REVISION = re.compile(r"^(?:refs/pr/[0-9]+|(?!refs/)(?!.*\.\.)"
+                      r"[A-Za-z0-9_][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*)$")
+MAX_REVISION_LENGTH = 200
 # Other formats a repository may hold beside the PyTorch weights; the loaders here never read them.
 NOT_LOADED = ["onnx/*", "openvino/*", "*.onnx", "*.h5", "*.msgpack", "*.ot", "tf_model*", "flax_model*",
               "rust_model*", "coreml/*", "*.tflite", "*.gguf"]
@@ -33,6 +40,14 @@ class Snapshot:
 def is_hub_id(model: str) -> bool:
     """Whether a model name is a hub id (`org/name`) rather than an existing folder."""
     return bool(HUB_ID.match(model)) and not Path(model).exists()
+
+
+def check_revision(repo_id: str, revision: str | None) -> None:
+    """A revision that is not a commit, branch, tag or refs/pr/N (see REVISION) is refused before the cache is read."""
+    if revision is not None and (len(revision) > MAX_REVISION_LENGTH or not REVISION.match(revision)):
+        raise InputError(None, None, f"hub model {repo_id!r} has revision {revision!r}, which is not a commit, a "
+                         "branch or tag name, or refs/pr/N",
+                         "Pin a commit hash (or a branch or tag name without '..').")
 
 
 def hub_cache() -> Path:
@@ -79,6 +94,7 @@ def cached_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import IncompleteSnapshotError, LocalEntryNotFoundError
 
+    check_revision(repo_id, revision)
     wanted = f"revision {revision!r}" if revision else "its default revision (main)"
     fix = _fix(repo_id, revision)
     try:
@@ -110,6 +126,7 @@ def download_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
     timeouts, HF_HUB_ETAG_TIMEOUT seconds by default 10)."""
     from huggingface_hub import snapshot_download
 
+    check_revision(repo_id, revision)
     if not hub_access():
         raise InputError(None, None, f"hub model {repo_id!r} is not in the Hugging Face cache {hub_cache()} and "
                          "HF_HUB_OFFLINE forbids downloading it", _fix(repo_id, revision))
