@@ -18,6 +18,7 @@ from rankbench.evaluation.metrics import GAINS
 from rankbench.evaluation.stats import format_p
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
+from rankbench.pipeline.run_commands import RUN_COMMANDS, add_run_commands
 
 
 def _positive(text: str) -> int:
@@ -209,8 +210,11 @@ def main(argv: list[str] | None = None) -> int:
     publish_parser.add_argument("--version", required=True, help="name in the lock (and in config `qsets`)")
     publish_parser.add_argument("--dest", type=Path, required=True, help="where the frozen file lives (never replaced)")
     publish_parser.add_argument("--lock", type=Path, required=True, help="the dataset's lock file")
+    add_run_commands(commands)
     args = parser.parse_args(argv)
     try:
+        if args.command in RUN_COMMANDS:
+            return RUN_COMMANDS[args.command](args)
         if args.command == "publish":
             return publish_command(args)
         if args.command == "eval":

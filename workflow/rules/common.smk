@@ -1,3 +1,4 @@
+import os
 import re
 from pathlib import Path
 
@@ -44,6 +45,8 @@ from rankbench.pipeline.dataset_formats import (
     version_source,
 )
 from rankbench.pipeline.start_checks import check_dataset
+from rankbench.analysis.runs import RUNS_FOLDER
+from rankbench.pipeline.mlflow import mlflow_settings
 
 SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
@@ -257,7 +260,7 @@ def all_outputs():
             for figure in ("recall", "bars", "kinds", "grades")
         ]
     outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
-    outputs.append(f"{R}/history.md")
+    outputs += [f"{R}/history.md", f"{R}/history.html"]
     return outputs
 
 
@@ -311,6 +314,8 @@ CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
 REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 DIFFS = diff_pairs(config, CONFIG_SOURCE)
 HISTORY = f"{RESULTS_FOLDER}/history.jsonl"
+# MLflow export of each stored run (README: "Runs and the regression gate"); None when not configured.
+MLFLOW = mlflow_settings(REPORT, os.environ.get("MLFLOW_TRACKING_URI"))
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 

@@ -17,6 +17,7 @@ from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.comparison import comparison_page, cost_page
 from rankbench.report.pages import markdown_html
+from rankbench.report.runs import with_section
 from rankbench.report.tables import (
     TIERS_LEGEND,
     csv_table,
@@ -58,6 +59,7 @@ def main(snakemake):
                            + robustness.headline_findings(pd.read_parquet(snakemake.input.robustness),
                                                           pd.read_parquet(snakemake.input.bounds)),
                            models=models)
+    page = with_section(page, Path(snakemake.input.since_last_run).read_text())
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
