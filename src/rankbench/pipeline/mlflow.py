@@ -96,7 +96,7 @@ def export_run(settings: Mapping[str, str], run: StoredRun, artifacts: Sequence[
                if not isinstance(value, str) else value[:_PARAM_CHARS]}
               for key, value in flatten(meta["config"]).items()]
     values, stamp = run.values(), int(time.time() * 1000)
-    metrics = [{"key": mlflow_key(f"{metric_key(metric, int(k))}/{method}"), "value": float(mean),
+    metrics = [{"key": mlflow_key(f"{metric_key(metric, int(k)).replace('@', '_at_')}/{method}"), "value": float(mean),
                 "timestamp": stamp, "step": 0}
                for metric, k in meta["headline"] for method, mean in headline_means(values, metric, int(k)).items()]
     for start in range(0, max(len(params), len(metrics)), _BATCH):

@@ -64,8 +64,8 @@ def _question_lines(moved: pd.DataFrame, texts: Mapping[str, str], worse: bool) 
 
 def diff_markdown(diff: RunDiff, headline: Sequence[tuple[str, int]], texts: Mapping[str, str], heading: str,
                   level: int = 2) -> str:
-    """The diff of two runs as Markdown: config keys changed, methods added or removed, per method the Δ of each
-    headline metric (p, W/T/L after vs before), then the questions that got worse or better on the first one."""
+    """The diff of two runs as Markdown: config keys changed, methods added or removed, one row per method with the
+    Δ (p) of each headline metric and W/T/L on the first, then the questions that got worse or better on it."""
     hashes = "#" * level
     lines = [f"{hashes} {heading}", "", f"Run `{diff.before}` → run `{diff.after}`. Config: "
              f"{change_text(diff.config_changes)}."]
@@ -76,18 +76,22 @@ def diff_markdown(diff: RunDiff, headline: Sequence[tuple[str, int]], texts: Map
     if table.empty:
         lines += ["", "No method is in both runs."]
         return "\n".join(lines) + "\n"
-    lines += ["", "Δ = after − before on the questions both runs evaluate; p: paired randomization test; W/T/L: "
-              "questions where the later run wins, ties, loses.", ""]
-    grid = pd.DataFrame({
-        "method": table["method"], "inputs": table["inputs_changed"].map({True: "changed", False: "same"}),
-        "metric": [metric_label(m, int(k)) for m, k in zip(table["metric"], table["k"])],
-        "n": table["n"].astype(str), "before": table["before"].map("{:.3f}".format),
-        "after": table["after"].map("{:.3f}".format), "Δ": table["delta"].map("{:+.3f}".format),
-        "p": table["p"].map("{:.3f}".format),
-        "W/T/L": [f"{w}/{t}/{lo}" for w, t, lo in zip(table["wins"], table["ties"], table["losses"])],
-    }).set_index("method")
-    lines.append(markdown_grid(grid))
     metric, k = headline[0]
+    lines += ["", "Δ = after − before on the questions both runs evaluate (n), with the paired randomization test's "
+              f"p; W/T/L on {metric_label(metric, int(k))}: questions where the later run wins, ties, loses. Inputs: "
+              "whether the method's settings, chunker, encoders or input methods changed.", ""]
+    grid = pd.DataFrame(index=pd.Index(sorted(set(table["method"])), name="method"))
+    by_method = table.set_index(["method", "metric", "k"])
+    first = by_method.xs((metric, int(k)), level=["metric", "k"])
+    grid["inputs"] = first["inputs_changed"].map({True: "changed", False: "same"})
+    grid["n"] = first["n"].astype(str)
+    for name, cut in headline:
+        rows = by_method.xs((name, int(cut)), level=["metric", "k"])
+        grid[f"{metric_label(name, int(cut))} Δ (p)"] = (rows["delta"].map("{:+.3f}".format) + " ("
+                                                          + rows["p"].map("{:.3f}".format) + ")")
+    grid["W/T/L"] = (first["wins"].astype(str) + "/" + first["ties"].astype(str) + "/"
+                     + first["losses"].astype(str))
+    lines.append(markdown_grid(grid))
     moved = diff.questions[(diff.questions["metric"] == metric) & (diff.questions["k"] == int(k))]
     for method, group in moved.groupby("method", sort=True):
         lines += ["", f"**{method}**, {metric_label(metric, int(k))} by question:"]
