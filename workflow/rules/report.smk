@@ -1,5 +1,6 @@
 rule comparison_table:
     input:
+        unpack(how_sure_inputs),
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
@@ -8,9 +9,6 @@ rule comparison_table:
         validation=f"{R}/{{qset}}/validation.md",
         leaks=f"{R}/{{qset}}/leaks.parquet",
         documents=f"{R}/corpus/documents.parquet",
-        budget=f"{R}/{{qset}}/budget.parquet",
-        robustness=f"{R}/{{qset}}/robustness.parquet",
-        bounds=f"{R}/{{qset}}/robustness-bounds.parquet",
         reranked=lambda wildcards: [
             run_path(m, wildcards.qset) for m in methods_of_type("rerank")
         ],
@@ -70,6 +68,7 @@ rule comparison_table:
         judge_agreement=lambda wildcards: judge_output_path(
             wildcards.qset, "agreement.parquet"
         ),
+        quick=QUICK,
     script:
         "../scripts/comparison_table.py"
 
@@ -206,7 +205,7 @@ rule qset_diff:
         "../scripts/diff_qsets.py"
 
 
-# Every run remembered (README: "Runs and the regression gate"): this run's pending record and what changed since
+# Every run remembered (docs/how-to/runs.md): this run's pending record and what changed since
 # the last recorded run of the version; the history job stores the record once the run is complete.
 rule run_record:
     input:
@@ -267,7 +266,7 @@ rule history:
         "../scripts/record_history.py"
 
 
-# The per-question explorer: one self-contained HTML page per version (README: "The explorer").
+# The per-question explorer: one self-contained HTML page per version (docs/concepts/report.md, "The explorer").
 EXPLORER_CHUNKERS = sorted({chunker_of(m) for m in METHODS})
 
 

@@ -2,7 +2,7 @@
 runs history, redraw the dataset's history pages, and export the stored runs to MLflow when configured."""
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from rankbench.analysis.history import record_run
@@ -16,7 +16,7 @@ from rankbench.report.plots import history_plot, save
 
 def main(snakemake):
     p, output = snakemake.params, snakemake.output
-    now = datetime.now(UTC)
+    now = datetime.now(timezone.utc)
     for store, pending in zip(p.stores, snakemake.input.runs):
         run_id = store_run(store, pending, now.strftime("%Y%m%dT%H%M%SZ"))
         logging.info("%s: %s", store, f"run {run_id} stored" if run_id else "same as its latest run, not stored")

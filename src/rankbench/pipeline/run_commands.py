@@ -126,7 +126,7 @@ def _resampling(parser: argparse.ArgumentParser) -> None:
 
 
 def add_run_commands(commands: argparse._SubParsersAction) -> None:
-    """The subcommands `runs`, `diff-runs` and `gate` (README: "Runs and the regression gate")."""
+    """The subcommands `runs`, `diff-runs` and `gate` (docs/how-to/runs.md)."""
     runs = commands.add_parser("runs", help="list the recorded runs of a question-set version")
     _where(runs)
     diff = commands.add_parser("diff-runs", help="what changed between two recorded runs (default: the last two)")
