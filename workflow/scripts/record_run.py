@@ -16,6 +16,7 @@ from rankbench.pipeline.defaults import effective_config
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.provenance import method_identities, source_commit
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.software import software_versions
 from rankbench.report.runs import since_last_run_section
 
 
@@ -38,7 +39,7 @@ def main(snakemake):
             "methods": {m: {"identity": identities[m], "type": p.method_types[m],
                             "models": {key: models[key] for key in p.method_models.get(m, []) if key in models}}
                         for m in p.methods},
-            "rankbench_version": rankbench.__version__, "commit": source_commit()}
+            "rankbench_version": rankbench.__version__, "commit": source_commit(), "software": software_versions()}
     meta["content_sha256"] = content_sha256(values, meta)
     previous = previous_run(p.store, meta["content_sha256"])
     diff = diff_runs(previous.values(), values, previous.meta, {**meta, "run_id": "this run"}, p.resamples,

@@ -25,11 +25,12 @@ KEY = ("dataset", "qset", "method")
 def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: str, config_sha256: str,
                 experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str,
                 models: Mapping[str, Mapping[str, Any]] | None = None,
-                method_models: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, Any]]:
+                method_models: Mapping[str, Sequence[str]] | None = None,
+                software: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """One record per method of one version: provenance, experiment label and note, headline metrics (no date).
 
     models: config key -> {model, revision, weights_sha256}; method_models: method -> the keys its run depends on
-    (a method without models records none)."""
+    (a method without models records none); software: package -> version (rankbench and its main dependencies)."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
     rows = rows.set_index(["method", "metric", "k"])
     records = []
@@ -42,6 +43,8 @@ def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: s
         used = (method_models or {}).get(method, [])
         if models and used:
             record["models"] = {key: dict(models[key]) for key in used}
+        if software:
+            record["software"] = dict(software)
         records.append(record)
     return records
 

@@ -11,7 +11,7 @@ import pandas as pd
 
 from rankbench.analysis.runs import StoredRun, headline_means
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.runs import change_text
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 320, 56, 200, 16, 40
@@ -29,6 +29,7 @@ def history_markdown(frame: pd.DataFrame, metric: str) -> str:
     wide = frame.groupby(index + ["method"], sort=True)[metric].first().unstack("method")
     wide = wide.reset_index().assign(qset_sha256=lambda f: f["qset_sha256"].str[:12],
                                      config_sha256=lambda f: f["config_sha256"].str[:12])
+    wide = wide.assign(label=wide["label"].map(markdown_literal), note=wide["note"].map(markdown_literal))
     wide = wide.rename(columns={"qset_sha256": "qset sha256", "config_sha256": "config sha256"}).set_index("run")
     wide.columns.name = None
     wide = wide.astype(object).map(lambda v: "" if pd.isna(v) else f"{v:.3f}" if isinstance(v, float) else v)
