@@ -21,6 +21,7 @@ from rankbench.evaluation.stats import format_p
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
 from rankbench.pipeline.launch import run_workflow
+from rankbench.pipeline.run_commands import RUN_COMMANDS, add_run_commands
 
 
 def _positive(text: str) -> int:
@@ -297,12 +298,15 @@ def main(argv: list[str] | None = None) -> int:
                                      "config.yaml, its results/. Other options go to Snakemake (e.g. --cores 2, -n).")
     run_parser.add_argument("--quick", action="store_true",
                             help="only what the comparison page needs: runs, metrics, aggregate, the page")
+    add_run_commands(commands)
     args, snakemake_args = parser.parse_known_args(argv)
     if snakemake_args and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(snakemake_args)}")
     try:
         if args.command == "run":
             return run_workflow(snakemake_args, args.quick, Path.cwd())
+        if args.command in RUN_COMMANDS:
+            return RUN_COMMANDS[args.command](args)
         if args.command == "publish":
             return publish_command(args)
         if args.command == "eval":

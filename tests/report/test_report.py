@@ -27,12 +27,7 @@ from rankbench.analysis.failures import (
     failures_markdown,
     stage_log,
 )
-from rankbench.analysis.history import (
-    append_records,
-    history_frame,
-    history_markdown,
-    read_history,
-)
+from rankbench.analysis.history import append_records, history_frame, read_history
 from rankbench.analysis.pooling import import_labels, read_filled, unjudged_pool, write_pool
 from rankbench.analysis.qset_diff import (
     CHANGE_COLUMNS,
@@ -51,6 +46,7 @@ from rankbench.pipeline.cost import cost_table, method_stages
 from rankbench.pipeline.provenance import canonical_config, config_hash, report_settings
 from rankbench.report.comparison import cost_page, judge_section, labels_section, leaks_section
 from rankbench.report.findings import findings, kind_patterns
+from rankbench.report.history import history_markdown
 from rankbench.report.pages import markdown_html
 from rankbench.report.plots import kind_heatmap, save
 from rankbench.report.tables import (

@@ -133,7 +133,7 @@ def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it
     assert planned_jobs(demo, config) == {"fuse": n_qsets, "export_trec": n_qsets, "evaluate": n_qsets,
                                           "leaks": n_qsets, "aggregate": n_qsets, "leak_summary": n_qsets,
                                           "comparison_table": n_qsets, "plots": n_qsets, "failures": n_qsets,
-                                          "calibration": n_qsets, "explorer": n_qsets,
+                                          "calibration": n_qsets, "explorer": n_qsets, "run_record": n_qsets,
                                           "qset_diff": len(demo_config(demo)["diffs"]), "history": 1,
                                           "budget": n_qsets, "robustness": n_qsets, "all": 1}
 

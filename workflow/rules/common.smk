@@ -1,3 +1,4 @@
+import os
 import re
 from pathlib import Path
 
@@ -47,6 +48,8 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.start_checks import check_dataset
 from rankbench.pipeline.drafts import is_draft
+from rankbench.analysis.runs import RUNS_FOLDER
+from rankbench.pipeline.mlflow import mlflow_settings
 
 # Key order means nothing in a dataset config: with every mapping sorted, every rule's params (which Snakemake
 # compares by repr) are the same whatever order the YAML wrote the keys in, so only a changed value reruns a job.
@@ -293,7 +296,7 @@ def all_outputs():
             for figure in ("recall", "bars", "kinds", "grades")
         ]
     outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
-    outputs.append(f"{R}/history.md")
+    outputs += [f"{R}/history.md", f"{R}/history.html"]
     return outputs
 
 
@@ -347,6 +350,8 @@ CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
 REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 DIFFS = diff_pairs(config, CONFIG_SOURCE)
 HISTORY = f"{RESULTS_FOLDER}/{HISTORY_FILE}"
+# MLflow export of each stored run (docs/how-to/runs.md); None when not configured.
+MLFLOW = mlflow_settings(REPORT, os.environ.get("MLFLOW_TRACKING_URI"))
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 

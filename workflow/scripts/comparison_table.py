@@ -18,6 +18,7 @@ from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.software import software_versions
 from rankbench.report.comparison import comparison_page, cost_page
 from rankbench.report.pages import draft_banner, markdown_html
+from rankbench.report.runs import with_section
 from rankbench.report.tables import (
     TIERS_LEGEND,
     csv_table,
@@ -65,6 +66,7 @@ def main(snakemake):
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
                            judged=agreement is not None, tiers=tiers, how_sure=how_sure(snakemake.input, p.quick),
                            models=models, quick=p.quick, software=software)
+    page = with_section(page, Path(snakemake.input.since_last_run).read_text())
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())

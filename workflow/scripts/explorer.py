@@ -25,7 +25,8 @@ def main(snakemake):
         {method: pd.read_parquet(path) for method, path in zip(p.methods, inputs.runs)},
         {method: pd.read_parquet(path) for method, path in zip(p.methods, inputs.metrics)},
         {chunker: pd.read_parquet(path) for chunker, path in zip(p.chunkers, inputs.qrels)},
-        pd.read_parquet(inputs.failures), pd.read_parquet(inputs.aggregate), p.specs, p.chunker_of, settings)
+        pd.read_parquet(inputs.failures), pd.read_parquet(inputs.aggregate), p.specs, p.chunker_of, settings,
+        pd.read_parquet(inputs.changed))
     write_text(with_draft_banner(explorer_html(payload), p.drafts), snakemake.output.html)
 
 

@@ -45,6 +45,13 @@ def write_folder_atomically(folder: str | Path, write: Callable[[Path], object])
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def sweep_temporaries(folder: str | Path) -> None:
+    """Delete the temporary files write_atomically leaves when killed; only call it while no writer can be alive
+    (e.g. under the folder's lock)."""
+    for stale in Path(folder).glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
+
+
 def write_parquet(frame: pd.DataFrame, path: str | Path) -> None:
     """Parquet with zstd, without the pandas index."""
     write_atomically(path, lambda tmp: frame.to_parquet(tmp, index=False, compression="zstd"))
