@@ -13,8 +13,9 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.evaluation.evaluate import BASELINE_COLUMNS, runs_per_query, summarize
-from rankbench.evaluation.metric_names import parse_metrics
+from rankbench.evaluation.metric_names import metric_text, parse_metrics, persistence, split_metric_list
 from rankbench.evaluation.metrics import err_grade_problem
+from rankbench.io.adapters import run_name
 from rankbench.io.runs import unmatched
 from rankbench.io.trec import QrelsSource, RunSource, read_qrels, read_run
 
@@ -52,14 +53,16 @@ class Comparison:
     baseline: str | None
 
 
-def metric_list(metrics: str | Sequence[str]) -> tuple[list[str], list[tuple[str, int]]]:
-    """The names as given ('ndcg@10,P_5' or ['ndcg@10', 'P_5']) and their (metric, k); unknown names raise."""
-    names = [part.strip() for item in ([metrics] if isinstance(metrics, str) else metrics)
-             for part in item.split(",") if part.strip()]
+def metric_list(metrics: object) -> tuple[list[str], list[tuple[str, int]], float | None]:
+    """The names as given ('ndcg@10,P_5', ['ndcg@10', 'P_5'], ir_measures objects such as nDCG@10), their
+    (metric, k) and RBP's persistence when a name gives one (RBP(p=0.9)); unknown names raise, listing the known."""
+    items = metrics if isinstance(metrics, (list, tuple)) else [metrics]
     try:
-        return names, parse_metrics(",".join(names))
+        names = [part.strip() for item in items for part in split_metric_list(metric_text(item)) if part.strip()]
+        return names, parse_metrics(",".join(names)), persistence(names)
     except argparse.ArgumentTypeError as error:
-        raise InputError(None, "metrics", str(error), "Name each metric as trec_eval or ir-measures do.") from None
+        raise InputError(None, "metrics", str(error), "Name each metric as rankbench, trec_eval, ir_measures or ranx "
+                         "do (ndcg@10, ndcg_cut_10, nDCG@10, ir_measures.nDCG@10, hit_rate@1).") from None
 
 
 def _checked_qrels(qrels: QrelsSource, metrics: Sequence[tuple[str, int]], grain: str,
@@ -94,7 +97,7 @@ def _checked_runs(runs: Mapping[str, RunSource], qrels: pd.DataFrame, grain: str
     return read
 
 
-def compare(qrels: QrelsSource, runs: Mapping[str, RunSource], metrics: str | Sequence[str] = DEFAULT_METRICS,
+def compare(qrels: QrelsSource, runs: Mapping[str, RunSource], metrics: object = DEFAULT_METRICS,
             baseline: str | None = None, *, grain: str = "document", relevance_threshold: int = 1,
             gain: str = "linear", rbp_p: float = 0.8, n_resamples: int = 10_000, seed: int = 0,
             strict: bool = False) -> Comparison:
@@ -108,7 +111,8 @@ def compare(qrels: QrelsSource, runs: Mapping[str, RunSource], metrics: str | Se
         raise InputError(None, "runs", "is empty", "Give at least one run, e.g. {'bm25': 'bm25.trec'}.")
     if baseline is not None and baseline not in runs:
         raise InputError(None, "baseline", f"names {baseline!r}, which is not a run", f"Use one of: {', '.join(runs)}.")
-    _, parsed = metric_list(metrics)
+    _, parsed, named_p = metric_list(metrics)
+    rbp_p = rbp_p if named_p is None else named_p
     frame = _checked_qrels(qrels, parsed, grain, relevance_threshold)
     read = _checked_runs(runs, frame, grain, strict)
     per_query = runs_per_query(read, frame, parsed, grain=grain, relevance_threshold=relevance_threshold, gain=gain,
@@ -122,13 +126,14 @@ def compare(qrels: QrelsSource, runs: Mapping[str, RunSource], metrics: str | Se
     return Comparison(summary, pairs, per_query, baseline)
 
 
-def evaluate(qrels: QrelsSource, run: RunSource, metrics: str | Sequence[str] = DEFAULT_METRICS, *,
+def evaluate(qrels: QrelsSource, run: RunSource, metrics: object = DEFAULT_METRICS, *,
              grain: str = "document", relevance_threshold: int = 1, gain: str = "linear", rbp_p: float = 0.8
              ) -> Evaluation:
     """Score one run (file, DataFrame or {qid: {doc_id: score}}) against qrels, question by question, as trec_eval."""
-    names, parsed = metric_list(metrics)
+    names, parsed, named_p = metric_list(metrics)
+    rbp_p = rbp_p if named_p is None else named_p
     frame = _checked_qrels(qrels, parsed, grain, relevance_threshold)
-    name = Path(run).stem if isinstance(run, (str, Path)) else "run"
+    name = Path(run).stem if isinstance(run, (str, Path)) else run_name(run) or "run"
     read = _checked_runs({name: run}, frame, grain, strict=False)
     long = runs_per_query(read, frame, parsed, grain=grain, relevance_threshold=relevance_threshold, gain=gain,
                           rbp_p=rbp_p)

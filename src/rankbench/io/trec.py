@@ -1,14 +1,15 @@
 """TREC and Parquet runs and qrels in and out: validated with file and line, ordered as trec_eval orders them.
 
 TREC qrels: `qid iter docno grade` (iter ignored). TREC runs: `qid Q0 docno rank score tag`; trec_eval ignores
-the rank column and orders each question by score desc, then docno desc, and so do we. A run we write carries
-scores derived from our ranks (strictly decreasing), so trec_eval scores exactly our order, ties included.
+the rank column and orders each question by score desc, then docno desc, and so do we. A run we write carries the
+method's own scores at full precision, nudged by an ulp only where trec_eval would reorder ties (trec_scores), so
+trec_eval, ranx, ir_measures and fusion over exported runs see our scores and our order.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -16,13 +17,15 @@ import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
+from rankbench.io.adapters import adapted_qrels, adapted_run
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.qrels import check_qrels, first_repeat, two_rows
 from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_rule
 
-# What the readers accept: a file (TREC or Parquet), a DataFrame, or pytrec_eval's / ranx's {qid: {id: value}}.
-RunSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]
-QrelsSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]]
+# What the readers accept: a file (TREC or Parquet), a DataFrame, pytrec_eval's / ranx's {qid: {id: value}}, and
+# the other toolkits' objects io.adapters reads (ranx Qrels/Run, PyTerrier frames, ir_datasets record iterables).
+RunSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]] | Iterable[Any] | object
+QrelsSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | Iterable[Any] | object
 _WHITESPACE = re.compile(r"\s")
 
 
@@ -128,7 +131,8 @@ def read_parquet_run(path: str | Path) -> pd.DataFrame:
 def read_run(source: RunSource, fmt: str | None = None, name: str | None = None) -> pd.DataFrame:
     """A run as RUN_COLUMNS from a TREC or Parquet file (format from the extension unless given), a DataFrame
     (qid, doc_id, score, optionally chunk_id and rank) or a {qid: {doc_id: score}} dict; ``name`` names an
-    in-memory run in messages."""
+    in-memory run in messages; ranx Runs, PyTerrier frames and record iterables are read too (io.adapters)."""
+    source = adapted_run(source, name or "the run")
     if isinstance(source, pd.DataFrame):
         return run_from_frame(source, name or "the run table")
     if isinstance(source, Mapping):
@@ -161,7 +165,8 @@ def qrels_from_frame(frame: pd.DataFrame, source: str | Path | None = None, grai
 
 def read_qrels(source: QrelsSource, grain: str = "document") -> pd.DataFrame:
     """Qrels as validated qid, item_id, grade from a TREC file, a Parquet file or DataFrame (see qrels_from_frame)
-    or a {qid: {doc_id: grade}} dict; qrels holding no judgement raise."""
+    or a {qid: {doc_id: grade}} dict, or another toolkit's qrels (io.adapters); qrels holding no judgement raise."""
+    source = adapted_qrels(source, "the qrels")
     if isinstance(source, pd.DataFrame):
         return qrels_from_frame(source, "the qrels table", grain)
     if isinstance(source, Mapping):
@@ -174,8 +179,32 @@ def read_qrels(source: QrelsSource, grain: str = "document") -> pd.DataFrame:
     return qrels
 
 
+def trec_scores(ordered: pd.DataFrame, id_column: str) -> np.ndarray:
+    """The run's own scores (rows in rank order within each question), except where trec_eval's rule (score desc,
+    then docno desc) would order two results otherwise: there the later one takes the next float below the one
+    before it, so the scores stay the method's to within a few ulps and trec_eval ranks exactly as we do."""
+    scores = ordered["score"].to_numpy(dtype=np.float64).copy()
+    qids, ids = ordered["qid"].astype(str).to_numpy(), ordered[id_column].astype(str).to_numpy()
+    same = np.zeros(len(scores), dtype=bool)
+    same[1:] = qids[1:] == qids[:-1]
+
+    def reordered(row: int) -> bool:  # would trec_eval put this row before the one above it?
+        return bool(same[row]) and (scores[row] > scores[row - 1] or
+                                    (scores[row] == scores[row - 1] and ids[row] > ids[row - 1]))
+
+    wrong = np.zeros(len(scores), dtype=bool)
+    wrong[1:] = same[1:] & ((scores[1:] > scores[:-1]) | ((scores[1:] == scores[:-1]) & (ids[1:] > ids[:-1])))
+    for start in np.flatnonzero(wrong).tolist():  # rare; a nudge can reorder the next row, hence the walk on
+        row = start
+        while row < len(scores) and reordered(row):
+            scores[row] = np.nextafter(scores[row - 1], -np.inf)
+            row += 1
+    return scores
+
+
 def trec_run_text(run: pd.DataFrame, tag: str, id_column: str = "chunk_id") -> str:
-    """A run as TREC lines in rank order, with scores depth + 1 - rank (strictly decreasing within a question)."""
+    """A run as TREC lines in rank order with its own scores at full precision (shortest repr that reads back to
+    the same float), nudged only where trec_eval would reorder ties (trec_scores)."""
     ordered = run.sort_values(["qid", "rank"], kind="stable")
     for column in ("qid", id_column):
         ids = ordered[column].astype(str)
@@ -184,8 +213,7 @@ def trec_run_text(run: pd.DataFrame, tag: str, id_column: str = "chunk_id") -> s
             value = ids.iloc[int(np.flatnonzero(ids.str.contains(_WHITESPACE).to_numpy())[0])]
             raise InputError(None, f"{column} {value!r}", "contains whitespace, which the TREC format cannot hold",
                              "Use ids without spaces.")
-    depth = int(ordered["rank"].max()) if len(ordered) else 0
-    scores = (depth + 1 - ordered["rank"].astype(np.int64)).astype(str)
+    scores = pd.Series([repr(score) for score in trec_scores(ordered, id_column).tolist()], index=ordered.index)
     lines = ordered["qid"].astype(str) + " Q0 " + ordered[id_column].astype(str) + " " + \
         ordered["rank"].astype(str) + " " + scores + " " + tag
     return "".join(line + "\n" for line in lines.tolist())
@@ -198,7 +226,7 @@ def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str, id_column: str
 
 def write_run(run: pd.DataFrame, path: str | Path, tag: str = "rankbench") -> None:
     """A run (RUN_COLUMNS) as Parquet (.parquet: every column kept) or else as a TREC run of its documents (chunks
-    collapsed to their documents; scores derived from the ranks, so trec_eval reproduces its order)."""
+    collapsed to their documents; the run's own scores, ordered so trec_eval reproduces its ranks)."""
     if file_format(path) == "parquet":
         write_parquet(run, path)
     else:
