@@ -176,7 +176,7 @@ def test_trec_run_text_refuses_an_id_with_whitespace_naming_it(column: str, bad:
     named; a clean run gives one `qid Q0 id rank score tag` line per result."""
     run = pd.DataFrame({"qid": ["q1", "q1", "q2"], "rank": [1, 2, 1], "chunk_id": ["c1", "c2", "c3"],
                         "doc_id": ["d1", "d2", "d3"], "score": [3.0, 2.0, 1.0]})
-    assert trec_run_text(run, "t") == "q1 Q0 c1 1 2 t\nq1 Q0 c2 2 1 t\nq2 Q0 c3 1 2 t\n"
+    assert trec_run_text(run, "t") == "q1 Q0 c1 1 3.0 t\nq1 Q0 c2 2 2.0 t\nq2 Q0 c3 1 1.0 t\n"  # the run's scores
     run.loc[2, column] = bad
     with pytest.raises(InputError, match=re.escape(f"{column} {bad!r}: contains whitespace")):
         trec_run_text(run, "t")

@@ -2,8 +2,8 @@
 
 TREC qrels: `qid iter docno grade` (iter ignored). TREC runs: `qid Q0 docno rank score tag`; trec_eval ignores
 the rank column and orders each question by score desc, then docno desc, and so do we. A run we write carries the
-method's own scores at full precision, nudged by an ulp only where trec_eval would reorder ties (trec_scores), so
-trec_eval, ranx, ir_measures and fusion over exported runs see our scores and our order.
+method's own scores at full precision, nudged only where trec_eval (which reads 32-bit scores) would reorder them
+(trec_scores), so trec_eval, ranx, ir_measures and fusion over exported runs see our scores and our order.
 """
 
 from __future__ import annotations
@@ -179,32 +179,43 @@ def read_qrels(source: QrelsSource, grain: str = "document") -> pd.DataFrame:
     return qrels
 
 
-def trec_scores(ordered: pd.DataFrame, id_column: str) -> np.ndarray:
-    """The run's own scores (rows in rank order within each question), except where trec_eval's rule (score desc,
-    then docno desc) would order two results otherwise: there the later one takes the next float below the one
-    before it, so the scores stay the method's to within a few ulps and trec_eval ranks exactly as we do."""
+def _reordered(scores: np.ndarray, singles: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Whether each of `rows` would be ranked above the row before it by trec_eval (its 32-bit score, then docno
+    desc) or by a reader of 64-bit scores."""
+    before = rows - 1
+    later_id = ids[rows] > ids[before]
+    return ((scores[rows] > scores[before]) | ((scores[rows] == scores[before]) & later_id)
+            | (singles[rows] > singles[before]) | ((singles[rows] == singles[before]) & later_id))
+
+
+def trec_scores(ordered: pd.DataFrame, id_column: str) -> list[str]:
+    """The run's own scores as text (rows in rank order within each question), at full precision (the shortest repr
+    that reads back to the same float).
+
+    trec_eval (so pytrec_eval) reads scores as 32-bit floats and breaks their ties by docno desc; where that, or a
+    reader of 64-bit scores, would order two results otherwise than our ranks, the later one takes the next 32-bit
+    float below the one before it (written as that float32), so every reader ranks exactly as we do.
+    """
     scores = ordered["score"].to_numpy(dtype=np.float64).copy()
+    singles = scores.astype(np.float32)
     qids, ids = ordered["qid"].astype(str).to_numpy(), ordered[id_column].astype(str).to_numpy()
     same = np.zeros(len(scores), dtype=bool)
     same[1:] = qids[1:] == qids[:-1]
-
-    def reordered(row: int) -> bool:  # would trec_eval put this row before the one above it?
-        return bool(same[row]) and (scores[row] > scores[row - 1] or
-                                    (scores[row] == scores[row - 1] and ids[row] > ids[row - 1]))
-
-    wrong = np.zeros(len(scores), dtype=bool)
-    wrong[1:] = same[1:] & ((scores[1:] > scores[:-1]) | ((scores[1:] == scores[:-1]) & (ids[1:] > ids[:-1])))
-    for start in np.flatnonzero(wrong).tolist():  # rare; a nudge can reorder the next row, hence the walk on
+    text = [repr(score) for score in scores.tolist()]
+    candidates = np.flatnonzero(same)
+    for start in candidates[_reordered(scores, singles, ids, candidates)].tolist():  # rare: walk on from each
         row = start
-        while row < len(scores) and reordered(row):
-            scores[row] = np.nextafter(scores[row - 1], -np.inf)
+        while row < len(scores) and same[row] and _reordered(scores, singles, ids, np.array([row]))[0]:
+            single = np.nextafter(singles[row - 1], np.float32(-np.inf))
+            text[row] = str(single)
+            singles[row], scores[row] = single, float(text[row])
             row += 1
-    return scores
+    return text
 
 
 def trec_run_text(run: pd.DataFrame, tag: str, id_column: str = "chunk_id") -> str:
-    """A run as TREC lines in rank order with its own scores at full precision (shortest repr that reads back to
-    the same float), nudged only where trec_eval would reorder ties (trec_scores)."""
+    """A run as TREC lines in rank order with its own scores at full precision, nudged only where trec_eval would
+    reorder them (trec_scores)."""
     ordered = run.sort_values(["qid", "rank"], kind="stable")
     for column in ("qid", id_column):
         ids = ordered[column].astype(str)
@@ -213,7 +224,7 @@ def trec_run_text(run: pd.DataFrame, tag: str, id_column: str = "chunk_id") -> s
             value = ids.iloc[int(np.flatnonzero(ids.str.contains(_WHITESPACE).to_numpy())[0])]
             raise InputError(None, f"{column} {value!r}", "contains whitespace, which the TREC format cannot hold",
                              "Use ids without spaces.")
-    scores = pd.Series([repr(score) for score in trec_scores(ordered, id_column).tolist()], index=ordered.index)
+    scores = pd.Series(trec_scores(ordered, id_column), index=ordered.index)
     lines = ordered["qid"].astype(str) + " Q0 " + ordered[id_column].astype(str) + " " + \
         ordered["rank"].astype(str) + " " + scores + " " + tag
     return "".join(line + "\n" for line in lines.tolist())
