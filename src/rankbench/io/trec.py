@@ -88,6 +88,17 @@ def read_trec_run(path: str | Path) -> pd.DataFrame:
     return order_by_trec_rule(frame[RUN_COLUMNS], id_column="doc_id")
 
 
+def trec_run_tag(path: str | Path) -> str | None:
+    """The run tag of a TREC run file: the last field of its last result line (as trec_eval takes it), None for a
+    Parquet run or a file without results."""
+    if file_format(path) == "parquet":
+        return None
+    tag = None
+    for _, fields in _fields(Path(path), 6, "qid Q0 docno rank score tag"):
+        tag = fields[5]
+    return tag
+
+
 def _read_parquet(path: str | Path) -> pd.DataFrame:
     """A Parquet file as a DataFrame; an unreadable one is an InputError."""
     try:
