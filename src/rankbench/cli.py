@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                     "run, Holm); any of trec_eval's flags (-q -c -n -M -l -m) prints trec_eval's three columns "
                     "instead (docs/coming-from.md).")
     eval_parser.add_argument("--version", action="version",
-                             version=f"rankbench eval {rankbench.__version__} (trec_eval 9.0 measures and output format)")
+                             version=f"rankbench eval {rankbench.__version__} (trec_eval 9 measures, output format)")
     eval_parser.add_argument("paths", nargs="*", type=Path, metavar="QRELS RUN",
                              help="qrels, then one or more runs, as trec_eval takes them")
     eval_parser.add_argument("--qrels", type=Path, help="TREC qrels (qid 0 docno grade) or .parquet")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.errors import InputError
+from rankbench.evaluation import rendering
 from rankbench.evaluation.evaluate import BASELINE_COLUMNS, runs_per_query, summarize
 from rankbench.evaluation.metric_names import metric_text, parse_metrics, persistence, split_metric_list
 from rankbench.evaluation.metrics import err_grade_problem
@@ -33,11 +34,29 @@ class UnmatchedRunWarning(UserWarning):
 class Evaluation:
     """One run's scores: ``per_query`` is indexed by qid with one column per metric, named as asked (questions
     without a relevant label left out; a labelled question missing from the run scores 0, as trec_eval -c);
-    ``means`` their means; ``n_excluded`` the questions of the qrels left out."""
+    ``means`` their means; ``n_excluded`` the questions of the qrels left out. Renders with CIs as a frame,
+    Markdown, LaTeX or HTML (notebooks)."""
 
     per_query: pd.DataFrame
     means: pd.Series
     n_excluded: int
+
+    def to_frame(self, n_resamples: int = 10_000, seed: int = 0) -> pd.DataFrame:
+        """One row per metric: mean, 95% bootstrap CI over the questions, n."""
+        return rendering.evaluation_frame(self.per_query, n_resamples, seed)
+
+    def _note(self) -> str:
+        return (f"Mean [95% bootstrap CI] over {len(self.per_query)} questions; {self.n_excluded} without a "
+                "relevant label excluded.")
+
+    def to_markdown(self) -> str:
+        return rendering.markdown(rendering.evaluation_cells(self.to_frame()), self._note())
+
+    def to_latex(self, caption: str | None = None) -> str:
+        return rendering.latex(rendering.evaluation_cells(self.to_frame()), caption or self._note())
+
+    def _repr_html_(self) -> str:
+        return rendering.html_table(rendering.evaluation_cells(self.to_frame()), self._note())
 
 
 @dataclass(frozen=True)
@@ -45,12 +64,30 @@ class Comparison:
     """Runs compared on the questions they evaluate: ``summary`` (SUMMARY_COLUMNS: mean with its 95% bootstrap CI
     per run and metric, and against the baseline the difference with its CI, d_z, randomization and t-test p, Holm
     over the runs, W/T/L), ``pairs`` (every pair of runs, stats.COMPARISON_COLUMNS, Holm over all pairs of a
-    metric) and ``per_query`` (method, qid, metric, k, value)."""
+    metric) and ``per_query`` (method, qid, metric, k, value). Renders as the workflow's tables do (CIs, best bold,
+    ↑/↓ Holm-significant vs the baseline, ° within one question's worth): frame, Markdown, LaTeX or HTML."""
 
     summary: pd.DataFrame
     pairs: pd.DataFrame
     per_query: pd.DataFrame
     baseline: str | None
+    grain: str = "document"
+
+    def to_frame(self, alpha: float = 0.05) -> pd.DataFrame:
+        """The summary with the workflow tables' marks: significant (↑/↓ vs the baseline, Holm), near, best."""
+        return rendering.comparison_frame(self.summary, self.grain, alpha)
+
+    def to_markdown(self, alpha: float = 0.05) -> str:
+        return rendering.markdown(rendering.comparison_cells(self.summary, self.grain, alpha),
+                                  rendering.comparison_note(self.baseline, alpha, self.grain))
+
+    def to_latex(self, alpha: float = 0.05, caption: str | None = None) -> str:
+        cells = rendering.comparison_cells(self.summary, self.grain, alpha, latex=True)
+        return rendering.latex(cells, caption or rendering.comparison_note(self.baseline, alpha, self.grain))
+
+    def _repr_html_(self) -> str:
+        return rendering.html_table(rendering.comparison_cells(self.summary, self.grain, 0.05),
+                                    rendering.comparison_note(self.baseline, 0.05, self.grain))
 
 
 def metric_list(metrics: object) -> tuple[list[str], list[tuple[str, int]], float | None]:
@@ -123,7 +160,7 @@ def compare(qrels: QrelsSource, runs: Mapping[str, RunSource], metrics: object =
     summary = summary.assign(_metric=[order[(m, k)] for m, k in zip(summary["metric"], summary["k"])],
                              _method=summary["method"].map({m: i for i, m in enumerate(runs)}))
     summary = summary.sort_values(["_metric", "_method"], kind="stable", ignore_index=True)[SUMMARY_COLUMNS]
-    return Comparison(summary, pairs, per_query, baseline)
+    return Comparison(summary, pairs, per_query, baseline, grain)
 
 
 def evaluate(qrels: QrelsSource, run: RunSource, metrics: object = DEFAULT_METRICS, *,
