@@ -23,7 +23,7 @@ def runs() -> tuple[dict, dict]:
 
 def test_comparison_renders_cis_marks_and_escapes(runs: tuple[dict, dict]) -> None:
     qrels, named = runs
-    result = rankbench.compare(qrels, named, ["ndcg@10", "P_5"], baseline="base_line", n_resamples=2000)
+    result = rankbench.compare(qrels, named, ["ndcg@10", "P_5"], baseline="base_line", n_resamples=500)
     frame = result.to_frame()
     better = frame[frame["method"] == "good<x>"]
     assert (better["significant"] == "↑").all() and better["best"].all()

@@ -98,7 +98,7 @@ def test_pyterrier_frames_and_ir_datasets_iterables_are_read(data: tuple[dict, d
 
 def test_anything_else_is_one_error_listing_the_forms(data: tuple[dict, dict]) -> None:
     qrels, run = data
-    with pytest.raises(InputError, match=r"the run: is a builtins.int.*PyTerrier.*ranx Run"):
+    with pytest.raises(InputError, match=r"run 'run': is a builtins.int.*PyTerrier.*ranx Run"):
         rankbench.evaluate(qrels, 5)
     with pytest.raises(InputError, match=r"lacks column\(s\) \['doc_id'\].*PyTerrier"):
         rankbench.evaluate(qrels, pd.DataFrame({"qid": ["q1"], "document": ["d1"], "score": [1.0]}))
@@ -123,9 +123,9 @@ def test_exported_runs_read_back_in_ranx_ir_measures_and_pytrec_eval(data: tuple
     read_back = list(ir_measures.read_trec_run(str(path)))
     assert {(r.query_id, r.doc_id): r.score for r in read_back} == {(q, d): s for q, docs in run.items()
                                                                     for d, s in docs.items()}  # the scores exactly
-    measured = ir_measures.calc_aggregate([ir_measures.nDCG @ 10, ir_measures.P @ 5, ir_measures.AP], relevant,
-                                          read_back)
-    assert list(measured.values()) == pytest.approx(list(ours), abs=1e-9)
+    measures = [ir_measures.nDCG @ 10, ir_measures.P @ 5, ir_measures.AP]
+    measured = ir_measures.calc_aggregate(measures, relevant, read_back)  # a dict, not in the order asked
+    assert [measured[m] for m in measures] == pytest.approx(list(ours), abs=1e-9)
     with open(path) as handle, open(tmp_path / "qrels.txt") as labels:
         parsed = pytrec_eval.parse_run(handle)
         qrels_back = pytrec_eval.parse_qrel(labels)
