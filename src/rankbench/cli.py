@@ -14,7 +14,7 @@ import rankbench
 from rankbench.errors import InputError
 from rankbench.evaluation.evaluate import GRAINS
 from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
-from rankbench.evaluation.metric_names import known_metrics_text, parse_metrics
+from rankbench.evaluation.metric_names import known_metrics_text, parse_metrics, rbp_persistence
 from rankbench.evaluation.metrics import GAINS
 from rankbench.evaluation.stats import format_p
 from rankbench.evaluation.trec_eval_format import OFFICIAL, ZERO_TOPICS, parse_trec_measures, trec_eval_lines
@@ -35,17 +35,6 @@ def _non_negative(text: str) -> int:
     if not text.strip().lstrip("+").isdigit():
         raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
     return int(text)
-
-
-def _persistence(text: str) -> float:
-    """A number strictly between 0 and 1 (argparse type), RBP's persistence."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
-    return value
 
 
 def _metrics(text: str) -> str:
@@ -145,7 +134,12 @@ def evaluate_command(args: argparse.Namespace) -> int:
     if args.q or args.c or args.n or args.M is not None or args.l is not None or args.measures:
         if args.l is None:
             args.l = args.relevance_threshold
+        args.zero_topics = args.zero_topics or "include"
         return trec_eval_command(args, qrels_path, paths)
+    if args.zero_topics == "include":
+        raise InputError(None, "--zero-topics include", "applies to trec_eval's output only: the table leaves out "
+                         "questions without a relevant label and counts them apart", "Add a trec_eval flag such as "
+                         "-m map, or drop --zero-topics.")
     names = run_names(paths)
     baseline = args.baseline or (names[0] if len(names) > 1 else None)
     if baseline is not None and baseline not in names:  # a run may also be named by its file name
@@ -239,9 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     trec.add_argument("-m", dest="measures", action="append", metavar="MEASURE", type=_trec_measure,
                       help="trec_eval measure (P.5,10 / ndcg_cut.10 / map / recip_rank / Rprec / bpref / num_rel / "
                            "official) or a rankbench name; repeat for several (default: official)")
-    trec.add_argument("--zero-topics", choices=ZERO_TOPICS, default="include",
-                      help="topics whose labels are all below -l: include them scoring 0, as trec_eval (default), "
-                           "or exclude them, as rankbench's table does")
+    trec.add_argument("--zero-topics", choices=ZERO_TOPICS,
+                      help="with trec_eval's output, topics whose labels are all below -l: include them scoring 0, "
+                           "as trec_eval (default), or exclude them, as rankbench's table always does")
     eval_parser.add_argument("--metrics", type=_metrics, default=",".join(DEFAULT_METRICS),
                              help="comma-separated, e.g. ndcg@10,P_5,map,recip_rank,Rprec (default: "
                                   f"{','.join(DEFAULT_METRICS)}); {known_metrics_text()}")
@@ -256,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     eval_parser.add_argument("--resamples", type=_positive, default=10_000,
                              help="bootstrap / randomization resamples (default: 10000)")
     eval_parser.add_argument("--seed", type=_non_negative, default=0)
-    eval_parser.add_argument("--rbp-p", type=_persistence, default=0.8,
+    eval_parser.add_argument("--rbp-p", type=rbp_persistence, default=0.8,
                              help="persistence p of rbp and rbp_residual, between 0 and 1 (default: 0.8)")
     eval_parser.add_argument("--strict", action="store_true",
                              help="fail, instead of warning, when a run is empty or shares no question or id with the "

@@ -118,6 +118,17 @@ def split_parameters(item: str) -> tuple[str, dict[str, str]]:
     return match.group(1) + (match.group(3) or ""), {key.strip(): value.strip() for key, _, value in pairs}
 
 
+def rbp_persistence(text: str) -> float:
+    """RBP's persistence: a number strictly between 0 and 1 (an argparse type too)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
 def persistence(items: list[str]) -> float | None:
     """RBP's persistence p named in the metrics (ir_measures' RBP(p=0.9)), None when none names one; two different
     values, another parameter, or a p outside (0, 1) raise."""
@@ -130,12 +141,9 @@ def persistence(items: list[str]) -> float | None:
                     f"cannot read metric {item!r}: rankbench takes no parameter {key!r} in a metric name (the "
                     "relevance threshold is relevance_threshold / -l, RBP's persistence RBP(p=0.8))")
             try:
-                p = float(value)
-            except ValueError:
-                p = float("nan")
-            if not 0 < p < 1:
-                raise argparse.ArgumentTypeError(f"cannot read metric {item!r}: p must be between 0 and 1")
-            found.add(p)
+                found.add(rbp_persistence(value))
+            except argparse.ArgumentTypeError as error:
+                raise argparse.ArgumentTypeError(f"cannot read metric {item!r}: p {error}") from None
     if len(found) > 1:
         raise argparse.ArgumentTypeError(f"metrics name RBP with two persistences ({sorted(found)}): give one")
     return found.pop() if found else None

@@ -50,6 +50,13 @@ def _ranx(source: object) -> bool:
     return type(source).__module__.split(".")[0] == "ranx" and callable(getattr(source, "to_dict", None))
 
 
+def _plain(source: object) -> str | Path | Mapping[str, Mapping[str, Any]] | None:
+    """A path or nested dict as it is, a ranx Qrels/Run as its nested dict; None for other forms."""
+    if isinstance(source, (str, Path, Mapping)):
+        return source
+    return dict(source.to_dict()) if _ranx(source) else None  # type: ignore[attr-defined]
+
+
 def _refused(source: object, what: str, forms: str, name: str) -> InputError:
     return InputError(None, name, f"is a {type(source).__module__}.{type(source).__name__}, which rankbench cannot "
                       f"read as {what}", f"Give {forms}.")
@@ -66,12 +73,9 @@ def _checked_frame(frame: pd.DataFrame, needed: tuple[str, ...], what: str, form
 def adapted_run(source: object, name: str) -> str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]:
     """A run in any accepted form (RUN_FORMS) as a path, a frame with qid, doc_id, score or a nested dict; anything
     else is an InputError listing the forms (``name`` names the run)."""
-    if isinstance(source, (str, Path)):
-        return source
-    if _ranx(source):
-        return dict(source.to_dict())  # type: ignore[attr-defined]
-    if isinstance(source, Mapping):
-        return source
+    plain = _plain(source)
+    if plain is not None:
+        return plain
     if isinstance(source, pd.DataFrame):
         return _checked_frame(_renamed(source, _RUN_COLUMNS), ("qid", "doc_id", "score"), "a run", RUN_FORMS, name)
     if isinstance(source, Iterable) and not isinstance(source, bytes):
@@ -83,12 +87,9 @@ def adapted_run(source: object, name: str) -> str | Path | pd.DataFrame | Mappin
 def adapted_qrels(source: object, name: str) -> str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]]:
     """Qrels in any accepted form (QRELS_FORMS) as a path, a frame with qid, item_id or doc_id, grade or a nested
     dict; anything else is an InputError listing the forms."""
-    if isinstance(source, (str, Path)):
-        return source
-    if _ranx(source):
-        return dict(source.to_dict())  # type: ignore[attr-defined]
-    if isinstance(source, Mapping):
-        return source
+    plain = _plain(source)
+    if plain is not None:
+        return plain
     if isinstance(source, pd.DataFrame):
         frame = _renamed(source, _QRELS_COLUMNS)
     elif isinstance(source, Iterable) and not isinstance(source, bytes):
