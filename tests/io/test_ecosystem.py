@@ -94,6 +94,10 @@ def test_pyterrier_frames_and_ir_datasets_iterables_are_read(data: tuple[dict, d
     records = (ir_measures.Qrel(q, d, g) for q, docs in qrels.items() for d, g in docs.items())
     scored = (ir_measures.ScoredDoc(q, d, s) for q, docs in run.items() for d, s in docs.items())
     assert rankbench.evaluate(records, scored, "ndcg@10").means.iloc[0] == expected
+    from ir_datasets.formats import TrecQrel  # what dataset.qrels_iter() yields
+
+    trec_qrels = [TrecQrel(q, d, g, "0") for q, docs in qrels.items() for d, g in docs.items()]
+    assert rankbench.evaluate(iter(trec_qrels), run, "ndcg@10").means.iloc[0] == expected
 
 
 def test_anything_else_is_one_error_listing_the_forms(data: tuple[dict, dict]) -> None:
