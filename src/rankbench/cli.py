@@ -20,6 +20,7 @@ from rankbench.evaluation.stats import format_p
 from rankbench.evaluation.trec_eval_format import OFFICIAL, ZERO_TOPICS, parse_trec_measures, trec_eval_lines
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
+from rankbench.io.runs import collapse_to_documents
 from rankbench.io.trec import read_qrels, read_run, trec_run_tag
 
 
@@ -116,10 +117,11 @@ def _eval_inputs(args: argparse.Namespace) -> tuple[Path, list[Path]]:
 
 
 def trec_eval_command(args: argparse.Namespace, qrels_path: Path, paths: list[Path]) -> int:
-    """`rankbench eval` with trec_eval's flags: its three-column lines (measure, qid or all, value) per run."""
+    """`rankbench eval` with trec_eval's flags: its three-column lines (measure, qid or all, value) per run, at
+    document grain (a Parquet run's chunks collapsed to their documents)."""
     measures = parse_trec_measures(args.measures or list(OFFICIAL))
     qrels = read_qrels(qrels_path)
-    runs = {name: read_run(path) for name, path in zip(run_names(paths), paths)}
+    runs = {name: collapse_to_documents(read_run(path)) for name, path in zip(run_names(paths), paths)}
     lines = trec_eval_lines(qrels, runs, measures, per_query=args.q, complete=args.c, summary=not args.n,
                             max_depth=args.M, relevance_level=args.l, zero_topics=args.zero_topics)
     print("\n".join(lines))
