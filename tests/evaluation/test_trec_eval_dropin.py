@@ -4,8 +4,6 @@ trec_eval C code) per topic and as means, on CACM (BM25 by bm25s, 52 judged topi
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -81,13 +79,11 @@ def test_cacm_per_topic_and_all_lines_equal_pytrec_eval(cacm: tuple[Path, Path],
     assert checked == 52 * len(COMMON)
 
 
-def test_the_issue_command_prints_trec_eval_lines(cacm: tuple[Path, Path]) -> None:
+def test_the_issue_command_prints_trec_eval_lines(cacm: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     """`rankbench eval -m ndcg_cut.10 -m P.5 -q qrels run`, as a user types it."""
     qrels, run = cacm
-    result = subprocess.run([sys.executable, "-m", "rankbench.cli", "eval", "-m", "ndcg_cut.10", "-m", "P.5", "-q",
-                             str(qrels), str(run)], capture_output=True, text=True, check=True)
+    lines = lines_of(capsys, "-m", "ndcg_cut.10", "-m", "P.5", "-q", str(qrels), str(run))
     reference = pytrec(qrels, run)
-    lines = [line.split("\t") for line in result.stdout.splitlines()]
     assert {name.strip() for name, _, _ in lines} == {"ndcg_cut_10", "P_5"}
     for name, qid, value in lines:
         if qid != "all":
