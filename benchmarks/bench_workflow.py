@@ -29,12 +29,13 @@ import yaml
 from rankbench.io.frozen import freeze
 
 REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "workflow" / "Snakefile"
 _JOBS = re.compile(r"^total\s+(\d+)$", re.MULTILINE)
 
 
 def snakemake(workdir: Path, configfile: str, *args: str) -> tuple[float, str]:
     """Seconds and stdout of one snakemake call in workdir; a failure stops the benchmark with its stderr."""
-    command = [sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
                "--configfile", str(workdir / configfile), *args]
     start = time.perf_counter()
     result = subprocess.run(command, capture_output=True, text=True)
@@ -84,7 +85,7 @@ def floor_comparison(workdir: Path, jobs: int, cores: str, repeats: int) -> None
     """Print the demo's no-op rerun and dry run against bare Snakemake's, medians of `repeats`, interleaved: wall
     seconds, and CPU seconds (on a loaded machine the wall time mostly measures the load)."""
     rules = len(re.findall(r"^(?:rule|checkpoint) ", "".join(
-        path.read_text() for path in [REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk")]), re.M))
+        path.read_text() for path in [SNAKEFILE, *(REPO / "workflow" / "rules").glob("*.smk")]), re.M))
     folder = bare_workflow(workdir / "bare", rules, jobs)
     bare(folder, "--cores", cores)
     calls = {"demo no-op": lambda: snakemake(workdir, "config.yaml", "--cores", cores)[0],
