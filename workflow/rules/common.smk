@@ -9,6 +9,7 @@ from rankbench.pipeline.defaults import (
     CHAT_DEFAULTS,
     DATASET_DEFAULTS,
     ENCODER_SHARDS,
+    HISTORY_FILE,
     LLM_DEFAULTS,
     RESULTS,
     evaluation_settings,
@@ -22,6 +23,7 @@ from rankbench.retrieval.registry import (
     method_setting,
 )
 from rankbench.retrieval.dense import IndexSpec
+from rankbench.io.config_file import sorted_mappings
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
@@ -45,6 +47,11 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.start_checks import check_dataset
 
+# Key order means nothing in a dataset config: with every mapping sorted, every rule's params (which Snakemake
+# compares by repr) are the same whatever order the YAML wrote the keys in, so only a changed value reruns a job.
+_SORTED_CONFIG = sorted_mappings(config)
+config.clear()
+config.update(_SORTED_CONFIG)
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
 # one method per point (`name[key=value]`), so everything below sees concrete methods only.
 METHOD_SPECS = check_config(
@@ -337,7 +344,7 @@ CONFIG_JSON = {q: canonical_config(qset_config(config, q)) for q in QSETS}
 CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
 REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 DIFFS = diff_pairs(config, CONFIG_SOURCE)
-HISTORY = f"{RESULTS_FOLDER}/history.jsonl"
+HISTORY = f"{RESULTS_FOLDER}/{HISTORY_FILE}"
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 

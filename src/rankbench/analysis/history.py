@@ -19,7 +19,7 @@ from rankbench.errors import InputError
 from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.files import write_jsonl, write_text
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 
 KEY = ("dataset", "qset", "method")
 
@@ -27,11 +27,12 @@ KEY = ("dataset", "qset", "method")
 def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: str, config_sha256: str,
                 experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str,
                 models: Mapping[str, Mapping[str, Any]] | None = None,
-                method_models: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, Any]]:
+                method_models: Mapping[str, Sequence[str]] | None = None,
+                software: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """One record per method of one version: provenance, experiment label and note, headline metrics (no date).
 
     models: config key -> {model, revision, weights_sha256}; method_models: method -> the keys its run depends on
-    (a method without models records none)."""
+    (a method without models records none); software: package -> version (rankbench and its main dependencies)."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
     rows = rows.set_index(["method", "metric", "k"])
     records = []
@@ -44,6 +45,8 @@ def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: s
         used = (method_models or {}).get(method, [])
         if models and used:
             record["models"] = {key: dict(models[key]) for key in used}
+        if software:
+            record["software"] = dict(software)
         records.append(record)
     return records
 
@@ -115,6 +118,7 @@ def history_markdown(frame: pd.DataFrame, metric: str) -> str:
     wide = frame.groupby(index + ["method"], sort=True)[metric].first().unstack("method")
     wide = wide.reset_index().assign(qset_sha256=lambda f: f["qset_sha256"].str[:12],
                                      config_sha256=lambda f: f["config_sha256"].str[:12])
+    wide = wide.assign(label=wide["label"].map(markdown_literal), note=wide["note"].map(markdown_literal))
     wide = wide.rename(columns={"qset_sha256": "qset sha256", "config_sha256": "config sha256"}).set_index("run")
     wide.columns.name = None
     wide = wide.astype(object).map(lambda v: "" if pd.isna(v) else f"{v:.3f}" if isinstance(v, float) else v)

@@ -11,11 +11,13 @@ from typing import Any
 from rankbench.errors import InputError
 from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, parse_metrics
 from rankbench.pipeline.defaults import REPORT_DEFAULTS
+from rankbench.redaction import redact
 
 
 def canonical_config(config: Mapping[str, Any]) -> str:
-    """The config as JSON with sorted keys and no spaces: equal configs give equal text, whatever the YAML order."""
-    return json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """The config as JSON with sorted keys and no spaces: equal configs give equal text, whatever the YAML order.
+    Secrets are redacted: this text reaches the pages, the history and the effective config."""
+    return redact(json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str))
 
 
 def qset_config(config: Mapping[str, Any], qset: str) -> dict[str, Any]:

