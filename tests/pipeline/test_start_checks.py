@@ -208,7 +208,7 @@ def test_the_jobs_keep_their_own_frozen_guards_as_a_second_line(tmp_path: Path) 
                        input={"files": [str(version)], "documents": str(documents),
                               "schema": str(schemas / "questions.schema.yaml")},
                        params={"format": "native", "source": {}, "expected_sha256": read_lock(lock)["v1"],
-                               "lock": str(lock)},
+                               "lock": str(lock), "draft": False},
                        output={key: str(path) for key, path in outputs.items()})
     assert exit_info.value.code == 1 and "changed after it was frozen" in (tmp_path / "q.log").read_text()
     assert not any(path.exists() for path in outputs.values())

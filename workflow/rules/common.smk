@@ -46,6 +46,7 @@ from rankbench.pipeline.dataset_formats import (
     version_source,
 )
 from rankbench.pipeline.start_checks import check_dataset
+from rankbench.pipeline.drafts import is_draft
 
 # Key order means nothing in a dataset config: with every mapping sorted, every rule's params (which Snakemake
 # compares by repr) are the same whatever order the YAML wrote the keys in, so only a changed value reruns a job.
@@ -79,9 +80,16 @@ EVALUATION = evaluation_settings(config)
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
+# Draft versions (`draft: true`, not in the lock): editable and rerun; every page made from one says so first.
+DRAFTS = [qset for qset in QSETS if is_draft(config, qset, LOCK)]
 REWRITES = sorted(
     {name for q in config["qsets"].values() for name in q.get("rewrites", {})}
 )
+
+
+def drafts_of(*qsets):
+    """The draft versions among these (a page's params: freezing a version remakes its pages)."""
+    return [qset for qset in qsets if qset in DRAFTS]
 
 
 def choice(names):

@@ -53,6 +53,7 @@ rule comparison_table:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         evaluation=EVALUATION,
         report=REPORT,
@@ -121,6 +122,7 @@ rule failures:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         methods=METHODS,
         specs={m: method_spec(m) for m in METHODS},
         grain=REPORT["grain"],
@@ -160,6 +162,7 @@ rule calibration:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         methods=METHODS,
         relevance_threshold=EVALUATION["relevance_threshold"],
     script:
@@ -196,6 +199,7 @@ rule qset_diff:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.a, wildcards.b),
         methods=METHODS,
         grain=REPORT["grain"],
         headline=REPORT["headline"],
@@ -260,6 +264,7 @@ rule explorer:
     resources:
         mem_mb=mem_mb_for_inputs(2000, 11),
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         methods=METHODS,
         specs={m: method_spec(m) for m in METHODS},
@@ -295,6 +300,7 @@ rule budget:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         methods=METHODS,
         grain=REPORT["grain"],
@@ -331,6 +337,7 @@ rule robustness:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         methods=METHODS,
         grain=REPORT["grain"],

@@ -39,6 +39,7 @@ from rankbench.pipeline.dataset_formats import (
     version_source,
 )
 from rankbench.pipeline.defaults import evaluation_settings
+from rankbench.pipeline.drafts import is_draft
 
 
 def corpus_record(documents: Path | str) -> Path:
@@ -68,7 +69,8 @@ def _schema(schemas: Path, name: str) -> dict[str, Any]:
 
 
 def check_frozen_files(config: Mapping[str, Any], results: str) -> None:
-    """Every version and rewrites file hashes to its lock entry (native) and to what its results were made from.
+    """Every version and rewrites file hashes to its lock entry (native; a draft has none) and to what its results
+    were made from (a draft's never record any, unless it was once frozen and run).
 
     The files are small: they are hashed on every run, so an edit is found whatever the modification times say.
     An ir_datasets version has no file: check_dataset_records checks the digest of its records.
@@ -79,8 +81,8 @@ def check_frozen_files(config: Mapping[str, Any], results: str) -> None:
     for version, spec in sorted(config["qsets"].items()):
         files = [Path(path) for path in version_files(config, version)]
         if files:
-            digest = check_frozen(version, files, lock.get(version), dataset["lock"]) if native \
-                else content_hash(files)
+            digest = check_frozen(version, files, lock.get(version), dataset["lock"]) \
+                if native and not is_draft(config, version, lock) else content_hash(files)
             check_results_record(version, digest, results_record(f"{results}/{version}"))
         for rewrite, path in sorted(spec.get("rewrites", {}).items()):
             key = rewrite_lock_key(version, rewrite)

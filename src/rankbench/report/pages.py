@@ -41,3 +41,20 @@ def markdown_html(text: str, title: str) -> str:
     body = parser.render(text)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body>\n{body}</body></html>\n")
+
+
+def draft_banner(drafts: Sequence[str]) -> str:
+    """The first line of every page made from draft question-set versions (empty when none is a draft)."""
+    if not drafts:
+        return ""
+    names = ", ".join(drafts)
+    return (f"**DRAFT**: question-set version{'s' if len(drafts) > 1 else ''} {names} not frozen: questions and labels "
+            f"may still change, and so may these numbers (`rankbench freeze --version {drafts[0]}` freezes it).\n\n")
+
+
+def with_draft_banner(document: str, drafts: Sequence[str]) -> str:
+    """An HTML document whose body opens with the draft banner (as is, when no version is a draft)."""
+    if not drafts:
+        return document
+    banner = MarkdownIt("commonmark", {"html": False}).render(draft_banner(drafts))
+    return document.replace("<body>\n", f"<body>\n{banner}", 1)

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from rankbench.errors import InputError
 from rankbench.io.http import api_key, check_base_url, post_json
+from rankbench.io.progress import Progress
 from rankbench.redaction import redact
 from rankbench.retrieval.embedding_cache import Journal, cache_key, cached_dimension, embed_cached, load_cache
-from rankbench.retrieval.encoders import PROGRESS_BAR_FROM, Encoder, unit_vectors
+from rankbench.retrieval.encoders import Encoder, unit_vectors
 from rankbench.retrieval.vector_checks import checked_vectors
 
 
@@ -113,7 +113,7 @@ class ApiEncoder:
         futures = {pool.submit(self._request, texts[start:start + size], input_type, journal): start
                    for start in range(0, len(texts), size)}
         try:
-            with tqdm(total=len(texts), desc="Texts", disable=len(texts) <= PROGRESS_BAR_FROM) as progress:
+            with Progress(len(texts), f"embed {len(texts)} texts via {self.spec.url}", "texts") as progress:
                 for future in as_completed(futures):
                     progress.update(len(future.result()))  # raises the first failure
         finally:
