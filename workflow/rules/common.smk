@@ -280,6 +280,12 @@ def all_outputs():
             for method in METHODS
             if method in methods_at_grain("chunk")
         ]
+        outputs += [f"{R}/{qset}/runs/{method}.ir_metadata.yaml" for method in METHODS]
+        outputs += [
+            f"{R}/{qset}/qrels/{chunker}.{grain}.qrels"
+            for chunker in sorted({chunker_of(m) for m in METHODS})
+            for grain in ("docs", "chunks")
+        ]
         outputs += [f"{R}/{qset}/leaks/{method}.parquet" for method in METHODS]
         outputs += [f"{R}/{qset}/ann-recall/{m}.md" for m in approximate_methods()]
         outputs += [
