@@ -1,17 +1,21 @@
 """Benchmark every rankbench metric (per_query_metrics with the pollution metrics) against pytrec_eval (and ranx
 if installed).
 
-Run: .venv/bin/python benchmarks/bench_metrics.py
+Run: .venv/bin/python benchmarks/bench_metrics.py [--before OLD_METRICS_PY]
 Deterministic synthetic data: 10,000 questions x 100 results, graded labels 0..3.
 Reports the median of 3 repetitions of CPU time (user + sys of this process: everything timed runs on one thread,
 so other jobs on a shared machine inflate it far less than wall time); no assertions on time.
 Ours is timed from string DataFrames and from dictionary-coded ones (ids as categoricals over one vocabulary per
 id kind, as the workflow's evaluate job codes them once), on pytrec_eval's own metrics and on all 13, and against
-a plain memory pass over the coded arrays (each read once, summed).
+a plain memory pass over the coded arrays (each read once, summed). `--before FILE` also times another version of
+rankbench/evaluation/metrics.py on the same data in the same process (e.g. `git show
+<commit>:src/rankbench/evaluation/metrics.py > /tmp/metrics_before.py`), for before/after figures side by side.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import statistics
 import time
 from collections.abc import Callable
@@ -115,6 +119,9 @@ def ranx_frames(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[pd.DataFrame, p
 
 def main() -> None:
     """Time ours vs the references and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", help="another version of rankbench/evaluation/metrics.py to time beside this one")
+    args = parser.parse_args()
     run, qrels = synthetic()
     print(f"data: {run['qid'].nunique():,} questions x {DEPTH} results = {len(run):,} run rows, "
           f"{len(qrels):,} labels; ks {KS}; median of {REPEATS}")
@@ -133,6 +140,16 @@ def main() -> None:
     floor, _ = median_time(lambda: memory_pass(coded_run, coded_qrels))
     print(f"plain memory pass over the coded arrays: {floor:.4f} s; rankbench from codes / memory pass: "
           f"{ours_coded / floor:.0f}x")
+    if args.before:
+        spec = importlib.util.spec_from_file_location("metrics_before", args.before)
+        assert spec is not None and spec.loader is not None
+        before = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(before)
+        old, old_table = median_time(lambda: before.per_query_metrics(run, qrels, KS, metrics=every_metric))
+        assert old_table.equals(table), "the version before must give the same table"
+        old_coded, _ = median_time(lambda: before.per_query_metrics(coded_run, coded_qrels, KS, metrics=every_metric))
+        print(f"before ({args.before}), all 13 metrics: {old:.3f} s from string ids, {old_coded:.3f} s from "
+              f"categorical ids; after / before: {ours / old:.2f} (strings), {ours_coded / old_coded:.2f} (codes)")
     extra, extra_table = median_time(lambda: per_query_metrics(run, qrels, KS, metrics=EXTRA_METRICS_AT_K
                                                                 + EXTRA_METRICS_FULL))
     print(f"rankbench, the {extra_table['metric'].nunique()} parity metrics computed on request (bpref, infAP, ERR, "

@@ -123,7 +123,8 @@ def rule_times(workdir: Path) -> dict[str, tuple[int, float, float]]:
     ...; rules without a benchmark file are not counted)."""
     totals: dict[str, tuple[int, float, float]] = {}
     for path in sorted(workdir.glob("results/*/benchmarks/**/*.tsv")):
-        rule = path.relative_to(next(p for p in path.parents if p.name == "benchmarks")).parts[0]
+        parts = path.relative_to(next(p for p in path.parents if p.name == "benchmarks")).parts
+        rule = parts[0] if len(parts) > 1 else path.stem  # benchmarks/<rule>/... or benchmarks/<rule>.tsv
         with path.open() as handle:
             row = next(csv.DictReader(handle, delimiter="\t"))
         jobs, wall, cpu = totals.get(rule, (0, 0.0, 0.0))

@@ -339,7 +339,8 @@ def test_index_job_compiles_the_kernels_its_search_jobs_load(tmp_path):
     build = ("from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index, compile_numba_kernels, "
              "load_index, save_index\n"
              "analyzer, params = Analyzer(stopwords=False), BM25Params()\n"
-             f"save_index(build_index(['a b', 'b c'], analyzer, params), analyzer, params, {str(tmp_path / 'i.npz')!r})\n"
+             "index = build_index(['a b', 'b c'], analyzer, params)\n"
+             f"save_index(index, analyzer, params, {str(tmp_path / 'i.npz')!r})\n"
              f"compile_numba_kernels(load_index({str(tmp_path / 'i.npz')!r})[0])\n")
     search_job = ("from rankbench.retrieval.bm25 import load_index, search_weighted\n"
                   "from rankbench.retrieval import bm25_numba\n"

@@ -48,8 +48,9 @@ BACKENDS: tuple[str, ...] = ("auto", "numpy", "numba")
 NUMBA_INSTALLED = importlib.util.find_spec("numba") is not None
 DEFAULT_BACKEND = "auto"
 # From this many passages "auto" searches with numba. Measured (benchmarks/README.md, "BM25 backend threshold"): a
-# fresh process spends ~0.5 CPU s importing numba and loading its cached kernels, which saves ~0.05 ms a query at
-# 10k passages, ~0.25 ms at 50k and ~1.3 ms at 100k: numba pays from ~100k passages for a few hundred questions.
+# fresh process spends ~0.2 CPU s loading numba's cached kernels (a compile, when the cache is empty: 6-17 s), which
+# saves ~0.05 ms a query at 10k passages, ~0.25 ms at 50k and ~1.3 ms at 100k: numba pays from ~100k passages for a
+# few hundred questions.
 NUMBA_MIN_PASSAGES = 100_000
 LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
 # Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others: the name of each in
