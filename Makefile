@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CORES ?= 4
 
-.PHONY: setup run test lint clean
+.PHONY: setup run test lint wheel-check clean
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
@@ -22,9 +22,16 @@ test: setup
 
 lint: setup
 	$(BIN)/snakemake --lint
-	$(BIN)/snakefmt --check Snakefile workflow/rules
+	for test in .test/*/; do $(BIN)/snakemake --directory $$test --lint && \
+		$(BIN)/snakemake --directory $$test --dry-run --quiet rules || exit 1; done
+	$(BIN)/snakefmt --check workflow/Snakefile workflow/rules
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
+
+# The wheel installed alone (the core) into fresh venvs on Python 3.10, 3.12 and 3.13: the core tests there.
+wheel-check: setup
+	scripts/check-wheel.sh
 
 clean:
-	rm -rf results .snakemake
+	rm -rf results .snakemake site .test/*/results .test/*/.snakemake

@@ -231,7 +231,7 @@ def main() -> int:
     log = out / "snakemake.log"
     started = time.perf_counter()
     with log.open("w") as handle:
-        code = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"),
+        code = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"),
                                "--directory", str(out), "--configfile", str(config), "--cores", str(args.cores),
                                "--default-resources", "mem_mb=2000", "runtime=60"],
                               stdout=handle, stderr=subprocess.STDOUT).returncode

@@ -27,7 +27,7 @@ from rankbench.pipeline.start_checks import (
     corpus_record,
 )
 
-SCHEMAS = Path(__file__).resolve().parents[1] / "src" / "rankbench" / "io" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
 
 
 def seconds(call) -> float:

@@ -38,13 +38,21 @@ import yaml
 from rankbench.io.frozen import freeze
 
 REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "workflow" / "Snakefile"
+
+
+def snakefile_of(repo: Path) -> Path:
+    """A checkout's Snakefile: workflow/Snakefile, or Snakefile at the top in trees older than the catalog layout."""
+    return repo / "workflow" / "Snakefile" if (repo / "workflow" / "Snakefile").exists() else repo / "Snakefile"
+
+
 _JOBS = re.compile(r"^total\s+(\d+)$", re.MULTILINE)
 
 
 def snakemake(workdir: Path, configfile: str, *args: str, repo: Path = REPO) -> tuple[float, str]:
     """Seconds and stdout of one snakemake call in workdir (with repo's Snakefile and src); a failure stops the
     benchmark with its stderr."""
-    command = [sys.executable, "-m", "snakemake", "-s", str(repo / "Snakefile"), "--directory", str(workdir),
+    command = [sys.executable, "-m", "snakemake", "-s", str(snakefile_of(repo)), "--directory", str(workdir),
                "--configfile", str(workdir / configfile), *args]
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     start = time.perf_counter()
@@ -95,7 +103,7 @@ def floor_comparison(workdir: Path, jobs: int, cores: str, repeats: int) -> None
     """Print the demo's no-op rerun and dry run against bare Snakemake's, medians of `repeats`, interleaved: wall
     seconds, and CPU seconds (on a loaded machine the wall time mostly measures the load)."""
     rules = len(re.findall(r"^(?:rule|checkpoint) ", "".join(
-        path.read_text() for path in [REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk")]), re.M))
+        path.read_text() for path in [SNAKEFILE, *(REPO / "workflow" / "rules").glob("*.smk")]), re.M))
     folder = bare_workflow(workdir / "bare", rules, jobs)
     bare(folder, "--cores", cores)
     calls = {"demo no-op": lambda: snakemake(workdir, "config.yaml", "--cores", cores)[0],

@@ -82,7 +82,8 @@ def browser_missing() -> str | None:
         return "selenium is not installed (pip install -e '.[test]')"
     missing = [path for path in (CHROMIUM, CHROMEDRIVER) if not os.access(path, os.X_OK)]
     if missing:
-        return f"{' and '.join(missing)} missing: apt-get install chromium chromium-driver (README: The explorer)"
+        return (f"{' and '.join(missing)} missing: apt-get install chromium chromium-driver "
+                "(docs/concepts/report.md: The explorer)")
     return None
 
 

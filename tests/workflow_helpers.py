@@ -17,7 +17,7 @@ _JOB_LINE = re.compile(r"^(\w+)\s+(\d+)$")
 
 def snakemake(workdir: Path, *args: str, configfile: str = "config.yaml") -> subprocess.CompletedProcess[str]:
     """Run the project's Snakefile in workdir with that folder's config file."""
-    command = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+    command = SNAKEMAKE + ["-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(workdir),
                            "--configfile", str(workdir / configfile), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=900)
 

@@ -1,8 +1,8 @@
 """rankbench: reproducible retrieval evaluation (library side of the Snakemake workflow).
 
-The public API (README, "Python API"): ``read_run``, ``read_qrels``, ``write_run``, ``write_qrels``, ``evaluate``,
-``compare`` and ``fuse``. They are imported on first use, so ``import rankbench`` stays cheap (the Snakefile
-imports rankbench's subpackages while it is parsed).
+The public API (docs/reference/python-api.md): ``read_run``, ``read_qrels``, ``write_run``, ``write_qrels``,
+``evaluate``, ``compare`` and ``fuse``. They are imported on first use, so ``import rankbench`` stays cheap (the
+Snakefile imports rankbench's subpackages while it is parsed).
 """
 
 from __future__ import annotations

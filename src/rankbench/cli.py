@@ -1,5 +1,6 @@
-"""Command line: `rankbench freeze` registers a question-set version; `rankbench eval` scores runs without Snakemake;
-`rankbench pool-export` / `pool-import` complete labels through a new frozen version."""
+"""Command line: `rankbench run` runs the packaged workflow in a project folder; `rankbench freeze` registers a
+question-set version; `rankbench eval` scores runs without Snakemake; `rankbench pool-export` / `pool-import` complete
+labels through a new frozen version."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from rankbench.evaluation.metrics import GAINS
 from rankbench.evaluation.stats import format_p
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
+from rankbench.pipeline.launch import run_workflow
 
 
 def _positive(text: str) -> int:
@@ -209,8 +211,18 @@ def main(argv: list[str] | None = None) -> int:
     publish_parser.add_argument("--version", required=True, help="name in the lock (and in config `qsets`)")
     publish_parser.add_argument("--dest", type=Path, required=True, help="where the frozen file lives (never replaced)")
     publish_parser.add_argument("--lock", type=Path, required=True, help="the dataset's lock file")
-    args = parser.parse_args(argv)
+    run_parser = commands.add_parser("run", allow_abbrev=False,
+                                     help="run the workflow in this project folder (Snakemake options follow)",
+                                     description="Run rankbench's packaged workflow in the current folder: its "
+                                     "config.yaml, its results/. Other options go to Snakemake (e.g. --cores 2, -n).")
+    run_parser.add_argument("--quick", action="store_true",
+                            help="only what the comparison page needs: runs, metrics, aggregate, the page")
+    args, snakemake_args = parser.parse_known_args(argv)
+    if snakemake_args and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(snakemake_args)}")
     try:
+        if args.command == "run":
+            return run_workflow(snakemake_args, args.quick, Path.cwd())
         if args.command == "publish":
             return publish_command(args)
         if args.command == "eval":

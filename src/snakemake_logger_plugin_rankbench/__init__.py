@@ -3,8 +3,8 @@
 Snakemake reads every `--configfile` while it builds its settings, before the Snakefile runs, with a loader
 that builds `!!python/name:` objects, runs YTE templates and expands a YAML alias bomb of mappings. It imports
 every installed `snakemake_logger_plugin_*` package earlier still, while parsing its command line: importing
-this one makes Snakemake read config files with rankbench's bounded safe loader instead (README, "Safe by
-construction"). The Snakefile reads the files again with the same loader, so a run is safe without this hook
+this one makes Snakemake read config files with rankbench's bounded safe loader instead
+(docs/concepts/safety.md). The Snakefile reads the files again with the same loader, so a run is safe without this hook
 too, except for what Snakemake's loader itself does first.
 """
 

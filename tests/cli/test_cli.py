@@ -20,6 +20,8 @@ from rankbench.evaluation.metrics import (
     POLLUTION_METRICS,
 )
 
+pytestmark = pytest.mark.core  # also run from the wheel on Python 3.10-3.13 (scripts/check-wheel.sh)
+
 
 def write_case(tmp_path: Path) -> tuple[Path, list[Path]]:
     rng = np.random.default_rng(5)
@@ -112,8 +114,8 @@ TREC_NAMES = {"map": ("map", ("ap", 0)), "recip_rank": ("recip_rank", ("rr", 0))
 
 
 def test_trec_eval_names_are_accepted_and_equal_pytrec_eval(tmp_path: Path) -> None:
-    """The README promises trec_eval's names; uncut map, recip_rank and ndcg are over the whole run (15 results
-    here, so map differs from map_cut_5 and the check can fail)."""
+    """docs/reference/eval-cli.md promises trec_eval's names; uncut map, recip_rank and ndcg are over the whole run
+    (15 results here, so map differs from map_cut_5 and the check can fail)."""
     assert parse_metrics(",".join(TREC_NAMES)) == [ours for _, ours in TREC_NAMES.values()]
     qrels, runs = write_case(tmp_path)
     out = tmp_path / "summary.parquet"

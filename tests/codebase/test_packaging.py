@@ -1,14 +1,23 @@
-"""Pins agree: environment.yml lists exactly pyproject.toml's runtime pins and linters, and requirements.lock has the
-same and the test tools."""
+"""Pins agree: pyproject.toml declares version ranges (a light core, heavy parts as extras), requirements.lock pins
+the whole tree inside those ranges, and environment.yml lists the lock's pins of the workflow's packages."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
+from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[2]
+PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+# Opt-in, not in the lock: the packaged local LLM (its model packages state no licence).
+UNLOCKED_EXTRAS = {"llm-local"}
+HEAVY = {"torch", "snakemake", "faiss-cpu", "numba", "matplotlib", "sentence-transformers", "bm25s", "transformers"}
+
+
+def _name(name: str) -> str:
+    return name.lower().replace("_", "-")
 
 
 def _pins(lines: list[str]) -> dict[str, str]:
@@ -17,41 +26,65 @@ def _pins(lines: list[str]) -> dict[str, str]:
     for line in lines:
         name, sep, version = line.strip().partition("==")
         if sep:
-            pins[name.lower().replace("_", "-")] = version
+            pins[_name(name)] = version
     return pins
 
 
-def test_environment_yml_has_the_pins_of_pyproject() -> None:
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    pyproject = _pins(project["dependencies"])
+def _requirements(*groups: str) -> list[Requirement]:
+    """The requirements of the core ("") and of the named extras, self-references (rankbench[...]) left out."""
+    lines = [line for group in groups
+             for line in (PROJECT["dependencies"] if group == "" else PROJECT["optional-dependencies"][group])]
+    return [req for req in map(Requirement, lines) if _name(req.name) != "rankbench"]
+
+
+LOCKED_GROUPS = ("", *sorted(set(PROJECT["optional-dependencies"]) - UNLOCKED_EXTRAS))
+LOCK = _pins((REPO / "requirements.lock").read_text().splitlines())
+
+
+def test_the_core_and_the_extras_declare_ranges_and_python_3_10_on() -> None:
+    assert PROJECT["requires-python"] == ">=3.10"
+    for req in _requirements(*LOCKED_GROUPS):
+        operators = {spec.operator for spec in req.specifier}
+        assert ">=" in operators and "==" not in operators, str(req)
+
+
+def test_the_core_needs_no_heavy_package() -> None:
+    """`pip install rankbench` gives the scoring library only: torch, Snakemake, FAISS... come with extras."""
+    core = {_name(req.name) for req in _requirements("")}
+    assert core == {"jsonschema", "numpy", "pandas", "pyarrow", "pyyaml", "scipy"}
+    assert not core & HEAVY
+    assert {"snakemake"} <= {_name(req.name) for req in _requirements("workflow")}
+    assert {"torch", "faiss-cpu", "sentence-transformers"} <= {_name(req.name) for req in _requirements("dense")}
+
+
+def test_every_lock_pin_satisfies_its_pyproject_range() -> None:
+    """`make setup` and CI install the lock: it holds every package of the core and the locked extras, each at a
+    version its range admits (torch 2.13.0 included)."""
+    for req in _requirements(*LOCKED_GROUPS):
+        assert _name(req.name) in LOCK, f"{req.name} is not in requirements.lock"
+        assert req.specifier.contains(LOCK[_name(req.name)], prereleases=True), (str(req), LOCK[_name(req.name)])
+
+
+def test_environment_yml_has_the_lock_pins_of_the_workflow() -> None:
+    """The conda route installs the same versions as the lock: the core, the workflow, BM25, dense and the linters."""
     environment = yaml.safe_load((REPO / "environment.yml").read_text())
-    pip = next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict))
-    linters = {name: version for name, version in _pins(project["optional-dependencies"]["test"]).items()
-               if name in ("ruff", "mypy")}
-    assert len(linters) == 2
-    assert _pins(pip) == pyproject | linters  # the runtime pins, and the linters `make lint` runs
+    pip = _pins(next(item["pip"] for item in environment["dependencies"] if isinstance(item, dict)))
+    wanted = {_name(req.name) for req in _requirements("", "workflow", "bm25", "dense")} | {"ruff", "mypy"}
+    assert set(pip) == wanted
+    assert pip == {name: LOCK[name] for name in wanted}
     assert "python=3.11" in environment["dependencies"]
 
 
-def test_requirements_lock_installs_the_same_versions() -> None:
-    pyproject = _pins(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"])
-    lock = _pins((REPO / "requirements.lock").read_text().splitlines())
-    assert {name: lock.get(name) for name in pyproject} == pyproject
-
-
-def test_requirements_lock_has_the_test_and_slurm_extras() -> None:
-    """CI installs the lock only: the extras its tests need (test tools, the SLURM executor) are in it, same pins."""
-    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    lock = _pins((REPO / "requirements.lock").read_text().splitlines())
-    for extra in ("test", "slurm"):
-        pins = _pins(extras[extra])
-        assert {name: lock.get(name) for name in pins} == pins, extra
-
-
-def test_the_package_data_ships_py_typed_and_the_schemas() -> None:
-    """A wheel carries what package-data lists (checked by building one: rankbench/py.typed, the schemas and the
-    explorer template are in it); every listed pattern must match a file of the package."""
+def test_the_package_data_ships_py_typed_the_workflow_and_the_schemas() -> None:
+    """A wheel carries what package-data lists (CI builds one and runs from it): rankbench/py.typed, the explorer
+    template and the whole workflow folder (Snakefile, rules, scripts, the one schema folder, report captions)."""
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["rankbench"]
+    package = REPO / "src" / "rankbench"
     assert "py.typed" in data
     for pattern in data:
-        assert list((REPO / "src" / "rankbench").glob(pattern)), pattern
+        assert list(package.glob(pattern)), pattern
+    shipped = {path.relative_to(package).as_posix() for pattern in data for path in package.glob(pattern)}
+    for name in ("workflow/Snakefile", "workflow/rules/common.smk", "workflow/scripts/evaluate.py",
+                 "workflow/schemas/config.schema.yaml", "workflow/schemas/corpus.schema.yaml"):
+        assert name in shipped
+    assert (package / "workflow").resolve() == REPO / "workflow"  # one copy: the package links to workflow/

@@ -1,5 +1,6 @@
-"""The public Python API: the README's example runs verbatim on small files, and its numbers equal pytrec_eval's
-(and scipy's t-test), never rankbench's own; the API is imported lazily and refuses bad input clearly."""
+"""The public Python API: the example of docs/reference/python-api.md runs verbatim on small files, and its numbers
+equal pytrec_eval's (and scipy's t-test), never rankbench's own; the API is imported lazily and refuses bad input
+clearly."""
 
 from __future__ import annotations
 
@@ -16,14 +17,15 @@ from scipy import stats as sps
 
 import rankbench
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+pytestmark = pytest.mark.core  # also run from the wheel on Python 3.10-3.13 (scripts/check-wheel.sh)
+
+API_PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "python-api.md"
 MEASURES = {"ndcg@10": "ndcg_cut_10", "P_5": "P_5", "map": "map"}
 
 
-def readme_example() -> str:
-    """The first Python block of the README's "Python API" section."""
-    section = README.read_text(encoding="utf-8").split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
-    return re.search(r"```python\n(.*?)```", section, re.DOTALL).group(1)
+def documented_example() -> str:
+    """The first Python block of the documentation's "Python API" page."""
+    return re.search(r"```python\n(.*?)```", API_PAGE.read_text(encoding="utf-8"), re.DOTALL).group(1)
 
 
 def write_files(folder: Path) -> None:
@@ -49,11 +51,11 @@ def trec_order(run: dict[str, float]) -> list[str]:
     return sorted(run, key=lambda doc: (run[doc], doc), reverse=True)
 
 
-def test_the_readme_example_runs_and_equals_pytrec_eval(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_the_documented_example_runs_and_equals_pytrec_eval(tmp_path: Path, monkeypatch, capsys) -> None:
     write_files(tmp_path)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
-    exec(compile(readme_example(), "README.md", "exec"), namespace)
+    exec(compile(documented_example(), str(API_PAGE), "exec"), namespace)
     assert "hybrid" in capsys.readouterr().out  # the summary printed
     with open(tmp_path / "qrels.txt") as handle:
         qrels = pytrec_eval.parse_qrel(handle)

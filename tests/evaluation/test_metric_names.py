@@ -1,5 +1,5 @@
-"""One metric table: labels, families, cutoffs and aliases come from it, and the config schema and the README list
-exactly its metrics."""
+"""One metric table: labels, families, cutoffs and aliases come from it, and the config schema and the docs
+(docs/concepts/pipeline.md) list exactly its metrics."""
 
 from __future__ import annotations
 
@@ -34,11 +34,11 @@ def test_the_name_lists_are_the_table_read_by_family_and_cutoff() -> None:
     assert parse_metrics("map,P_5,success@1") == [("ap", 0), ("precision", 5), ("hit", 1)]
 
 
-def test_the_schema_and_the_readme_list_the_table() -> None:
+def test_the_schema_and_the_docs_list_the_table() -> None:
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     requested = schema["properties"]["evaluation"]["properties"]["metrics"]["items"]["enum"]
     assert sorted(requested) == sorted(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL)
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "concepts" / "pipeline.md").read_text()
     row = next(line for line in readme.splitlines() if line.startswith("| `metric` | str |"))
     assert sorted(re.findall(r"`(\w+)`", row)[1:]) == sorted(METRICS)
     uncut = next(line for line in readme.splitlines() if line.startswith("| `k` | int |"))

@@ -21,8 +21,8 @@ from rankbench.io.loaders import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-QUESTION_SCHEMA = yaml.safe_load((REPO / "src/rankbench/io/schemas/questions.schema.yaml").read_text())
-CORPUS_SCHEMA = yaml.safe_load((REPO / "src/rankbench/io/schemas/corpus.schema.yaml").read_text())
+QUESTION_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/questions.schema.yaml").read_text())
+CORPUS_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/corpus.schema.yaml").read_text())
 DEMO = REPO / "data/demo"
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -195,7 +195,7 @@ def test_scifact_through_ir_datasets_gives_the_beir_folder_figures(tmp_path: Pat
                   "methods": {"bm25": {"type": "bm25", "k1": 0.9, "b": 0.4}},
                   "evaluation": {"depth": 100, "ks": [1, 10, 100], "bootstrap_resamples": 1000}}
         (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        command = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile",
+        command = SNAKEMAKE + ["-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(workdir), "--configfile",
                                str(workdir / "config.yaml"), "--cores", "2", "results/scifact/test/aggregate.parquet"]
         result = subprocess.run(command, capture_output=True, text=True, timeout=900,
                                 env={**os.environ, "IR_DATASETS_HOME": str(home)})

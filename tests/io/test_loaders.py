@@ -24,7 +24,7 @@ from rankbench.io.loaders import (
 )
 from rankbench.io.trec import read_trec_qrels
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "rankbench" / "io" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
 CORPUS_SCHEMA = yaml.safe_load((SCHEMAS / "corpus.schema.yaml").read_text(encoding="utf-8"))
 QUESTIONS_SCHEMA = yaml.safe_load((SCHEMAS / "questions.schema.yaml").read_text(encoding="utf-8"))
 

@@ -22,7 +22,7 @@ from rankbench.errors import InputError
 from rankbench.io.frozen import check_frozen, content_hash, freeze, read_lock
 from rankbench.io.loaders import load_corpus, load_questions
 
-SCHEMAS = Path(__file__).resolve().parents[2] / "src" / "rankbench" / "io" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
 CORPUS_SCHEMA = yaml.safe_load((SCHEMAS / "corpus.schema.yaml").read_text(encoding="utf-8"))
 QUESTIONS_SCHEMA = yaml.safe_load((SCHEMAS / "questions.schema.yaml").read_text(encoding="utf-8"))
 

@@ -38,7 +38,7 @@ server = chat_server
 
 @pytest.fixture(scope="module")
 def documents() -> pd.DataFrame:
-    schema = yaml.safe_load((REPO / "src" / "rankbench" / "io" / "schemas" / "corpus.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "corpus.schema.yaml").read_text())
     return load_corpus(MINI / "corpus.jsonl", schema)
 
 
@@ -72,7 +72,7 @@ def test_generation_is_seeded_deduplicated_labelled_and_a_valid_version(server: 
         assert record["kind"] == "generated"
     path = tmp_path / "gen.jsonl"
     write_jsonl(records, path)
-    schema = yaml.safe_load((REPO / "src" / "rankbench" / "io" / "schemas" / "questions.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "questions.schema.yaml").read_text())
     questions, labels = load_questions(path, schema)
     assert len(questions) == 4 and (labels["grade"] == 3).all()
     again = generate_questions(make_chat(server, tmp_path), documents, count=4, seed=3, language="French", min_chars=20)
@@ -89,7 +89,7 @@ def test_reply_parsers() -> None:
 
 
 def mini_frames(documents: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    schema = yaml.safe_load((REPO / "src" / "rankbench" / "io" / "schemas" / "questions.schema.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "questions.schema.yaml").read_text())
     questions, labels = load_questions(MINI / "questions" / "v1.jsonl", schema)
     return questions, labels, chunk_corpus(documents, ChunkerSpec())
 

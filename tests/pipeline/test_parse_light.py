@@ -28,7 +28,7 @@ main()
 def test_dry_run_of_the_demo_imports_no_heavy_module(tmp_path: Path) -> None:
     workdir = copy_dataset(Path("config/config.yaml"), [Path("data/demo")], tmp_path)
     result = subprocess.run(
-        [sys.executable, "-c", _DRY_RUN, "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+        [sys.executable, "-c", _DRY_RUN, "-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(workdir),
          "--configfile", str(workdir / "config.yaml"), "--dry-run", "--quiet", "rules"],
         capture_output=True, text=True, timeout=600,
     )

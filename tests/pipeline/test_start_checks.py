@@ -135,7 +135,7 @@ def test_an_unchanged_corpus_is_read_from_its_checked_documents_and_a_changed_on
     workdir = mini_copy(tmp_path)
     monkeypatch.chdir(workdir)
     config = yaml.safe_load((workdir / "config.yaml").read_text())
-    schemas = Path(__file__).resolve().parents[2] / "src" / "rankbench" / "io" / "schemas"
+    schemas = Path(__file__).resolve().parents[2] / "workflow" / "schemas"
     corpus = MINI / "corpus.jsonl"
     documents = Path("results/mini/corpus/documents.parquet")
     write_parquet(load_corpus(corpus, yaml.safe_load((schemas / "corpus.schema.yaml").read_text())), documents)
@@ -160,7 +160,7 @@ def run_job_script(name: str, log: Path, **sections: dict[str, object]) -> None:
 def test_the_jobs_keep_their_own_frozen_guards_as_a_second_line(tmp_path: Path) -> None:
     # Executors that re-parse the Snakefile per job skip the start checks there; the jobs check again.
     workdir = mini_copy(tmp_path, rewrites=True)
-    folder, schemas = workdir / MINI / "questions", REPO / "src" / "rankbench" / "io" / "schemas"
+    folder, schemas = workdir / MINI / "questions", REPO / "workflow" / "schemas"
     lock, version, rewrites = folder / "frozen.lock", folder / "v1.jsonl", folder / "v1.rewrites.kw.jsonl"
     documents = tmp_path / "documents.parquet"
     write_parquet(load_corpus(workdir / MINI / "corpus.jsonl",

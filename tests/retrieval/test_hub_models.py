@@ -221,7 +221,7 @@ def run_workflow(workdir: Path, hf_home: Path, *args: str) -> subprocess.Complet
     """The real Snakefile in workdir, offline, with its hub cache under hf_home."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
     env.update(HF_HOME=str(hf_home), HF_HUB_OFFLINE="1")
-    command = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--configfile",
+    command = SNAKEMAKE + ["-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(workdir), "--configfile",
                            str(workdir / "config.yaml"), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=900, env=env)
 

@@ -28,7 +28,7 @@ def beir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (workdir / "results").mkdir()
     with open(workdir / "results/history.jsonl.lock", "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # another run recording its history
-        process = subprocess.Popen(SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+        process = subprocess.Popen(SNAKEMAKE + ["-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(workdir),
                                                 "--cores", "2", "--configfile", str(workdir / "config.yaml")],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 600

@@ -59,7 +59,7 @@ def test_two_clean_runs_give_identical_results(demo: Path, tmp_path: Path) -> No
 
 def test_a_run_killed_during_a_heavy_job_recovers_to_the_same_results(demo: Path, tmp_path: Path) -> None:
     workdir = copy_dataset(Path("config/config.yaml"), [Path("data/demo")], tmp_path)
-    command = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "--directory", str(workdir), "--cores", "2",
+    command = SNAKEMAKE + ["-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(workdir), "--cores", "2",
                            "--configfile", str(workdir / "config.yaml")]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True)
@@ -74,7 +74,7 @@ def test_a_run_killed_during_a_heavy_job_recovers_to_the_same_results(demo: Path
     # Whatever the kill left is either complete or absent: every Parquet file present reads.
     for path in result_files(workdir, ".parquet"):
         pd.read_parquet(workdir / path)
-    # Snakemake's own recovery, as the README documents: release the dead run's lock, redo incomplete jobs.
+    # Snakemake's own recovery, as docs/getting-started.md documents: release the dead run's lock, redo incomplete jobs.
     assert snakemake(workdir, "--unlock").returncode == 0
     result = snakemake(workdir, "--cores", "2", "--rerun-incomplete")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -101,11 +101,10 @@ def test_results_are_never_recomputed_from_other_content_under_the_same_version(
         workdir / "results/mini/v1/labels.parquet").equals(before)
 
 
-@pytest.mark.parametrize("key, value", [("results", "../outside"), ("corpus", "../../etc/corpus.jsonl")])
-def test_config_paths_cannot_escape_the_project(tmp_path: Path, key: str, value: str) -> None:
+@pytest.mark.parametrize("value", ["../outside", "results/../../outside"])
+def test_results_cannot_escape_the_project(tmp_path: Path, value: str) -> None:
     workdir = copy_dataset(Path("tests/fixtures/mini/config.yaml"), [Path("tests/fixtures/mini")], tmp_path)
-    edit = (lambda c: c.update(results=value)) if key == "results" else (lambda c: c["dataset"].update(corpus=value))
-    name = edit_config(workdir, edit, "escape.yaml")
+    name = edit_config(workdir, lambda c: c.update(results=value), "escape.yaml")
     result = snakemake(workdir, "--dry-run", configfile=name)
     assert result.returncode != 0
     assert f"{value!r} leads outside the project" in result.stdout + result.stderr

@@ -91,7 +91,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     comp_offset = comp_log.stat().st_size if comp_log.exists() else 0
     # No accounting database on the test cluster: job states come from squeue (finished jobs stay listed for
     # MinJobAge = 300 s); --verbose logs each sbatch call.
-    command = SNAKEMAKE + ["-s", str(REPO / "Snakefile"), "--directory", str(cluster), "--configfile",
+    command = SNAKEMAKE + ["-s", str(REPO / "workflow" / "Snakefile"), "--directory", str(cluster), "--configfile",
                            str(cluster / "config.yaml"), "--profile", str(REPO / "profiles/slurm"),
                            "--slurm-status-command", "squeue", "--slurm-init-seconds-before-status-checks", "2",
                            "--verbose", TARGET]

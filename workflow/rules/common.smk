@@ -45,12 +45,11 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.start_checks import check_dataset
 
-SCHEMAS = Path(workflow.basedir) / "workflow" / "schemas"
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
 # one method per point (`name[key=value]`), so everything below sees concrete methods only.
 METHOD_SPECS = check_config(
     config,
-    yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text()),
+    yaml.safe_load((SCHEMA_FOLDER / "config.schema.yaml").read_text()),
     CONFIG_SOURCE,
 )
 EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
@@ -146,7 +145,7 @@ def encoder_shards(encoder):
 
 
 def embedding_cache(chunker, encoder):
-    """Chunk vectors of the last corpus embedding, reused by content (not a workflow output: see README)."""
+    """Chunk vectors of the last corpus embedding, reused by content (not a workflow output: see docs/how-to/large-corpora.md)."""
     return f"{R}/cache/embeddings/{chunker}/{encoder}"
 
 
@@ -156,7 +155,7 @@ API_EMBEDDING_CACHE = f"{R}/cache/api-embeddings"
 
 
 def query_embedding_cache(encoder):
-    """Question vectors of every version and rewrite source so far, reused by content (see README)."""
+    """Question vectors of every version and rewrite source so far, reused by content (see docs/how-to/large-corpora.md)."""
     return f"{R}/cache/query-embeddings/{encoder}"
 
 
@@ -242,7 +241,29 @@ FAISS_BUILDS["flat"] = IndexSpec().build_params
 HOW_SURE_PAGES = ("budget", "robustness")
 
 
+def quick_outputs():
+    """What `rankbench run --quick` builds: each version's runs, metrics, aggregate and comparison page."""
+    return [
+        f"{R}/{qset}/{name}"
+        for qset in QSETS
+        for name in ("aggregate.parquet", "comparison.md", "comparison.html")
+    ]
+
+
+def how_sure_inputs(wildcards):
+    """The budget and robustness tables the comparison page quotes (none in a quick run, which skips them)."""
+    if QUICK:
+        return {}
+    return {
+        "budget": f"{R}/{wildcards.qset}/budget.parquet",
+        "robustness": f"{R}/{wildcards.qset}/robustness.parquet",
+        "bounds": f"{R}/{wildcards.qset}/robustness-bounds.parquet",
+    }
+
+
 def all_outputs():
+    if QUICK:
+        return quick_outputs()
     outputs = []
     for qset in QSETS:
         outputs += [run_path(method, qset) for method in METHODS]

@@ -50,7 +50,7 @@ rule embed_corpus:
     params:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
         shards=lambda wildcards: encoder_shards(wildcards.encoder),
-        # Read if present, never declared: written by merge_embeddings, it only saves work (see README).
+        # Read if present, never declared: written by merge_embeddings, it only saves work (see docs/how-to/large-corpora.md).
         cache=lambda wildcards: embedding_cache(wildcards.chunker, wildcards.encoder),
         api_cache=API_EMBEDDING_CACHE,
     script:

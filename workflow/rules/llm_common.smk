@@ -1,6 +1,6 @@
 # Helpers of the optional LLM stage (llm.smk): its rules run only when the config has an `llm` section and the
 # `llm` target (or one of its files) is requested. Everything it writes is a candidate file under results/;
-# `rankbench publish` freezes one next to the question sets (README, "LLM in the loop").
+# `rankbench publish` freezes one next to the question sets (docs/how-to/llm.md).
 # Its references (versions, methods, chunker) are checked with the whole config at start (config.check_llm).
 LLM = config.get("llm", {})
 

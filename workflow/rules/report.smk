@@ -1,5 +1,6 @@
 rule comparison_table:
     input:
+        unpack(how_sure_inputs),
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
@@ -8,9 +9,6 @@ rule comparison_table:
         validation=f"{R}/{{qset}}/validation.md",
         leaks=f"{R}/{{qset}}/leaks.parquet",
         documents=f"{R}/corpus/documents.parquet",
-        budget=f"{R}/{{qset}}/budget.parquet",
-        robustness=f"{R}/{{qset}}/robustness.parquet",
-        bounds=f"{R}/{{qset}}/robustness-bounds.parquet",
         reranked=lambda wildcards: [
             run_path(m, wildcards.qset) for m in methods_of_type("rerank")
         ],
@@ -69,6 +67,7 @@ rule comparison_table:
         judge_agreement=lambda wildcards: judge_output_path(
             wildcards.qset, "agreement.parquet"
         ),
+        quick=QUICK,
     script:
         "../scripts/comparison_table.py"
 
@@ -227,7 +226,7 @@ rule history:
         "../scripts/record_history.py"
 
 
-# The per-question explorer: one self-contained HTML page per version (README: "The explorer").
+# The per-question explorer: one self-contained HTML page per version (docs/concepts/report.md, "The explorer").
 EXPLORER_CHUNKERS = sorted({chunker_of(m) for m in METHODS})
 
 

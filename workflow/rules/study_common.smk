@@ -1,10 +1,9 @@
-# A study across datasets (config/README.md, "Studies across datasets"): each dataset config is this workflow loaded
+# A study across datasets (docs/reference/config.md, "Studies across datasets"): each dataset config is this workflow loaded
 # as a Snakemake module (rules `<dataset>_<rule>`, same outputs as a run of that config alone, so results are
 # shared both ways); workflow/rules/study.smk then builds one table over all of them.
-from pathlib import Path
-
 import yaml
 
+from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.study import (
     MemberView,
     read_members,
@@ -14,9 +13,7 @@ from rankbench.pipeline.study import (
 
 STUDY_MEMBERS = read_members(
     config,
-    yaml.safe_load(
-        (Path(workflow.basedir) / "workflow/schemas/study.schema.yaml").read_text()
-    ),
+    yaml.safe_load((SCHEMA_FOLDER / "study.schema.yaml").read_text()),
     CONFIG_SOURCE,
 )
 STUDY_MODULES = {m.module: m for m in STUDY_MEMBERS.values()}
@@ -27,7 +24,7 @@ for member in STUDY_MODULES.values():
     module:
         name: study_module
         snakefile:
-            "../../Snakefile"
+            "../Snakefile"
         config:
             member.module_config()
 

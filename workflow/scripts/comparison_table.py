@@ -2,7 +2,7 @@
 run's history record."""
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
@@ -28,6 +28,14 @@ from rankbench.report.tables import (
 )
 
 
+def how_sure(inputs, quick: bool) -> list[str]:
+    """The budget's and the robustness pages' sentences for the findings (a quick run builds neither)."""
+    if quick:
+        return []
+    return budget.headline_findings(pd.read_parquet(inputs.budget)) + robustness.headline_findings(
+        pd.read_parquet(inputs.robustness), pd.read_parquet(inputs.bounds))
+
+
 def main(snakemake):
     p = snakemake.params
     aggregate, pairs = pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.pairs)
@@ -38,7 +46,7 @@ def main(snakemake):
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
     usage = {bench: json.loads(Path(path).read_text()) for bench, path in p.api_usage.items()}
     cost = cost_table(p.cost_plan, seconds, len(questions), usage)
-    date = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     degraded = {}
     for method, path in zip(p.reranked_methods, snakemake.input.reranked):
         flags = pd.read_parquet(path, columns=["degraded", "degraded_reason"])
@@ -53,11 +61,8 @@ def main(snakemake):
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
                            int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
-                           judged=agreement is not None, tiers=tiers,
-                           how_sure=budget.headline_findings(pd.read_parquet(snakemake.input.budget))
-                           + robustness.headline_findings(pd.read_parquet(snakemake.input.robustness),
-                                                          pd.read_parquet(snakemake.input.bounds)),
-                           models=models)
+                           judged=agreement is not None, tiers=tiers, how_sure=how_sure(snakemake.input, p.quick),
+                           models=models, quick=p.quick)
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())

@@ -1,7 +1,7 @@
 """Append the records of this run to the shared history (under its lock) and redraw the dataset's history pages."""
 
 import logging
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 
 from rankbench.analysis.history import record_run
 from rankbench.pipeline.scripting import run_script
@@ -16,7 +16,7 @@ def main(snakemake):
         save(history_plot(frame, metric, f"{p.dataset}: {metric} over runs"), outputs["png"], outputs["svg"])
 
     added = record_run(snakemake.input.records, p.history, p.dataset, p.metric, outputs,
-                       datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), draw)
+                       datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), draw)
     logging.info("%d record(s) added to %s", added, p.history)
 
 

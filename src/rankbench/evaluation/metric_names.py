@@ -1,8 +1,8 @@
 """The metrics, one table: name, display label, family, cutoff and the trec_eval / ir-measures aliases of each.
 
 Every table, plot and page takes its labels here, metrics.py its name lists, the CLI and the config what they
-accept (tests/evaluation/test_metric_names.py keeps the schema and the README in step). Adding a metric = its
-computation in metrics.py (the function of its family), one entry here, and its line in the README.
+accept (tests/evaluation/test_metric_names.py keeps the schema and the docs in step). Adding a metric = its
+computation in metrics.py (the function of its family), one entry here, and its line in docs/concepts/pipeline.md.
 """
 
 from __future__ import annotations

@@ -127,10 +127,10 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     finally:
         loader.dispose()
     if data is None:
-        raise InputError(path, None, "is empty", "Write the config's keys (see config/README.md).")
+        raise InputError(path, None, "is empty", "Write the config's keys (see docs/reference/config.md).")
     if not isinstance(data, dict):
         raise InputError(path, "top level", f"is a {type(data).__name__}, not a mapping of keys",
-                         "Write the config as `key: value` lines at top level (see config/README.md).")
+                         "Write the config as `key: value` lines at top level (see docs/reference/config.md).")
     return data
 
 

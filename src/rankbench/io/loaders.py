@@ -21,9 +21,9 @@ import yaml
 from rankbench.errors import InputError
 from rankbench.io.qrels import check_grades, check_qrels, judged_qids
 
-# The JSON schemas of corpus and question-set records, shipped with the package (a pip-installed library loads
-# native data without the workflow folder).
-SCHEMA_FOLDER = Path(__file__).parent / "schemas"
+# The JSON schemas of corpus and question-set records, in the workflow's one schema folder, which the package ships
+# (src/rankbench/workflow links to the repository's workflow/), so a pip-installed library loads native data too.
+SCHEMA_FOLDER = Path(__file__).parents[1] / "workflow" / "schemas"
 DOCUMENT_COLUMNS = ["doc_id", "title", "text", "version", "valid_from", "valid_to", "audience", "lang", "metadata"]
 QUESTION_COLUMNS = ["qid", "question", "kind", "audience", "as_of"]
 LABEL_COLUMNS = ["qid", "doc_id", "section", "grade"]
@@ -98,7 +98,7 @@ def check_record(record: Mapping[str, Any], validator: jsonschema.protocols.Vali
     if error is not None:
         field = ".".join(str(part) for part in error.absolute_path) or "the record"
         raise InputError(path, where, f"{field}: {error.message}",
-                         "Fix that field (see rankbench/io/schemas/ for the expected format).")
+                         "Fix that field (see rankbench/workflow/schemas/ for the expected format).")
 
 
 def _check_date(value: str | None, path: Path, where: str, field: str) -> None:

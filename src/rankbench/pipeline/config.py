@@ -59,7 +59,7 @@ def _schema_error(error: jsonschema.ValidationError, source: str) -> InputError:
     """A schema error as the key it concerns (dotted, list items in brackets), the problem and the fix."""
     where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path)
     where = where.lstrip(".") or "top level"
-    problem, fix = error.message, "See config/README.md for what this key accepts."
+    problem, fix = error.message, "See docs/reference/config.md for what this key accepts."
     if where == "results":
         fix = "Name a folder, e.g. `results`, without {…} (Snakemake would read it as a wildcard)."
     elif error.validator == "not":
@@ -92,7 +92,8 @@ def check_grids(methods: Mapping[str, Mapping[str, Any]], schema: Mapping[str, A
                     validator.evolve(schema=method_schema["properties"][key]).iter_errors(value))
                 if error is not None:
                     raise InputError(source, f"{where}[{number}]", error.message,
-                                     f"A grid value must be a valid `{key}` of a method (see config/README.md).")
+                                     f"A grid value must be a valid `{key}` of a method "
+                                     "(see docs/reference/config.md).")
                 if not _GRID_VALUE.match(_plain(value)):
                     raise InputError(source, f"{where}[{number}]", f"{value!r} cannot be part of a method name",
                                      "Grid values become file names: letters, digits and _ . + - only.")
@@ -197,7 +198,8 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
         if missing:
             article = "an" if kind[0] in "aeiou" else "a"
             raise InputError(source, where, f"is {article} {kind} method without {_backquoted(missing)}",
-                             f"A {kind} method needs {_backquoted(required)} (see config/README.md, `methods`).")
+                             f"A {kind} method needs {_backquoted(required)} "
+                             "(see docs/reference/config.md, `methods`).")
         for encoder in method_encoders(spec):
             if encoder not in encoders:
                 raise InputError(source, where, f"uses encoder {encoder!r}, which is not under `encoders`",
@@ -242,7 +244,7 @@ def _check_analyzer(spec: Mapping[str, Any], language: str, where: str, source: 
     try:
         analyzer_and_params(spec, language)
     except ValueError as error:
-        raise InputError(source, where, str(error), "See config/README.md, `methods`.") from None
+        raise InputError(source, where, str(error), "See docs/reference/config.md, `methods`.") from None
     if spec.get("backend") == "numba" and not NUMBA_INSTALLED:
         raise InputError(source, f"{where}.backend", "is numba, which is not installed",
                          "Install the pinned numba (pip install -e .), or set `backend: numpy`.")
@@ -291,7 +293,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
         if spec["kind"] == SPARSE_ENCODER_KIND and not Path(model).is_dir() and not is_hub_id(model):
             raise InputError(source, f"encoders.{name}.model", f"{model!r} is neither an existing folder nor a hub id",
                              "Give the folder of a sentence-transformers SparseEncoder model, or its hub id "
-                             "(org/name, see config/README.md, `encoders`, for the SPLADE models to pick).")
+                             "(org/name, see docs/reference/config.md, `encoders`, for the SPLADE models to pick).")
     check_model_names(config, source)
 
 
@@ -304,7 +306,7 @@ def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
         stray = sorted(set(spec) - set(SPARSE_ENCODER_KEYS))
     if stray:
         raise InputError(source, f"encoders.{name}.{stray[0]}", f"does not apply to kind {spec['kind']}",
-                         "Remove it (see config/README.md, `encoders`).")
+                         "Remove it (see docs/reference/config.md, `encoders`).")
     if api and spec.get("api_key_env") and not os.environ.get(spec["api_key_env"]):
         raise InputError(source, f"encoders.{name}.api_key_env", f"names {spec['api_key_env']!r}, which is not set "
                          "in the environment", f"Export {spec['api_key_env']}=<your key> before running.")
@@ -328,10 +330,10 @@ def check_llm(config: Mapping[str, Any], source: str) -> None:
                          f"Use one of: {', '.join(sorted(config['chunkers']))}.")
 
 
-def _escapes(path: str, roots: list[str]) -> bool:
-    """Whether a relative path leaves every root ('..' counted lexically, symlinks not followed)."""
-    relative = [os.path.relpath(os.path.normpath(path), os.path.normpath(root)) for root in roots]
-    return all(rel == os.pardir or rel.startswith(os.pardir + os.sep) for rel in relative)
+def _escapes(path: str) -> bool:
+    """Whether a relative path leaves the project folder ('..' counted lexically, symlinks not followed)."""
+    relative = os.path.normpath(path)
+    return relative == os.pardir or relative.startswith(os.pardir + os.sep)
 
 
 def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
@@ -365,22 +367,16 @@ def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
 
 
 def check_paths(config: Mapping[str, Any], source: str) -> None:
-    """Relative paths stay inside the project (or, for inputs, the dataset root); absolute ones are deliberate."""
-    dataset = config["dataset"]
-    input_roots = ["."] + ([dataset["path"]] if dataset.get("path") else [])
+    """The results folder stays inside the project folder (the working directory). Inputs are only read: relative
+    ones resolve against the project folder wherever they lead (`corpus: ../shared/corpus.jsonl`), and
+    check_inputs checks that they exist."""
     results = config.get("results", RESULTS)
     if os.path.normpath(results) == os.curdir:
         raise InputError(source, "results", f"{results!r} is the project folder itself",
                          "Name a folder for the results, e.g. `results`.")
-    checks = [("results", results, ["."])]
-    checks += [(f"dataset.{key}", dataset[key], input_roots) for key in ("corpus", "lock") if key in dataset]
-    checks += [(key, path, input_roots) for key, path, _ in input_paths(config) if key.startswith("qsets.")]
-    checks += [(key, path, ["."]) for key, path, _ in input_paths(config) if key.startswith("methods.")]
-    for where, path, roots in checks:
-        if not os.path.isabs(path) and _escapes(path, roots):
-            raise InputError(source, where, f"{path!r} leads outside the project"
-                             + (" and the dataset root" if len(roots) > 1 else ""),
-                             "Keep relative paths inside the project, or write an absolute path if you mean it.")
+    if not os.path.isabs(results) and _escapes(results):
+        raise InputError(source, "results", f"{results!r} leads outside the project",
+                         "Keep the results inside the project folder, or write an absolute path if you mean it.")
 
 
 def check_inputs(config: Mapping[str, Any], source: str) -> None:

@@ -51,12 +51,12 @@ def check_dataset_keys(config: Mapping[str, Any], source: str) -> None:
                                  f"Give one: a {fmt} dataset needs {wanted}.")
             if not given:
                 raise InputError(source, f"{where}.{options[0]}" if len(options) == 1 else where,
-                                 f"is missing: a {fmt} dataset needs {wanted}", "See config/README.md, `dataset` "
-                                 "and `qsets`.")
+                                 f"is missing: a {fmt} dataset needs {wanted}",
+                                 "See docs/reference/config.md, `dataset` and `qsets`.")
         used = {key for options in alternatives for key in options} | set(optional)
         for key in sorted(_FORMAT_KEYS & set(block) - used):
             raise InputError(source, f"{where}.{key}", f"is not read by a {fmt} dataset",
-                             "Remove it, or see config/README.md for the keys of each format.")
+                             "Remove it, or see docs/reference/config.md for the keys of each format.")
     if fmt == "ir_datasets":
         try:
             installed_version()

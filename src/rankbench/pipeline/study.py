@@ -85,7 +85,7 @@ def read_members(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
                 else None
             if not isinstance(name, str) or not name:
                 raise InputError(member_source, "dataset.name", "is missing",
-                                 "Every dataset config of a study names its dataset (see config/README.md).")
+                                 "Every dataset config of a study names its dataset (see docs/reference/config.md).")
             prefix = _identifier(name) + "_"
             clash = next((m for m in by_source.values() if m.prefix == prefix), None)
             if clash is not None:

@@ -139,7 +139,7 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
                     staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
                     judged: bool = False, how_sure: Sequence[str] = (), tiers: pd.DataFrame | None = None,
-                    models: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+                    models: Mapping[str, Mapping[str, Any]] | None = None, quick: bool = False) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
 
     effective_config: the config as the run used it (every default filled in, grids expanded), as YAML.
@@ -147,7 +147,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
     once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
     tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
-    weights_sha256} of every model loaded (pipeline.models.model_provenance).
+    weights_sha256} of every model loaded (pipeline.models.model_provenance). quick: the page of a quick run (no
+    explorer link; it says what the full run adds).
     """
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
@@ -165,7 +166,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         f"{DATE_PREFIX}{date}",
         f"- config: sha256 `{config_sha256}` (the config as written; the effective config, every default filled "
         "in, is at the end of this page)",
-        "- every question, what each method returned and where it wins or loses: [explorer.html](explorer.html)",
+        QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
+        "[explorer.html](explorer.html)",
         *models_lines(models or {}),
     ]
     if experiment:
@@ -235,6 +237,10 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
               "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
               "```", ""]
     return "\n".join(lines)
+
+
+QUICK_LINE = ("- quick run (`rankbench run --quick`): this page only; `rankbench run` adds the explorer, the plots, "
+              "the failure, calibration, budget and robustness pages and this page's findings from the last two")
 
 
 def models_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:

@@ -2,7 +2,7 @@
 
 Adding a method type = its module under retrieval/ (and a thin workflow script), one `MethodType` entry here,
 the Snakemake rule that makes its run plus its stages for the cost page in pipeline/rules.py, the keys' JSON
-checks in workflow/schemas/config.schema.yaml, and its docs in config/README.md ("Adding a method type").
+checks in workflow/schemas/config.schema.yaml, and its docs in docs/reference/config.md ("Adding a method type").
 The config checks (pipeline/config.py), the effective config (pipeline/defaults.py), the failure analysis, the
 evaluation grains and the findings all read this table; tests/retrieval/test_registry.py keeps it and the schema
 in step.

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The library as users get it: build the wheel, install it (the core only) into a fresh venv for each Python given
+# (default 3.10 3.12 3.13, found under ~/.pyenv/versions or on PATH), check that neither torch nor Snakemake came
+# with it, and run the core tests there (marker `core`: the API and `rankbench eval` against pytrec_eval).
+#
+#   scripts/check-wheel.sh [3.10 3.12 ...]    # from the repository root, after `make setup` (PYTHON= another builder)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+versions=("${@:-3.10 3.12 3.13}")
+read -r -a versions <<< "${versions[*]}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"${PYTHON:-.venv/bin/python}" -m pip wheel --quiet --disable-pip-version-check --no-deps -w "$work" .
+rm -rf build src/rankbench.egg-info
+wheel=$(ls "$work"/rankbench-*.whl)
+pin() { grep -i "^$1==" requirements.lock; }  # the lock's version of a test tool
+for version in "${versions[@]}"; do
+    python=$(ls -d ~/.pyenv/versions/"$version".*/bin/python 2>/dev/null | sort -V | tail -1 || true)
+    python=${python:-$(command -v "python$version" || true)}
+    if [ -z "$python" ]; then
+        echo "check-wheel: no Python $version (install it, e.g. pyenv install $version)" >&2
+        exit 1
+    fi
+    venv="$work/venv-$version"
+    "$python" -m venv "$venv"
+    "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel" "$(pin pytest)" \
+        "$(pin pytrec_eval-terrier)"
+    heavy=$("$venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null \
+        | grep -i -E '^(torch|snakemake|faiss-cpu|numba|matplotlib|sentence-transformers) ' || true)
+    if [ -n "$heavy" ]; then
+        echo "check-wheel: the core install on Python $version pulled heavy packages:" >&2
+        echo "$heavy" >&2
+        exit 1
+    fi
+    echo "check-wheel: Python $version ($("$venv/bin/python" -c 'import sys; print(sys.version.split()[0])')):" \
+        "core installed without torch or Snakemake; core tests:"
+    # The wheel's rankbench, not the checkout's (PYTHONPATH unset; pytest puts tests/, not src/, on sys.path).
+    env -u PYTHONPATH "$venv/bin/python" -m pytest -q -p no:cacheprovider -m core \
+        $(grep -rl --include="test_*.py" "^pytestmark = pytest.mark.core" tests)
+done
