@@ -1,5 +1,6 @@
-"""Command line: `rankbench run` runs the packaged workflow in a project folder; `rankbench freeze` registers a
-question-set version; `rankbench eval` scores runs without Snakemake; `rankbench pool-export` / `pool-import` complete
+"""Command line: `rankbench init` starts a project from documents and a questions sheet; `rankbench run` runs the
+packaged workflow in a project folder; `rankbench check` validates question-set versions, `rankbench freeze`
+registers one; `rankbench eval` scores runs without Snakemake; `rankbench pool-export` / `pool-import` complete
 labels through a new frozen version."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rankbench.evaluation.stats import format_p
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
 from rankbench.pipeline.launch import run_workflow
+from rankbench.pipeline.run_commands import RUN_COMMANDS, add_run_commands
 
 
 def _positive(text: str) -> int:
@@ -160,15 +162,94 @@ def publish_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def init_command(args: argparse.Namespace) -> int:
+    """`rankbench init`: a project folder from a folder of documents (or a collection) and a questions sheet."""
+    try:
+        from rankbench.pipeline.project_init import init_project, summary_text
+    except ModuleNotFoundError as error:
+        raise InputError(None, "rankbench init", f"needs {error.name}, which is not installed",
+                         "Install what a project needs: `pip install 'rankbench[workflow,bm25,dense,documents]'`."
+                         ) from None
+
+    print(summary_text(init_project(args.folder, args.documents, args.questions, args.version, args.language,
+                                    args.name)))
+    return 0
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """`rankbench check`: every (or the given) version of a project against its corpus; warnings are printed."""
+    from rankbench.io.config_file import load_config_file
+    from rankbench.pipeline.drafts import check_version
+
+    versions = args.version or sorted(load_config_file(args.config).get("qsets") or {})
+    for version in versions:
+        result = check_version(args.config, version, args.directory)
+        for warning in result.warnings:
+            print(f"rankbench: warning: {warning}", file=sys.stderr)
+        print(f"{version}: {result.questions} questions, {result.labels} labels: ok"
+              + (" (draft: may still change; `rankbench freeze --version " + version + "` freezes it)"
+                 if result.draft else ""))
+    return 0
+
+
+def freeze_command(args: argparse.Namespace) -> int:
+    """`rankbench freeze`: a version file into a lock, or (without a file) a project's version after `check`."""
+    if args.path is not None and args.lock is not None:
+        digest, lock, edited = freeze(args.path, args.version, args.lock), args.lock, False
+    elif args.path is None and args.lock is None:
+        from rankbench.pipeline.drafts import freeze_draft
+
+        digest, lock, edited = freeze_draft(args.config, args.version, args.directory)
+    else:
+        raise InputError(None, "freeze", "takes a version file with --lock, or neither (the project's config names "
+                         "both)", "Give both, or run `rankbench freeze --version NAME` in the project folder.")
+    print(f"{args.version}: sha256 {digest} registered in {lock}"
+          + (f"; `draft: true` removed from {args.config}" if edited else ""))
+    return 0
+
+
+def add_project_commands(commands: argparse._SubParsersAction) -> None:
+    """The `init` and `check` subcommands (a project started from documents, draft versions checked)."""
+    init_parser = commands.add_parser("init", help="start a project from a folder of documents and a questions sheet")
+    init_parser.add_argument("folder", type=Path, help="the new project folder (must not exist, or be empty)")
+    init_parser.add_argument("--documents", type=Path, required=True,
+                             help="a folder of .md/.html/.txt/.pdf files, or a JSONL, BEIR or TREC collection")
+    init_parser.add_argument("--questions", type=Path, required=True,
+                             help="CSV, TSV or JSONL sheet, one row per label: question, document, [qid, section, "
+                                  "grade, kind, audience, as_of]")
+    init_parser.add_argument("--version", default="v1", help="name of the draft question-set version (default: v1)")
+    init_parser.add_argument("--language", default="english",
+                             help="the documents' language, for BM25's analyzer; other than english, the dense "
+                                  "method uses multilingual e5 (default: english)")
+    init_parser.add_argument("--name", help="dataset name (default: from the folder's name)")
+    init_parser.set_defaults(handler=init_command)
+    check_parser = commands.add_parser("check", help="validate question-set versions against the corpus")
+    _project_options(check_parser)
+    check_parser.add_argument("--version", action="append", help="a version to check (repeat; default: all)")
+    check_parser.set_defaults(handler=check_command)
+
+
+def _project_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, default=Path("config.yaml"), help="the project's config "
+                        "(default: config.yaml)")
+    parser.add_argument("--directory", type=Path, help="the folder the config's paths start from (default: here, as "
+                        "for the workflow)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rankbench` command."""
     parser = argparse.ArgumentParser(prog="rankbench", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     freeze_parser = commands.add_parser("freeze",
                                         help="register a new question-set version (its sha256) in a lock file")
-    freeze_parser.add_argument("path", type=Path, help="the version's JSONL file")
+    freeze_parser.add_argument("path", type=Path, nargs="?",
+                               help="the version's JSONL file (default: checked against the corpus and frozen as the "
+                                    "project's config names it)")
     freeze_parser.add_argument("--version", required=True, help="version name used in config `qsets`")
-    freeze_parser.add_argument("--lock", type=Path, required=True, help="the lock file (created if missing)")
+    freeze_parser.add_argument("--lock", type=Path, help="the lock file (created if missing) when a file is given")
+    _project_options(freeze_parser)
+    freeze_parser.set_defaults(handler=freeze_command)
+    add_project_commands(commands)
     eval_parser = commands.add_parser("eval", help="score runs against qrels (TREC or Parquet), like trec_eval")
     eval_parser.add_argument("--qrels", type=Path, required=True, help="TREC qrels (qid 0 docno grade) or .parquet")
     eval_parser.add_argument("--run", type=Path, action="append", required=True,
@@ -217,12 +298,15 @@ def main(argv: list[str] | None = None) -> int:
                                      "config.yaml, its results/. Other options go to Snakemake (e.g. --cores 2, -n).")
     run_parser.add_argument("--quick", action="store_true",
                             help="only what the comparison page needs: runs, metrics, aggregate, the page")
+    add_run_commands(commands)
     args, snakemake_args = parser.parse_known_args(argv)
     if snakemake_args and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(snakemake_args)}")
     try:
         if args.command == "run":
             return run_workflow(snakemake_args, args.quick, Path.cwd())
+        if args.command in RUN_COMMANDS:
+            return RUN_COMMANDS[args.command](args)
         if args.command == "publish":
             return publish_command(args)
         if args.command == "eval":
@@ -231,12 +315,10 @@ def main(argv: list[str] | None = None) -> int:
             return pool_export_command(args)
         if args.command == "pool-import":
             return pool_import_command(args)
-        digest = freeze(args.path, args.version, args.lock)
+        return int(args.handler(args))
     except InputError as error:
         print(f"rankbench: {error}", file=sys.stderr)
         return 1
-    print(f"{args.version}: sha256 {digest} registered in {args.lock}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,3 +1,4 @@
+import os
 import re
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from rankbench.pipeline.defaults import (
     CHAT_DEFAULTS,
     DATASET_DEFAULTS,
     ENCODER_SHARDS,
+    HISTORY_FILE,
     LLM_DEFAULTS,
     RESULTS,
     evaluation_settings,
@@ -22,6 +24,7 @@ from rankbench.retrieval.registry import (
     method_setting,
 )
 from rankbench.retrieval.dense import IndexSpec
+from rankbench.io.config_file import sorted_mappings
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
@@ -44,7 +47,15 @@ from rankbench.pipeline.dataset_formats import (
     version_source,
 )
 from rankbench.pipeline.start_checks import check_dataset
+from rankbench.pipeline.drafts import is_draft
+from rankbench.analysis.runs import RUNS_FOLDER
+from rankbench.pipeline.mlflow import mlflow_settings
 
+# Key order means nothing in a dataset config: with every mapping sorted, every rule's params (which Snakemake
+# compares by repr) are the same whatever order the YAML wrote the keys in, so only a changed value reruns a job.
+_SORTED_CONFIG = sorted_mappings(config)
+config.clear()
+config.update(_SORTED_CONFIG)
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
 # one method per point (`name[key=value]`), so everything below sees concrete methods only.
 METHOD_SPECS = check_config(
@@ -72,9 +83,16 @@ EVALUATION = evaluation_settings(config)
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
+# Draft versions (`draft: true`, not in the lock): editable and rerun; every page made from one says so first.
+DRAFTS = [qset for qset in QSETS if is_draft(config, qset, LOCK)]
 REWRITES = sorted(
     {name for q in config["qsets"].values() for name in q.get("rewrites", {})}
 )
+
+
+def drafts_of(*qsets):
+    """The draft versions among these (a page's params: freezing a version remakes its pages)."""
+    return [qset for qset in qsets if qset in DRAFTS]
 
 
 def choice(names):
@@ -289,7 +307,7 @@ def all_outputs():
             for figure in ("recall", "bars", "kinds", "grades")
         ]
     outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
-    outputs.append(f"{R}/history.md")
+    outputs += [f"{R}/history.md", f"{R}/history.html"]
     return outputs
 
 
@@ -342,7 +360,9 @@ CONFIG_JSON = {q: canonical_config(qset_config(config, q)) for q in QSETS}
 CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
 REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 DIFFS = diff_pairs(config, CONFIG_SOURCE)
-HISTORY = f"{RESULTS_FOLDER}/history.jsonl"
+HISTORY = f"{RESULTS_FOLDER}/{HISTORY_FILE}"
+# MLflow export of each stored run (docs/how-to/runs.md); None when not configured.
+MLFLOW = mlflow_settings(REPORT, os.environ.get("MLFLOW_TRACKING_URI"))
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 

@@ -15,8 +15,10 @@ from rankbench.pipeline.cost import cost_table, read_benchmark
 from rankbench.pipeline.defaults import config_yaml, effective_config
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.software import software_versions
 from rankbench.report.comparison import comparison_page, cost_page
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
+from rankbench.report.runs import with_section
 from rankbench.report.tables import (
     TIERS_LEGEND,
     csv_table,
@@ -55,14 +57,16 @@ def main(snakemake):
     agreement = Path(p.judge_agreement) if p.judge_agreement else None
     config = json.loads(p.config_json)
     effective = config_yaml(effective_config(config, expand_methods(config["methods"], "config")))
-    models = model_provenance(p.models)
+    models, software = model_provenance(p.models), software_versions()
+    validation = Path(snakemake.input.validation).read_text().removeprefix(draft_banner(p.drafts))
     page = comparison_page(aggregate, pairs, questions, manifest, p.dataset, p.evaluation, p.report,
-                           Path(snakemake.input.validation).read_text(), p.config_json, effective,
+                           validation, p.config_json, effective,
                            p.config_sha256, date, p.method_types, pd.read_parquet(snakemake.input.leaks),
                            int((documents["audience"] == "staff").sum()), degraded,
                            pd.read_parquet(agreement) if agreement and agreement.exists() else None,
                            judged=agreement is not None, tiers=tiers, how_sure=how_sure(snakemake.input, p.quick),
-                           models=models, quick=p.quick)
+                           models=models, quick=p.quick, software=software)
+    page = with_section(page, Path(snakemake.input.since_last_run).read_text())
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
@@ -79,9 +83,10 @@ def main(snakemake):
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
     recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
-                          recorded, p.report["grain"], models, p.method_models)
+                          recorded, p.report["grain"], models, p.method_models, software)
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
-    costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
+    costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
     write_text(costs, snakemake.output.cost)
     write_text(markdown_html(page, f"{p.dataset} {manifest['version']}"), snakemake.output.html)

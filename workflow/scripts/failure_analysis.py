@@ -5,7 +5,7 @@ import pandas as pd
 from rankbench.analysis.failures import analyse, failures_markdown, stage_log
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
 
 
 def main(snakemake):
@@ -21,6 +21,7 @@ def main(snakemake):
     page = failures_markdown(failures, p.specs, p.grain, p.k, evaluated, snakemake.wildcards.qset)
     write_parquet(failures, snakemake.output.failures)
     write_parquet(stage_log(runs, p.specs, titles, p.k), snakemake.output.stages)
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"failures {snakemake.wildcards.qset}"), snakemake.output.html)
     write_text(page, snakemake.output.markdown)
 

@@ -5,7 +5,7 @@ import pandas as pd
 from rankbench.analysis.budget import BUDGET_COLUMNS, budget_page, plan_budget
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
 
 
 def main(snakemake):
@@ -17,6 +17,7 @@ def main(snakemake):
     table = table.assign(dataset=p.dataset, qset=qset)[BUDGET_COLUMNS]
     page = budget_page(table, p.dataset, qset, p.alpha)
     write_parquet(table, snakemake.output.budget)
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"budget {qset}"), snakemake.output.html)
     write_text(page, snakemake.output.markdown)
 

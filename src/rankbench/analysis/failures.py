@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.io.markdown import markdown_grid, natural_key, natural_order
+from rankbench.io.markdown import markdown_grid, markdown_literal, natural_key, natural_order
 from rankbench.io.runs import collapse_to_documents
 from rankbench.retrieval.registry import method_inputs, method_setting, method_type
 
@@ -131,10 +131,6 @@ def stage_log(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str,
     return log[STAGE_COLUMNS].sort_values(["qid", "method", "stage", "rank"], kind="stable", ignore_index=True)
 
 
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
-
-
 def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]], grain: str, k: int,
                       n_evaluated: int, qset: str, shown: int = SHOWN_PER_METHOD) -> str:
     """Per method: counts, the recall/ranking split of multi-stage methods, and one row per failing question (a
@@ -172,7 +168,7 @@ def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, A
             del columns["kind"]
         if method_inputs(specs[method]):
             columns.update({"class": "class", "input_ranks": "inputs' ranks"})
-        frame = table[list(columns)].rename(columns=columns).map(_cell).set_index("qid")
+        frame = table[list(columns)].rename(columns=columns).map(markdown_literal).set_index("qid")
         lines += [markdown_grid(frame), ""]
         if len(once) > shown:
             rest = len(once) - shown

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.io.markdown import markdown_grid, natural_key, natural_order
+from rankbench.io.markdown import markdown_grid, markdown_literal, natural_key, natural_order
 
 CHANGE_COLUMNS = ["qid", "change", "before", "after"]
 FIELDS = ("question", "kind", "audience", "as_of")
@@ -138,8 +138,8 @@ def diff_markdown(summary: Mapping[str, Any], changes: pd.DataFrame, table: pd.D
     if changes.empty:
         lines += ["No question was added, removed or changed.", ""]
     else:
-        frame = changes.assign(before=changes["before"].str.replace("|", "\\|"),
-                               after=changes["after"].str.replace("|", "\\|")).set_index("qid")
+        frame = changes.assign(before=changes["before"].map(markdown_literal),
+                               after=changes["after"].map(markdown_literal)).set_index("qid")
         lines += [markdown_grid(frame), ""]
     lines += [f"## Metrics ({grain} grain)", "",
               "*all*: every evaluated question of the version; *common*: questions evaluated in both (same qid, "

@@ -48,7 +48,7 @@ GAINS = ("linear", "exponential")
 _GRADES = np.int32  # dtype of the grade matrix: its two lowest values, below every grade, are codes
 _EMPTY = int(np.iinfo(_GRADES).min)  # nothing retrieved at this position
 _UNJUDGED = _EMPTY + 1  # retrieved, no label for this (question, item)
-_EXP_GAIN_MAX = 1023  # 2^grade - 1 is finite in float64 up to here
+EXP_GAIN_MAX = 1023  # 2^grade - 1 is finite in float64 up to here
 _RUN_COLUMNS = ("qid", "item_id", "rank", "score")
 _QRELS_COLUMNS = ("qid", "item_id", "grade")
 
@@ -557,8 +557,8 @@ def per_query_metrics(
     judged = _judge(run, qrels, np.iinfo(np.int64).max if whole_run else max_k, threshold,
                     through_r="r_precision" in names, with_documents=bool(polluted))
     n_q = len(judged.questions)
-    if gain == "exponential" and judged.label_grade.max(initial=0) > _EXP_GAIN_MAX:
-        raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {_EXP_GAIN_MAX}: "
+    if gain == "exponential" and judged.label_grade.max(initial=0) > EXP_GAIN_MAX:
+        raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {EXP_GAIN_MAX}: "
                          f"qrels hold grade {judged.label_grade.max()}; use the linear gain")
     if "err" in names and err_grade_problem(qrels):
         raise ValueError(err_grade_problem(qrels))

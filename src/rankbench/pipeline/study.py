@@ -14,7 +14,8 @@ from rankbench.errors import InputError
 from rankbench.evaluation.metric_names import parse_metrics
 from rankbench.evaluation.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
 from rankbench.io.config_file import read_configs
-from rankbench.pipeline.config import validate_config
+from rankbench.pipeline.config import check_paths, check_reserved_name, validate_config
+from rankbench.pipeline.defaults import RESULTS, RESULTS_ENTRIES
 
 # The top-level key that makes a config file a study (config/study.yaml) rather than one dataset's config.
 STUDY_KEY = "study"
@@ -68,6 +69,8 @@ def read_members(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     columns use it, or an inline mapping), by column label -> Member. Two configs of one dataset are an error:
     they would write the same results folder."""
     validate_config(config, schema, source)
+    check_reserved_name(config[STUDY_KEY]["name"], RESULTS_ENTRIES, RESULTS, source, "study.name")
+    check_paths(config, schema, source)
     by_source: dict[str, Member] = {}
     members: dict[str, Member] = {}
     for label, entry in config[STUDY_KEY]["datasets"].items():

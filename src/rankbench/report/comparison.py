@@ -12,7 +12,7 @@ import pandas as pd
 
 from rankbench.evaluation.evaluate import ALL_KINDS
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.findings import findings
 from rankbench.report.tables import (
     TIERS_LEGEND,
@@ -139,7 +139,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
                     config_sha256: str, date: str, method_types: Mapping[str, str], leaks: pd.DataFrame,
                     staff_documents: int, degraded: Mapping[str, str], judge_agreement: pd.DataFrame | None = None,
                     judged: bool = False, how_sure: Sequence[str] = (), tiers: pd.DataFrame | None = None,
-                    models: Mapping[str, Mapping[str, Any]] | None = None, quick: bool = False) -> str:
+                    models: Mapping[str, Mapping[str, Any]] | None = None, quick: bool = False,
+                    software: Mapping[str, str] | None = None) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks.
 
     effective_config: the config as the run used it (every default filled in, grids expanded), as YAML.
@@ -148,7 +149,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
     once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
     tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
     weights_sha256} of every model loaded (pipeline.models.model_provenance). quick: the page of a quick run (no
-    explorer link; it says what the full run adds).
+    explorer link; it says what the full run adds). software: package -> version of rankbench and its main dependencies
+    (pipeline.software.software_versions).
     """
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
@@ -169,10 +171,11 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
         "[explorer.html](explorer.html)",
         *models_lines(models or {}),
+        *software_lines(software or {}),
     ]
     if experiment:
-        lines.append(f"- experiment: {experiment.get('label', '–')}" + (f" — {experiment['note']}"
-                                                                       if experiment.get("note") else ""))
+        lines.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
+                     + (f" — {markdown_literal(experiment['note'])}" if experiment.get("note") else ""))
     lines += [
         f"- relevant when grade >= {evaluation['relevance_threshold']}; nDCG gain {evaluation['gain']}; "
         f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 (trec_eval -c); "
@@ -227,8 +230,8 @@ def comparison_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, questions: pd.
         frame = pd.DataFrame(index=pd.Index(methods, name="method"))
         for kind in kinds:
             n = int(rows[rows["kind"] == kind]["n"].max())
-            frame[f"{kind} (n={n}/{counts.get(kind, n)})"] = wide(rows, grain, kind, [(metric, k)], ci,
-                                                                  methods).iloc[:, 0]
+            column = f"{markdown_literal(kind)} (n={n}/{counts.get(kind, n)})"
+            frame[column] = wide(rows, grain, kind, [(metric, k)], ci, methods).iloc[:, 0]
         lines += [f"## Per question kind: {metric_label(metric, k)}, {grain} grain", "", markdown_grid(frame), ""]
     lines += ["## Labels", "", *labels_section(validation)]
     if judged:
@@ -252,6 +255,13 @@ def models_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
         revision = f" at revision `{entry['revision']}`" if entry["revision"] else ""
         lines.append(f"  - `{where}`: `{entry['model']}`{revision}, weights sha256 `{entry['weights_sha256'] or '–'}`")
     return lines
+
+
+def software_lines(software: Mapping[str, str]) -> list[str]:
+    """The header line naming the versions of rankbench and of the main packages that made the page."""
+    if not software:
+        return []
+    return ["- software: " + ", ".join(f"{name} {version}" for name, version in software.items())]
 
 
 def unlabelled_methods(aggregate: pd.DataFrame) -> list[str]:

