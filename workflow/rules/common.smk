@@ -224,6 +224,17 @@ def bm25_index_name(method):
     )
 
 
+def bm25_backends(index_name):
+    """Search backends (sorted) of the BM25 methods that read this index."""
+    return sorted(
+        {
+            METHOD_SPECS[m].get("backend", DEFAULT_BACKEND)
+            for m in methods_of_type("bm25")
+            if bm25_index_name(m) == index_name
+        }
+    )
+
+
 def dense_index(method):
     return IndexSpec.from_config(METHOD_SPECS[method].get("index"))
 

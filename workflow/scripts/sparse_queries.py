@@ -1,14 +1,12 @@
 """Encode the questions of one version (or a rewrite source) with a sparse encoder, once for all its methods."""
 
 import pandas as pd
-import torch
 
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.sparse import SparseEncoderSpec, encode, load_sparse_encoder, save_matrix, vocabulary
 
 
 def main(snakemake):
-    torch.set_num_threads(snakemake.threads)
     spec = SparseEncoderSpec(**snakemake.params.encoder)
     model = load_sparse_encoder(spec)
     texts = pd.read_parquet(snakemake.input.questions)["question"].tolist()

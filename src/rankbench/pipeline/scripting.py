@@ -9,11 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 from rankbench.errors import InputError
+from rankbench.pipeline.threads import limit_threads
 from rankbench.redaction import RedactingFilter
 
 
 def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
-    """Call main(snakemake); an InputError becomes a message on stderr and in the log, and exit status 1."""
+    """Call main(snakemake) with every thread pool sized from the job's threads; an InputError becomes a message
+    on stderr and in the log, and exit status 1."""
+    limit_threads(snakemake.threads)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if snakemake.log:
         handlers.append(logging.FileHandler(snakemake.log[0], mode="w", encoding="utf-8"))
