@@ -26,8 +26,8 @@ RESULTS = "results"
 HISTORY_FILE = "history.jsonl"  # every run's headline figures, shared by the datasets of the results folder
 RESULTS_ENTRIES = (HISTORY_FILE,)
 # What rankbench itself writes directly under results/<dataset>/, beside a folder per question-set version.
-DATASET_ENTRIES = ("benchmarks", "cache", "corpus", "diffs", "history", "history.md", "history.png", "history.svg",
-                   "llm", "logs")
+DATASET_ENTRIES = ("benchmarks", "cache", "corpus", "diffs", "history", "history.html", "history.md", "history.png",
+                   "history.svg", "llm", "logs")
 DATASET_DEFAULTS: dict[str, Any] = {"language": "english"}
 EVALUATION_DEFAULTS: dict[str, Any] = {
     "depth": 100, "ks": [1, 3, 5, 10], "relevance_threshold": 1, "gain": "linear", "baseline": None,
