@@ -1,13 +1,21 @@
 """Benchmark every rankbench metric (per_query_metrics with the pollution metrics) against pytrec_eval (and ranx
 if installed).
 
-Run: .venv/bin/python benchmarks/bench_metrics.py
+Run: .venv/bin/python benchmarks/bench_metrics.py [--before OLD_METRICS_PY]
 Deterministic synthetic data: 10,000 questions x 100 results, graded labels 0..3.
-Reports the median of 3 repetitions; no assertions on time.
+Reports the median of 3 repetitions of CPU time (user + sys of this process: everything timed runs on one thread,
+so other jobs on a shared machine inflate it far less than wall time); no assertions on time.
+Ours is timed from string DataFrames and from dictionary-coded ones (ids as categoricals over one vocabulary per
+id kind, as the workflow's evaluate job codes them once), on pytrec_eval's own metrics and on all 13, and against
+a plain memory pass over the coded arrays (each read once, summed). `--before FILE` also times another version of
+rankbench/evaluation/metrics.py on the same data in the same process (e.g. `git show
+<commit>:src/rankbench/evaluation/metrics.py > /tmp/metrics_before.py`), for before/after figures side by side.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import statistics
 import time
 from collections.abc import Callable
@@ -23,6 +31,7 @@ from rankbench.evaluation.metrics import (
     POLLUTION_METRICS,
     per_query_metrics,
 )
+from rankbench.evaluation.scoring import dictionary_coded
 
 N_QUESTIONS = 10_000
 DEPTH = 100
@@ -66,13 +75,27 @@ def synthetic(seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def median_time(fn: Callable[[], object]) -> tuple[float, object]:
-    """Median wall time of REPEATS calls and the last result."""
+    """Median CPU time (user + sys) of REPEATS calls and the last result."""
     times, result = [], None
     for _ in range(REPEATS):
-        start = time.perf_counter()
+        start = time.process_time()
         result = fn()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return statistics.median(times), result
+
+
+def coded(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Run and qrels with dictionary-coded ids, coded as the workflow's evaluate job does (chunk grain)."""
+    coded_run, coded_qrels = dictionary_coded(run.rename(columns={"item_id": "chunk_id"}), qrels)
+    return coded_run.assign(item_id=coded_run["chunk_id"]), coded_qrels
+
+
+def memory_pass(run: pd.DataFrame, qrels: pd.DataFrame) -> int:
+    """One plain pass over the coded arrays evaluation reads (question and item codes, ranks; the labels' codes and
+    grades): each array read once and summed."""
+    arrays = [run["qid"].cat.codes.to_numpy(), run["item_id"].cat.codes.to_numpy(), run["rank"].to_numpy(),
+              qrels["qid"].cat.codes.to_numpy(), qrels["item_id"].cat.codes.to_numpy(), qrels["grade"].to_numpy()]
+    return sum(int(a.sum(dtype=np.int64)) for a in arrays)
 
 
 def pytrec_dicts(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[dict, dict]:
@@ -96,16 +119,37 @@ def ranx_frames(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[pd.DataFrame, p
 
 def main() -> None:
     """Time ours vs the references and print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", help="another version of rankbench/evaluation/metrics.py to time beside this one")
+    args = parser.parse_args()
     run, qrels = synthetic()
     print(f"data: {run['qid'].nunique():,} questions x {DEPTH} results = {len(run):,} run rows, "
           f"{len(qrels):,} labels; ks {KS}; median of {REPEATS}")
 
-    def all_metrics() -> pd.DataFrame:
-        return per_query_metrics(run, qrels, KS, metrics=METRICS_AT_K + METRICS_FULL + POLLUTION_METRICS)
-
-    ours, table = median_time(all_metrics)
-    print(f"rankbench, all {table['metric'].nunique()} metrics: {ours:.3f} s "
-          f"-> {len(table):,} rows")
+    every_metric = METRICS_AT_K + METRICS_FULL + POLLUTION_METRICS
+    trec_metrics = ("precision", "recall", "ndcg", "ap", "hit", "rr", "r_precision")  # what TREC_MEASURES asks for
+    ours, table = median_time(lambda: per_query_metrics(run, qrels, KS, metrics=every_metric))
+    print(f"rankbench from string ids, all {table['metric'].nunique()} metrics: {ours:.3f} s -> {len(table):,} rows")
+    ours_trec, _ = median_time(lambda: per_query_metrics(run, qrels, KS, metrics=trec_metrics))
+    print(f"rankbench from string ids, pytrec_eval's {len(trec_metrics)} metrics: {ours_trec:.3f} s")
+    coding, (coded_run, coded_qrels) = median_time(lambda: coded(run, qrels))
+    ours_coded, coded_table = median_time(lambda: per_query_metrics(coded_run, coded_qrels, KS, metrics=every_metric))
+    assert coded_table.equals(table), "dictionary-coded ids must give the same table"
+    print(f"rankbench from dictionary-coded ids, all 13 metrics: {ours_coded:.3f} s "
+          f"(coding the string ids once: {coding:.3f} s)")
+    floor, _ = median_time(lambda: memory_pass(coded_run, coded_qrels))
+    print(f"plain memory pass over the coded arrays: {floor:.4f} s; rankbench from codes / memory pass: "
+          f"{ours_coded / floor:.0f}x")
+    if args.before:
+        spec = importlib.util.spec_from_file_location("metrics_before", args.before)
+        assert spec is not None and spec.loader is not None
+        before = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(before)
+        old, old_table = median_time(lambda: before.per_query_metrics(run, qrels, KS, metrics=every_metric))
+        assert old_table.equals(table), "the version before must give the same table"
+        old_coded, _ = median_time(lambda: before.per_query_metrics(coded_run, coded_qrels, KS, metrics=every_metric))
+        print(f"before ({args.before}), all 13 metrics: {old:.3f} s from string ids, {old_coded:.3f} s from "
+              f"categorical ids; after / before: {ours / old:.2f} (strings), {ours_coded / old_coded:.2f} (codes)")
     extra, extra_table = median_time(lambda: per_query_metrics(run, qrels, KS, metrics=EXTRA_METRICS_AT_K
                                                                 + EXTRA_METRICS_FULL))
     print(f"rankbench, the {extra_table['metric'].nunique()} parity metrics computed on request (bpref, infAP, ERR, "
@@ -124,7 +168,12 @@ def main() -> None:
         evaluate_time, _ = median_time(evaluate)
         total = build + evaluate_time
         print(f"pytrec_eval: dict building {build:.3f} s + evaluate {evaluate_time:.3f} s = {total:.3f} s")
-        print(f"ratio ours / pytrec_eval: {ours / total:.2f} (total), {ours / evaluate_time:.2f} (evaluate only)")
+        print(f"speed-up over pytrec_eval's total (its dicts built from the DataFrames + evaluate): "
+              f"{total / ours:.2f}x (all 13 metrics, string ids), {total / ours_trec:.2f}x (its metrics, string "
+              f"ids), {total / ours_coded:.2f}x (all 13, coded ids)")
+        print(f"speed-up over pytrec_eval's evaluate alone (dicts already built): {evaluate_time / ours:.2f}x (all 13, "
+              f"string ids), {evaluate_time / ours_trec:.2f}x (its metrics, string ids), "
+              f"{evaluate_time / ours_coded:.2f}x (all 13, coded ids)")
 
     try:
         import ranx  # noqa: F401
@@ -152,7 +201,7 @@ def main() -> None:
         evaluate_time, _ = median_time(lambda: ranx_evaluate(r_qrels, r_run, ranx_metrics, make_comparable=True))
         total = build + evaluate_time
         print(f"ranx (warm): building {build:.3f} s + evaluate {evaluate_time:.3f} s = {total:.3f} s; "
-              f"ratio ours / ranx: {ours / total:.2f}")
+              f"speed-up over ranx: {total / ours:.2f}x (all 13, string ids), {total / ours_coded:.2f}x (coded ids)")
 
 
 if __name__ == "__main__":

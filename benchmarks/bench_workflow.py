@@ -2,6 +2,7 @@
 question-set version (time and jobs) against the cold run; and the no-op rerun and dry run against bare Snakemake.
 
 Usage: .venv/bin/python benchmarks/bench_workflow.py [--cores 2] [--repeats 3] [--keep] [--workdir DIR]
+       .venv/bin/python benchmarks/bench_workflow.py --cold-only [--against CHECKOUT] [--cores 2,4]
 
 Each step runs `snakemake` in a temporary copy of config/config.yaml and data/demo (PYTHONPATH must point at this
 checkout's src). The references, measured in the same invocation: the cold run, and the floor of a bare Snakefile
@@ -9,11 +10,19 @@ with as many rules and trivial `touch` jobs as the demo, completed once, then re
 by the same Python; the no-op and dry-run figures (wall and CPU seconds) are medians of --repeats, demo and bare
 interleaved. `--workdir` reuses a copy kept by --keep: it brings it up to date for config.yaml (the v3 step added a
 history record), then measures the no-op, dry run and floor only.
+
+After every cold run, a per-rule breakdown: jobs, and the wall and CPU seconds their benchmark files record, summed
+per rule. `--cold-only` runs the cold run alone, once per value of `--cores` (a comma-separated list), and with
+`--against CHECKOUT` (another commit's tree, e.g. `git archive <commit> | tar -x -C DIR`: its Snakefile and src)
+the same cold runs of that checkout, alternated with this one's, so that both see the same machine load; per-rule
+figures are printed side by side.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import os
 import re
 import resource
 import shutil
@@ -30,15 +39,24 @@ from rankbench.io.frozen import freeze
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "workflow" / "Snakefile"
+
+
+def snakefile_of(repo: Path) -> Path:
+    """A checkout's Snakefile: workflow/Snakefile, or Snakefile at the top in trees older than the catalog layout."""
+    return repo / "workflow" / "Snakefile" if (repo / "workflow" / "Snakefile").exists() else repo / "Snakefile"
+
+
 _JOBS = re.compile(r"^total\s+(\d+)$", re.MULTILINE)
 
 
-def snakemake(workdir: Path, configfile: str, *args: str) -> tuple[float, str]:
-    """Seconds and stdout of one snakemake call in workdir; a failure stops the benchmark with its stderr."""
-    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "--directory", str(workdir),
+def snakemake(workdir: Path, configfile: str, *args: str, repo: Path = REPO) -> tuple[float, str]:
+    """Seconds and stdout of one snakemake call in workdir (with repo's Snakefile and src); a failure stops the
+    benchmark with its stderr."""
+    command = [sys.executable, "-m", "snakemake", "-s", str(snakefile_of(repo)), "--directory", str(workdir),
                "--configfile", str(workdir / configfile), *args]
+    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     start = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     seconds = time.perf_counter() - start
     if result.returncode != 0:
         sys.exit(f"{' '.join(command)} failed:\n{result.stderr[-3000:]}")
@@ -108,6 +126,62 @@ def floor_comparison(workdir: Path, jobs: int, cores: str, repeats: int) -> None
               f"{demo_cpu / floor_cpu:>8.2f}")
 
 
+def rule_times(workdir: Path) -> dict[str, tuple[int, float, float]]:
+    """Per rule: jobs, and the wall and CPU seconds their benchmark files record, summed (results/*/benchmarks/<rule>/
+    ...; rules without a benchmark file are not counted)."""
+    totals: dict[str, tuple[int, float, float]] = {}
+    for path in sorted(workdir.glob("results/*/benchmarks/**/*.tsv")):
+        parts = path.relative_to(next(p for p in path.parents if p.name == "benchmarks")).parts
+        rule = parts[0] if len(parts) > 1 else path.stem  # benchmarks/<rule>/... or benchmarks/<rule>.tsv
+        with path.open() as handle:
+            row = next(csv.DictReader(handle, delimiter="\t"))
+        jobs, wall, cpu = totals.get(rule, (0, 0.0, 0.0))
+        cpu_time = row.get("cpu_time", "NA")
+        totals[rule] = (jobs + 1, wall + float(row["s"]), cpu + (float(cpu_time) if cpu_time != "NA" else 0.0))
+    return totals
+
+
+def print_rule_times(columns: dict[str, dict[str, tuple[int, float, float]]]) -> None:
+    """The per-rule breakdown of one or more cold runs side by side, slowest rule (by the first run's wall) first."""
+    first = next(iter(columns.values()))
+    rules = sorted(set().union(*columns.values()), key=lambda r: -first.get(r, (0, 0.0, 0.0))[1])
+    header = "".join(f"{name + ' jobs':>16}{'wall s':>9}{'CPU s':>8}" for name in columns)
+    print(f"{'rule':<22}{header}")
+    for rule in [*rules, "all rules"]:
+        cells = []
+        for times in columns.values():
+            picked = list(times.values()) if rule == "all rules" else [times.get(rule, (0, 0.0, 0.0))]
+            jobs, wall, cpu = (sum(t[0] for t in picked), sum(t[1] for t in picked), sum(t[2] for t in picked))
+            cells.append(f"{jobs:>16}{wall:>9.1f}{cpu:>8.1f}")
+        print(f"{rule:<22}{''.join(cells)}")
+
+
+def cold_comparison(cores_list: list[str], against: Path | None, keep: bool) -> None:
+    """Cold runs of the demo, once per --cores value, of this checkout and (alternated with it) of `against`:
+    wall and CPU seconds (the whole Snakemake process tree), then the per-rule breakdown side by side."""
+    repos = {"after": REPO} if against is None else {"before": against.resolve(), "after": REPO}
+    columns: dict[str, dict[str, tuple[int, float, float]]] = {}
+    print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    for cores in cores_list:
+        for name, repo in repos.items():
+            workdir = Path(tempfile.mkdtemp(prefix=f"rankbench-bench-cold-{name}-"))
+            try:
+                shutil.copytree(repo / "data" / "demo", workdir / "data" / "demo")
+                shutil.copy(repo / "config" / "config.yaml", workdir / "config.yaml")
+                start_cpu = _cpu_seconds()
+                seconds, _ = snakemake(workdir, "config.yaml", "--cores", cores, repo=repo)
+                cpu = _cpu_seconds() - start_cpu
+                columns[f"{name} c{cores}"] = times = rule_times(workdir)
+                print(f"cold demo, {name} ({repo}) in {workdir}, --cores {cores}: {seconds:.1f} s wall, "
+                      f"{cpu:.1f} s CPU, "
+                      f"{sum(t[0] for t in times.values())} jobs with a benchmark file; load average now "
+                      f"{os.getloadavg()[0]:.1f}", flush=True)
+            finally:
+                if not keep:
+                    shutil.rmtree(workdir, ignore_errors=True)
+    print_rule_times(columns)
+
+
 def add_version(workdir: Path) -> str:
     """Register v3 (v2's questions and rewrites under a new name), frozen as a user would; returns its config file."""
     questions = workdir / "data" / "demo" / "questions"
@@ -128,7 +202,12 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="runs of each no-op and dry run against the floor")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copy")
     parser.add_argument("--workdir", type=Path, help="a completed copy kept by --keep: floor comparison only")
+    parser.add_argument("--cold-only", action="store_true", help="cold runs and their per-rule breakdown only")
+    parser.add_argument("--against", type=Path, help="with --cold-only: another checkout, run alternately")
     args = parser.parse_args()
+    if args.cold_only:
+        cold_comparison(args.cores.split(","), args.against, args.keep)
+        return 0
     if args.workdir:
         shutil.rmtree(args.workdir / "bare", ignore_errors=True)
         snakemake(args.workdir, "config.yaml", "--cores", args.cores)
@@ -141,6 +220,7 @@ def main() -> int:
         shutil.copy(REPO / "config" / "config.yaml", workdir / "config.yaml")
         cold_jobs = planned(workdir, "config.yaml")
         cold, _ = snakemake(workdir, "config.yaml", "--cores", args.cores)
+        print_rule_times({"cold": rule_times(workdir)})
         noop, _ = snakemake(workdir, "config.yaml", "--cores", args.cores)
         dry, _ = snakemake(workdir, "config.yaml", "--dry-run", "--quiet", "rules")
         floor_comparison(workdir, cold_jobs - 1, args.cores, args.repeats)  # the jobs but `all`

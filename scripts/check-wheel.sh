@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The library as users get it: build the wheel, install it (the core only) into a fresh venv for each Python given
 # (default 3.10 3.12 3.13, found under ~/.pyenv/versions or on PATH), check that neither torch nor Snakemake came
-# with it, and run the core tests there (marker `core`: the API and `rankbench eval` against pytrec_eval).
+# with it, and run the core tests there (marker `core`: the API and `rankbench eval` against pytrec_eval). Then, in
+# the 3.12 venv, add the workflow and bm25 extras and run a whole project from a folder outside the repository with
+# the installed package (tests/workflow/test_run_command.py: `rankbench run --quick`, and the module way).
 #
 #   scripts/check-wheel.sh [3.10 3.12 ...]    # from the repository root, after `make setup` (PYTHON= another builder)
 set -euo pipefail
@@ -38,3 +40,9 @@ for version in "${versions[@]}"; do
     env -u PYTHONPATH "$venv/bin/python" -m pytest -q -p no:cacheprovider -m core \
         $(grep -rl --include="test_*.py" "^pytestmark = pytest.mark.core" tests)
 done
+workflow_venv="$work/venv-3.12"
+if [ -d "$workflow_venv" ]; then
+    "$workflow_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel[workflow,bm25]"
+    echo "check-wheel: Python 3.12 with the workflow and bm25 extras: a project run from the installed package:"
+    env -u PYTHONPATH "$workflow_venv/bin/python" -m pytest -q -p no:cacheprovider tests/workflow/test_run_command.py
+fi

@@ -67,6 +67,14 @@ class CountingProxy(ThreadingHTTPServer):
         self.headers_seen: list[dict] = []
         self.failures: list[tuple[int, bytes] | None] = []  # None: forward that request
         self.lock = threading.Lock()
+        self.stall_from: int | None = None
+        self.released = threading.Event()
+
+    def stall_after(self, requests: int) -> threading.Event:
+        """Forward `requests` more requests, then hold each later one (no answer) until the returned event is set."""
+        self.stall_from = len(self.requests) + requests
+        self.released.clear()
+        return self.released
 
     def fail_next(self, status: int, body: object, times: int = 1, after: int = 0) -> None:
         """Forward `after` more requests, then answer `times` of them with this error (status 0: close the
@@ -92,6 +100,11 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.server.requests.append(json.loads(body))
             self.server.headers_seen.append(dict(self.headers))
             failure = self.server.failures.pop(0) if self.server.failures else None
+            stalled = self.server.stall_from is not None and len(self.server.requests) > self.server.stall_from
+        if stalled:
+            self.server.released.wait(60)
+            self.close_connection = True
+            return
         if failure is None:
             request = urllib.request.Request(self.server.upstream + self.path, data=body, method="POST",
                                              headers={"Content-Type": "application/json"})

@@ -1,5 +1,6 @@
-"""Command line: `rankbench run` runs the packaged workflow in a project folder; `rankbench freeze` registers a
-question-set version; `rankbench eval` scores runs without Snakemake; `rankbench pool-export` / `pool-import` complete
+"""Command line: `rankbench init` starts a project from documents and a questions sheet; `rankbench run` runs the
+packaged workflow in a project folder; `rankbench check` validates question-set versions, `rankbench freeze`
+registers one; `rankbench eval` scores runs without Snakemake; `rankbench pool-export` / `pool-import` complete
 labels through a new frozen version."""
 
 from __future__ import annotations
@@ -11,15 +12,20 @@ from pathlib import Path
 
 import pandas as pd
 
+import rankbench
 from rankbench.errors import InputError
 from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
-from rankbench.evaluation.metric_names import MetricNameError, known_metrics_text, parse_metrics
+from rankbench.evaluation.metric_names import known_metrics_text, parse_metrics, rbp_persistence
 from rankbench.evaluation.metrics import GAINS
 from rankbench.evaluation.scoring import GRAINS
 from rankbench.evaluation.stats import format_p
+from rankbench.evaluation.trec_eval_format import OFFICIAL, ZERO_TOPICS, parse_trec_measures, trec_eval_lines
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
+from rankbench.io.runs import collapse_to_documents
+from rankbench.io.trec import read_qrels, read_run, trec_run_tag
 from rankbench.pipeline.launch import run_workflow
+from rankbench.pipeline.run_commands import RUN_COMMANDS, add_run_commands
 
 
 def _positive(text: str) -> int:
@@ -36,23 +42,15 @@ def _non_negative(text: str) -> int:
     return int(text)
 
 
-def _persistence(text: str) -> float:
-    """A number strictly between 0 and 1 (argparse type), RBP's persistence."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
-    return value
-
-
 def _metrics(text: str) -> str:
     """Metric names, checked while the arguments are read (argparse type) and passed on as given."""
-    try:
-        parse_metrics(text)
-    except MetricNameError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+    parse_metrics(text)
+    return text
+
+
+def _trec_measure(text: str) -> str:
+    """A trec_eval -m value, checked while the arguments are read (argparse type) and passed on as given."""
+    parse_trec_measures([text])
     return text
 
 
@@ -98,17 +96,64 @@ def summary_text(summary: pd.DataFrame, resamples: int) -> str:
     return table.to_string(index=False)
 
 
+def run_names(paths: list[Path]) -> list[str]:
+    """Each run's name: its TREC run tag (as trec_eval names it), or its file name when it has none or when two runs
+    share a tag; two runs sharing both are an InputError."""
+    tags = [trec_run_tag(path) or Path(path).stem for path in paths]
+    if len(set(tags)) == len(tags):
+        return tags
+    stems = [Path(path).stem for path in paths]
+    if len(set(stems)) != len(stems):
+        raise InputError(None, "--run", f"two runs share a tag and a file name ({', '.join(stems)})",
+                         "Give runs distinct tags (the last column) or file names: the name identifies the run.")
+    return stems
+
+
+def _eval_inputs(args: argparse.Namespace) -> tuple[Path, list[Path]]:
+    """The qrels and runs, given as trec_eval takes them (QRELS RUN ...) or as --qrels / --run."""
+    qrels, runs = (args.paths[0], args.paths[1:]) if args.paths else (args.qrels, args.run or [])
+    if args.paths and (args.qrels or args.run):
+        raise InputError(None, "eval", "takes QRELS RUN ... or --qrels/--run, not both", "Use one form.")
+    if qrels is None or not runs:
+        raise InputError(None, "eval", "needs qrels and at least one run", "Give QRELS RUN [RUN ...] (as trec_eval) "
+                         "or --qrels FILE --run FILE.")
+    return qrels, runs
+
+
+def trec_eval_command(args: argparse.Namespace, qrels_path: Path, paths: list[Path]) -> int:
+    """`rankbench eval` with trec_eval's flags: its three-column lines (measure, qid or all, value) per run, at
+    document grain (a Parquet run's chunks collapsed to their documents)."""
+    measures = parse_trec_measures(args.measures or list(OFFICIAL))
+    qrels = read_qrels(qrels_path)
+    runs = {name: collapse_to_documents(read_run(path)) for name, path in zip(run_names(paths), paths)}
+    lines = trec_eval_lines(qrels, runs, measures, per_query=args.q, complete=args.c, summary=not args.n,
+                            max_depth=args.M, relevance_level=args.l, zero_topics=args.zero_topics)
+    print("\n".join(lines))
+    return 0
+
+
 def evaluate_command(args: argparse.Namespace) -> int:
     """`rankbench eval`: rankbench.compare over TREC/Parquet files, printed as a table, optionally written as tidy
-    Parquet; a run that cannot score above 0 is named in a warning (refused with --strict) before anything is scored."""
-    names = [Path(path).stem for path in args.run]
-    if len(set(names)) != len(names):
-        raise InputError(None, "--run", f"two runs share a file name ({', '.join(names)})",
-                         "Give runs distinct file names: the name identifies the run in the table.")
+    Parquet; a run that cannot score above 0 is named in a warning (refused with --strict) before anything is scored.
+    With any of trec_eval's flags (-q -c -n -M -l -m), trec_eval's output instead (trec_eval_command)."""
+    qrels_path, paths = _eval_inputs(args)
+    if args.q or args.c or args.n or args.M is not None or args.l is not None or args.measures:
+        if args.l is None:
+            args.l = args.relevance_threshold
+        args.zero_topics = args.zero_topics or "include"
+        return trec_eval_command(args, qrels_path, paths)
+    if args.zero_topics == "include":
+        raise InputError(None, "--zero-topics include", "applies to trec_eval's output only: the table leaves out "
+                         "questions without a relevant label and counts them apart", "Add a trec_eval flag such as "
+                         "-m map, or drop --zero-topics.")
+    names = run_names(paths)
     baseline = args.baseline or (names[0] if len(names) > 1 else None)
+    if baseline is not None and baseline not in names:  # a run may also be named by its file name
+        stems = [Path(path).stem for path in paths]
+        baseline = names[stems.index(baseline)] if baseline in stems else baseline
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnmatchedRunWarning)
-        result = compare(args.qrels, dict(zip(names, args.run)), args.metrics, baseline, grain=args.grain,
+        result = compare(qrels_path, dict(zip(names, paths)), args.metrics, baseline, grain=args.grain,
                          relevance_threshold=args.relevance_threshold, gain=args.gain, rbp_p=args.rbp_p,
                          n_resamples=args.resamples, seed=args.seed, strict=args.strict)
     for warning in caught:
@@ -163,19 +208,119 @@ def publish_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def init_command(args: argparse.Namespace) -> int:
+    """`rankbench init`: a project folder from a folder of documents (or a collection) and a questions sheet."""
+    try:
+        from rankbench.pipeline.project_init import init_project, summary_text
+    except ModuleNotFoundError as error:
+        raise InputError(None, "rankbench init", f"needs {error.name}, which is not installed",
+                         "Install what a project needs: `pip install 'rankbench[workflow,bm25,dense,documents]'`."
+                         ) from None
+
+    print(summary_text(init_project(args.folder, args.documents, args.questions, args.version, args.language,
+                                    args.name)))
+    return 0
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """`rankbench check`: every (or the given) version of a project against its corpus; warnings are printed."""
+    from rankbench.io.config_file import load_config_file
+    from rankbench.pipeline.drafts import check_version
+
+    versions = args.version or sorted(load_config_file(args.config).get("qsets") or {})
+    for version in versions:
+        result = check_version(args.config, version, args.directory)
+        for warning in result.warnings:
+            print(f"rankbench: warning: {warning}", file=sys.stderr)
+        print(f"{version}: {result.questions} questions, {result.labels} labels: ok"
+              + (" (draft: may still change; `rankbench freeze --version " + version + "` freezes it)"
+                 if result.draft else ""))
+    return 0
+
+
+def freeze_command(args: argparse.Namespace) -> int:
+    """`rankbench freeze`: a version file into a lock, or (without a file) a project's version after `check`."""
+    if args.path is not None and args.lock is not None:
+        digest, lock, edited = freeze(args.path, args.version, args.lock), args.lock, False
+    elif args.path is None and args.lock is None:
+        from rankbench.pipeline.drafts import freeze_draft
+
+        digest, lock, edited = freeze_draft(args.config, args.version, args.directory)
+    else:
+        raise InputError(None, "freeze", "takes a version file with --lock, or neither (the project's config names "
+                         "both)", "Give both, or run `rankbench freeze --version NAME` in the project folder.")
+    print(f"{args.version}: sha256 {digest} registered in {lock}"
+          + (f"; `draft: true` removed from {args.config}" if edited else ""))
+    return 0
+
+
+def add_project_commands(commands: argparse._SubParsersAction) -> None:
+    """The `init` and `check` subcommands (a project started from documents, draft versions checked)."""
+    init_parser = commands.add_parser("init", help="start a project from a folder of documents and a questions sheet")
+    init_parser.add_argument("folder", type=Path, help="the new project folder (must not exist, or be empty)")
+    init_parser.add_argument("--documents", type=Path, required=True,
+                             help="a folder of .md/.html/.txt/.pdf files, or a JSONL, BEIR or TREC collection")
+    init_parser.add_argument("--questions", type=Path, required=True,
+                             help="CSV, TSV or JSONL sheet, one row per label: question, document, [qid, section, "
+                                  "grade, kind, audience, as_of]")
+    init_parser.add_argument("--version", default="v1", help="name of the draft question-set version (default: v1)")
+    init_parser.add_argument("--language", default="english",
+                             help="the documents' language, for BM25's analyzer; other than english, the dense "
+                                  "method uses multilingual e5 (default: english)")
+    init_parser.add_argument("--name", help="dataset name (default: from the folder's name)")
+    init_parser.set_defaults(handler=init_command)
+    check_parser = commands.add_parser("check", help="validate question-set versions against the corpus")
+    _project_options(check_parser)
+    check_parser.add_argument("--version", action="append", help="a version to check (repeat; default: all)")
+    check_parser.set_defaults(handler=check_command)
+
+
+def _project_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, default=Path("config.yaml"), help="the project's config "
+                        "(default: config.yaml)")
+    parser.add_argument("--directory", type=Path, help="the folder the config's paths start from (default: here, as "
+                        "for the workflow)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rankbench` command."""
     parser = argparse.ArgumentParser(prog="rankbench", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"rankbench {rankbench.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     freeze_parser = commands.add_parser("freeze",
                                         help="register a new question-set version (its sha256) in a lock file")
-    freeze_parser.add_argument("path", type=Path, help="the version's JSONL file")
+    freeze_parser.add_argument("path", type=Path, nargs="?",
+                               help="the version's JSONL file (default: checked against the corpus and frozen as the "
+                                    "project's config names it)")
     freeze_parser.add_argument("--version", required=True, help="version name used in config `qsets`")
-    freeze_parser.add_argument("--lock", type=Path, required=True, help="the lock file (created if missing)")
-    eval_parser = commands.add_parser("eval", help="score runs against qrels (TREC or Parquet), like trec_eval")
-    eval_parser.add_argument("--qrels", type=Path, required=True, help="TREC qrels (qid 0 docno grade) or .parquet")
-    eval_parser.add_argument("--run", type=Path, action="append", required=True,
+    freeze_parser.add_argument("--lock", type=Path, help="the lock file (created if missing) when a file is given")
+    _project_options(freeze_parser)
+    freeze_parser.set_defaults(handler=freeze_command)
+    add_project_commands(commands)
+    eval_parser = commands.add_parser(
+        "eval", help="score runs against qrels (TREC or Parquet); with -q/-c/-n/-M/-l/-m as a trec_eval drop-in",
+        description="rankbench eval QRELS RUN [RUN ...] prints rankbench's table (means, CIs, tests vs the first "
+                    "run, Holm); any of trec_eval's flags (-q -c -n -M -l -m) prints trec_eval's three columns "
+                    "instead (docs/coming-from.md).")
+    eval_parser.add_argument("--version", action="version",
+                             version=f"rankbench eval {rankbench.__version__} (trec_eval 9 measures, output format)")
+    eval_parser.add_argument("paths", nargs="*", type=Path, metavar="QRELS RUN",
+                             help="qrels, then one or more runs, as trec_eval takes them")
+    eval_parser.add_argument("--qrels", type=Path, help="TREC qrels (qid 0 docno grade) or .parquet")
+    eval_parser.add_argument("--run", type=Path, action="append",
                              help="TREC run (qid Q0 docno rank score tag) or .parquet; repeat for several")
+    trec = eval_parser.add_argument_group("trec_eval's flags (any of them: trec_eval's output)")
+    trec.add_argument("-q", action="store_true", help="per-topic lines too, then the `all` lines")
+    trec.add_argument("-c", action="store_true", help="average over every qrels topic (0 where a run lacks it)")
+    trec.add_argument("-n", action="store_true", help="no summary (`all`) lines")
+    trec.add_argument("-M", type=_positive, metavar="N", help="score only the top N of each topic")
+    trec.add_argument("-l", type=_positive, metavar="N", help="relevant when grade >= N (default 1)")
+    trec.add_argument("-m", dest="measures", action="append", metavar="MEASURE", type=_trec_measure,
+                      help="trec_eval measure (P.5,10 / ndcg_cut.10 / map / recip_rank / Rprec / bpref / num_rel / "
+                           "official) or a rankbench name; repeat for several (default: official)")
+    trec.add_argument("--zero-topics", choices=ZERO_TOPICS,
+                      help="with trec_eval's output, topics whose labels are all below -l: include them scoring 0, "
+                           "as trec_eval (default), or exclude them, as rankbench's table always does")
     eval_parser.add_argument("--metrics", type=_metrics, default=",".join(DEFAULT_METRICS),
                              help="comma-separated, e.g. ndcg@10,P_5,map,recip_rank,Rprec (default: "
                                   f"{','.join(DEFAULT_METRICS)}); {known_metrics_text()}")
@@ -185,12 +330,12 @@ def main(argv: list[str] | None = None) -> int:
     eval_parser.add_argument("--gain", choices=GAINS, default="linear", help="nDCG gain (default: linear)")
     eval_parser.add_argument("--grain", choices=GRAINS, default="document",
                              help="document (default) or chunk: which ids of a Parquet run and qrels are scored")
-    eval_parser.add_argument("--baseline", help="run name (its file name) the others are tested against "
+    eval_parser.add_argument("--baseline", help="run name (its tag or file name) the others are tested against "
                                                 "(default: the first run)")
     eval_parser.add_argument("--resamples", type=_positive, default=10_000,
                              help="bootstrap / randomization resamples (default: 10000)")
     eval_parser.add_argument("--seed", type=_non_negative, default=0)
-    eval_parser.add_argument("--rbp-p", type=_persistence, default=0.8,
+    eval_parser.add_argument("--rbp-p", type=rbp_persistence, default=0.8,
                              help="persistence p of rbp and rbp_residual, between 0 and 1 (default: 0.8)")
     eval_parser.add_argument("--strict", action="store_true",
                              help="fail, instead of warning, when a run is empty or shares no question or id with the "
@@ -220,12 +365,15 @@ def main(argv: list[str] | None = None) -> int:
                                      "config.yaml, its results/. Other options go to Snakemake (e.g. --cores 2, -n).")
     run_parser.add_argument("--quick", action="store_true",
                             help="only what the comparison page needs: runs, metrics, aggregate, the page")
+    add_run_commands(commands)
     args, snakemake_args = parser.parse_known_args(argv)
     if snakemake_args and args.command != "run":
         parser.error(f"unrecognized arguments: {' '.join(snakemake_args)}")
     try:
         if args.command == "run":
             return run_workflow(snakemake_args, args.quick, Path.cwd())
+        if args.command in RUN_COMMANDS:
+            return RUN_COMMANDS[args.command](args)
         if args.command == "publish":
             return publish_command(args)
         if args.command == "eval":
@@ -234,12 +382,10 @@ def main(argv: list[str] | None = None) -> int:
             return pool_export_command(args)
         if args.command == "pool-import":
             return pool_import_command(args)
-        digest = freeze(args.path, args.version, args.lock)
+        return int(args.handler(args))
     except InputError as error:
         print(f"rankbench: {error}", file=sys.stderr)
         return 1
-    print(f"{args.version}: sha256 {digest} registered in {args.lock}")
-    return 0
 
 
 if __name__ == "__main__":

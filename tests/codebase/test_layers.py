@@ -1,5 +1,5 @@
-"""The package layers: imports only go down (io < corpus < retrieval < evaluation < analysis < report < llm <
-pipeline < cli), so each stage can be read, tested and reused without the ones above it."""
+"""The package layers: imports only go down (redaction < errors < io < corpus < retrieval < evaluation < analysis <
+report < llm < pipeline < cli), so each stage can be read, tested and reused without the ones above it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "rankbench"
-LAYERS = ("errors", "io", "corpus", "retrieval", "evaluation", "analysis", "report", "llm", "pipeline", "cli")
+LAYERS = ("redaction", "errors", "io", "corpus", "retrieval", "evaluation", "analysis", "report", "llm", "pipeline",
+          "cli")
 # A package's entry point may call the command line (`python -m rankbench.llm` is `rankbench` with one verb).
 ENTRY_POINTS = {"llm.__main__"}
 
@@ -84,7 +85,7 @@ def test_the_cycle_check_finds_a_cycle() -> None:
 
 def test_every_module_is_in_a_layer() -> None:
     stray = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
-             if p.parent == PACKAGE and p.stem not in ("__init__", "errors", "cli")]
+             if p.parent == PACKAGE and p.stem not in ("__init__", "redaction", "errors", "cli")]
     assert not stray, f"modules outside the stage packages: {stray}"
 
 

@@ -77,7 +77,8 @@ def test_environment_yml_has_the_lock_pins_of_the_workflow() -> None:
 
 def test_the_package_data_ships_py_typed_the_workflow_and_the_schemas() -> None:
     """A wheel carries what package-data lists (CI builds one and runs from it): rankbench/py.typed, the explorer
-    template and the whole workflow folder (Snakefile, rules, scripts, the one schema folder, report captions)."""
+    template, the whole workflow folder (Snakefile, rules, scripts, the one schema folder, report captions) and the
+    conda environment the rules name."""
     data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["rankbench"]
     package = REPO / "src" / "rankbench"
     assert "py.typed" in data
@@ -88,3 +89,5 @@ def test_the_package_data_ships_py_typed_the_workflow_and_the_schemas() -> None:
                  "workflow/schemas/config.schema.yaml", "workflow/schemas/corpus.schema.yaml"):
         assert name in shipped
     assert (package / "workflow").resolve() == REPO / "workflow"  # one copy: the package links to workflow/
+    # The rules' `conda: "../../environment.yml"` resolves in the wheel too (Snakemake records it for every job).
+    assert "environment.yml" in shipped and (package / "environment.yml").resolve() == REPO / "environment.yml"

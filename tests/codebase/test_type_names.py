@@ -18,8 +18,8 @@ ALLOWED = {"src/rankbench/retrieval/registry.py": set(METHOD_TYPES),
 SMK_COMPARISON = re.compile(r"""(?:==|!=|\bin)\s*[(\[{]?\s*["']([\w-]+)["']|methods_of_type\(\s*["']([\w-]+)["']""")
 
 
-def _compared_names(tree: ast.AST) -> list[tuple[int, str]]:
-    """(line, string) of every string constant a comparison tests against, or a dict literal keys by."""
+def _compared_names(tree: ast.AST, types: set[str]) -> list[tuple[int, str]]:
+    """(line, string) of every string constant a comparison tests against, or a table by type keys by."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
@@ -27,9 +27,9 @@ def _compared_names(tree: ast.AST) -> list[tuple[int, str]]:
                 items = operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) else [operand]
                 found += [(node.lineno, item.value) for item in items
                           if isinstance(item, ast.Constant) and isinstance(item.value, str)]
-        elif isinstance(node, ast.Dict):
-            found += [(node.lineno, key.value) for key in node.keys
-                      if isinstance(key, ast.Constant) and isinstance(key.value, str)]
+        elif isinstance(node, ast.Dict):  # a table by type has two or more type names as keys (a config may name one)
+            keys = [key.value for key in node.keys if isinstance(key, ast.Constant) and isinstance(key.value, str)]
+            found += [(node.lineno, key) for key in keys] if len(set(keys) & types) > 1 else []
     return found
 
 
@@ -39,7 +39,7 @@ def type_name_comparisons(root: Path, types: set[str]) -> list[str]:
     python = [*root.glob("src/rankbench/**/*.py"), *root.glob("workflow/scripts/*.py")]
     for path in sorted(python):
         relative = path.relative_to(root).as_posix()
-        hits += [f"{relative}:{line}: {name}" for line, name in _compared_names(ast.parse(path.read_text()))
+        hits += [f"{relative}:{line}: {name}" for line, name in _compared_names(ast.parse(path.read_text()), types)
                  if name in types - ALLOWED.get(relative, set())]
     for path in sorted([*root.glob("workflow/rules/*.smk"), *root.glob("Snakefile"), *root.glob("workflow/Snakefile")]):
         relative = path.relative_to(root).as_posix()
@@ -58,9 +58,11 @@ def test_the_check_finds_type_names_in_python_and_snakemake(tmp_path: Path) -> N
     (tmp_path / "src/rankbench/pipeline").mkdir(parents=True)
     (tmp_path / "workflow/rules").mkdir(parents=True)
     (tmp_path / "src/rankbench/pipeline/m.py").write_text(
-        'RULES = {"bm25": "x"}\nif spec["type"] in ("dense", "other"):\n    pass\nok = kind == "chunk"\n')
+        'RULES = {"bm25": "x", "dense": "y"}\nconfig = {"bm25": {}}\n'
+        'if spec["type"] in ("dense", "other"):\n    pass\nok = kind == "chunk"\n')
     (tmp_path / "workflow/rules/common.smk").write_text(
         'if METHOD_SPECS[m]["type"] == "bm25":\n    pass\nx = methods_of_type("rerank")\n')
     assert type_name_comparisons(tmp_path, {"bm25", "dense", "rerank"}) == [
-        "src/rankbench/pipeline/m.py:1: bm25", "src/rankbench/pipeline/m.py:2: dense",
+        "src/rankbench/pipeline/m.py:1: bm25", "src/rankbench/pipeline/m.py:1: dense",
+        "src/rankbench/pipeline/m.py:3: dense",
         "workflow/rules/common.smk:1: bm25", "workflow/rules/common.smk:3: rerank"]

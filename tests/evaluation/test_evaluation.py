@@ -10,7 +10,9 @@ from rankbench.evaluation.scoring import (
     AGGREGATE_COLUMNS,
     PER_QUERY_COLUMNS,
     aggregate,
+    dictionary_coded,
     evaluate_run,
+    grade_distribution,
 )
 from rankbench.io.qrels import build_qrels
 from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents
@@ -128,6 +130,21 @@ def test_evaluate_run_matches_pytrec_eval_at_both_grains(gain: str) -> None:
                         (grain, qid, metric, k)
                     checked += 1
         assert checked >= 12
+
+
+def test_dictionary_coded_ids_change_no_value() -> None:
+    """The workflow's coding (ids as categoricals over one vocabulary) keeps every id and gives the same metrics and
+    grade shares, column types included, as the string ids."""
+    questions, labels, run = sample()
+    qrels, _ = build_qrels(labels, CHUNKS)
+    coded_run, coded_qrels = dictionary_coded(run, qrels)
+    assert isinstance(coded_run["doc_id"].dtype, pd.CategoricalDtype)
+    assert coded_run["chunk_id"].dtype == coded_run["doc_id"].dtype == coded_qrels["item_id"].dtype
+    assert coded_run.astype({c: str for c in ("qid", "chunk_id", "doc_id")}).equals(run)
+    pd.testing.assert_frame_equal(evaluate_run(coded_run, questions, coded_qrels, KS, extra_metrics=["bpref"]),
+                                  evaluate_run(run, questions, qrels, KS, extra_metrics=["bpref"]))
+    pd.testing.assert_frame_equal(grade_distribution(coded_run, questions, coded_qrels, 5),
+                                  grade_distribution(run, questions, qrels, 5))
 
 
 def test_document_grain_uses_first_chunk_per_document() -> None:

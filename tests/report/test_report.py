@@ -3,9 +3,12 @@ history and pooling; every expected value is worked out by hand."""
 
 from __future__ import annotations
 
+import html
 import itertools
 import json
 import multiprocessing
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -22,12 +25,7 @@ from rankbench.analysis.failures import (
     analyse,
     stage_log,
 )
-from rankbench.analysis.history import (
-    append_records,
-    history_frame,
-    history_markdown,
-    read_history,
-)
+from rankbench.analysis.history import append_records, history_frame, read_history
 from rankbench.analysis.pooling import import_labels, read_filled, unjudged_pool, write_pool
 from rankbench.analysis.qset_diff import (
     CHANGE_COLUMNS,
@@ -40,14 +38,17 @@ from rankbench.corpus.label_checks import label_findings
 from rankbench.errors import InputError
 from rankbench.evaluation.stats import format_p, holm, tiers
 from rankbench.io.frozen import read_lock
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.pipeline.cost import cost_table, method_stages
 from rankbench.pipeline.provenance import canonical_config, config_hash, report_settings
 from rankbench.report.calibration import calibration_markdown
 from rankbench.report.comparison import cost_page, judge_section, labels_section, leaks_section
 from rankbench.report.failures import failures_markdown
 from rankbench.report.findings import findings, kind_patterns
+from rankbench.report.history import history_markdown
 from rankbench.report.labels import findings_markdown
+from rankbench.report.pages import markdown_html
+from rankbench.report.plots import kind_heatmap, save
 from rankbench.report.qset_diff import diff_markdown
 from rankbench.report.tables import (
     csv_table,
@@ -523,3 +524,54 @@ def test_diff_page_shows_tied_methods_as_equal_under_the_metric_label() -> None:
                            [("ndcg", 10)])
     page = diff_markdown(summary, changes, table, flipped, "document")
     assert "on nDCG@10 is the same on both versions: bm25 = bm25-rm3 > dense" in page
+
+
+# User text a page may show (a note, a label, a kind, a question, a title), holding what Markdown and HTML would load.
+HOSTILE = ["see ![chart](http://203.0.113.9/pixel.png)", "<img src=\"https://203.0.113.9/x.png\">",
+           "[click](https://203.0.113.9/) <script src=//203.0.113.9/s.js></script>", "&lt;b&gt; a|b *em* `code`",
+           "cost $5 and $\\frac{1}{2}$"]
+# What would make a browser fetch: an element with a source, a stylesheet, a CSS url() or import.
+REMOTE_LOAD = re.compile(r"<(img|script|iframe|link|source|video|audio|object|embed)\b|\burl\(|@import|srcset=",
+                         re.IGNORECASE)
+
+
+def visible_text(page: str) -> str:
+    """The text a browser shows of an HTML fragment (tags dropped, entities decoded)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_user_text_renders_as_that_text_and_loads_nothing(text: str) -> None:
+    """Before: a Markdown image in `experiment.note` became a live <img src="http://…"> on comparison.html."""
+    page = markdown_html(f"- experiment: {markdown_literal(text)}\n\n" + markdown_grid(pd.DataFrame(
+        {"question": [markdown_literal(text)]}, index=pd.Index(["q1"], name="qid"))), "t")
+    assert not REMOTE_LOAD.search(page), page
+    body = page.split("<body>", 1)[1]
+    assert visible_text(body).count(text) == 2, body
+
+
+def test_pages_show_local_images_and_never_remote_ones() -> None:
+    """The renderer's own net, whatever Markdown reaches it: the run's plots render, other images stay text."""
+    page = markdown_html("![forest](plots/forest-ndcg@10.svg)\n\n![x](http://203.0.113.9/a.png) "
+                         "![y](//203.0.113.9/b.png) ![z](/etc/c.png)", "t")
+    assert page.count("<img") == 1 and '<img src="plots/forest-ndcg@10.svg" alt="forest"' in page
+    assert "![x](http://203.0.113.9/a.png)" in visible_text(page)
+
+
+def test_the_history_page_shows_labels_and_notes_as_text() -> None:
+    records = [{"dataset": "d", "qset": "v1", "qset_sha256": "s", "config_sha256": "c", "label": HOSTILE[0],
+                "note": HOSTILE[1], "method": "bm25", "grain": "document", "metrics": {"rr@10": 0.5},
+                "date": "2026-01-01", "run": 1}]
+    page = markdown_html(history_markdown(history_frame(records, "d"), "rr@10"), "history")
+    assert not REMOTE_LOAD.search(page) and HOSTILE[0] in visible_text(page) and HOSTILE[1] in visible_text(page)
+
+
+def test_plot_labels_are_literal_text_never_mathtext(tmp_path: Path) -> None:
+    """A kind holding `$…$` (matplotlib would parse it as mathtext, and fail on `\\frac{`) is drawn as written."""
+    rows = [aggregate_row(method, mean, kind=kind, metric="rr", k=10)
+            for method, mean in (("bm25", 0.5), ("dense", 0.6)) for kind in ("all", "$\\frac{", "cost $5 $x$")]
+    figure = kind_heatmap(pd.DataFrame(rows), "document", "rr", 10, "kinds of $\\frac{")
+    save(figure, tmp_path / "k.png", tmp_path / "k.svg")
+    texts = figure.axes[0].get_yticklabels() + figure.axes[0].get_xticklabels() + [figure.axes[0].title]
+    assert {"$\\frac{\n(n=40)", "cost $5 $x$\n(n=40)"} <= {text.get_text() for text in texts}
+    assert not any(text.get_parse_math() for text in texts)

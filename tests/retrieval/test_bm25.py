@@ -15,6 +15,7 @@ import pytest
 
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
+from rankbench.retrieval import bm25
 from rankbench.retrieval.bm25 import (
     LANGUAGES,
     VARIANTS,
@@ -282,8 +283,34 @@ def test_numba_pruning_keeps_every_result(variant):
 
 def test_unknown_backend_is_refused():
     index = build_index(ENGLISH, EN, BM25Params())
-    with pytest.raises(ValueError, match="unknown BM25 backend 'jax'; accepted: numpy, numba"):
+    with pytest.raises(ValueError, match="unknown BM25 backend 'jax'; accepted: auto, numpy, numba"):
         search(index, EN, ["cat"], 5, backend="jax")
+
+
+def test_auto_backend_picks_numpy_below_the_threshold_and_numba_from_it(monkeypatch):
+    """auto: numpy below NUMBA_MIN_PASSAGES passages, numba from there when installed (numpy without numba), and the
+    same runs either way."""
+    assert bm25.DEFAULT_BACKEND == "auto"
+    assert bm25.resolved_backend("auto", bm25.NUMBA_MIN_PASSAGES - 1) == "numpy"
+    assert bm25.resolved_backend("auto", bm25.NUMBA_MIN_PASSAGES) == ("numba" if bm25.NUMBA_INSTALLED else "numpy")
+    assert bm25.resolved_backend("numba", 10) == "numba" and bm25.resolved_backend("numpy", 10**9) == "numpy"
+    monkeypatch.setattr(bm25, "NUMBA_INSTALLED", False)
+    assert bm25.resolved_backend("auto", 10**9) == "numpy"
+    monkeypatch.undo()
+    passages, queries = _tied_corpus(3)
+    analyzer = Analyzer(stopwords=False, stemming=False)
+    index = build_index(passages, analyzer, BM25Params())
+    expected = search(index, analyzer, queries, 20, backend="numpy")
+    if bm25.NUMBA_INSTALLED:  # the threshold lowered under the corpus: auto searches with numba, same results
+        monkeypatch.setattr(bm25, "NUMBA_MIN_PASSAGES", 1)
+        calls = []
+        monkeypatch.setattr(bm25, "_search_numba", lambda *args: calls.append(1) or search_numba(*args))
+        got = search(index, analyzer, queries, 20, backend="auto")
+        assert calls == [1]
+        assert np.array_equal(got[0], expected[0]) and np.array_equal(got[1], expected[1])
+
+
+search_numba = bm25._search_numba
 
 
 @numba_installed
@@ -302,3 +329,26 @@ def test_numba_kernels_compile_once_into_the_cache_dir(tmp_path):
     assert runs[0].stdout.split() == ["0", "1"]  # compiled, and written to the cache
     assert runs[1].stdout.split() == ["1", "0"]  # loaded from it
     assert list((tmp_path / "numba").rglob("bm25_numba._search_all-*.nbc"))
+
+
+@numba_installed
+@pytest.mark.slow
+def test_index_job_compiles_the_kernels_its_search_jobs_load(tmp_path):
+    """compile_numba_kernels on the saved index (what the bm25_index job runs) fills NUMBA_CACHE_DIR with the very
+    specialization a later search of the loaded index uses: that search compiles nothing."""
+    build = ("from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index, compile_numba_kernels, "
+             "load_index, save_index\n"
+             "analyzer, params = Analyzer(stopwords=False), BM25Params()\n"
+             "index = build_index(['a b', 'b c'], analyzer, params)\n"
+             f"save_index(index, analyzer, params, {str(tmp_path / 'i.npz')!r})\n"
+             f"compile_numba_kernels(load_index({str(tmp_path / 'i.npz')!r})[0])\n")
+    search_job = ("from rankbench.retrieval.bm25 import load_index, search_weighted\n"
+                  "from rankbench.retrieval import bm25_numba\n"
+                  f"index, analyzer, _ = load_index({str(tmp_path / 'i.npz')!r})\n"
+                  "search_weighted(index, [{'b': 1.0}, {'c': 0.5}], 2, backend='numba')\n"
+                  "print(sum(bm25_numba._search_all.stats.cache_hits.values()),"
+                  " sum(bm25_numba._search_all.stats.cache_misses.values()))\n")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    subprocess.run([sys.executable, "-c", build], env=env, check=True)
+    searched = subprocess.run([sys.executable, "-c", search_job], env=env, capture_output=True, text=True, check=True)
+    assert searched.stdout.split() == ["1", "0"]  # loaded from the cache, not compiled

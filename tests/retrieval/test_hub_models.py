@@ -33,7 +33,7 @@ from rankbench.pipeline.models import (
 )
 from rankbench.report.comparison import models_lines
 from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path
-from rankbench.retrieval.encoders.hub import cached_snapshot, weights_sha256
+from rankbench.retrieval.encoders.hub import cached_snapshot, download_snapshot, weights_sha256
 from rankbench.retrieval.encoders.kinds import load_encoder
 from rankbench.retrieval.rerank import cross_encoder_scorer
 
@@ -142,6 +142,17 @@ def test_a_pinned_revision_that_differs_from_the_cached_one_fails_clearly(minilm
         assert (f"pinned to revision '{revision}', but the Hugging Face cache {minilm_hub} holds only "
                 f"{C1} (main, v1.0)") in message
         assert f"`hf download {MINILM_ID} --revision {revision}`" in message and f"`revision: {C1}`" in message
+
+
+def test_a_revision_that_leads_out_of_the_cache_is_refused(minilm_hub: Path, tmp_path: Path) -> None:
+    """huggingface_hub reads a revision as the file refs/<revision>: `refs/pr/../..` would make a file outside the
+    cache the ref, and its content the recorded commit. The library refuses such a revision before reading."""
+    (tmp_path / "outside").write_text(C1)
+    revision = "refs/pr/" + "../" * 6 + "outside"  # from models--…/refs/refs/pr up to tmp_path
+    for call in (cached_snapshot, download_snapshot):
+        with pytest.raises(InputError, match=r"is not a commit, a branch or tag name, or refs/pr/N"):
+            call(MINILM_ID, revision)
+    assert cached_snapshot(MINILM_ID, C1).commit == C1
 
 
 def test_an_incomplete_snapshot_is_named(minilm_hub: Path) -> None:

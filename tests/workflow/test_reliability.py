@@ -38,17 +38,21 @@ def assert_same_results(expected: Path, actual: Path) -> None:
         pd.testing.assert_frame_equal(pd.read_parquet(expected / path), pd.read_parquet(actual / path),
                                       obj=str(path))
     # Tables, pages, figures: byte-identical apart from the comparison page's date line. Left out by design: the
-    # run history (it records when each run happened) and the cost page (wall-clock timings of this run).
+    # run history (it records when each run happened), what changed since the last run (it depends on the runs
+    # the results folder saw before) and the cost page (wall-clock timings of this run).
+    left_out = ("history", "cost.", "since-last-run")
     tables = [p for suffix in (".md", ".tex", ".csv", ".svg", ".html") for p in result_files(expected, suffix)
-              if not p.name.startswith(("history", "cost."))]
+              if not p.name.startswith(left_out)]
     assert tables == [p for suffix in (".md", ".tex", ".csv", ".svg", ".html") for p in result_files(actual, suffix)
-                      if not p.name.startswith(("history", "cost."))]
+                      if not p.name.startswith(left_out)]
     for path in tables:
         assert without_date((expected / path).read_bytes()) == without_date((actual / path).read_bytes()), path
 
 
 def without_date(content: bytes) -> bytes:
-    """The file without the comparison page's `- date: ` line (Markdown, and the same line rendered in HTML)."""
+    """The file without the comparison page's `- date: ` line (Markdown, and the same line rendered in HTML) and
+    without its last section, "Since the last run"."""
+    content = re.split(rb"\n(?:## |<h2>)Since the last run", content)[0]
     return b"\n".join(line for line in content.split(b"\n")
                       if not line.startswith(DATE_PREFIX.encode()) and not line.startswith(b"<li>date: "))
 

@@ -4,15 +4,18 @@ diff, plots, history and `snakemake --report`."""
 from __future__ import annotations
 
 import hashlib
+import html
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import edit_config, snakemake
+from workflow_helpers import copy_dataset, edit_config, snakemake
 
 from rankbench.evaluation.scoring import TIERS_COLUMNS
+from rankbench.io.frozen import freeze
 from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.defaults import evaluation_settings
 from rankbench.pipeline.provenance import report_settings
@@ -165,3 +168,42 @@ def test_snakemake_report_includes_tables_plots_and_failures(demo: Path) -> None
     for name in ("comparison.html", "failures.html", "calibration.html", "v1-vs-v2.html", "recall.png",
                  "explorer.html"):
         assert name in html
+
+
+# What Markdown and HTML would make a browser fetch, in user text, and what would do it on a page.
+HOSTILE_IMAGE = "![pixel](http://203.0.113.9/pixel.png)"
+HOSTILE_TAG = '<img src="https://203.0.113.9/tag.png"><script src="//203.0.113.9/s.js"></script>'
+REMOTE_LOAD = re.compile(r"<(img|script|iframe|link|source|video|audio|object|embed)\b[^>]*\b(src|href|data)="
+                         r"[\"']?(https?:)?//|\burl\(\s*[\"']?(https?:)?//|@import|srcset=", re.IGNORECASE)
+
+
+def test_no_page_of_a_run_whose_user_text_holds_images_links_or_html_loads_anything_remote(tmp_path: Path) -> None:
+    """The mini fixture with an experiment note and label, a question kind (also `$…$`, matplotlib's mathtext),
+    a question and a document title holding remote images, links and raw HTML: the whole run succeeds and no HTML
+    page loads from the network (before: the note became a live <img src="http://…"> on comparison.html)."""
+    workdir = copy_dataset(Path("tests/fixtures/mini/config.yaml"), [Path("tests/fixtures/mini")], tmp_path)
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["experiment"] = {"label": f"try {HOSTILE_IMAGE}", "note": f"{HOSTILE_IMAGE} [site](http://203.0.113.9/) "
+                            f"{HOSTILE_TAG}"}
+    config["evaluation"]["bootstrap_resamples"] = 200
+    config["methods"] = {"bm25": {"type": "bm25"}, "bm25l": {"type": "bm25", "variant": "bm25l"}}  # no model: fast
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    questions = workdir / "tests/fixtures/mini/questions/v1.jsonl"
+    records = [json.loads(line) for line in questions.read_text().splitlines()]
+    records[0].update(kind=f"{HOSTILE_IMAGE} $\\frac{{", question=f"{HOSTILE_TAG} {records[0]['question']}")
+    questions.write_text("".join(json.dumps(record) + "\n" for record in records))
+    (questions.parent / "frozen.lock").write_text("{}\n")
+    freeze(questions, "v1", questions.parent / "frozen.lock")
+    corpus = workdir / "tests/fixtures/mini/corpus.jsonl"
+    documents = [json.loads(line) for line in corpus.read_text().splitlines()]
+    documents[1]["title"] = f"{HOSTILE_TAG} {HOSTILE_IMAGE}"
+    corpus.write_text("".join(json.dumps(document) + "\n" for document in documents))
+    result = snakemake(workdir, "--cores", "2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    pages = sorted((workdir / "results").rglob("*.html"))
+    assert len(pages) >= 7  # comparison, cost, failures, calibration, budget, robustness, explorer
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert not REMOTE_LOAD.search(text), (page.name, REMOTE_LOAD.search(text))
+    comparison = (workdir / "results/mini/v1/comparison.html").read_text(encoding="utf-8")
+    assert html.escape(HOSTILE_IMAGE, quote=False) in comparison  # shown, as the text it is

@@ -55,6 +55,32 @@ def test_a_complete_run_leaves_nothing_to_do(demo: Path) -> None:
     assert planned_jobs(demo) == {}
 
 
+def reversed_mappings(value):
+    """Every mapping's keys in reverse order, all the way down (lists as they are)."""
+    if isinstance(value, dict):
+        return {key: reversed_mappings(value[key]) for key in reversed(list(value))}
+    if isinstance(value, list):
+        return [reversed_mappings(item) for item in value]
+    return value
+
+
+def test_the_same_config_with_its_keys_in_another_order_reruns_nothing(demo: Path) -> None:
+    """Every mapping of the config written in reverse key order (bm25-rm3's `prf`, the HNSW `index`, encoders,
+    methods, ...): no params change and no job. Before, `prf` alone reran bm25-rm3 and 28 jobs downstream."""
+    def reverse(config: dict) -> None:
+        reordered = reversed_mappings(config)
+        config.clear()
+        config.update(reordered)
+
+    config = edit_config(demo, reverse, "config-reversed.yaml")
+    reversed_config = yaml.safe_load((demo / config).read_text())
+    assert list(reversed_config["methods"]["bm25-rm3"]["prf"]) == ["original_weight", "fb_terms", "fb_docs"]
+    dry_run = snakemake(demo, "--dry-run", configfile=config)
+    assert dry_run.returncode == 0, dry_run.stderr[-2000:]
+    assert "Params have changed" not in dry_run.stdout + dry_run.stderr
+    assert planned_jobs(demo, config) == {}
+
+
 def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path) -> None:
     questions = demo / "data" / "demo" / "questions"
     extra = {"qid": "q999", "question": "Quel est le délai de remboursement ?", "kind": "answerable",
@@ -109,7 +135,7 @@ def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it
                                           "comparison_table": n_qsets, "cost_page": n_qsets,
                                           "history_record": n_qsets, "effective_config": n_qsets,
                                           "plots": n_qsets, "failures": n_qsets,
-                                          "calibration": n_qsets, "explorer": n_qsets,
+                                          "calibration": n_qsets, "explorer": n_qsets, "run_record": n_qsets,
                                           "qset_diff": len(demo_config(demo)["diffs"]), "history": 1,
                                           "budget": n_qsets, "robustness": n_qsets, "all": 1}
 

@@ -1,3 +1,4 @@
+import os
 import re
 from pathlib import Path
 
@@ -9,6 +10,7 @@ from rankbench.pipeline.defaults import (
     CHAT_DEFAULTS,
     DATASET_DEFAULTS,
     ENCODER_SHARDS,
+    HISTORY_FILE,
     LLM_DEFAULTS,
     RESULTS,
     evaluation_settings,
@@ -24,6 +26,7 @@ from rankbench.retrieval.registry import (
 )
 from rankbench.retrieval.dense import IndexSpec
 from rankbench.retrieval.encoders.kinds import encoder_kind
+from rankbench.io.config_file import sorted_mappings
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
@@ -46,7 +49,15 @@ from rankbench.pipeline.dataset_formats import (
     version_source,
 )
 from rankbench.pipeline.start_checks import check_dataset
+from rankbench.pipeline.drafts import is_draft
+from rankbench.analysis.runs import RUNS_FOLDER
+from rankbench.pipeline.mlflow import mlflow_settings
 
+# Key order means nothing in a dataset config: with every mapping sorted, every rule's params (which Snakemake
+# compares by repr) are the same whatever order the YAML wrote the keys in, so only a changed value reruns a job.
+_SORTED_CONFIG = sorted_mappings(config)
+config.clear()
+config.update(_SORTED_CONFIG)
 # The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
 # one method per point (`name[key=value]`), so everything below sees concrete methods only.
 METHOD_SPECS = check_config(
@@ -74,9 +85,16 @@ EVALUATION = evaluation_settings(config)
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
+# Draft versions (`draft: true`, not in the lock): editable and rerun; every page made from one says so first.
+DRAFTS = [qset for qset in QSETS if is_draft(config, qset, LOCK)]
 REWRITES = sorted(
     {name for q in config["qsets"].values() for name in q.get("rewrites", {})}
 )
+
+
+def drafts_of(*qsets):
+    """The draft versions among these (a page's params: freezing a version remakes its pages)."""
+    return [qset for qset in qsets if qset in DRAFTS]
 
 
 def choice(names):
@@ -209,6 +227,17 @@ def bm25_index_name(method):
     )
 
 
+def bm25_backends(index_name):
+    """Search backends (sorted) of the BM25 methods that read this index."""
+    return sorted(
+        {
+            METHOD_SPECS[m].get("backend", DEFAULT_BACKEND)
+            for m in methods_indexed_by("bm25_index")
+            if bm25_index_name(m) == index_name
+        }
+    )
+
+
 def dense_index(method):
     return IndexSpec.from_config(METHOD_SPECS[method].get("index"))
 
@@ -268,6 +297,12 @@ def all_outputs():
             for method in METHODS
             if method in methods_at_grain("chunk")
         ]
+        outputs += [f"{R}/{qset}/runs/{method}.ir_metadata.yaml" for method in METHODS]
+        outputs += [
+            f"{R}/{qset}/qrels/{chunker}.{grain}.qrels"
+            for chunker in sorted({chunker_of(m) for m in METHODS})
+            for grain in ("docs", "chunks")
+        ]
         outputs += [f"{R}/{qset}/leaks/{method}.parquet" for method in METHODS]
         outputs += [f"{R}/{qset}/ann-recall/{m}.md" for m in approximate_methods()]
         outputs += [
@@ -285,7 +320,7 @@ def all_outputs():
             for figure in ("recall", "bars", "kinds", "grades")
         ]
     outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
-    outputs.append(f"{R}/history.md")
+    outputs += [f"{R}/history.md", f"{R}/history.html"]
     return outputs
 
 
@@ -338,7 +373,9 @@ CONFIG_JSON = {q: canonical_config(qset_config(config, q)) for q in QSETS}
 CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
 REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 DIFFS = diff_pairs(config, CONFIG_SOURCE)
-HISTORY = f"{RESULTS_FOLDER}/history.jsonl"
+HISTORY = f"{RESULTS_FOLDER}/{HISTORY_FILE}"
+# MLflow export of each stored run (docs/how-to/runs.md); None when not configured.
+MLFLOW = mlflow_settings(REPORT, os.environ.get("MLFLOW_TRACKING_URI"))
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 

@@ -59,12 +59,16 @@ rule aggregate:
 
 
 # TREC files named by grain: chunk ids score against chunk qrels only, document ids against the dataset's own qrels.
+# Scores are the method's own; the run's ir_metadata (PRIMAD) is the YAML file beside them.
 rule export_trec:
     input:
         run=run_path("{method}"),
+        documents=f"{R}/corpus/documents.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
     output:
         chunks=f"{R}/{{qset}}/runs/{{method}}.chunks.trec",
         docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
+        metadata=f"{R}/{{qset}}/runs/{{method}}.ir_metadata.yaml",
     log:
         f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
     benchmark:
@@ -74,6 +78,9 @@ rule export_trec:
     conda:
         "../../environment.yml"
     threads: 1
+    params:
+        spec=lambda wildcards: method_spec(wildcards.method),
+        dataset=DATASET["name"],
     script:
         "../scripts/export_trec.py"
 
@@ -82,8 +89,11 @@ rule export_trec:
 rule export_trec_documents:
     input:
         run=run_path("{method}"),
+        documents=f"{R}/corpus/documents.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
     output:
         docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
+        metadata=f"{R}/{{qset}}/runs/{{method}}.ir_metadata.yaml",
     log:
         f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
     benchmark:
@@ -93,6 +103,9 @@ rule export_trec_documents:
     conda:
         "../../environment.yml"
     threads: 1
+    params:
+        spec=lambda wildcards: method_spec(wildcards.method),
+        dataset=DATASET["name"],
     script:
         "../scripts/export_trec.py"
 
@@ -135,3 +148,21 @@ rule leak_summary:
         methods=METHODS,
     script:
         "../scripts/leak_summary.py"
+
+
+# The qrels of every grain as TREC files, so an exported run can be scored with trec_eval, ranx or ir_measures.
+rule export_qrels:
+    input:
+        qrels=f"{R}/{{qset}}/qrels/{{chunker}}.parquet",
+    output:
+        docs=f"{R}/{{qset}}/qrels/{{chunker}}.docs.qrels",
+        chunks=f"{R}/{{qset}}/qrels/{{chunker}}.chunks.qrels",
+    log:
+        f"{LOGS}/export_qrels/{{qset}}/{{chunker}}.log",
+    benchmark:
+        f"{R}/benchmarks/export_qrels/{{qset}}/{{chunker}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    script:
+        "../scripts/export_qrels.py"

@@ -18,6 +18,10 @@ rule bm25_index:
     params:
         spec=lambda wildcards: index_keys(METHOD_SPECS[wildcards.method]),
         language=DATASET.get("language", DATASET_DEFAULTS["language"]),
+        # The search backends of the methods reading this index: when one is numba, this job compiles its kernels
+        # into the cache once, before the BM25 jobs fan out.
+        backends=lambda wildcards: bm25_backends(wildcards.method),
+        numba_cache=f"{R}/cache/numba",
     script:
         "../scripts/bm25_index.py"
 

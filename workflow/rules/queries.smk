@@ -23,6 +23,7 @@ rule prepare_questions:
         source=lambda wildcards: version_source(config, wildcards.qset),
         expected_sha256=lambda wildcards: LOCK.get(wildcards.qset),
         lock=DATASET.get("lock", ""),
+        draft=lambda wildcards: bool(drafts_of(wildcards.qset)),
     script:
         "../scripts/prepare_questions.py"
 
@@ -49,6 +50,7 @@ rule validate_labels:
     threads: 1
     params:
         chunkers=LABEL_CHUNKERS,
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
     script:
         "../scripts/validate_labels.py"
 

@@ -13,6 +13,7 @@ rule comparison_table:
         reranked=lambda wildcards: [
             run_path(m, wildcards.qset) for m in methods_of_rule("rerank")
         ],
+        since_last_run=f"{R}/{{qset}}/since-last-run.md",
     output:
         table=f"{R}/{{qset}}/comparison.md",
         html=report(
@@ -41,6 +42,7 @@ rule comparison_table:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         evaluation=EVALUATION,
         report=REPORT,
@@ -84,6 +86,7 @@ rule cost_page:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         report=REPORT,
         cost_plan=cost_plan,
@@ -182,6 +185,7 @@ rule failures:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         methods=METHODS,
         specs={m: method_spec(m) for m in METHODS},
         grain=REPORT["grain"],
@@ -221,6 +225,7 @@ rule calibration:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         methods=METHODS,
         relevance_threshold=EVALUATION["relevance_threshold"],
     script:
@@ -257,6 +262,7 @@ rule qset_diff:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.a, wildcards.b),
         methods=METHODS,
         grain=REPORT["grain"],
         headline=REPORT["headline"],
@@ -265,11 +271,47 @@ rule qset_diff:
         "../scripts/diff_qsets.py"
 
 
+# Every run remembered (docs/how-to/runs.md): this run's pending record and what changed since
+# the last recorded run of the version; the history job stores the record once the run is complete.
+rule run_record:
+    input:
+        metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
+        questions=f"{R}/{{qset}}/questions.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
+    output:
+        record=f"{R}/{{qset}}/run-record.parquet",
+        section=f"{R}/{{qset}}/since-last-run.md",
+        changed=f"{R}/{{qset}}/since-last-run.parquet",
+    log:
+        f"{LOGS}/run_record/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/run_record/{{qset}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        dataset=DATASET["name"],
+        methods=METHODS,
+        store=lambda wildcards: f"{R}/{wildcards.qset}/{RUNS_FOLDER}",
+        config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
+        config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
+        report=REPORT,
+        resamples=EVALUATION["bootstrap_resamples"],
+        seed=EVALUATION["seed"],
+        method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        models=resolved_models(),
+        method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
+    script:
+        "../scripts/record_run.py"
+
+
 rule history:
     input:
         records=expand(f"{R}/{{qset}}/history-record.json", qset=QSETS),
+        runs=expand(f"{R}/{{qset}}/run-record.parquet", qset=QSETS),
     output:
         markdown=f"{R}/history.md",
+        html=f"{R}/history.html",
         png=f"{R}/history.png",
         svg=f"{R}/history.svg",
     log:
@@ -283,6 +325,9 @@ rule history:
         history=HISTORY,
         dataset=DATASET["name"],
         metric="{}@{}".format(*REPORT["plot_metric"]),
+        stores=[f"{R}/{qset}/{RUNS_FOLDER}" for qset in QSETS],
+        headline=REPORT["headline"],
+        mlflow=MLFLOW,
     script:
         "../scripts/record_history.py"
 
@@ -302,6 +347,7 @@ rule explorer:
         qrels=[f"{R}/{{qset}}/qrels/{chunker}.parquet" for chunker in EXPLORER_CHUNKERS],
         failures=f"{R}/{{qset}}/failures.parquet",
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
+        changed=f"{R}/{{qset}}/since-last-run.parquet",
     output:
         html=report(
             f"{R}/{{qset}}/explorer.html",
@@ -321,6 +367,7 @@ rule explorer:
     resources:
         mem_mb=mem_mb_for_inputs(2000, 11),
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         methods=METHODS,
         specs={m: method_spec(m) for m in METHODS},
@@ -356,6 +403,7 @@ rule budget:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         methods=METHODS,
         grain=REPORT["grain"],
@@ -392,6 +440,7 @@ rule robustness:
         "../../environment.yml"
     threads: 1
     params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
         dataset=DATASET["name"],
         methods=METHODS,
         grain=REPORT["grain"],

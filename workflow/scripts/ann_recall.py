@@ -10,13 +10,16 @@ from rankbench.retrieval.dense import (
     recall_against_exact,
     search,
 )
+from rankbench.retrieval.vector_checks import check_same_dimension
 
 
 def main(snakemake):
     queries = np.load(snakemake.input.queries)
     spec = IndexSpec(**snakemake.params.index)
     depth = max(snakemake.params.ks)
-    approximate, _ = search(load_index(snakemake.input.index), queries, depth, spec)
+    index = load_index(snakemake.input.index)
+    check_same_dimension(queries, index.d, snakemake.input.queries, snakemake.input.index)
+    approximate, _ = search(index, queries, depth, spec)
     exact, _ = search(load_index(snakemake.input.exact), queries, depth)
     recall = recall_against_exact(approximate, exact, snakemake.params.ks)
     write_parquet(recall, snakemake.output.recall)

@@ -1,16 +1,32 @@
-"""Build one BM25 method's index over the chunks."""
+"""Build one BM25 method's index over the chunks; when a method reading it searches with numba, compile numba's
+kernels into the dataset's cache here, once, so that its BM25 jobs load them instead of each compiling them."""
+
+import os
+
+# Before anything imports numba (bm25s does): compiled kernels go to the results cache.
+os.environ["NUMBA_CACHE_DIR"] = snakemake.params.numba_cache
 
 import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
 from rankbench.pipeline.scripting import run_script
-from rankbench.retrieval.bm25 import analyzer_and_params, build_index, save_index
+from rankbench.retrieval.bm25 import (
+    analyzer_and_params,
+    build_index,
+    compile_numba_kernels,
+    load_index,
+    resolved_backend,
+    save_index,
+)
 
 
 def main(snakemake):
     analyzer, params = analyzer_and_params(snakemake.params.spec, snakemake.params.language)
     chunks = pd.read_parquet(snakemake.input.chunks)
-    save_index(build_index(passage_text(chunks), analyzer, params), analyzer, params, snakemake.output.index)
+    index = build_index(passage_text(chunks), analyzer, params)
+    save_index(index, analyzer, params, snakemake.output.index)
+    if "numba" in {resolved_backend(backend, len(chunks)) for backend in snakemake.params.backends}:
+        compile_numba_kernels(load_index(snakemake.output.index)[0])  # as the BM25 jobs load it: the same types
 
 
 run_script(main, snakemake)

@@ -6,7 +6,7 @@ from rankbench.analysis.calibration import thresholds, top1_scores
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.calibration import calibration_markdown
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.plots import save, top1_distributions
 
 
@@ -24,6 +24,7 @@ def main(snakemake):
          snakemake.output.svg)
     write_parquet(top1, snakemake.output.top1)
     write_parquet(table, snakemake.output.thresholds)
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"calibration {qset}"), snakemake.output.html)
     write_text(page, snakemake.output.markdown)
 

@@ -9,9 +9,11 @@ import pandas as pd
 from rankbench.io.files import write_text
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.software import software_versions
 from rankbench.report import budget, robustness
 from rankbench.report.comparison import ComparisonInputs, comparison_page
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
+from rankbench.report.runs import with_section
 from rankbench.report.tables import (
     TIERS_LEGEND,
     csv_table,
@@ -41,24 +43,26 @@ def page_inputs(snakemake) -> ComparisonInputs:
         if flags["degraded"].any():
             degraded[method] = "; ".join(sorted(set(flags.loc[flags["degraded"], "degraded_reason"])))
     agreement = Path(p.judge_agreement) if p.judge_agreement else None
+    validation = Path(given.validation).read_text().removeprefix(draft_banner(p.drafts))
     return ComparisonInputs(
         aggregate=pd.read_parquet(given.aggregate), pairs=pd.read_parquet(given.pairs),
         questions=pd.read_parquet(given.questions), manifest=json.loads(Path(given.manifest).read_text()),
-        dataset=p.dataset, evaluation=p.evaluation, report=p.report, validation=Path(given.validation).read_text(),
+        dataset=p.dataset, evaluation=p.evaluation, report=p.report, validation=validation,
         config_json=p.config_json, effective_config=Path(given.effective_config).read_text(),
         config_sha256=p.config_sha256, date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         method_types=p.method_types, leaks=pd.read_parquet(given.leaks),
         staff_documents=int((documents["audience"] == "staff").sum()), degraded=degraded,
         judge_agreement=pd.read_parquet(agreement) if agreement and agreement.exists() else None,
         judged=agreement is not None, tiers=pd.read_parquet(given.tiers),
-        how_sure=how_sure(given, p.quick), models=model_provenance(p.models), quick=p.quick)
+        how_sure=how_sure(given, p.quick), models=model_provenance(p.models), quick=p.quick,
+        software=software_versions())
 
 
 def main(snakemake):
     p = snakemake.params
     inputs = page_inputs(snakemake)
     aggregate, manifest, tiers = inputs.aggregate, inputs.manifest, inputs.tiers
-    page = comparison_page(inputs)
+    page = with_section(comparison_page(inputs), Path(snakemake.input.since_last_run).read_text())
     table = marked(aggregate, p.report["alpha"])
     headline = [tuple(item) for item in p.report["headline"]]
     methods = sorted(aggregate["method"].unique())
@@ -73,6 +77,7 @@ def main(snakemake):
                snakemake.output.latex)
     metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"{p.dataset} {manifest['version']}"), snakemake.output.html)
     write_text(page, snakemake.output.table)
 

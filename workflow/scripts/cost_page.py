@@ -10,7 +10,7 @@ from rankbench.io.files import write_text
 from rankbench.pipeline.cost import cost_table, read_benchmark
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.comparison import cost_page
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
 
 
 def main(snakemake):
@@ -21,7 +21,7 @@ def main(snakemake):
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
     usage = {bench: json.loads(Path(path).read_text()) for bench, path in p.api_usage.items()}
     cost = cost_table(p.cost_plan, seconds, len(questions), usage)
-    costs = cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
+    costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
     write_text(costs, snakemake.output.cost)
 

@@ -13,7 +13,7 @@ from rankbench.analysis.qset_diff import (
 )
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.qset_diff import diff_markdown
 
 
@@ -31,6 +31,7 @@ def main(snakemake):
     page = diff_markdown(summary, changes, table, flipped, p.grain)
     write_parquet(changes, snakemake.output.changes)
     write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", snakemake.output.summary)
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"diff {snakemake.wildcards.a} vs {snakemake.wildcards.b}"), snakemake.output.html)
     write_text(page, snakemake.output.markdown)
 

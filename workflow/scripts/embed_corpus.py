@@ -6,7 +6,6 @@ import logging
 from dataclasses import asdict
 
 import pandas as pd
-import torch
 
 from rankbench.corpus.chunking import passage_text
 from rankbench.io.files import write_npy, write_text
@@ -22,7 +21,6 @@ from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
 
 
 def main(snakemake):
-    torch.set_num_threads(snakemake.threads)
     spec = encoder_spec(snakemake.params.encoder)
     chunks = pd.read_parquet(snakemake.input.chunks, columns=["title", "text"])
     shard, shards = int(snakemake.wildcards.shard), snakemake.params.shards

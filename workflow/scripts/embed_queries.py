@@ -6,7 +6,6 @@ import logging
 from dataclasses import asdict
 
 import pandas as pd
-import torch
 
 from rankbench.io.files import write_npy, write_text
 from rankbench.pipeline.scripting import run_script
@@ -22,7 +21,6 @@ from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
 
 
 def main(snakemake):
-    torch.set_num_threads(snakemake.threads)
     spec = encoder_spec(snakemake.params.encoder)
     texts = pd.read_parquet(snakemake.input.questions)["question"].tolist()
     key = cache_key(asdict(spec))

@@ -7,7 +7,7 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.evaluation.metrics import err_grade_problem
-from rankbench.evaluation.scoring import evaluate_run, grade_distribution
+from rankbench.evaluation.scoring import dictionary_coded, evaluate_run, grade_distribution
 from rankbench.io.files import write_parquet
 from rankbench.io.runs import unmatched
 from rankbench.pipeline.scripting import run_script
@@ -24,6 +24,7 @@ def main(snakemake):
         if problem:
             logging.warning("method %s, %s grain: the run %s; it scores 0 on every metric", snakemake.wildcards.method,
                             grain, problem)
+    run, qrels = dictionary_coded(run, qrels)  # ids hashed once for every grain and metric below
     per_query = evaluate_run(run, questions, qrels, params.ks, relevance_threshold=params.relevance_threshold,
                              gain=params.gain, grains=params.grains, extra_metrics=params.extra_metrics,
                              rbp_p=params.rbp_p)

@@ -8,6 +8,7 @@ import pandas as pd
 from rankbench.io.files import write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.explorer import ExplorerSettings, explorer_html, explorer_payload
+from rankbench.report.pages import with_draft_banner
 
 
 def main(snakemake):
@@ -24,8 +25,9 @@ def main(snakemake):
         {method: pd.read_parquet(path) for method, path in zip(p.methods, inputs.runs)},
         {method: pd.read_parquet(path) for method, path in zip(p.methods, inputs.metrics)},
         {chunker: pd.read_parquet(path) for chunker, path in zip(p.chunkers, inputs.qrels)},
-        pd.read_parquet(inputs.failures), pd.read_parquet(inputs.aggregate), p.specs, p.chunker_of, settings)
-    write_text(explorer_html(payload), snakemake.output.html)
+        pd.read_parquet(inputs.failures), pd.read_parquet(inputs.aggregate), p.specs, p.chunker_of, settings,
+        pd.read_parquet(inputs.changed))
+    write_text(with_draft_banner(explorer_html(payload), p.drafts), snakemake.output.html)
 
 
 run_script(main, snakemake)

@@ -6,7 +6,7 @@ from rankbench.analysis.failures import analyse, stage_log
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.failures import failures_markdown
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
 
 
 def main(snakemake):
@@ -22,6 +22,7 @@ def main(snakemake):
     page = failures_markdown(failures, p.specs, p.grain, p.k, evaluated, snakemake.wildcards.qset)
     write_parquet(failures, snakemake.output.failures)
     write_parquet(stage_log(runs, p.specs, titles, p.k), snakemake.output.stages)
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"failures {snakemake.wildcards.qset}"), snakemake.output.html)
     write_text(page, snakemake.output.markdown)
 

@@ -10,6 +10,7 @@ from rankbench.analysis.history import run_records
 from rankbench.io.files import write_text
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.software import software_versions
 
 
 def main(snakemake):
@@ -20,7 +21,8 @@ def main(snakemake):
     headline = [tuple(item) for item in p.report["headline"]]
     recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
-                          recorded, p.report["grain"], model_provenance(p.models), p.method_models)
+                          recorded, p.report["grain"], model_provenance(p.models), p.method_models,
+                          software_versions())
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
 
 

@@ -6,7 +6,7 @@ from rankbench.analysis.budget import BUDGET_COLUMNS, plan_budget
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.budget import budget_page
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
 
 
 def main(snakemake):
@@ -18,6 +18,7 @@ def main(snakemake):
     table = table.assign(dataset=p.dataset, qset=qset)[BUDGET_COLUMNS]
     page = budget_page(table, p.dataset, qset, p.alpha)
     write_parquet(table, snakemake.output.budget)
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"budget {qset}"), snakemake.output.html)
     write_text(page, snakemake.output.markdown)
 

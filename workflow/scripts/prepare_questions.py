@@ -1,5 +1,5 @@
-"""Check a question-set version against its frozen hash and normalize it to Parquet, from its files alone (the
-corpus is validate_labels' business, so editing a document never re-embeds the questions)."""
+"""Check a question-set version against its frozen hash (a draft has none) and normalize it to Parquet, from its
+files alone (the corpus is validate_labels' business, so editing a document never re-embeds the questions)."""
 
 import json
 from pathlib import Path
@@ -9,6 +9,7 @@ import yaml
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.frozen import (
     check_frozen,
+    check_results_record,
     content_hash,
     guard_results,
     results_record,
@@ -22,16 +23,21 @@ from rankbench.pipeline.scripting import run_script
 def main(snakemake):
     files = [Path(path) for path in snakemake.input.files]
     version, fmt, source = snakemake.wildcards.qset, snakemake.params.format, snakemake.params.source
+    draft = snakemake.params.draft
     if fmt == "native":
-        digest = check_frozen(version, files, snakemake.params.expected_sha256, snakemake.params.lock)
+        digest = content_hash(files) if draft else \
+            check_frozen(version, files, snakemake.params.expected_sha256, snakemake.params.lock)
     questions, labels = load_version(fmt, files, source, yaml.safe_load(Path(snakemake.input.schema).read_text()))
     if fmt != "native":
         # ir_datasets versions have no file of their own: what they were made from is their records.
         digest = content_hash(files) if files else records_digest(questions, labels)
     manifest = {"version": version, "sha256": digest, "files": [str(path) for path in files],
                 "questions": len(questions), "labels": len(labels),
-                "labels_from": str(files[-1]) if files else ir_source(source["id"], "qrels"), **source}
-    guard_results(version, digest, results_record(Path(snakemake.output.manifest).parent))
+                "labels_from": str(files[-1]) if files else ir_source(source["id"], "qrels"), **source,
+                **({"draft": True} if draft else {})}
+    record = results_record(Path(snakemake.output.manifest).parent)
+    # A draft changes as it is edited: it records nothing (a version once frozen and run keeps its record).
+    check_results_record(version, digest, record) if draft else guard_results(version, digest, record)
     write_text(json.dumps(manifest, indent=2) + "\n", snakemake.output.manifest)
     write_parquet(labels, snakemake.output.labels)
     write_parquet(questions, snakemake.output.questions)

@@ -12,6 +12,7 @@ from rankbench.retrieval.rerank import (
     cross_encoder_scorer,
     rerank_or_fallback,
 )
+from rankbench.retrieval.vector_checks import check_same_dimension
 
 
 def main(snakemake):
@@ -21,8 +22,11 @@ def main(snakemake):
 
     def make_scorer():
         if scorer["kind"] == "bi-encoder":
-            return bi_encoder_scorer(queries["qid"], np.load(snakemake.input.query_embeddings),
-                                     chunks["chunk_id"], np.load(snakemake.input.chunk_embeddings))
+            query_vectors, chunk_vectors = (np.load(path) for path in (snakemake.input.query_embeddings,
+                                                                       snakemake.input.chunk_embeddings))
+            check_same_dimension(query_vectors, chunk_vectors.shape[1], snakemake.input.query_embeddings,
+                                 snakemake.input.chunk_embeddings)
+            return bi_encoder_scorer(queries["qid"], query_vectors, chunks["chunk_id"], chunk_vectors)
         texts = dict(zip(queries["qid"], queries["question"])), dict(zip(chunks["chunk_id"], passage_text(chunks)))
         if scorer["kind"] == "llm":
             from rankbench.llm.chat import chat_from_spec

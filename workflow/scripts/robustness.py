@@ -14,7 +14,7 @@ from rankbench.analysis.robustness import (
 )
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
-from rankbench.report.pages import markdown_html
+from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.robustness import robustness_page
 
 
@@ -43,6 +43,7 @@ def main(snakemake):
         CORRECTED_TYPES), snakemake.output.corrected)
     write_parquet(survival, snakemake.output.survival)
     write_parquet(bounds, snakemake.output.bounds)
+    page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"robustness {qset}"), snakemake.output.html)
     write_text(page, snakemake.output.markdown)
 

@@ -1,7 +1,6 @@
 """Encode every chunk (title + text, as the dense encoders see it) with a sparse encoder: the index of its methods."""
 
 import pandas as pd
-import torch
 
 from rankbench.corpus.chunking import passage_text
 from rankbench.pipeline.scripting import run_script
@@ -10,7 +9,6 @@ from rankbench.retrieval.sparse import save_matrix
 
 
 def main(snakemake):
-    torch.set_num_threads(snakemake.threads)
     spec = SparseEncoderSpec(**snakemake.params.encoder)
     model = load_sparse_encoder(spec)
     texts = passage_text(pd.read_parquet(snakemake.input.chunks, columns=["title", "text"]))

@@ -1,7 +1,6 @@
 """Encode the questions of one version (or a rewrite source) with a sparse encoder, once for all its methods."""
 
 import pandas as pd
-import torch
 
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, encode, load_sparse_encoder, vocabulary
@@ -9,7 +8,6 @@ from rankbench.retrieval.sparse import save_matrix
 
 
 def main(snakemake):
-    torch.set_num_threads(snakemake.threads)
     spec = SparseEncoderSpec(**snakemake.params.encoder)
     model = load_sparse_encoder(spec)
     texts = pd.read_parquet(snakemake.input.questions)["question"].tolist()

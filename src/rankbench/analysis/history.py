@@ -16,10 +16,8 @@ from typing import Any
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
-from rankbench.io.files import write_jsonl, write_text
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.files import write_jsonl
 
 KEY = ("dataset", "qset", "method")
 
@@ -27,11 +25,12 @@ KEY = ("dataset", "qset", "method")
 def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: str, config_sha256: str,
                 experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str,
                 models: Mapping[str, Mapping[str, Any]] | None = None,
-                method_models: Mapping[str, Sequence[str]] | None = None) -> list[dict[str, Any]]:
+                method_models: Mapping[str, Sequence[str]] | None = None,
+                software: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
     """One record per method of one version: provenance, experiment label and note, headline metrics (no date).
 
     models: config key -> {model, revision, weights_sha256}; method_models: method -> the keys its run depends on
-    (a method without models records none)."""
+    (a method without models records none); software: package -> version (rankbench and its main dependencies)."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
     rows = rows.set_index(["method", "metric", "k"])
     records = []
@@ -44,6 +43,8 @@ def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: s
         used = (method_models or {}).get(method, [])
         if models and used:
             record["models"] = {key: dict(models[key]) for key in used}
+        if software:
+            record["software"] = dict(software)
         records.append(record)
     return records
 
@@ -105,35 +106,17 @@ def history_frame(records: Sequence[Mapping[str, Any]], dataset: str) -> pd.Data
     return pd.DataFrame(rows).fillna({"label": "", "note": ""}) if rows else pd.DataFrame()
 
 
-def history_markdown(frame: pd.DataFrame, metric: str) -> str:
-    """The history as a table of runs (date, version, config, label, note) with the metric of each method.
-
-    One row per run and version that has records: the rows are grouped, never the product of their columns.
-    """
-    name, _, k = metric.partition("@")
-    index = ["run", "date", "qset", "qset_sha256", "config_sha256", "label", "note"]
-    wide = frame.groupby(index + ["method"], sort=True)[metric].first().unstack("method")
-    wide = wide.reset_index().assign(qset_sha256=lambda f: f["qset_sha256"].str[:12],
-                                     config_sha256=lambda f: f["config_sha256"].str[:12])
-    wide = wide.rename(columns={"qset_sha256": "qset sha256", "config_sha256": "config sha256"}).set_index("run")
-    wide.columns.name = None
-    wide = wide.astype(object).map(lambda v: "" if pd.isna(v) else f"{v:.3f}" if isinstance(v, float) else v)
-    return (f"# History of runs: {metric_label(name, int(k) if k else 0)}\n\nOne row per run and question-set "
-            f"version; a method's value appears when its record changed in that run.\n\n{markdown_grid(wide)}\n")
-
-
-def record_run(record_paths: Sequence[str], history_path: str | Path, dataset: str, metric: str,
-               outputs: Mapping[str, str], date: str, draw: Callable[[pd.DataFrame, str], None]) -> int:
+def record_run(record_paths: Sequence[str], history_path: str | Path, dataset: str, metric: str, date: str,
+               draw: Callable[[pd.DataFrame, str], None]) -> int:
     """Append the records of every version of a complete run to the history, then redraw the dataset's pages.
 
     Idempotent (a record equal to its method's latest is not appended again), so a job killed half-way is simply
-    run again by the next run; returns how many records were added. `draw(frame, metric)` redraws the plot.
+    run again by the next run; returns how many records were added. `draw(frame, metric)` writes the table and plot.
     """
     records = [record for path in record_paths for record in json.loads(Path(path).read_text(encoding="utf-8"))]
     with locked(history_path):
         added = _append(history_path, records, date)
         frame = history_frame(read_history(history_path), dataset)
         frame = frame if metric in frame else frame.assign(**{metric: float("nan")})  # older records lack it
-        write_text(history_markdown(frame, metric), outputs["markdown"])
         draw(frame, metric)
     return added

@@ -10,6 +10,7 @@ import pandas as pd
 from rankbench.corpus.sections import split_sections
 from rankbench.corpus.validity import in_force
 from rankbench.errors import InputError
+from rankbench.io.loaders import read_jsonl
 from rankbench.io.qrels import build_qrels
 
 FINDING_COLUMNS = ["problem", "qid", "doc_id", "section", "grade"]
@@ -21,8 +22,21 @@ def document_sections(documents: pd.DataFrame) -> dict[str, set[str]]:
             for doc_id, text in zip(documents["doc_id"], documents["text"])}
 
 
+def question_lines(path: Path | str) -> dict[str, int]:
+    """qid -> line of a native version's JSONL file (empty for other files), for messages that name the line."""
+    if not str(path).endswith(".jsonl") or not Path(path).is_file():
+        return {}
+    return {str(record.get("qid")): number for number, record in read_jsonl(Path(path))}
+
+
+def _label_where(path: Path | str, qid: str) -> str:
+    line = question_lines(path).get(qid)
+    return f"line {line} (qid {qid!r})" if line else f"qid {qid!r}"
+
+
 def check_label_targets(labels: pd.DataFrame, documents: pd.DataFrame, path: Path | str) -> None:
-    """Every label names an existing document and, when it names one, an existing section of it.
+    """Every label names an existing document and, when it names one, an existing section of it (the error names
+    the question's line in a JSONL version).
 
     Only the labelled documents are split into sections, so the check stays cheap on a large corpus.
     """
@@ -30,14 +44,17 @@ def check_label_targets(labels: pd.DataFrame, documents: pd.DataFrame, path: Pat
     known = set(documents["doc_id"])
     for row in labels.itertuples(index=False):
         if row.doc_id not in known:
-            raise InputError(path, f"qid {row.qid!r}", f"labels document {row.doc_id!r}, which is not in the corpus",
-                             "Fix the doc_id in a new question-set version, or add the document to the corpus.")
+            raise InputError(path, _label_where(path, row.qid),
+                             f"labels document {row.doc_id!r}, which is not in the corpus",
+                             "Fix the doc_id (in place in a draft; in a new question-set version once frozen), "
+                             "or add the document to the corpus.")
         if pd.notna(row.section) and row.section not in sections[row.doc_id]:
             listed = ", ".join(sorted(sections[row.doc_id]))
-            raise InputError(path, f"qid {row.qid!r}",
+            raise InputError(path, _label_where(path, row.qid),
                              f"labels section {row.section!r} of {row.doc_id!r}, which has no such section "
                              f"(it has: {listed})",
-                             "Section ids are slugs of the headings; fix the label in a new question-set version.")
+                             "Section ids are slugs of the headings; fix the label (in place in a draft; "
+                             "in a new question-set version once frozen).")
 
 
 def label_findings(questions: pd.DataFrame, labels: pd.DataFrame, documents: pd.DataFrame,

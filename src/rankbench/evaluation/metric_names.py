@@ -7,6 +7,7 @@ computation in metrics.py (the function of its family), one entry here, and its 
 
 from __future__ import annotations
 
+import argparse
 import re
 from dataclasses import dataclass
 
@@ -26,7 +27,7 @@ class Metric:
 
 
 METRICS: dict[str, Metric] = {
-    "hit": Metric("hit", "standard", "k", cut_aliases=("success",)),
+    "hit": Metric("hit", "standard", "k", cut_aliases=("success", "hit_rate")),
     "recall": Metric("R", "standard", "k", aliases=("r",)),
     "rcap_recall": Metric("R-cap", "standard", "k"),
     "precision": Metric("P", "standard", "k", cut_aliases=("p",)),
@@ -90,26 +91,88 @@ def _split_cutoff(item: str) -> tuple[str, str]:
     return item.lower(), ""
 
 
+_IR_MEASURES_FORM = re.compile(r"^([A-Za-z][\w-]*)\(([^()]*)\)(@\d+)?$")  # ir_measures' RBP(p=0.8), P(rel=2)@5
+
+
+def metric_text(measure: object) -> str:
+    """A metric given as text, or as an ir_measures object (duck-typed: its NAME and params), as the text
+    parse_metrics reads: ir_measures.nDCG@10 -> 'nDCG@10', ir_measures.RBP(p=0.9) -> 'RBP(p=0.9)'."""
+    if isinstance(measure, str):
+        return measure
+    name, params = getattr(measure, "NAME", None), getattr(measure, "params", None)
+    if not isinstance(name, str) or not isinstance(params, dict):
+        raise argparse.ArgumentTypeError(f"cannot read metric {measure!r} (a {type(measure).__name__}): give a name "
+                                         f"or an ir_measures measure; known: {known_metrics_text()}")
+    cutoff = params.get("cutoff")
+    options = ",".join(f"{key}={value}" for key, value in sorted(params.items()) if key != "cutoff")
+    return name + (f"({options})" if options else "") + (f"@{cutoff}" if cutoff is not None else "")
+
+
+def split_parameters(item: str) -> tuple[str, dict[str, str]]:
+    """('RBP', {'p': '0.8'}) from ir_measures' 'RBP(p=0.8)', ('P@5', {'rel': '2'}) from 'P(rel=2)@5', (item, {})
+    from a plain name."""
+    match = _IR_MEASURES_FORM.match(item)
+    if not match:
+        return item, {}
+    pairs = [part.partition("=") for part in match.group(2).split(",") if part.strip()]
+    return match.group(1) + (match.group(3) or ""), {key.strip(): value.strip() for key, _, value in pairs}
+
+
+def rbp_persistence(text: str) -> float:
+    """RBP's persistence: a number strictly between 0 and 1 (an argparse type too)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1:
+        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
+    return value
+
+
+def persistence(items: list[str]) -> float | None:
+    """RBP's persistence p named in the metrics (ir_measures' RBP(p=0.9)), None when none names one; two different
+    values, another parameter, or a p outside (0, 1) raise."""
+    found: set[float] = set()
+    for item in items:
+        name, params = split_parameters(item)
+        for key, value in params.items():
+            if key != "p" or name.lower() not in ("rbp", "rbp_residual"):
+                raise argparse.ArgumentTypeError(
+                    f"cannot read metric {item!r}: rankbench takes no parameter {key!r} in a metric name (the "
+                    "relevance threshold is relevance_threshold / -l, RBP's persistence RBP(p=0.8))")
+            try:
+                found.add(rbp_persistence(value))
+            except argparse.ArgumentTypeError as error:
+                raise argparse.ArgumentTypeError(f"cannot read metric {item!r}: p {error}") from None
+    if len(found) > 1:
+        raise argparse.ArgumentTypeError(f"metrics name RBP with two persistences ({sorted(found)}): give one")
+    return found.pop() if found else None
+
+
 def known_metrics_text() -> str:
     """Every metric name --metrics accepts, for its help and its error."""
     aliases = ", ".join(f"{alias} = {metric}" for alias, metric in METRIC_ALIASES.items())
     with_k = METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K
     return (f"with a cutoff k (NAME@k, or trec_eval's NAME_k / NAME.k): {', '.join(with_k)}; "
             f"without a cutoff (whole run): {', '.join(UNCUT + METRICS_FULL + EXTRA_METRICS_FULL)}; "
-            f"aliases (case-insensitive): {aliases}; "
+            f"aliases (case-insensitive): {aliases}; ir_measures objects and names such as nDCG@10, "
+            f"RBP(p=0.8) are read too; "
             f"{', '.join(CUT_FAMILIES)} need a cutoff")
 
 
-class MetricNameError(ValueError):
-    """A metric name that cannot be read; each caller says where it came from (an argument, a config key)."""
+def split_metric_list(text: str) -> list[str]:
+    """Comma-separated names, commas inside ir_measures' parentheses kept: 'RBP(p=0.8),P@5' -> two names."""
+    return re.split(r",(?![^()]*\))", text)
 
 
 def parse_metrics(text: str) -> list[tuple[str, int]]:
     """'ndcg@10,P_5,map,Rprec' -> [('ndcg', 10), ('precision', 5), ('ap', 0), ('r_precision', 0)]; k = 0 means the
     whole run (trec_eval's uncut map, recip_rank, ndcg, Rprec)."""
+    items = [part.strip() for part in split_metric_list(text) if part.strip()]
+    persistence(items)  # refuses parameters other than RBP's p
     parsed = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        name, cut = _split_cutoff(item)
+    for item in items:
+        name, cut = _split_cutoff(split_parameters(item)[0])
         metric = METRIC_ALIASES.get(name, name)
         if not cut and (metric in METRICS_FULL + EXTRA_METRICS_FULL
                         or (metric in UNCUT and name not in CUT_FAMILIES)):
@@ -117,7 +180,7 @@ def parse_metrics(text: str) -> list[tuple[str, int]]:
         elif metric in METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K and cut.isdigit() and int(cut) > 0:
             parsed.append((metric, int(cut)))
         else:
-            raise MetricNameError(f"cannot read metric {item!r}; known: {known_metrics_text()}")
+            raise argparse.ArgumentTypeError(f"cannot read metric {item!r}; known: {known_metrics_text()}")
     if not parsed:
-        raise MetricNameError("give at least one metric, e.g. ndcg@10,recall@100")
+        raise argparse.ArgumentTypeError("give at least one metric, e.g. ndcg@10,recall@100")
     return parsed

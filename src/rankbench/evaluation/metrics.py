@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from rankbench.evaluation.metric_names import (
     EXTRA_METRICS_AT_K,
@@ -46,7 +48,7 @@ GAINS = ("linear", "exponential")
 _GRADES = np.int32  # dtype of the grade matrix: its two lowest values, below every grade, are codes
 _EMPTY = int(np.iinfo(_GRADES).min)  # nothing retrieved at this position
 _UNJUDGED = _EMPTY + 1  # retrieved, no label for this (question, item)
-_EXP_GAIN_MAX = 1023  # 2^grade - 1 is finite in float64 up to here
+EXP_GAIN_MAX = 1023  # 2^grade - 1 is finite in float64 up to here
 _RUN_COLUMNS = ("qid", "item_id", "rank", "score")
 _QRELS_COLUMNS = ("qid", "item_id", "grade")
 
@@ -128,6 +130,9 @@ def _ids(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
     if missing.any():
         i = int(np.flatnonzero(missing)[0])
         raise ValueError(f"{what} has a missing {column} at row {i} ({_row_name(frame, i)})")
+    if isinstance(ids.dtype, pd.CategoricalDtype):  # dictionary-coded: its codes are used as they are
+        categories = ids.cat.categories
+        return ids if pd.api.types.is_string_dtype(categories) else ids.cat.rename_categories(categories.astype(str))
     return ids if pd.api.types.is_string_dtype(ids) else ids.astype(str)
 
 
@@ -173,9 +178,53 @@ def _checked_ranks(run: pd.DataFrame) -> np.ndarray:
 
 
 def _shared_codes(first: pd.Series, second: pd.Series) -> tuple[np.ndarray, np.ndarray, pd.Index]:
-    """Integer codes of two id columns over one shared vocabulary (codes of `first` come first)."""
-    codes, uniques = pd.factorize(pd.concat([first, second], ignore_index=True))
-    return codes[: len(first)].astype(np.int64), codes[len(first):].astype(np.int64), pd.Index(uniques)
+    """Integer codes of two id columns over one shared vocabulary (codes of `first` come first).
+
+    Dictionary-coded (categorical) columns keep their codes: only their distinct values are hashed, to map the
+    second vocabulary onto the first. String columns are hashed once together, repeats of a value on consecutive
+    rows (a run's question ids) once per stretch.
+    """
+    if isinstance(first.dtype, pd.CategoricalDtype) or isinstance(second.dtype, pd.CategoricalDtype):
+        first_codes, first_vocab = _codes(first)
+        second_codes, second_vocab = _codes(second)
+        if first_vocab is second_vocab:
+            return first_codes, second_codes, first_vocab
+        # The second (labels') vocabulary is hashed, the first probed; Arrow does both natively.
+        found = pc.index_in(pa.array(first_vocab), value_set=pa.array(second_vocab)).to_numpy(zero_copy_only=False)
+        found = np.nan_to_num(found, nan=-1).astype(np.int64)
+        shared = np.full(len(second_vocab), -1, dtype=np.int64)
+        shared[found[found >= 0]] = np.flatnonzero(found >= 0)
+        new = shared < 0
+        shared[new] = len(first_vocab) + np.arange(int(new.sum()))
+        vocab = first_vocab.append(second_vocab[new]) if new.any() else first_vocab
+        return first_codes, shared[second_codes], vocab
+    starts = _stretch_starts(first)
+    if starts is None:
+        codes, uniques = pd.factorize(pd.concat([first, second], ignore_index=True))
+        return codes[: len(first)].astype(np.int64), codes[len(first):].astype(np.int64), pd.Index(uniques)
+    codes, uniques = pd.factorize(pd.concat([first.iloc[starts], second], ignore_index=True))
+    lengths = np.diff(np.append(starts, len(first)))
+    return (np.repeat(codes[: len(starts)].astype(np.int64), lengths), codes[len(starts):].astype(np.int64),
+            pd.Index(uniques))
+
+
+def _codes(ids: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes and vocabulary of one id column: a categorical's own codes, else hashed."""
+    if isinstance(ids.dtype, pd.CategoricalDtype):
+        return ids.cat.codes.to_numpy().astype(np.int64), ids.cat.categories
+    codes, uniques = pd.factorize(ids)
+    return codes.astype(np.int64), pd.Index(uniques)
+
+
+def _stretch_starts(ids: pd.Series) -> np.ndarray | None:
+    """Rows where an Arrow-backed string column changes value, when it repeats values on consecutive rows
+    (fewer than half the rows start a stretch); else None."""
+    if len(ids) < 2 or not isinstance(ids.array, pd.arrays.ArrowStringArray):
+        return None
+    values = pa.chunked_array(pa.array(ids.array))
+    changed = pc.not_equal(values[1:], values[:-1]).to_numpy(zero_copy_only=False)
+    starts = np.concatenate([[0], np.flatnonzero(changed) + 1])
+    return starts if len(starts) <= len(ids) // 2 else None
 
 
 def _pair_keys(first: np.ndarray, second: np.ndarray, n_second: int) -> np.ndarray:
@@ -198,14 +247,30 @@ def _deduplicated_labels(qrels: pd.DataFrame, keys: np.ndarray, grade: np.ndarra
     return keep
 
 
-def _run_rows_of(run: pd.DataFrame, run_keys: np.ndarray, label_keys: np.ndarray) -> np.ndarray:
-    """Run row holding each label's (question, item) key, -1 when not retrieved; a run listing the same
-    (qid, item_id) twice raises. One hash table serves both the duplicate check and the lookup."""
-    index = pd.Index(run_keys)
+def _check_items_once(run: pd.DataFrame, rows_q: np.ndarray, rows: np.ndarray | None, run_i: np.ndarray,
+                      pos: np.ndarray, counts: np.ndarray) -> None:
+    """Raise when a question lists the same item twice. Rows in (question, rank) order (rows: their run rows, None
+    when in place) go into a [question, position] matrix of item codes padded with distinct negatives, and each
+    matrix row is sorted: a repeat sits next to itself. A hash of the (question, item) keys when the matrix would
+    be much larger than the run (a few very long questions)."""
+    width = int(counts.max(initial=0))
+    if len(counts) * width <= 2 * len(rows_q) + 1024:
+        items = run_i if rows is None else run_i[rows]
+        matrix = np.broadcast_to(-1 - np.arange(width, dtype=np.int64), (len(counts), width)).copy()
+        matrix[rows_q, pos] = items
+        matrix.sort(axis=1)
+        repeats = np.flatnonzero((matrix[:, 1:] == matrix[:, :-1]).any(axis=1))
+        if len(repeats) == 0:
+            return
+        question = int(repeats[0])
+        listed = matrix[question]
+        item = int(listed[1:][listed[1:] == listed[:-1]][0])
+        i = int(np.flatnonzero((rows_q == question) & (items == item))[0])
+        raise ValueError(f"run lists the same item twice: {_row_name(run, i if rows is None else int(rows[i]))}")
+    index = pd.Index(_pair_keys(rows_q, run_i if rows is None else run_i[rows], int(run_i.max()) + 1))
     if not index.is_unique:
         i = int(np.flatnonzero(index.duplicated())[0])
-        raise ValueError(f"run lists the same item twice: {_row_name(run, i)}")
-    return index.get_indexer(label_keys)
+        raise ValueError(f"run lists the same item twice: {_row_name(run, i if rows is None else int(rows[i]))}")
 
 
 def _rank_order(run: pd.DataFrame, run_q: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
@@ -423,11 +488,9 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
     label_keys = _pair_keys(label_q, label_i, n_items)
     keep_label = _deduplicated_labels(qrels, label_keys, label_grade)
     label_q, label_keys, label_grade = label_q[keep_label], label_keys[keep_label], label_grade[keep_label]
-    # Grade of each run row: its label's, _UNJUDGED when it has none.
-    label_row = _run_rows_of(run, _pair_keys(run_q, run_i, n_items), label_keys)
-    row_grade = np.full(len(run), _UNJUDGED, dtype=_GRADES)
-    retrieved = label_row >= 0
-    row_grade[label_row[retrieved]] = label_grade[retrieved]
+    # Grade of each run row: its label's, _UNJUDGED when it has none (the few labels hashed, the run's keys probed).
+    row_label = pd.Index(label_keys).get_indexer(_pair_keys(run_q, run_i, n_items))
+    row_grade = np.append(label_grade.astype(_GRADES), _GRADES(_UNJUDGED))[row_label]  # -1: the last, _UNJUDGED
 
     # Questions evaluated: those with a relevant label, in qid order; out[code] = their row.
     relevant_codes = np.unique(label_q[label_grade >= threshold])
@@ -444,6 +507,7 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
     order = _rank_order(run, run_q, rank)
     rows_q = run_q if order is None else run_q[order]
     pos, counts = _group_positions(rows_q, len(qid_vocab))
+    _check_items_once(run, rows_q, order, run_i, pos, counts)
     run_length = np.zeros(n_q, dtype=np.int64)
     evaluated = out_of_code >= 0
     run_length[out_of_code[evaluated]] = counts[evaluated]
@@ -458,7 +522,7 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
     if with_documents:
         _require_columns(run, ("doc_id",), "run")
         documents = np.full((n_q, depth), -1, dtype=np.int32)
-        documents[rows_out, pos] = pd.factorize(_ids(run, "doc_id", "run"))[0][rows]
+        documents[rows_out, pos] = _codes(_ids(run, "doc_id", "run"))[0][rows]
     return _Judged(questions, grades, run_length, n_rel, label_out, label_grade, documents)
 
 
@@ -493,8 +557,8 @@ def per_query_metrics(
     judged = _judge(run, qrels, np.iinfo(np.int64).max if whole_run else max_k, threshold,
                     through_r="r_precision" in names, with_documents=bool(polluted))
     n_q = len(judged.questions)
-    if gain == "exponential" and judged.label_grade.max(initial=0) > _EXP_GAIN_MAX:
-        raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {_EXP_GAIN_MAX}: "
+    if gain == "exponential" and judged.label_grade.max(initial=0) > EXP_GAIN_MAX:
+        raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {EXP_GAIN_MAX}: "
                          f"qrels hold grade {judged.label_grade.max()}; use the linear gain")
     if "err" in names and err_grade_problem(qrels):
         raise ValueError(err_grade_problem(qrels))

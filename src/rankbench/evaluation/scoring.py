@@ -53,6 +53,26 @@ TIERS_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k", "m
                  "rank_high", "n"]
 
 
+def dictionary_coded(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The run and the labels with their ids as categoricals: one vocabulary of question ids, one of item ids (chunk
+    ids, document ids and labelled ids together), each hashed once, so that every grain and metric reads codes
+    instead of hashing the strings again. The values are unchanged."""
+    questions = _categoricals([run["qid"], qrels["qid"]])
+    items = _categoricals([run["chunk_id"], run["doc_id"], qrels["item_id"]])
+    return (run.assign(qid=questions[0], chunk_id=items[0], doc_id=items[1]),
+            qrels.assign(qid=questions[1], item_id=items[2]))
+
+
+def _categoricals(columns: Sequence[pd.Series]) -> list[pd.Series]:
+    """Id columns as categoricals of one shared dtype (their values as strings, first-seen category order)."""
+    strings = [c if pd.api.types.is_string_dtype(c) else c.astype(str) for c in columns]
+    codes, uniques = pd.factorize(pd.concat(strings, ignore_index=True))
+    dtype = pd.CategoricalDtype(pd.Index(uniques))
+    bounds = np.cumsum([0] + [len(c) for c in columns])
+    return [pd.Series(pd.Categorical.from_codes(codes[a:b], dtype=dtype), index=c.index, name=c.name)
+            for a, b, c in zip(bounds[:-1], bounds[1:], columns)]
+
+
 def _grain_runs(run: pd.DataFrame, grains: Sequence[str]) -> dict[str, pd.DataFrame]:
     """The run at each grain with its ranked id as item_id (document grain: chunks collapsed to documents)."""
     unknown = sorted(set(grains) - set(GRAINS))

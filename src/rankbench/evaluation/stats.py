@@ -57,6 +57,17 @@ def _as_finite_float(values: np.ndarray | Sequence[float], name: str) -> np.ndar
     return arr
 
 
+def _paired_differences(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Validated 1-D per-query differences a - b (same questions, same order, at least one)."""
+    a_arr = _as_finite_float(a, "a")
+    b_arr = _as_finite_float(b, "b")
+    if a_arr.ndim != 1 or a_arr.shape != b_arr.shape:
+        raise ValueError(f"a and b must be 1-D arrays of equal length, got {a_arr.shape} and {b_arr.shape}")
+    if a_arr.size == 0:
+        raise ValueError("a and b must contain at least one query")
+    return a_arr - b_arr
+
+
 def _chunk_size(width: int, total: int) -> int:
     """Resamples per chunk so that one chunk holds about _CHUNK_ELEMENTS numbers (depends on width only)."""
     return max(1, min(total, _CHUNK_ELEMENTS // max(width, 1)))
@@ -251,6 +262,19 @@ def randomization_p_values(
     return p
 
 
+def paired_randomization_test(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    n_resamples: int = 10_000,
+    seed: SeedLike = 0,
+    exact: bool | None = None,
+) -> float:
+    """Two-sided paired randomization test of mean(a - b) = 0 (one row of randomization_p_values)."""
+    d = _paired_differences(a, b)
+    return float(randomization_p_values(d[None, :], n_resamples=n_resamples, seed=seed, exact=exact)[0])
+
+
 def t_test_p_values(differences: np.ndarray) -> np.ndarray:
     """Two-sided paired t-test p of each row of [rows, n_queries] differences; 1.0 when a row is all zero,
     0.0 when all equal and non-zero, NaN for a single non-zero difference.
@@ -345,6 +369,14 @@ def tiers(means: dict[str, float], p_values: dict[frozenset[str], float], alpha:
         remaining = [m for m in others if m not in tied]
         level += 1
     return letters
+
+
+def win_tie_loss(a: np.ndarray, b: np.ndarray, *, tolerance: float = TIE_TOLERANCE) -> tuple[int, int, int]:
+    """Questions where a beats, ties (|a - b| <= tolerance, absorbing float noise) and loses to b."""
+    d = _paired_differences(a, b)
+    wins = int(np.count_nonzero(d > tolerance))
+    losses = int(np.count_nonzero(d < -tolerance))
+    return wins, d.size - wins - losses, losses
 
 
 def paired_comparison(

@@ -172,6 +172,17 @@ def merge_configs(base: dict[str, Any], update: Mapping[str, Any]) -> dict[str, 
     return merged
 
 
+def sorted_mappings(value: Any) -> Any:
+    """Every mapping's keys sorted, all the way down (lists keep their order). A dataset config's key order means
+    nothing; Snakemake compares a rule's params by their repr, so params built from a sorted config stay the same
+    when only the order of the keys in the YAML changes."""
+    if isinstance(value, Mapping):
+        return {key: sorted_mappings(item) for key, item in sorted(value.items(), key=lambda pair: str(pair[0]))}
+    if isinstance(value, list):
+        return [sorted_mappings(item) for item in value]
+    return value
+
+
 def read_configs(paths: Sequence[str | Path], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The config of a run: every file read safely, later ones merged over earlier ones, then `--config` values."""
     config: dict[str, Any] = {}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -23,6 +25,31 @@ def write_atomically(path: str | Path, write: Callable[[Path], object]) -> None:
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def write_folder_atomically(folder: str | Path, write: Callable[[Path], object]) -> None:
+    """Call write(staging) on a new folder beside `folder` and rename it to `folder` (which must not exist, or be
+    empty): a failure or a kill never leaves a half-written folder under that name."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        staging.chmod(0o777 & ~mask)  # mkdtemp's folder is private; the folder it becomes is not
+        write(staging)
+        if folder.is_dir():
+            folder.rmdir()  # only an empty one
+        staging.replace(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def sweep_temporaries(folder: str | Path) -> None:
+    """Delete the temporary files write_atomically leaves when killed; only call it while no writer can be alive
+    (e.g. under the folder's lock)."""
+    for stale in Path(folder).glob(".*.tmp"):
+        stale.unlink(missing_ok=True)
 
 
 def write_parquet(frame: pd.DataFrame, path: str | Path) -> None:

@@ -1,30 +1,75 @@
 """POST a JSON body to an HTTP API (urllib only) with timeouts and retries: the one client of the OpenAI-compatible
-endpoints rankbench talks to (chat completions, embeddings)."""
+endpoints rankbench talks to (chat completions, embeddings). Redirects are never followed (the API key would go to
+whatever host a server names), and each attempt has a total deadline, not only a limit per socket read."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import logging
+import math
+import os
+import re
+import socket
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
+from email.message import Message
 from typing import Any
+from urllib.parse import urlsplit
 
 from rankbench.errors import InputError
+from rankbench.redaction import redact, register_secret
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 # Worth another attempt: the server was busy or dropped the connection. A refused connection or an unknown host
 # is not: nothing listens there, which only a fix of the config (or starting the server) changes.
 TRANSIENT = (TimeoutError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.IncompleteRead)
+MAX_RETRY_AFTER = 60.0  # seconds: a longer (or unreadable) Retry-After is capped (or replaced by the backoff delay)
+VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A variable name an error may repeat: upper case, short words. Anything else might be a key pasted by mistake.
+SHOWN_NAME = re.compile(r"[A-Z][A-Z0-9]{0,15}(_[A-Z0-9]{1,16})*")
+
+
+def check_base_url(base_url: str, setting: str, source: str | None = "config") -> None:
+    """An endpoint's URL holds no user name or password: credentials never go in a config (pages and records show
+    it), only the name of the variable that holds the key."""
+    if urlsplit(base_url).netloc.count("@"):
+        raise InputError(source, f"{setting}.base_url", f"holds a user name or password ({base_url})",
+                         f"Remove them from the URL, and give the key through {setting}.api_key_env (the name of an "
+                         "environment variable holding it, sent as a Bearer token).")
+
+
+def api_key(variable: str, setting: str, source: str | None = "config") -> str:
+    """The API key in the environment variable a config names, registered for redaction. A value that is no
+    variable name (a key given by mistake) is never repeated: it is redacted as a secret too."""
+    shown = repr(variable) if SHOWN_NAME.fullmatch(variable) else "a variable (its name is not shown: it may be a key)"
+    if not VARIABLE_NAME.fullmatch(variable):
+        register_secret(variable)
+        raise InputError(source, f"{setting}.api_key_env", "is not the name of an environment variable (not shown: "
+                         "it may be the key itself)", "Put the key in an environment variable and give that "
+                         "variable's name, e.g. `api_key_env: OPENAI_API_KEY`; never the key.")
+    key = os.environ.get(variable)
+    if not key:
+        if not SHOWN_NAME.fullmatch(variable):
+            register_secret(variable)
+        raise InputError(source, f"{setting}.api_key_env", f"names {shown}, which is not set in the environment",
+                         f"Export {variable if SHOWN_NAME.fullmatch(variable) else 'it'}=<your key> before running "
+                         "(api_key_env takes the variable's name, never the key).")
+    register_secret(key)
+    return key
 
 
 def post_json(url: str, body: Mapping[str, Any], api_key: str | None, timeout: float, retries: int, backoff: float,
               setting: str) -> bytes:
     """The raw response to a JSON POST; HTTP 408/429/5xx, timeouts and dropped connections are retried with
-    exponential backoff (Retry-After honoured). Failures are InputErrors naming the URL, the HTTP status and an
-    excerpt of the body; `setting` is the config key of the endpoint's settings, named in the fix."""
+    exponential backoff (Retry-After honoured). Each attempt must complete within `timeout` seconds in all
+    (connecting, sending, waiting and reading), so a server that trickles its answer is given up on too. A redirect is
+    an error, never followed. Failures are InputErrors naming the URL, the HTTP status and an excerpt of the body
+    (secrets redacted); `setting` is the config key of the endpoint's settings, named in the fix."""
     data = json.dumps(body).encode("utf-8")
     headers = {"Content-Type": "application/json"}
     if api_key:
@@ -33,35 +78,144 @@ def post_json(url: str, body: Mapping[str, Any], api_key: str | None, timeout: f
         last = attempt == retries
         request = urllib.request.Request(url, data=data, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                return response.read()
-        except urllib.error.HTTPError as error:
-            detail = error.read()[:300].decode("utf-8", "replace")
-            if error.code not in RETRY_STATUS or last:
-                tried = f" after {attempt + 1} attempts" if attempt else ""
-                raise InputError(url, None, f"answered HTTP {error.code}{tried} ({detail.strip() or error.reason})",
-                                 f"Check {setting}.model, the API key and the server's log.") from None
-            wait = _retry_after(error.headers.get("Retry-After"), backoff * 2 ** attempt)
+            status, payload, answer = _attempt(request, timeout)
         except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
             reason = error.reason if isinstance(error, urllib.error.URLError) else error
-            if not isinstance(reason, TRANSIENT):
+            if isinstance(reason, TimeoutError):
+                if last:
+                    raise InputError(url, None, f"did not answer within {timeout:g} s ({retries + 1} attempts)",
+                                     f"Raise {setting}.timeout (the seconds one request may take in all), or check "
+                                     "that the server is not overloaded.") from None
+            elif not isinstance(reason, TRANSIENT):
                 raise InputError(url, None, f"is unreachable ({reason})",
                                  f"Start the server, or fix {setting}.base_url in the config.") from None
-            if last and isinstance(reason, TimeoutError):
-                raise InputError(url, None, f"did not answer within {timeout:g} s ({retries + 1} attempts)",
-                                 f"Raise {setting}.timeout, or check that the server is not overloaded.") from None
-            if last:
+            elif last:
                 raise InputError(url, None, f"dropped the connection on each of {retries + 1} attempts "
                                  f"({type(reason).__name__}: {reason})", "Check the server's log.") from None
             wait = backoff * 2 ** attempt
-        logging.warning("request to %s failed (attempt %d), retrying in %.1f s", url, attempt + 1, wait)
+        else:
+            if status < 300:
+                return payload
+            if status < 400:
+                target = urlsplit(answer.get("Location") or "")
+                where = f"{target.scheme}://{target.netloc}" if target.netloc else "another address"
+                raise InputError(url, None, f"answered HTTP {status}, a redirect to {where}",
+                                 "API requests never follow redirects (the API key would go to another host): set "
+                                 f"{setting}.base_url to the address the server names, if you trust it.")
+            if status not in RETRY_STATUS or last:
+                detail = payload[:300].decode("utf-8", "replace").strip() or http.client.responses.get(status, "")
+                tried = f" after {attempt + 1} attempts" if attempt else ""
+                raise InputError(url, None, f"answered HTTP {status}{tried} ({detail})",
+                                 f"Check {setting}.model, the API key and the server's log.")
+            wait = retry_after(answer.get("Retry-After"), backoff * 2 ** attempt)
+        logging.warning("request to %s failed (attempt %d), retrying in %.1f s", redact(url), attempt + 1, wait)
         time.sleep(wait)
     raise AssertionError("unreachable")
 
 
-def _retry_after(header: str | None, default: float) -> float:
-    """Seconds a 429/503 asks us to wait (capped at 60 s), else the backoff delay."""
+def _attempt(request: urllib.request.Request, timeout: float) -> tuple[int, bytes, Message]:
+    """Status, body and headers of one request (an HTTP error status too), read in full within `timeout` seconds;
+    TimeoutError when the deadline passed, and urllib's errors when the connection failed."""
+    deadline = Deadline(timeout)
+    with deadline:
+        try:
+            try:
+                with _opener(deadline).open(request, timeout=timeout) as response:
+                    answer = (response.status, response.read(), response.headers)
+            except urllib.error.HTTPError as error:
+                answer = (error.code, error.read(), error.headers)
+        except (urllib.error.URLError, OSError, http.client.HTTPException):
+            if deadline.expired:
+                raise TimeoutError from None
+            raise
+    if deadline.expired:  # a body without Content-Length ends early, without an error, when its socket shuts down
+        raise TimeoutError
+    return answer
+
+
+def retry_after(header: str | None, default: float) -> float:
+    """Seconds a 429/503 asks us to wait (0 to 60 s), else the backoff delay: also for a Retry-After that is not a
+    finite number of seconds (nan, inf, an HTTP date)."""
     try:
-        return min(max(float(header), 0.0), 60.0) if header else default
+        seconds = float(header) if header else math.nan
     except ValueError:
-        return default
+        seconds = math.nan
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER) if math.isfinite(seconds) else default
+
+
+class Deadline:
+    """The end of one request: when it passes, the request's sockets are shut down, so a read blocked on a server
+    that sends a byte now and then returns at once (urllib's timeout bounds each read, not the request)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        with self._lock:
+            self._timer.cancel()
+            self._sockets.clear()
+
+    def watch(self, sock: socket.socket) -> None:
+        """Shut this socket down when the deadline passes (at once if it has)."""
+        with self._lock:
+            self._sockets.append(sock)
+        if self.expired:
+            self._expire()
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):  # already closed
+                    # the plain socket's shutdown, also under TLS: it ends the read blocked in the other thread
+                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def _watched(connection_class: type[http.client.HTTPConnection], deadline: Deadline) -> Any:
+    """A factory of connections whose socket the deadline watches from the moment it connects (TLS included)."""
+    def make(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
+        connection = connection_class(*args, **kwargs)
+        connect = connection.connect
+
+        def watched_connect() -> None:
+            connect()
+            deadline.watch(connection.sock)
+
+        connection.connect = watched_connect  # type: ignore[method-assign]
+        return connection
+    return make
+
+
+class _DeadlineHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    """urllib's http and https handler, on connections the deadline watches."""
+
+    def __init__(self, deadline: Deadline) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_watched(http.client.HTTPConnection, self.deadline), req)
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_watched(http.client.HTTPSConnection, self.deadline), req,
+                            context=self._context)  # type: ignore[attr-defined]  # set by HTTPSHandler.__init__
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A 3xx reaches the caller as an HTTPError: following it would send the Authorization header elsewhere."""
+
+    def redirect_request(self, *_args: Any, **_kwargs: Any) -> None:
+        return None
+
+
+def _opener(deadline: Deadline) -> urllib.request.OpenerDirector:
+    """urllib's opener (proxies from the environment included) with the deadline's connections and no redirects."""
+    return urllib.request.build_opener(_NoRedirects, _DeadlineHandler(deadline))

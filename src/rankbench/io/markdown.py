@@ -10,6 +10,16 @@ import pandas as pd
 _NUMBER = re.compile(r"^(\*\*)?[-–+]?\d[\d.]*%?(\*\*)?[↑↓°]*( \[[^\]]*\]| \(n=\d+\))?[↑↓°]*$|^–$")
 
 
+# What Markdown may read as markup in running text or a table cell (CommonMark lets a backslash escape any of them).
+_MARKUP = re.compile(r"([\\`*_{}\[\]()<>#+!|&~-])")
+
+
+def markdown_literal(text: object) -> str:
+    """User text (a note, a label, a kind, a question, a title) as Markdown that renders as that very text, on one
+    line: an image, a link, raw HTML or an entity in it stays visible text, never markup a page would load."""
+    return _MARKUP.sub(r"\\\1", " ".join(str(text).split()))
+
+
 def natural_key(value: object) -> tuple:
     """Sort key for an id: its digit runs compare as numbers (2 before 10, q2 before q10)."""
     return tuple(int(part) if i % 2 else part for i, part in enumerate(re.split(r"(\d+)", str(value))))

@@ -1,14 +1,15 @@
 """TREC and Parquet runs and qrels in and out: validated with file and line, ordered as trec_eval orders them.
 
 TREC qrels: `qid iter docno grade` (iter ignored). TREC runs: `qid Q0 docno rank score tag`; trec_eval ignores
-the rank column and orders each question by score desc, then docno desc, and so do we. A run we write carries
-scores derived from our ranks (strictly decreasing), so trec_eval scores exactly our order, ties included.
+the rank column and orders each question by score desc, then docno desc, and so do we. A run we write carries the
+method's own scores at full precision, nudged only where trec_eval (which reads 32-bit scores) would reorder them
+(trec_scores), so trec_eval, ranx, ir_measures and fusion over exported runs see our scores and our order.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -16,13 +17,15 @@ import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
+from rankbench.io.adapters import adapted_qrels, adapted_run
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.qrels import check_qrels, first_repeat, two_rows
 from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_rule
 
-# What the readers accept: a file (TREC or Parquet), a DataFrame, or pytrec_eval's / ranx's {qid: {id: value}}.
-RunSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]]
-QrelsSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]]
+# What the readers accept: a file (TREC or Parquet), a DataFrame, pytrec_eval's / ranx's {qid: {id: value}}, and
+# the other toolkits' objects io.adapters reads (ranx Qrels/Run, PyTerrier frames, ir_datasets record iterables).
+RunSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]] | Iterable[Any] | object
+QrelsSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | Iterable[Any] | object
 _WHITESPACE = re.compile(r"\s")
 
 
@@ -85,6 +88,17 @@ def read_trec_run(path: str | Path) -> pd.DataFrame:
     return order_by_trec_rule(frame[RUN_COLUMNS], id_column="doc_id")
 
 
+def trec_run_tag(path: str | Path) -> str | None:
+    """The run tag of a TREC run file: the last field of its last result line (as trec_eval takes it), None for a
+    Parquet run or a file without results."""
+    if file_format(path) == "parquet":
+        return None
+    tag = None
+    for _, fields in _fields(Path(path), 6, "qid Q0 docno rank score tag"):
+        tag = fields[5]
+    return tag
+
+
 def _read_parquet(path: str | Path) -> pd.DataFrame:
     """A Parquet file as a DataFrame; an unreadable one is an InputError."""
     try:
@@ -128,7 +142,8 @@ def read_parquet_run(path: str | Path) -> pd.DataFrame:
 def read_run(source: RunSource, fmt: str | None = None, name: str | None = None) -> pd.DataFrame:
     """A run as RUN_COLUMNS from a TREC or Parquet file (format from the extension unless given), a DataFrame
     (qid, doc_id, score, optionally chunk_id and rank) or a {qid: {doc_id: score}} dict; ``name`` names an
-    in-memory run in messages."""
+    in-memory run in messages; ranx Runs, PyTerrier frames and record iterables are read too (io.adapters)."""
+    source = adapted_run(source, name or "the run")
     if isinstance(source, pd.DataFrame):
         return run_from_frame(source, name or "the run table")
     if isinstance(source, Mapping):
@@ -161,7 +176,8 @@ def qrels_from_frame(frame: pd.DataFrame, source: str | Path | None = None, grai
 
 def read_qrels(source: QrelsSource, grain: str = "document") -> pd.DataFrame:
     """Qrels as validated qid, item_id, grade from a TREC file, a Parquet file or DataFrame (see qrels_from_frame)
-    or a {qid: {doc_id: grade}} dict; qrels holding no judgement raise."""
+    or a {qid: {doc_id: grade}} dict, or another toolkit's qrels (io.adapters); qrels holding no judgement raise."""
+    source = adapted_qrels(source, "the qrels")
     if isinstance(source, pd.DataFrame):
         return qrels_from_frame(source, "the qrels table", grain)
     if isinstance(source, Mapping):
@@ -174,8 +190,43 @@ def read_qrels(source: QrelsSource, grain: str = "document") -> pd.DataFrame:
     return qrels
 
 
+def _reordered(scores: np.ndarray, singles: np.ndarray, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Whether each of `rows` would be ranked above the row before it by trec_eval (its 32-bit score, then docno
+    desc) or by a reader of 64-bit scores."""
+    before = rows - 1
+    later_id = ids[rows] > ids[before]
+    return ((scores[rows] > scores[before]) | ((scores[rows] == scores[before]) & later_id)
+            | (singles[rows] > singles[before]) | ((singles[rows] == singles[before]) & later_id))
+
+
+def trec_scores(ordered: pd.DataFrame, id_column: str) -> list[str]:
+    """The run's own scores as text (rows in rank order within each question), at full precision (the shortest repr
+    that reads back to the same float).
+
+    trec_eval (so pytrec_eval) reads scores as 32-bit floats and breaks their ties by docno desc; where that, or a
+    reader of 64-bit scores, would order two results otherwise than our ranks, the later one takes the next 32-bit
+    float below the one before it (written as that float32), so every reader ranks exactly as we do.
+    """
+    scores = ordered["score"].to_numpy(dtype=np.float64).copy()
+    singles = scores.astype(np.float32)
+    qids, ids = ordered["qid"].astype(str).to_numpy(), ordered[id_column].astype(str).to_numpy()
+    same = np.zeros(len(scores), dtype=bool)
+    same[1:] = qids[1:] == qids[:-1]
+    text = [repr(score) for score in scores.tolist()]
+    candidates = np.flatnonzero(same)
+    for start in candidates[_reordered(scores, singles, ids, candidates)].tolist():  # rare: walk on from each
+        row = start
+        while row < len(scores) and same[row] and _reordered(scores, singles, ids, np.array([row]))[0]:
+            single = np.nextafter(singles[row - 1], np.float32(-np.inf))
+            text[row] = str(single)
+            singles[row], scores[row] = single, float(text[row])
+            row += 1
+    return text
+
+
 def trec_run_text(run: pd.DataFrame, tag: str, id_column: str = "chunk_id") -> str:
-    """A run as TREC lines in rank order, with scores depth + 1 - rank (strictly decreasing within a question)."""
+    """A run as TREC lines in rank order with its own scores at full precision, nudged only where trec_eval would
+    reorder them (trec_scores)."""
     ordered = run.sort_values(["qid", "rank"], kind="stable")
     for column in ("qid", id_column):
         ids = ordered[column].astype(str)
@@ -184,8 +235,7 @@ def trec_run_text(run: pd.DataFrame, tag: str, id_column: str = "chunk_id") -> s
             value = ids.iloc[int(np.flatnonzero(ids.str.contains(_WHITESPACE).to_numpy())[0])]
             raise InputError(None, f"{column} {value!r}", "contains whitespace, which the TREC format cannot hold",
                              "Use ids without spaces.")
-    depth = int(ordered["rank"].max()) if len(ordered) else 0
-    scores = (depth + 1 - ordered["rank"].astype(np.int64)).astype(str)
+    scores = pd.Series(trec_scores(ordered, id_column), index=ordered.index)
     lines = ordered["qid"].astype(str) + " Q0 " + ordered[id_column].astype(str) + " " + \
         ordered["rank"].astype(str) + " " + scores + " " + tag
     return "".join(line + "\n" for line in lines.tolist())
@@ -198,7 +248,7 @@ def write_trec_run(run: pd.DataFrame, path: str | Path, tag: str, id_column: str
 
 def write_run(run: pd.DataFrame, path: str | Path, tag: str = "rankbench") -> None:
     """A run (RUN_COLUMNS) as Parquet (.parquet: every column kept) or else as a TREC run of its documents (chunks
-    collapsed to their documents; scores derived from the ranks, so trec_eval reproduces its order)."""
+    collapsed to their documents; the run's own scores, ordered so trec_eval reproduces its ranks)."""
     if file_format(path) == "parquet":
         write_parquet(run, path)
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +24,21 @@ from rankbench.io.trec import read_qrels
 
 KIND = "trec"
 TOPIC_FIELDS = ("title", "desc", "title+desc")
-_DOC = re.compile(r"<DOC>(.*?)</DOC>", re.IGNORECASE | re.DOTALL)
 _DOC_TAG = re.compile(r"</?DOC>", re.IGNORECASE)
-_DOCNO = re.compile(r"<DOCNO>(.*?)</DOCNO>", re.IGNORECASE | re.DOTALL)
-_TITLE = re.compile(r"<(TITLE|HEADLINE)>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
-_TEXT = re.compile(r"<TEXT>(.*?)</TEXT>", re.IGNORECASE | re.DOTALL)
+
+
+def _element(names: str) -> re.Pattern[str]:
+    """`<NAME>content</NAME>` whose content holds no tag of the same name: a match attempt stops at the next such
+    tag, so an element left open costs one scan to that tag, never one to the end of the text (linear, not
+    quadratic). Group 1 is the name, group 2 the content."""
+    return re.compile(rf"<({names})>([^<]*(?:<(?!/?\1>)[^<]*)*)</\1>", re.IGNORECASE)
+
+
+_DOCNO = _element("DOCNO")
+_DOCNO_OPEN = re.compile(r"<DOCNO>", re.IGNORECASE)
+_TITLE = _element("TITLE|HEADLINE")
+_TEXT = _element("TEXT")
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(\s[^<>]*)?/?>")
-_TOP = re.compile(r"<top>(.*?)</top>", re.IGNORECASE | re.DOTALL)
 _TOP_TAG = re.compile(r"</?top>", re.IGNORECASE)
 _FIELD = re.compile(r"<(/?)(num|title|desc|narr|con|fac|def|dom|smry|head)>", re.IGNORECASE)
 _LABEL = re.compile(r"^\s*(Number|Topic|Description|Narrative|Concept\(s\)|Summary)\s*:", re.IGNORECASE)
@@ -48,49 +57,68 @@ def _read_text(path: Path) -> str:
                          "Save the file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`).") from None
 
 
-def _line(text: str, offset: int) -> int:
-    return text.count("\n", 0, offset) + 1
-
-
 def _plain(markup: str) -> str:
     """Element content as text: inner tags dropped, SGML/HTML entities decoded, outer blanks stripped."""
     return html.unescape(_TAG.sub(" ", markup)).strip()
 
 
-def _check_outside(text: str, pattern: re.Pattern[str], path: Path, element: str) -> None:
-    """Nothing but blanks between elements, and no element left open or closed twice (named by its line)."""
-    position = 0
-    for match in pattern.finditer(text):
-        _check_gap(text, position, match.start(), path, element)
+class _Lines:
+    """Line numbers of increasing offsets into one text, each counted on from the last (linear in the text)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.offset, self.line = text, 0, 1
+
+    def at(self, offset: int) -> int:
+        self.line += self.text.count("\n", self.offset, offset)
+        self.offset = offset
+        return self.line
+
+
+def _elements(text: str, tag: re.Pattern[str], path: Path, element: str) -> Iterator[tuple[int, str]]:
+    """(line, content) of each <element>…</element>, in one pass over the element's tags: text outside elements,
+    a tag without its pair and an element opened before the last one closed are InputErrors naming the line."""
+    lines, position, opened = _Lines(text), 0, None
+    what = "topic" if element == "top" else "document"
+    fix = f"Every {what} is one <{element}>…</{element}> element; fix or remove that text."
+    for match in tag.finditer(text):
+        closing = match.group().startswith("</")
+        if opened is None:
+            gap = text[position:match.start()]
+            if gap.strip():
+                raise InputError(path, f"line {lines.at(position + len(gap) - len(gap.lstrip()))}",
+                                 f"holds text outside <{element}>…</{element}>", fix)
+            if closing:
+                raise InputError(path, f"line {lines.at(match.start())}",
+                                 f"closes an element without its pair <{element}>…</{element}>", fix)
+            opened = match
+        elif closing:
+            yield lines.at(opened.start()), text[opened.end():match.start()]
+            opened = None
+        else:
+            raise InputError(path, f"line {lines.at(opened.start())}",
+                             f"opens a <{element}> that is not closed before the next one",
+                             f"Close every {what} with </{element}>.")
         position = match.end()
-    _check_gap(text, position, len(text), path, element)
-
-
-def _check_gap(text: str, start: int, end: int, path: Path, element: str) -> None:
-    gap = text[start:end]
-    if gap.strip():
-        offset = start + len(gap) - len(gap.lstrip())
-        stray = _DOC_TAG if element == "DOC" else _TOP_TAG
-        problem = "opens or closes an element without its pair" if stray.search(gap) else "holds text outside"
-        raise InputError(path, f"line {_line(text, offset)}", f"{problem} <{element}>…</{element}>",
-                         f"Every {'topic' if element == 'top' else 'document'} is one "
-                         f"<{element}>…</{element}> element; fix or remove that text.")
+    if opened is not None:
+        raise InputError(path, f"line {lines.at(opened.start())}",
+                         f"opens an element without its pair <{element}>…</{element}>: it is never closed",
+                         f"Close every {what} with </{element}>.")
+    rest = text[position:]
+    if rest.strip():
+        raise InputError(path, f"line {lines.at(position + len(rest) - len(rest.lstrip()))}",
+                         f"holds text outside <{element}>…</{element}>", fix)
 
 
 def load_trec_documents(path: Path) -> pd.DataFrame:
     """Documents of a TREC SGML file (DOCUMENT_COLUMNS), in file order; each DOC needs one non-blank DOCNO."""
-    text = _read_text(path)
-    _check_outside(text, _DOC, path, "DOC")
     rows: list[dict[str, Any]] = []
     first_line: dict[str, int] = {}
-    for match in _DOC.finditer(text):
-        body, line = match.group(1), _line(text, match.start())
-        if _DOC_TAG.search(body):
-            raise InputError(path, f"line {line}", "opens a <DOC> that is not closed before the next one",
-                             "Close every document with </DOC>.")
-        numbers = _DOCNO.findall(body)
-        if len(numbers) != 1:
-            raise InputError(path, f"line {line}", f"is a <DOC> with {len(numbers)} <DOCNO> elements",
+    for line, body in _elements(_read_text(path), _DOC_TAG, path, "DOC"):
+        numbers = [number for _, number in _DOCNO.findall(body)]
+        opened = len(_DOCNO_OPEN.findall(body))
+        if len(numbers) != 1 or opened != 1:
+            raise InputError(path, f"line {line}", f"is a <DOC> with {opened} <DOCNO> elements"
+                             + ("" if opened == len(numbers) else f", {opened - len(numbers)} of them not closed"),
                              "Give every document exactly one <DOCNO>id</DOCNO>.")
         doc_id = numbers[0].strip()
         where = f"line {line} (DOCNO {doc_id!r})"
@@ -100,7 +128,7 @@ def load_trec_documents(path: Path) -> pd.DataFrame:
                              "Document numbers must be unique: give one of them another DOCNO.")
         first_line[doc_id] = line
         title = _TITLE.search(body)
-        texts = _TEXT.findall(body)
+        texts = [content for _, content in _TEXT.findall(body)]
         if not texts:
             texts = [_TITLE.sub(" ", _DOCNO.sub(" ", body))]
         rows.append({"doc_id": doc_id, "title": _plain(title.group(2)) if title else "",
@@ -128,11 +156,9 @@ def _topic_fields(body: str, path: Path, line: int) -> dict[str, str]:
 
 
 def _sgml_topics(text: str, path: Path, field: str) -> dict[str, tuple[str, str]]:
-    _check_outside(text, _TOP, path, "top")
     topics: dict[str, tuple[str, str]] = {}
-    for match in _TOP.finditer(text):
-        line = _line(text, match.start())
-        fields = _topic_fields(match.group(1), path, line)
+    for line, body in _elements(text, _TOP_TAG, path, "top"):
+        fields = _topic_fields(body, path, line)
         qid = fields.get("num", "")
         where = f"line {line} (topic {qid!r})"
         if not qid:

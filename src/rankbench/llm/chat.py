@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 from rankbench.errors import InputError
 from rankbench.io.files import write_text
-from rankbench.io.http import post_json
+from rankbench.io.http import api_key, check_base_url, post_json
 from rankbench.llm.model_file import INSTALL_HINT, default_cache_dir, packaged_model
 
 Messages = Sequence[Mapping[str, str]]
@@ -124,7 +124,12 @@ class Chat:
                                         ensure_ascii=False).encode("utf-8")).hexdigest()
         path = self.cache_dir / key[:2] / f"{key}.json"
         if path.exists():
-            return json.loads(path.read_text(encoding="utf-8"))
+            try:
+                return parse_response(path.read_bytes(), str(path))
+            except InputError as corrupt:  # never trusted: named, removed and asked again
+                logging.warning("cached response %s is corrupt (%s): removed; the request is sent again", path,
+                                corrupt.problem)
+                path.unlink(missing_ok=True)
         response = self.backend.send(body)
         self.sent += 1
         write_text(json.dumps(response, ensure_ascii=False), path)
@@ -156,14 +161,9 @@ def chat_from_spec(spec: Mapping[str, Any]) -> Chat:
         if not settings["base_url"] or not settings["model"]:
             raise InputError("config", "llm", "backend openai needs `base_url` and `model`",
                              "Example: {backend: openai, base_url: 'http://127.0.0.1:11434/v1', model: qwen2.5}.")
-        api_key = None
-        if settings["api_key_env"]:
-            api_key = os.environ.get(settings["api_key_env"])
-            if not api_key:
-                raise InputError("config", "llm.api_key_env",
-                                 f"names {settings['api_key_env']!r}, which is not set in the environment",
-                                 f"Export {settings['api_key_env']}=<your key> before running.")
-        backend: ChatBackend = OpenAIEndpoint(settings["base_url"], settings["model"], api_key,
+        check_base_url(settings["base_url"], "llm")
+        key = api_key(settings["api_key_env"], "llm") if settings["api_key_env"] else None
+        backend: ChatBackend = OpenAIEndpoint(settings["base_url"], settings["model"], key,
                                               float(settings["timeout"]), int(settings["retries"]),
                                               float(settings["backoff"]))
     else:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.corpus.sections import split_sections
+from rankbench.io.progress import Progress
 from rankbench.llm.chat import Chat
 from rankbench.llm.prompts import generation_messages, parse_generation
 
@@ -47,24 +48,26 @@ def generate_questions(chat: Chat, documents: pd.DataFrame, count: int, seed: in
     order = np.random.default_rng(seed).permutation(len(sections))
     records: list[dict[str, object]] = []
     seen: set[str] = set()
-    for position in order:
-        if len(records) >= count:
-            break
-        section = sections.iloc[int(position)]
-        reply = parse_generation(chat.text(generation_messages(section["title"], section["body"], language), 200))
-        if not reply:
-            logging.warning("no question parsed for %s#%s", section["doc_id"], section["section"])
-        for style, field in (("natural", "question"), ("keyword", "keywords")):
-            text = reply.get(field, "")
-            key = duplicate_key(text)
-            if not key or key in seen or len(records) >= count:
-                continue
-            seen.add(key)
-            records.append({
-                "qid": f"{qid_prefix}{len(records) + 1:03d}", "question": text, "kind": GENERATED_KIND,
-                "audience": section["audience"],
-                "as_of": section["as_of"] if isinstance(section["as_of"], str) else None,
-                "labels": [{"doc_id": section["doc_id"], "section": section["section"], "grade": 3}],
-                "style": style,
-            })
+    with Progress(count, "LLM question generation", "questions") as progress:
+        for position in order:
+            if len(records) >= count:
+                break
+            section = sections.iloc[int(position)]
+            reply = parse_generation(chat.text(generation_messages(section["title"], section["body"], language), 200))
+            if not reply:
+                logging.warning("no question parsed for %s#%s", section["doc_id"], section["section"])
+            for style, field in (("natural", "question"), ("keyword", "keywords")):
+                text = reply.get(field, "")
+                key = duplicate_key(text)
+                if not key or key in seen or len(records) >= count:
+                    continue
+                seen.add(key)
+                records.append({
+                    "qid": f"{qid_prefix}{len(records) + 1:03d}", "question": text, "kind": GENERATED_KIND,
+                    "audience": section["audience"],
+                    "as_of": section["as_of"] if isinstance(section["as_of"], str) else None,
+                    "labels": [{"doc_id": section["doc_id"], "section": section["section"], "grade": 3}],
+                    "style": style,
+                })
+                progress.update()
     return records

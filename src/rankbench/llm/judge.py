@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import time
 
 import numpy as np
 import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
+from rankbench.io.progress import tracked
 from rankbench.io.qrels import build_qrels
 from rankbench.llm.chat import Chat
 from rankbench.llm.prompts import judge_messages, parse_grade
@@ -24,13 +24,11 @@ def judge_pool(chat: Chat, pooled: pd.DataFrame, questions: pd.DataFrame, labels
     sections = dict(zip(chunks["chunk_id"], chunks["sections"]))
     asked = dict(zip(questions["qid"], questions["question"]))
     grades, seconds = [], []
-    for number, (qid, chunk_id) in enumerate(zip(pooled["qid"], pooled["chunk_id"]), start=1):
+    for qid, chunk_id in tracked(zip(pooled["qid"], pooled["chunk_id"]), len(pooled), "LLM judge", "pairs"):
         start, sent_before = time.perf_counter(), chat.sent
         reply = chat.text(judge_messages(asked[qid], texts[chunk_id]), max_tokens=2)
         seconds.append(time.perf_counter() - start if chat.sent > sent_before else 0.0)
         grades.append(parse_grade(reply))
-        if number % 25 == 0:
-            logging.info("judged %d/%d pairs", number, len(pooled))
     qrels, _ = build_qrels(labels, chunks)
     human = qrels[qrels["grain"] == "chunk"].rename(columns={"item_id": "chunk_id", "grade": "human"})
     judged = pooled.assign(judge=pd.array(grades, dtype="Int64"), seconds=seconds)

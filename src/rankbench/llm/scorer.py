@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from rankbench.io.progress import tracked
 from rankbench.llm.chat import Chat, first_token_probabilities
 from rankbench.llm.prompts import judge_messages, parse_grade, relevance_messages
 from rankbench.retrieval.rerank import PairScorer
@@ -27,7 +28,7 @@ def llm_scorer(chat: Chat, questions: dict[str, str], passages: dict[str, str]) 
         return yes / (yes + no) if yes + no > 0 else 0.0
 
     def score(pairs: pd.DataFrame) -> np.ndarray:
-        return np.array([score_pair(questions[q], passages[c]) for q, c in zip(pairs["qid"], pairs["chunk_id"])],
-                        dtype=np.float64)
+        asked = tracked(zip(pairs["qid"], pairs["chunk_id"]), len(pairs), "LLM rerank", "pairs")
+        return np.array([score_pair(questions[q], passages[c]) for q, c in asked], dtype=np.float64)
 
     return score

@@ -15,8 +15,9 @@ import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.errors import InputError
+from rankbench.io.http import api_key, check_base_url
 from rankbench.pipeline.dataset_formats import check_dataset_keys
-from rankbench.pipeline.defaults import DATASET_DEFAULTS, RESULTS
+from rankbench.pipeline.defaults import DATASET_DEFAULTS, DATASET_ENTRIES, RESULTS, RESULTS_ENTRIES
 from rankbench.pipeline.models import check_model_names
 from rankbench.retrieval.bm25 import LANGUAGES
 from rankbench.retrieval.encoders.api import ApiEncoderSpec
@@ -60,13 +61,27 @@ def _schema_error(error: jsonschema.ValidationError, source: str) -> InputError:
     problem, fix = error.message, "See docs/reference/config.md for what this key accepts."
     if where == "results":
         fix = "Name a folder, e.g. `results`, without {…} (Snakemake would read it as a wildcard)."
-    elif error.validator == "not":
-        problem = f"{error.instance!r} is reserved: it is a folder of results/<dataset>/"
-        fix = "Choose another name."
     elif error.validator == "pattern":
         fix = ("Names become folder and file names: letters, digits and _ . + - "
                "(the last three not first), at most 100 characters.")
     return InputError(source, where, problem, fix)
+
+
+def check_reserved_name(name: str, reserved: tuple[str, ...], folder: str, source: str, where: str) -> None:
+    """A name that becomes a folder beside files and folders rankbench writes itself (compared case-insensitively,
+    as some file systems do) is refused: the two would collide."""
+    if name.casefold() in reserved:
+        raise InputError(source, where, f"{name!r} is reserved: rankbench writes {folder}/{name} itself",
+                         f"Choose another name (reserved: {', '.join(reserved)}).")
+
+
+def check_reserved_names(config: Mapping[str, Any], source: str) -> None:
+    """The dataset's name (a folder of results/) and the versions' (folders of results/<dataset>/) are not names
+    rankbench writes there itself."""
+    results = config.get("results", RESULTS)
+    check_reserved_name(config["dataset"]["name"], RESULTS_ENTRIES, results, source, "dataset.name")
+    for qset in config["qsets"]:
+        check_reserved_name(qset, DATASET_ENTRIES, f"{results}/{config['dataset']['name']}", source, f"qsets.{qset}")
 
 
 def check_grids(methods: Mapping[str, Mapping[str, Any]], schema: Mapping[str, Any], source: str) -> None:
@@ -100,13 +115,15 @@ def check_grids(methods: Mapping[str, Mapping[str, Any]], schema: Mapping[str, A
 def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: str) -> dict[str, dict[str, Any]]:
     """Every check that can fail on the config alone, in order, at start: the methods with grids expanded."""
     validate_config(config, schema, source)
+    check_reserved_names(config, source)
     check_grids(config["methods"], schema, source)
     methods = expand_methods(config["methods"], source)
     expanded = {**config, "methods": methods}
     check_methods(expanded, source)
     check_settings(expanded, source)
     check_llm(expanded, source)
-    check_paths(expanded, source)
+    check_endpoints(expanded, source)
+    check_paths(expanded, schema, source)
     check_inputs(expanded, source)
     return methods
 
@@ -287,7 +304,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
 
 def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
     """Keys of an embedding API only on `kind: openai`, `device` only on the others, a sparse encoder's keys only on
-    `kind: sparse`; the key's variable is set."""
+    `kind: sparse` (the endpoint itself: check_endpoints)."""
     api = encoder_kind(spec).api
     stray = sorted(set(spec) & ({"device"} if api else set(API_ENCODER_KEYS)))
     if encoder_kind(spec).sparse:
@@ -295,9 +312,25 @@ def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
     if stray:
         raise InputError(source, f"encoders.{name}.{stray[0]}", f"does not apply to kind {spec['kind']}",
                          "Remove it (see docs/reference/config.md, `encoders`).")
-    if api and spec.get("api_key_env") and not os.environ.get(spec["api_key_env"]):
-        raise InputError(source, f"encoders.{name}.api_key_env", f"names {spec['api_key_env']!r}, which is not set "
-                         "in the environment", f"Export {spec['api_key_env']}=<your key> before running.")
+
+
+def check_endpoints(config: Mapping[str, Any], source: str) -> None:
+    """Every API endpoint (embedding encoders, chat models): finite timeouts, no credentials in its URL, its key's
+    variable set."""
+    endpoints = [(f"encoders.{name}", spec) for name, spec in config.get("encoders", {}).items()
+                 if spec["kind"] == "openai"]
+    endpoints += [("llm.chat", config.get("llm", {}).get("chat", {}))]
+    endpoints += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
+                  for name, spec in config["methods"].items() if isinstance(spec.get("scorer"), Mapping)]
+    for setting, spec in endpoints:
+        for key in ("timeout", "backoff"):
+            if isinstance(spec.get(key), float) and not math.isfinite(spec[key]):
+                raise InputError(source, f"{setting}.{key}", f"is {spec[key]}, not a number of seconds",
+                                 "Give a positive number of seconds, e.g. 60.")
+        if spec.get("base_url"):
+            check_base_url(spec["base_url"], setting, source)
+        if spec.get("api_key_env"):
+            api_key(spec["api_key_env"], setting, source)
 
 
 def check_llm(config: Mapping[str, Any], source: str) -> None:
@@ -354,17 +387,51 @@ def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     return paths
 
 
-def check_paths(config: Mapping[str, Any], source: str) -> None:
-    """The results folder stays inside the project folder (the working directory). Inputs are only read: relative
-    ones resolve against the project folder wherever they lead (`corpus: ../shared/corpus.jsonl`), and
-    check_inputs checks that they exist."""
+# The schema annotations of the keys that hold paths (workflow/schemas/*.yaml): read, or written by the run.
+PATH_FORMATS = ("path", "output-path")
+
+
+def path_values(value: Any, schema: Mapping[str, Any], node: Mapping[str, Any] | None = None,
+                where: str = "") -> dict[str, tuple[str, str]]:
+    """Key -> (value, format) of every string of a config that its schema marks as a path (PATH_FORMATS), found by
+    walking the config beside the schema (properties, additionalProperties, items, $ref, oneOf/anyOf branches)."""
+    node = schema if node is None else node
+    if "$ref" in node:
+        target: Any = schema
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = {**target, **{key: item for key, item in node.items() if key != "$ref"}}
+    found: dict[str, tuple[str, str]] = {}
+    for branch in [*node.get("oneOf", []), *node.get("anyOf", [])]:
+        found |= path_values(value, schema, branch, where)
+    if isinstance(value, str) and node.get("format") in PATH_FORMATS:
+        found[where] = (value, node["format"])
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            child = node.get("properties", {}).get(key, node.get("additionalProperties"))
+            if isinstance(child, Mapping):
+                found |= path_values(item, schema, child, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list) and isinstance(node.get("items"), Mapping):
+        for number, item in enumerate(value):
+            found |= path_values(item, schema, node["items"], f"{where}[{number}]")
+    return found
+
+
+def check_paths(config: Mapping[str, Any], schema: Mapping[str, Any], source: str) -> None:
+    """The one path check, over every key the schema marks as a path (a dataset config, methods expanded, or a
+    study): what the run writes (`output-path`: the results folder, an LLM request cache), when relative, stays
+    inside the project folder (the working directory); absolute paths are deliberate. What it only reads (`path`)
+    resolves against the project folder wherever it leads (`corpus: ../shared/corpus.jsonl`); check_inputs and the
+    model checks say whether it exists."""
     results = config.get("results", RESULTS)
     if os.path.normpath(results) == os.curdir:
         raise InputError(source, "results", f"{results!r} is the project folder itself",
                          "Name a folder for the results, e.g. `results`.")
-    if not os.path.isabs(results) and _escapes(results):
-        raise InputError(source, "results", f"{results!r} leads outside the project",
-                         "Keep the results inside the project folder, or write an absolute path if you mean it.")
+    for where, (path, role) in path_values(config, schema).items():
+        if role == "output-path" and not os.path.isabs(path) and _escapes(path):
+            raise InputError(source, where, f"{path!r} leads outside the project",
+                             "Keep what the run writes inside the project folder, or write an absolute path if you "
+                             "mean it.")
 
 
 def check_inputs(config: Mapping[str, Any], source: str) -> None:

@@ -21,6 +21,12 @@ from rankbench.retrieval.encoders.kinds import encoder_kind
 from rankbench.retrieval.registry import METHOD_TYPES, hook, method_defaults, method_type
 
 RESULTS = "results"
+# What rankbench itself writes directly under the results folder, beside a folder per dataset and per study.
+HISTORY_FILE = "history.jsonl"  # every run's headline figures, shared by the datasets of the results folder
+RESULTS_ENTRIES = (HISTORY_FILE,)
+# What rankbench itself writes directly under results/<dataset>/, beside a folder per question-set version.
+DATASET_ENTRIES = ("benchmarks", "cache", "corpus", "diffs", "history", "history.html", "history.md", "history.png",
+                   "history.svg", "llm", "logs")
 DATASET_DEFAULTS: dict[str, Any] = {"language": "english"}
 EVALUATION_DEFAULTS: dict[str, Any] = {
     "depth": 100, "ks": [1, 3, 5, 10], "relevance_threshold": 1, "gain": "linear", "baseline": None,

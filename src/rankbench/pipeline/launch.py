@@ -35,6 +35,7 @@ def quick_mode(config: dict[str, Any], source: str) -> bool:
 
 
 def _given(args: Sequence[str], options: Sequence[str]) -> bool:
+    """Whether the Snakemake arguments set one of these options (`--opt value` or `--opt=value`)."""
     return any(arg in options or arg.startswith(tuple(f"{o}=" for o in options if o.startswith("--")))
                for arg in args)
 

@@ -23,6 +23,7 @@ from rankbench.retrieval.encoders.hub import (
     weights_sha256,
 )
 from rankbench.retrieval.encoders.kinds import HUB_KINDS
+from rankbench.retrieval.model_files import CROSS_ENCODER, model_folder_problem
 from rankbench.retrieval.registry import method_inputs, own_models, scorer_model
 
 DEFAULT_MODEL = next(iter(PACKAGED_MODELS))  # EncoderSpec's default model
@@ -84,7 +85,25 @@ def resolve_models(config: Mapping[str, Any], source: str, download: bool) -> di
                 resolved[where] = download_snapshot(model, revision).commit
             except InputError as failed:
                 raise InputError(source, f"{where}.model", failed.problem, failed.fix) from None
+    check_model_files(config, resolved, source)
     return resolved
+
+
+def check_model_files(config: Mapping[str, Any], commits: Mapping[str, str | None], source: str) -> None:
+    """Every model folder (hub snapshots at their resolved commit) holds what its kind loads, readable: an error
+    names the key at start, where a job would fail late or a CrossEncoder would score with a random head."""
+    for where, entry in configured_models(config).items():
+        encoder = config["encoders"][where.split(".", 1)[1]] if where.startswith("encoders.") else None
+        kind = encoder["kind"] if encoder else CROSS_ENCODER
+        folder = resolve_model_path(entry["model"], commits.get(where))
+        problem = model_folder_problem(folder, kind)
+        if problem:
+            fix = ("Give a CrossEncoder (a sequence-classification model, e.g. cross-encoder/ms-marco-MiniLM-L6-v2); "
+                   "a sentence-embedding model reranks as `scorer: {kind: bi-encoder, encoder: NAME}`."
+                   if kind == CROSS_ENCODER else
+                   f"Give a {kind} model folder (see docs/reference/config.md, `encoders`); download or save it "
+                   "again if its files were damaged.")
+            raise InputError(source, f"{where}.model", f"{entry['model']!r} ({folder}) {problem}", fix)
 
 
 def with_resolved_revision(spec: Mapping[str, Any], commit: str | None) -> dict[str, Any]:

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from rankbench.errors import InputError
-from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, MetricNameError, parse_metrics
+from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, parse_metrics
 from rankbench.pipeline.defaults import REPORT_DEFAULTS
+from rankbench.redaction import redact
 
 
 def canonical_config(config: Mapping[str, Any]) -> str:
-    """The config as JSON with sorted keys and no spaces: equal configs give equal text, whatever the YAML order."""
-    return json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """The config as JSON with sorted keys and no spaces: equal configs give equal text, whatever the YAML order.
+    Secrets are redacted: this text reaches the pages, the history and the effective config."""
+    return redact(json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str))
 
 
 def qset_config(config: Mapping[str, Any], qset: str) -> dict[str, Any]:
@@ -41,7 +44,7 @@ def report_settings(config: Mapping[str, Any], ks: list[int], source: str) -> di
         names = settings[key] if isinstance(settings[key], list) else [settings[key]]
         try:
             metrics = parse_metrics(",".join(names))
-        except MetricNameError as error:
+        except argparse.ArgumentTypeError as error:
             raise InputError(source, f"report.{key}", str(error), "Write metrics as name@k, e.g. ndcg@10.") from None
         outside = [f"{m}@{k}" for m, k in metrics if k and k not in ks]
         if outside and key in given:
@@ -71,3 +74,48 @@ def diff_pairs(config: Mapping[str, Any], source: str) -> list[tuple[str, str]]:
                              f"Name two different versions of: {', '.join(sorted(config['qsets']))}.")
         pairs.append((a, b))
     return pairs
+
+
+def method_identities(effective: Mapping[str, Any]) -> dict[str, str]:
+    """Per method, sha256 (16 hex digits) of everything its results depend on in the effective config: its own
+    settings, its chunker, the encoders it names and its input methods' identities, and the question set and
+    evaluation. A config change elsewhere (another method, the report, the note) leaves it unchanged."""
+    from rankbench.retrieval.registry import method_inputs
+
+    methods, encoders = effective["methods"], effective.get("encoders", {})
+    shared = {key: effective.get(key) for key in ("dataset", "qsets", "evaluation")}
+    identities: dict[str, str] = {}
+
+    def named_encoders(value: Any) -> list[str]:
+        if isinstance(value, Mapping):
+            return [name for item in value.values() for name in named_encoders(item)]
+        if isinstance(value, list):
+            return [name for item in value for name in named_encoders(item)]
+        return [value] if isinstance(value, str) and value in encoders else []
+
+    def identity(method: str) -> str:
+        if method not in identities:
+            spec = methods[method]
+            chunker = spec.get("chunker", effective.get("chunker"))
+            inputs = {name: identity(name) for name in method_inputs(spec) if name in methods}
+            text = canonical_config({"method": spec, "chunker": effective.get("chunkers", {}).get(chunker),
+                                     "encoders": {e: encoders[e] for e in sorted(set(named_encoders(spec)))},
+                                     "inputs": inputs, **shared})
+            identities[method] = config_hash(text)[:16]
+        return identities[method]
+
+    return {method: identity(method) for method in sorted(methods)}
+
+
+def source_commit() -> str | None:
+    """The git commit of the rankbench source in use (None when it is not a git checkout, e.g. an installed wheel)."""
+    import subprocess
+    from pathlib import Path
+
+    try:
+        result = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"],
+                                capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = result.stdout.strip()
+    return commit if result.returncode == 0 and len(commit) == 40 else None

@@ -1,4 +1,5 @@
-"""Glue for workflow scripts: log to the rule's log file; bad input ends the job with one clear paragraph."""
+"""Glue for workflow scripts: log to the rule's log file (secrets redacted); bad input ends the job with one clear
+paragraph."""
 
 from __future__ import annotations
 
@@ -8,13 +9,19 @@ from collections.abc import Callable
 from typing import Any
 
 from rankbench.errors import InputError
+from rankbench.pipeline.threads import limit_threads
+from rankbench.redaction import RedactingFilter
 
 
 def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
-    """Call main(snakemake); an InputError becomes a message on stderr and in the log, and exit status 1."""
+    """Call main(snakemake) with every thread pool sized from the job's threads; an InputError becomes a message
+    on stderr and in the log, and exit status 1."""
+    limit_threads(snakemake.threads)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if snakemake.log:
         handlers.append(logging.FileHandler(snakemake.log[0], mode="w", encoding="utf-8"))
+    for handler in handlers:
+        handler.addFilter(RedactingFilter())
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers,
                         force=True)
     try:

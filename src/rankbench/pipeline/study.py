@@ -3,6 +3,7 @@ file alone reads it (so its jobs and outputs are the same), and the plan of the 
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -10,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from rankbench.errors import InputError
-from rankbench.evaluation.metric_names import MetricNameError, parse_metrics
+from rankbench.evaluation.metric_names import parse_metrics
 from rankbench.evaluation.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
 from rankbench.io.config_file import read_configs
-from rankbench.pipeline.config import validate_config
+from rankbench.pipeline.config import check_paths, check_reserved_name, validate_config
+from rankbench.pipeline.defaults import RESULTS, RESULTS_ENTRIES
 from rankbench.retrieval.registry import METHOD_TYPES
 
 # The top-level key that makes a config file a study (config/study.yaml) rather than one dataset's config.
@@ -68,6 +70,8 @@ def read_members(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     columns use it, or an inline mapping), by column label -> Member. Two configs of one dataset are an error:
     they would write the same results folder."""
     validate_config(config, schema, source)
+    check_reserved_name(config[STUDY_KEY]["name"], RESULTS_ENTRIES, RESULTS, source, "study.name")
+    check_paths(config, schema, source)
     by_source: dict[str, Member] = {}
     members: dict[str, Member] = {}
     for label, entry in config[STUDY_KEY]["datasets"].items():
@@ -101,7 +105,7 @@ def _study_metrics(study: Mapping[str, Any], source: str) -> list[tuple[str, int
     """The study's headline metrics parsed to (metric, k)."""
     try:
         return parse_metrics(",".join(study["metrics"]))
-    except MetricNameError as error:
+    except argparse.ArgumentTypeError as error:
         raise InputError(source, "study.metrics", str(error), "Write metrics as name@k, e.g. ndcg@10.") from None
 
 

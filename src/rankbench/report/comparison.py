@@ -13,7 +13,7 @@ import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.findings import findings
 from rankbench.report.tables import (
     TIERS_LEGEND,
@@ -145,7 +145,8 @@ class ComparisonInputs:
     once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
     tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
     weights_sha256} of every model loaded (pipeline.models.model_provenance). quick: the page of a quick run (no
-    explorer link; it says what the full run adds).
+    explorer link; it says what the full run adds). software: package -> version of rankbench and its main dependencies
+    (pipeline.software.software_versions).
     """
 
     aggregate: pd.DataFrame
@@ -170,6 +171,7 @@ class ComparisonInputs:
     tiers: pd.DataFrame | None = None
     models: Mapping[str, Mapping[str, Any]] | None = None
     quick: bool = False
+    software: Mapping[str, str] | None = None
 
 
 def comparison_page(inputs: ComparisonInputs) -> str:
@@ -181,6 +183,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                                                       inputs.degraded)
     validation, judged, judge_agreement = inputs.validation, inputs.judged, inputs.judge_agreement
     how_sure, tiers, models, quick = inputs.how_sure, inputs.tiers, inputs.models, inputs.quick
+    software = inputs.software
     ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
     headline = [tuple(item) for item in report["headline"]]
     table = marked(aggregate, alpha)
@@ -200,10 +203,11 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
         "[explorer.html](explorer.html)",
         *models_lines(models or {}),
+        *software_lines(software or {}),
     ]
     if experiment:
-        lines.append(f"- experiment: {experiment.get('label', '–')}" + (f" — {experiment['note']}"
-                                                                       if experiment.get("note") else ""))
+        lines.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
+                     + (f" — {markdown_literal(experiment['note'])}" if experiment.get("note") else ""))
     lines += [
         f"- relevant when grade >= {evaluation['relevance_threshold']}; nDCG gain {evaluation['gain']}; "
         f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 (trec_eval -c); "
@@ -258,8 +262,8 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         frame = pd.DataFrame(index=pd.Index(methods, name="method"))
         for kind in kinds:
             n = int(rows[rows["kind"] == kind]["n"].max())
-            frame[f"{kind} (n={n}/{counts.get(kind, n)})"] = wide(rows, grain, kind, [(metric, k)], ci,
-                                                                  methods).iloc[:, 0]
+            column = f"{markdown_literal(kind)} (n={n}/{counts.get(kind, n)})"
+            frame[column] = wide(rows, grain, kind, [(metric, k)], ci, methods).iloc[:, 0]
         lines += [f"## Per question kind: {metric_label(metric, k)}, {grain} grain", "", markdown_grid(frame), ""]
     lines += ["## Labels", "", *labels_section(validation)]
     if judged:
@@ -283,6 +287,13 @@ def models_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
         revision = f" at revision `{entry['revision']}`" if entry["revision"] else ""
         lines.append(f"  - `{where}`: `{entry['model']}`{revision}, weights sha256 `{entry['weights_sha256'] or '–'}`")
     return lines
+
+
+def software_lines(software: Mapping[str, str]) -> list[str]:
+    """The header line naming the versions of rankbench and of the main packages that made the page."""
+    if not software:
+        return []
+    return ["- software: " + ", ".join(f"{name} {version}" for name, version in software.items())]
 
 
 def unlabelled_methods(aggregate: pd.DataFrame) -> list[str]:

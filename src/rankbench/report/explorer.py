@@ -32,6 +32,8 @@ SNIPPET_CHARS, MIN_SNIPPET_CHARS, MIN_K = 240, 60, 3
 # Per-question bits of a method: failures (failures.parquet) and leaks in its top k.
 RANK1, TOPK, RECALL_BIT, RANKING_BIT = 1, 2, 4, 8
 STAFF, OUTDATED = 1, 2
+# Per-question bits of a method since the last recorded run (since-last-run.parquet).
+MOVED_WORSE, MOVED_BETTER = 1, 2
 _BOLD = re.compile(r"\*\*(.*?)\*\*")
 
 
@@ -131,6 +133,15 @@ def _failure_bits(failures: pd.DataFrame, method: str, qids: pd.Index) -> pd.Ser
     return per_question.reindex(qids, fill_value=0).astype(int)
 
 
+def _moved_bits(changed: pd.DataFrame | None, method: str, metric: tuple[str, int], qids: pd.Index) -> list[int]:
+    """Per question, MOVED_WORSE / MOVED_BETTER when the method's first headline metric moved since the last run."""
+    if changed is None or changed.empty:
+        return [0] * len(qids)
+    rows = changed[(changed["method"] == method) & (changed["metric"] == metric[0]) & (changed["k"] == metric[1])]
+    bits = np.where(rows["delta"] < 0, MOVED_WORSE, MOVED_BETTER)
+    return pd.Series(bits, index=rows["qid"]).reindex(qids, fill_value=0).astype(int).tolist()
+
+
 def _ranks(values: pd.Series) -> list[int | None]:
     return [None if pd.isna(r) else int(r) for r in values]
 
@@ -139,11 +150,12 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
                      runs: Mapping[str, pd.DataFrame], metrics: Mapping[str, pd.DataFrame],
                      qrels: Mapping[str, pd.DataFrame], failures: pd.DataFrame, aggregate: pd.DataFrame,
                      specs: Mapping[str, Mapping[str, Any]], chunker_of: Mapping[str, str],
-                     settings: ExplorerSettings) -> dict[str, Any]:
+                     settings: ExplorerSettings, changed: pd.DataFrame | None = None) -> dict[str, Any]:
     """Everything the page shows, as plain lists (deterministic: same inputs, same payload).
 
     chunks and qrels are keyed by chunker, the other mappings by method; qrels, metrics and failures are the
-    workflow's own files, so the page counts exactly what the comparison page counts."""
+    workflow's own files, so the page counts exactly what the comparison page counts. changed: the questions that
+    moved since the last recorded run (since-last-run.parquet), for the "Since the last run" filter."""
     methods = sorted(runs)
     qids = pd.Index(questions["qid"], name="qid")
     k_full = max(settings.ks)
@@ -214,6 +226,7 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
             "first": _ranks(first_relevant(run, relevant, grain).reindex(qids)),
             "firstChunk": _ranks(run.loc[hits].groupby("qid")["rank"].min().reindex(qids)),
             "fail": _failure_bits(failures, method, qids).tolist(),
+            "moved": _moved_bits(changed, method, settings.headline[0], qids),
             "leak": leaks.astype(int).tolist(),
             "v": [_codes(values[method].get(item, pd.Series(dtype=np.float64)), qids, distinct[item])
                   for item in columns],

@@ -8,14 +8,10 @@ from typing import Any
 import pandas as pd
 
 from rankbench.analysis.failures import RANKING, RECALL
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.retrieval.registry import method_inputs
 
 SHOWN_PER_METHOD = 20
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
 
 
 def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, Any]], grain: str, k: int,
@@ -55,7 +51,7 @@ def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, A
             del columns["kind"]
         if method_inputs(specs[method]):
             columns.update({"class": "class", "input_ranks": "inputs' ranks"})
-        frame = table[list(columns)].rename(columns=columns).map(_cell).set_index("qid")
+        frame = table[list(columns)].rename(columns=columns).map(markdown_literal).set_index("qid")
         lines += [markdown_grid(frame), ""]
         if len(once) > shown:
             rest = len(once) - shown

@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 # The house style, applied while a figure is drawn and saved (never to matplotlib's global rcParams: importing this
 # module changes nothing for its caller). Figures are plain Figure objects, outside pyplot: no backend is selected.
+# Every label is user text (methods, kinds, titles, experiment labels) shown literally: `$…$` is never mathtext.
 _STYLE: dict[RcKeyType, Any] = {"svg.hashsalt": "rankbench", "font.size": 10, "axes.spines.top": False,
-                                "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 120}
+                                "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 120,
+                                "text.parse_math": False}
 _P = ParamSpec("_P")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 
 
 def _ranking_text(table: pd.DataFrame, column: str, metric: str, k: int) -> str:
@@ -44,8 +44,8 @@ def diff_markdown(summary: Mapping[str, Any], changes: pd.DataFrame, table: pd.D
     if changes.empty:
         lines += ["No question was added, removed or changed.", ""]
     else:
-        frame = changes.assign(before=changes["before"].str.replace("|", "\\|"),
-                               after=changes["after"].str.replace("|", "\\|")).set_index("qid")
+        frame = changes.assign(before=changes["before"].map(markdown_literal),
+                               after=changes["after"].map(markdown_literal)).set_index("qid")
         lines += [markdown_grid(frame), ""]
     lines += [f"## Metrics ({grain} grain)", "",
               "*all*: every evaluated question of the version; *common*: questions evaluated in both (same qid, "

@@ -14,7 +14,7 @@ import pandas as pd
 from rankbench.analysis.meta import paired_effect, random_effects, sign_test, wilcoxon_p
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
-from rankbench.io.markdown import markdown_grid
+from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.plots import colors, house_style, new_figure
 from rankbench.report.tables import (
     BETTER,
@@ -217,7 +217,7 @@ def study_markdown(cells: pd.DataFrame, pooled: pd.DataFrame, plan: Mapping[str,
                f"with a relevant label; baseline `{plan['baseline']}`.")
     lines = [f"# Study: {plan['name']}", "", summary, "",
              markdown_grid(_grid(cells, pooled, plan, latex=False)), "", legend(plan), ""]
-    lines += [f"- {note}" for note in footnotes(plan)]
+    lines += [f"- {markdown_literal(note)}" for note in footnotes(plan)]
     for metric, k in _metrics(plan):
         label = metric_label(metric, k)
         rows = pooled[(pooled["metric"] == metric) & (pooled["k"] == k)]

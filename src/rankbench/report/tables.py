@@ -8,39 +8,19 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from rankbench.evaluation.marks import BETTER as BETTER
+from rankbench.evaluation.marks import LATEX_MARKS as LATEX_MARKS
+from rankbench.evaluation.marks import NEAR as NEAR
+from rankbench.evaluation.marks import WORSE as WORSE
+from rankbench.evaluation.marks import cell, latex_escape
+from rankbench.evaluation.marks import legend as legend
+from rankbench.evaluation.marks import marked as marked
+from rankbench.evaluation.marks import wide as wide
 from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, metric_label
 
 TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
-NOT_RANKED = ("rbp_residual",)  # an uncertainty, not a quality: no best value is marked
-BETTER, WORSE, NEAR = "↑", "↓", "°"
-LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
 CSV_COLUMNS = ["method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high", "n", "baseline", "diff",
                "p_holm", "significant", "below_one_question", "best", "cell"]
-
-
-def legend(alpha: float, baseline: str | None) -> str:
-    """What the marks mean, in one sentence."""
-    if baseline is None:
-        return "Bold: best value of the column. No baseline is configured, so no significance marks."
-    return (f"Bold: best value of the column. {BETTER} / {WORSE}: better / worse than the baseline `{baseline}`, "
-            f"paired randomization test Holm-corrected over the methods, p < {alpha:g}. "
-            f"{NEAR}: within one question's worth of the baseline (one question alone accounts for the difference).")
-
-
-def marked(aggregate: pd.DataFrame, alpha: float) -> pd.DataFrame:
-    """The aggregate with `significant` (↑/↓/''), `near` (within one question's worth of the baseline) and `best`."""
-    table = aggregate.copy()
-    compared = table["baseline"].notna() & (table["method"] != table["baseline"]) & table["p_holm"].notna()
-    significant = compared & (table["p_holm"] < alpha)
-    table["significant"] = ""
-    table.loc[significant & (table["diff"] > 0), "significant"] = BETTER
-    table.loc[significant & (table["diff"] < 0), "significant"] = WORSE
-    table["near"] = compared & table["below_one_question"].fillna(False).astype(bool)
-    group = ["grain", "kind", "metric", "k"]
-    top = table.groupby(group)["mean"].transform("max")
-    count = table.groupby(group)["mean"].transform("count")
-    table["best"] = (table["mean"] == top) & (count > 1) & ~table["metric"].isin(NOT_RANKED)
-    return table
 
 
 def table_metrics(aggregate: pd.DataFrame, ks: Sequence[int]) -> list[tuple[str, int]]:
@@ -48,19 +28,6 @@ def table_metrics(aggregate: pd.DataFrame, ks: Sequence[int]) -> list[tuple[str,
     that the aggregate holds."""
     extra = aggregate.loc[aggregate["metric"].isin(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL), ["metric", "k"]]
     return [(m, k) for m in TABLE_METRICS for k in ks] + sorted({(m, int(k)) for m, k in extra.itertuples(index=False)})
-
-
-def cell(row: pd.Series, ci: bool, latex: bool = False) -> str:
-    """One cell: the mean (bold when best), its CI on request, then the marks."""
-    text = f"{row['mean']:.3f}"
-    if row["best"]:
-        text = rf"\textbf{{{text}}}" if latex else f"**{text}**"
-    if ci:
-        text += f" [{row['ci_low']:.3f}, {row['ci_high']:.3f}]"
-    marks = row["significant"] + (NEAR if row["near"] else "")
-    tier = row.get("tier")
-    tier_mark = rf"$^{{\mathrm{{{tier}}}}}$" if latex and isinstance(tier, str) else ""
-    return text + ("".join(LATEX_MARKS[m] for m in marks) + tier_mark if latex else marks)
 
 
 def with_tiers(table: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
@@ -90,17 +57,6 @@ def tier_grid(tiers: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tupl
             ranked = f" · {row['rank']} ({row['rank_low']}–{row['rank_high']})" if pd.notna(row["rank"]) else ""
             cells.append(f"{row['tier']}{ranked}")
         frame[metric_label(metric, k)] = cells
-    return frame
-
-
-def wide(table: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]], ci: bool,
-         methods: Sequence[str], latex: bool = False) -> pd.DataFrame:
-    """Methods × metric@k cells of one grain and kind ('–' where a method has no value)."""
-    rows = table[(table["grain"] == grain) & (table["kind"] == kind)].set_index(["method", "metric", "k"])
-    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
-    for metric, k in metrics:
-        frame[metric_label(metric, k)] = [cell(rows.loc[(m, metric, k)], ci, latex) if (m, metric, k) in rows.index
-                                          else "–" for m in methods]
     return frame
 
 
@@ -138,12 +94,6 @@ def pair_row(pairs: pd.DataFrame, grain: str, kind: str, metric: str, k: int, x:
         row["d_z"], row["d_z_low"], row["d_z_high"] = -row["d_z"], -row["d_z_high"], -row["d_z_low"]
     row["wins"], row["losses"] = row["losses"], row["wins"]
     return row
-
-
-def latex_escape(text: str) -> str:
-    return "".join({"&": r"\&", "%": r"\%", "_": r"\_", "#": r"\#", "$": r"\$", "{": r"\{", "}": r"\}",
-                    "~": r"\textasciitilde{}", "^": r"\textasciicircum{}", "\\": r"\textbackslash{}"}.get(c, c)
-                   for c in text)
 
 
 def latex_table(table: pd.DataFrame, metrics: Sequence[tuple[str, int]], grains: Sequence[str],

@@ -13,8 +13,9 @@ Conventions
 * Order: score descending, then corpus position ascending. Ties are broken the same way at the k-th
   place, so the returned set is deterministic (search is single-threaded; no thread count).
 * Backends: "numpy", or "numba" (rankbench.retrieval.bm25_numba: compiled, skips documents that cannot reach
-  the top k; identical positions and scores, ~7x faster at 100k passages). DEFAULT_BACKEND is numba when it is
-  installed.
+  the top k; identical positions and scores, ~7x faster at 100k passages), or "auto" (the default): numba from
+  NUMBA_MIN_PASSAGES passages when it is installed, numpy below, where loading numba's compiled code costs more
+  than it saves.
 """
 
 from __future__ import annotations
@@ -38,14 +39,20 @@ import Stemmer
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.io.files import write_npz
+from rankbench.io.progress import Progress, blocks
 
 if TYPE_CHECKING:
     import bm25s
 
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
-BACKENDS: tuple[str, ...] = ("numpy", "numba")
+BACKENDS: tuple[str, ...] = ("auto", "numpy", "numba")
 NUMBA_INSTALLED = importlib.util.find_spec("numba") is not None
-DEFAULT_BACKEND = "numba" if NUMBA_INSTALLED else "numpy"
+DEFAULT_BACKEND = "auto"
+# From this many passages "auto" searches with numba. Measured (benchmarks/README.md, "BM25 backend threshold"): a
+# fresh process spends ~0.2 CPU s loading numba's cached kernels (a compile, when the cache is empty: 6-17 s), which
+# saves ~0.05 ms a query at 10k passages, ~0.25 ms at 50k and ~1.3 ms at 100k: numba pays from ~100k passages for a
+# few hundred questions.
+NUMBA_MIN_PASSAGES = 100_000
 LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
 # Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others: the name of each in
 # bm25s.stopwords, read when first needed (bm25s loads scipy: parsing the workflow must not).
@@ -194,7 +201,11 @@ def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) ->
     if len(texts) == 0:
         raise InputError(None, "BM25 index", "has no passage to index (the corpus yields no chunk)",
                          "Give the documents body text (a corpus of headings only yields no chunk).")
-    corpus_tokens = analyzer.tokenize(texts)
+    corpus_tokens: list[list[str]] = []
+    with Progress(len(texts), f"BM25: analyze {len(texts)} passages", "passages") as progress:
+        for part in blocks(len(texts)):
+            corpus_tokens += analyzer.tokenize(texts[part.start:part.stop])
+            progress.update(len(part))
     vocab = {token: i for i, token in enumerate(sorted(set(chain.from_iterable(corpus_tokens))))}
     if not vocab:
         raise InputError(None, "BM25 index", f"has nothing to index: all {len(texts)} passages are empty after "
@@ -332,11 +343,9 @@ def search_weighted(
     """`search` for queries given as analyzed term -> weight (a term's BM25 contribution is multiplied by it)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown BM25 backend {backend!r}; accepted: {', '.join(BACKENDS)}")
     n_docs = int(index.scores["num_docs"])
     width = min(k, n_docs)
-    if backend == "numba":
+    if resolved_backend(backend, n_docs) == "numba":
         return _search_numba(index, queries, width, allowed)
     positions = np.full((len(queries), width), -1, dtype=np.int64)
     scores = np.zeros((len(queries), width), dtype=np.float64)
@@ -354,6 +363,22 @@ def search_weighted(
         positions[row, : len(top)] = docs[top]
         scores[row, : len(top)] = doc_scores[top]
     return positions, scores
+
+
+def resolved_backend(backend: str, n_docs: int) -> str:
+    """The kernel a search with this backend runs over n_docs passages: "auto" is numba from NUMBA_MIN_PASSAGES
+    passages (when installed), numpy below."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown BM25 backend {backend!r}; accepted: {', '.join(BACKENDS)}")
+    if backend == "auto":
+        return "numba" if NUMBA_INSTALLED and n_docs >= NUMBA_MIN_PASSAGES else "numpy"
+    return backend
+
+
+def compile_numba_kernels(index: bm25s.BM25) -> None:
+    """Compile (or load from NUMBA_CACHE_DIR) the numba kernels for this index's array types with one search, so
+    that the jobs searching it afterwards load them instead of each compiling them."""
+    _search_numba(index, [{}], 1, None)
 
 
 def _search_numba(

@@ -61,20 +61,34 @@ def bi_encoder_scorer(qids: Sequence[str], query_vectors: np.ndarray, chunk_ids:
 def cross_encoder_scorer(model: str, questions: dict[str, str], passages: dict[str, str],
                          batch_size: int = 32, revision: str | None = None) -> PairScorer:
     """A sentence-transformers CrossEncoder (local path, packaged name or cached hub id at revision) scoring
-    (question, passage) pairs."""
+    (question, passage) pairs. A model whose head is not in its weights, or whose scores are all equal, raises
+    ValueError (the run is then degraded and says why; the start checks refuse most such models already)."""
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from sentence_transformers import CrossEncoder
 
     from rankbench.retrieval.encoders.base import resolve_model_path
+    from rankbench.retrieval.model_files import CROSS_ENCODER, model_folder_problem, uninitialised_parameters
 
-    encoder = CrossEncoder(resolve_model_path(model, revision), device="cpu")
+    folder = resolve_model_path(model, revision)
+    problem = model_folder_problem(folder, CROSS_ENCODER)
+    if problem:
+        raise ValueError(f"cross-encoder {model!r} {problem}")
+    encoder = CrossEncoder(folder, device="cpu")
+    random = uninitialised_parameters(encoder.model, folder)
+    if random:
+        raise ValueError(f"cross-encoder {model!r} lacks {', '.join(random)} in its weights: they were initialised "
+                         "at random, so its scores would be noise (is it a bi-encoder?)")
 
     def score(pairs: pd.DataFrame) -> np.ndarray:
         texts = [(questions[q], passages[c]) for q, c in zip(pairs["qid"], pairs["chunk_id"])]
         if not texts:
             return np.zeros(0)
-        return np.asarray(encoder.predict(texts, batch_size=batch_size, show_progress_bar=False), dtype=np.float64)
+        scores = np.asarray(encoder.predict(texts, batch_size=batch_size, show_progress_bar=False), dtype=np.float64)
+        if len(set(texts)) > 1 and np.ptp(scores) == 0:
+            raise ValueError(f"cross-encoder {model!r} gives all {len(texts)} pairs the same score ({scores[0]:.6g}): "
+                             "it cannot rank them")
+        return scores
 
     return score

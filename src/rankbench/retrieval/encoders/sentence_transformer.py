@@ -7,7 +7,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rankbench.retrieval.encoders.base import PROGRESS_BAR_FROM, EncoderSpec, resolve_model_path, unit_vectors
+from rankbench.io.progress import BAR_FROM, Progress, blocks
+from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path, unit_vectors
+from rankbench.retrieval.vector_checks import checked_vectors
 
 
 class SentenceTransformerEncoder:
@@ -23,10 +25,22 @@ class SentenceTransformerEncoder:
     def _encode(self, texts: Sequence[str], prefix: str, batch_size: int) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.model.get_embedding_dimension() or 0), dtype=np.float32)
-        vectors = self.model.encode([prefix + text for text in texts], batch_size=batch_size,
-                                    normalize_embeddings=True, convert_to_numpy=True,
-                                    show_progress_bar=len(texts) > PROGRESS_BAR_FROM)
-        return unit_vectors(vectors.reshape(len(texts), -1))
+        texts = [prefix + text for text in texts]
+        dimension = self.model.get_embedding_dimension()
+        # A long encode goes in tenths (whole batches, longest texts first as sentence-transformers orders them) so
+        # its log gets a progress line each; a short one stays one call.
+        order = np.argsort([-len(text) for text in texts], kind="stable") if len(texts) > BAR_FROM \
+            else np.arange(len(texts))
+        parts = blocks(len(texts), batch_size) if len(texts) > BAR_FROM else [range(len(texts))]
+        vectors = np.zeros((len(texts), dimension or 0), dtype=np.float32)
+        with Progress(len(texts), f"encode {len(texts)} texts ({self.spec.model})", "texts") as progress:
+            for part in parts:
+                chosen = order[part.start:part.stop]
+                encoded = self.model.encode([texts[i] for i in chosen], batch_size=batch_size,
+                                            normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+                vectors[chosen] = checked_vectors(encoded, len(chosen), f"encoder {self.spec.model}", dimension)
+                progress.update(len(chosen))
+        return unit_vectors(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.spec.query_prefix, 1)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rankbench.retrieval.encoders.base import DEVICES, resolve_device, resolve_model_path
+from rankbench.retrieval.vector_checks import checked_vectors
 
 if TYPE_CHECKING:
     from scipy import sparse
@@ -67,4 +68,5 @@ def encode(model: SparseEncoder, texts: Sequence[str], is_query: bool, batch_siz
                                dtype=np.float32)
     matrix.eliminate_zeros()
     matrix.sort_indices()
-    return matrix
+    # a text without a weighted term (possible for an inference-free query) is an empty row, not an error
+    return checked_vectors(matrix, len(texts), "sparse encoder", zero_rows=True)

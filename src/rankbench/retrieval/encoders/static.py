@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rankbench.io.progress import Progress, blocks
 from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path, unit_vectors
+from rankbench.retrieval.vector_checks import checked_vectors
 
 
 class StaticEncoder:
@@ -26,9 +28,17 @@ class StaticEncoder:
     def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.model.dim), dtype=np.float32)
-        vectors = self.model.encode([prefix + text for text in texts], batch_size=self.spec.batch_size,
-                                    use_multiprocessing=False)
-        return unit_vectors(vectors.reshape(len(texts), -1))
+        texts = [prefix + text for text in texts]
+        vectors = np.zeros((len(texts), self.model.dim), dtype=np.float32)
+        with Progress(len(texts), f"encode {len(texts)} texts (static)", "texts") as progress:
+            for part in blocks(len(texts), self.spec.batch_size):  # a text's vector never depends on its batch
+                encoded = self.model.encode(texts[part.start:part.stop], batch_size=self.spec.batch_size,
+                                            use_multiprocessing=False)
+                # a text without a known token has no vector: it stays a zero row, as model2vec gives it
+                vectors[part.start:part.stop] = checked_vectors(encoded, len(part), f"static encoder {self.spec.model}",
+                                                                self.model.dim, zero_rows=True)
+                progress.update(len(part))
+        return unit_vectors(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, self.spec.query_prefix)

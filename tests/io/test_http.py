@@ -1,0 +1,181 @@
+"""The API client against real local servers: redirects never carry the key elsewhere, a trickling server is given
+up on within the timeout, a Retry-After that is no number of seconds is ignored, and secrets are redacted from
+errors and logs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from http_servers import ScriptedServer, elsewhere, scripted, tls_scripted
+
+from rankbench.errors import InputError
+from rankbench.io.http import api_key, check_base_url, post_json, retry_after
+from rankbench.llm.chat import chat_from_spec
+from rankbench.pipeline.config import check_endpoints
+from rankbench.pipeline.scripting import run_script
+from rankbench.redaction import redact, register_secret
+from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
+
+__all__ = ["elsewhere", "scripted", "tls_scripted"]  # fixtures
+KEY_VARIABLE = "RANKBENCH_TEST_KEY"
+KEY = "tk-9f8e7d6c5b4a3210"  # no known key shape: only its registration redacts it
+EMBEDDINGS = {"data": [{"index": 0, "embedding": [0.6, 0.8]}]}
+CHAT = {"choices": [{"message": {"role": "assistant", "content": "yes"}}]}
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, KEY)
+
+
+def embed(base_url: str, tmp_path: Path, timeout: float = 5.0) -> None:
+    spec = ApiEncoderSpec(base_url=base_url, model="m", api_key_env=KEY_VARIABLE, timeout=timeout, retries=1,
+                          backoff=0.01)
+    ApiEncoder(spec, tmp_path / "api", "encoders.api").encode_queries(["a question"])
+
+
+def chat(base_url: str, tmp_path: Path, timeout: float = 5.0) -> None:
+    chat_from_spec({"backend": "openai", "base_url": base_url, "model": "m", "api_key_env": KEY_VARIABLE,
+                    "timeout": timeout, "retries": 1, "backoff": 0.01, "cache": str(tmp_path / "chat")}
+                   ).text([{"role": "user", "content": "hello"}], 5)
+
+
+CLIENTS = {"embeddings": (embed, "/v1/embeddings", EMBEDDINGS), "chat": (chat, "/v1/chat/completions", CHAT)}
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_never_takes_the_key_to_another_origin(scripted: ScriptedServer, elsewhere: ScriptedServer,
+                                                          tmp_path: Path, client: str, status: int) -> None:
+    call, path, answer = CLIENTS[client]
+    scripted.answer((status, {"Location": elsewhere.origin + path}, b""))
+    elsewhere.answer((200, {}, answer))
+    with pytest.raises(InputError, match=rf"answered HTTP {status}, a redirect to {elsewhere.origin}\. API requests "
+                                         r"never follow redirects"):
+        call(scripted.origin + "/v1", tmp_path)
+    assert elsewhere.seen == []
+    assert [request["headers"]["Authorization"] for request in scripted.seen] == [f"Bearer {KEY}"]
+
+
+@pytest.mark.parametrize("client, headers_too", [("embeddings", False), ("chat", True)])
+def test_a_server_that_trickles_its_answer_is_given_up_on_within_the_timeout(
+        scripted: ScriptedServer, tmp_path: Path, client: str, headers_too: bool) -> None:
+    call, _path, answer = CLIENTS[client]
+    scripted.answer((200, {}, answer))
+    scripted.trickle, scripted.trickle_headers = 0.1, headers_too  # a byte well within each read's timeout
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"did not answer within 0\.5 s \(2 attempts\)\. Raise encoders\.api\.timeout "
+                                         r"\(the seconds one request may take in all\)" if client == "embeddings"
+                       else r"did not answer within 0\.5 s \(2 attempts\)\. Raise llm\.timeout"):
+        call(scripted.origin + "/v1", tmp_path, timeout=0.5)
+    assert time.monotonic() - started < 3  # 2 × 0.5 s and the backoff; before: 10 s a request, then a retry
+    assert len(scripted.seen) == 2
+
+
+def test_a_trickling_server_over_tls_is_given_up_on_too(tls_scripted: ScriptedServer, tmp_path: Path) -> None:
+    tls_scripted.answer((200, {}, EMBEDDINGS))
+    embed(tls_scripted.origin + "/v1", tmp_path)  # the certificate is trusted: a plain answer arrives
+    tls_scripted.trickle = 0.1
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"did not answer within 0\.5 s \(2 attempts\)"):
+        embed(tls_scripted.origin + "/v1", tmp_path / "other", timeout=0.5)
+    assert time.monotonic() - started < 3
+
+
+@pytest.mark.parametrize("header", ["nan", "-5", "inf", "1e400", "Wed, 21 Oct 2015 07:28:00 GMT", ""])
+def test_a_retry_after_that_is_no_number_of_seconds_waits_the_backoff(scripted: ScriptedServer,
+                                                                      header: str) -> None:
+    scripted.answer((429, {"Retry-After": header}, b"{}"), (200, {}, CHAT))
+    started = time.monotonic()
+    raw = post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 1, 0.05, "llm")
+    assert json.loads(raw) == CHAT and len(scripted.seen) == 2
+    assert time.monotonic() - started < 2
+
+
+def test_retry_after_is_capped_and_defaults_to_the_backoff() -> None:
+    assert retry_after("2.5", 1.0) == 2.5 and retry_after("1e9", 1.0) == 60.0 and retry_after("-3", 1.0) == 0.0
+    assert [retry_after(value, 1.5) for value in ("nan", "inf", "-inf", "soon", None)] == [1.5] * 5
+
+
+def test_a_body_that_echoes_the_key_is_redacted_in_the_error_and_the_log(scripted: ScriptedServer, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    scripted.answer((401, {}, {"error": {"message": f"Incorrect API key provided: {KEY} (Bearer {KEY})"}}))
+    log = tmp_path / "api.log"
+    with pytest.raises(SystemExit):
+        run_script(lambda _: embed(scripted.origin + "/v1", tmp_path), SimpleNamespace(log=[str(log)]))
+    written = log.read_text()
+    assert "answered HTTP 401 (" in written and "Incorrect API key provided: ***" in written
+    assert KEY not in written and KEY not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_credentials_in_a_base_url_are_refused_and_never_shown(tmp_path: Path, client: str) -> None:
+    url = "http://someone:hunter2-secret@127.0.0.1:9/v1"
+    with pytest.raises(InputError, match=r"base_url: holds a user name or password \(http://\*\*\*@127\.0\.0\.1:9/v1"
+                                         r"\)\. Remove them") as error:
+        CLIENTS[client][0](url, tmp_path)
+    assert "hunter2" not in str(error.value) and "someone" not in str(error.value)
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("sk-proj-a1b2c3d4e5f6g7h8", False),  # a key with dashes: no variable name
+    ("AbC123xyz789Qwerty000ZZ", False),  # a key that is a valid name, not set: not repeated
+    ("MY_EMBEDDING_KEY", True),  # a name, not set: named, so the user can see which
+])
+def test_a_key_given_as_api_key_env_is_never_repeated(value: str, shown: bool) -> None:
+    config = {"encoders": {"api": {"kind": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
+                                   "api_key_env": value}}, "methods": {}}
+    with pytest.raises(InputError, match=r"^my\.yaml, encoders\.api\.api_key_env: ") as error:
+        check_endpoints(config, "my.yaml")
+    assert (value in str(error.value)) == shown
+    if not shown:  # and it is masked from then on, wherever it would appear
+        assert redact(f"key {value}") == "key ***"
+
+
+def test_an_api_key_read_is_redacted_from_then_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVICE_CREDENTIALS_X", "plain-value-1234")
+    assert api_key(KEY_VARIABLE, "llm") == KEY
+    assert redact(f"a {KEY} b") == "a *** b"
+    assert redact("x plain-value-1234 y") == "x *** y"  # a secret-named variable's value, registered or not
+    register_secret("abc")  # too short to be masked without mangling words
+    assert redact("abc") == "abc"
+
+
+@pytest.mark.parametrize("text, redacted", [
+    ("http://user:pa55@host:8/v1 and https://tok@h/x", "http://***@host:8/v1 and https://***@h/x"),
+    ("Authorization: Bearer abcdefgh12345", "Authorization: Bearer ***"),
+    ("GET /v1?api_key=abcdef&x=1 ?token=zz", "GET /v1?api_key=***&x=1 ?token=***"),
+    ("key sk-abcdefghijklmnop and hf_abcdefghijklmnopqrstuvwxyz0", "key *** and ***"),
+    ("huggingface_hub.hf_hub_download failed; sk-learn", "huggingface_hub.hf_hub_download failed; sk-learn"),
+    ("a token count of 12, the basic model", "a token count of 12, the basic model"),
+])
+def test_redact_masks_userinfo_tokens_and_key_shapes(text: str, redacted: str) -> None:
+    assert redact(text) == redacted
+
+
+def test_an_input_error_is_redacted_in_each_part() -> None:
+    error = InputError("http://u:p4ss@h/v1", "Bearer abcdefgh1234", f"said {KEY}", "fix http://u:p4ss@h")
+    assert str(error) == "http://***@h/v1, Bearer ***: said ***. fix http://***@h"
+    assert (error.path, error.where, error.problem) == ("http://***@h/v1", "Bearer ***", "said ***")
+
+
+def test_check_base_url_accepts_a_plain_url() -> None:
+    check_base_url("https://api.example.com:443/v1?x=1", "llm")
+
+
+def test_a_timeout_that_is_no_number_is_refused_at_start() -> None:
+    config = {"encoders": {}, "methods": {}, "llm": {"chat": {"backend": "openai", "base_url": "http://h/v1",
+                                                              "model": "m", "timeout": float("nan")}}}
+    with pytest.raises(InputError, match=r"^my\.yaml, llm\.chat\.timeout: is nan, not a number of seconds"):
+        check_endpoints(config, "my.yaml")
+
+
+def test_the_config_recorded_on_pages_and_in_the_history_is_redacted() -> None:
+    from rankbench.pipeline.provenance import canonical_config
+
+    recorded = canonical_config({"llm": {"chat": {"base_url": "http://me:pa55word@h/v1", "note": f"key {KEY}"}}})
+    assert "pa55word" not in recorded and KEY not in recorded and "http://***@h/v1" in recorded

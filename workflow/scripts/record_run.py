@@ -1,0 +1,55 @@
+"""Write this run's pending record (per-question values, effective config, method identities, provenance) and what
+changed since the last recorded run: the comparison page's section and the questions that moved (the explorer's
+filter). The history job stores the record once the run is complete."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+import rankbench
+from rankbench.analysis.run_diff import QUESTION_COLUMNS, diff_runs
+from rankbench.analysis.runs import content_sha256, per_question_values, previous_run, write_record
+from rankbench.io.files import write_parquet, write_text
+from rankbench.pipeline.config import expand_methods
+from rankbench.pipeline.defaults import effective_config
+from rankbench.pipeline.models import model_provenance
+from rankbench.pipeline.provenance import method_identities, source_commit
+from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.software import software_versions
+from rankbench.report.runs import since_last_run_section
+
+
+def main(snakemake):
+    p, inputs = snakemake.params, snakemake.input
+    manifest = json.loads(Path(inputs.manifest).read_text())
+    config = json.loads(p.config_json)
+    effective = json.loads(json.dumps(effective_config(config, expand_methods(config["methods"], "config")),
+                                      sort_keys=True, default=str))
+    recorded = list(dict.fromkeys(tuple(m) for m in p.report["headline"] + [p.report["plot_metric"]]))
+    values = per_question_values({m: pd.read_parquet(path) for m, path in zip(p.methods, inputs.metrics)},
+                                 recorded, p.report["grain"])
+    models = model_provenance(p.models)
+    identities = method_identities(effective)
+    experiment = config.get("experiment", {})
+    meta = {"dataset": p.dataset, "qset": manifest["version"], "qset_sha256": manifest["sha256"],
+            "config_sha256": p.config_sha256, "config": effective, "label": experiment.get("label"),
+            "note": experiment.get("note"), "grain": p.report["grain"], "recorded": [list(m) for m in recorded],
+            "headline": p.report["headline"], "plot_metric": p.report["plot_metric"],
+            "methods": {m: {"identity": identities[m], "type": p.method_types[m],
+                            "models": {key: models[key] for key in p.method_models.get(m, []) if key in models}}
+                        for m in p.methods},
+            "rankbench_version": rankbench.__version__, "commit": source_commit(), "software": software_versions()}
+    meta["content_sha256"] = content_sha256(values, meta)
+    previous = previous_run(p.store, meta["content_sha256"])
+    diff = diff_runs(previous.values(), values, previous.meta, {**meta, "run_id": "this run"}, p.resamples,
+                     p.seed) if previous else None
+    questions = pd.read_parquet(inputs.questions, columns=["qid", "question"])
+    texts = dict(zip(questions["qid"], questions["question"]))
+    headline = [tuple(item) for item in p.report["headline"]]
+    write_record(values, meta, snakemake.output.record)
+    write_parquet(diff.questions if diff else pd.DataFrame(columns=QUESTION_COLUMNS), snakemake.output.changed)
+    write_text(since_last_run_section(diff, headline, texts), snakemake.output.section)
+
+
+run_script(main, snakemake)
