@@ -8,14 +8,16 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 import rankbench
 from rankbench.errors import InputError
 from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
-from rankbench.evaluation.metric_names import known_metrics_text, parse_metrics, rbp_persistence
+from rankbench.evaluation.metric_names import MetricNameError, known_metrics_text, parse_metrics, rbp_persistence
 from rankbench.evaluation.metrics import GAINS
 from rankbench.evaluation.scoring import GRAINS
 from rankbench.evaluation.stats import format_p
@@ -42,15 +44,26 @@ def _non_negative(text: str) -> int:
     return int(text)
 
 
+def _argument(read: Callable[[str], object]) -> Callable[[str], Any]:
+    """An argparse type from a reader of the evaluation layer: its MetricNameError becomes argparse's error (which
+    shows the message; a plain ValueError would be shown as 'invalid value')."""
+    def checked(text: str) -> Any:
+        try:
+            return read(text)
+        except MetricNameError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return checked
+
+
 def _metrics(text: str) -> str:
     """Metric names, checked while the arguments are read (argparse type) and passed on as given."""
-    parse_metrics(text)
+    _argument(parse_metrics)(text)
     return text
 
 
 def _trec_measure(text: str) -> str:
     """A trec_eval -m value, checked while the arguments are read (argparse type) and passed on as given."""
-    parse_trec_measures([text])
+    _argument(lambda item: parse_trec_measures([item]))(text)
     return text
 
 
@@ -335,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     eval_parser.add_argument("--resamples", type=_positive, default=10_000,
                              help="bootstrap / randomization resamples (default: 10000)")
     eval_parser.add_argument("--seed", type=_non_negative, default=0)
-    eval_parser.add_argument("--rbp-p", type=rbp_persistence, default=0.8,
+    eval_parser.add_argument("--rbp-p", type=_argument(rbp_persistence), default=0.8,
                              help="persistence p of rbp and rbp_residual, between 0 and 1 (default: 0.8)")
     eval_parser.add_argument("--strict", action="store_true",
                              help="fail, instead of warning, when a run is empty or shares no question or id with the "

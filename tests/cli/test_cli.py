@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 import pytrec_eval
 
 from rankbench.cli import main
-from rankbench.evaluation.metric_names import METRIC_ALIASES, parse_metrics
+from rankbench.evaluation.metric_names import METRIC_ALIASES, MetricNameError, parse_metrics
 from rankbench.evaluation.metrics import (
     EXTRA_METRICS_AT_K,
     EXTRA_METRICS_FULL,
@@ -167,7 +166,7 @@ def test_parity_metrics_by_trec_eval_names_equal_pytrec_eval(tmp_path: Path, cap
 
 
 def test_an_unknown_metric_error_lists_everything_accepted() -> None:
-    with pytest.raises(argparse.ArgumentTypeError) as error:
+    with pytest.raises(MetricNameError) as error:
         parse_metrics("ndcg@10,bogus")
     message = str(error.value)
     assert "'bogus'" in message

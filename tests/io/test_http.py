@@ -106,7 +106,7 @@ def test_a_body_that_echoes_the_key_is_redacted_in_the_error_and_the_log(scripte
     scripted.answer((401, {}, {"error": {"message": f"Incorrect API key provided: {KEY} (Bearer {KEY})"}}))
     log = tmp_path / "api.log"
     with pytest.raises(SystemExit):
-        run_script(lambda _: embed(scripted.origin + "/v1", tmp_path), SimpleNamespace(log=[str(log)]))
+        run_script(lambda _: embed(scripted.origin + "/v1", tmp_path), SimpleNamespace(log=[str(log)], threads=1))
     written = log.read_text()
     assert "answered HTTP 401 (" in written and "Incorrect API key provided: ***" in written
     assert KEY not in written and KEY not in capsys.readouterr().err

@@ -3,7 +3,6 @@ behind `rankbench.evaluate`, `rankbench.compare` and `rankbench eval` (trec_eval
 
 from __future__ import annotations
 
-import argparse
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,7 +12,13 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.evaluation import rendering
-from rankbench.evaluation.metric_names import metric_text, parse_metrics, persistence, split_metric_list
+from rankbench.evaluation.metric_names import (
+    MetricNameError,
+    metric_text,
+    parse_metrics,
+    persistence,
+    split_metric_list,
+)
 from rankbench.evaluation.metrics import err_grade_problem
 from rankbench.evaluation.scoring import BASELINE_COLUMNS, runs_per_query, summarize
 from rankbench.io.adapters import run_name
@@ -97,7 +102,7 @@ def metric_list(metrics: object) -> tuple[list[str], list[tuple[str, int]], floa
     try:
         names = [part.strip() for item in items for part in split_metric_list(metric_text(item)) if part.strip()]
         return names, parse_metrics(",".join(names)), persistence(names)
-    except argparse.ArgumentTypeError as error:
+    except MetricNameError as error:
         raise InputError(None, "metrics", str(error), "Name each metric as rankbench, trec_eval, ir_measures or ranx "
                          "do (ndcg@10, ndcg_cut_10, nDCG@10, ir_measures.nDCG@10, hit_rate@1).") from None
 

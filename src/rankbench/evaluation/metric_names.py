@@ -7,7 +7,6 @@ computation in metrics.py (the function of its family), one entry here, and its 
 
 from __future__ import annotations
 
-import argparse
 import re
 from dataclasses import dataclass
 
@@ -24,6 +23,10 @@ class Metric:
     cutoff: str
     aliases: tuple[str, ...] = ()
     cut_aliases: tuple[str, ...] = ()
+
+
+class MetricNameError(ValueError):
+    """A metric name or parameter that cannot be read; the CLI shows it as an argument error."""
 
 
 METRICS: dict[str, Metric] = {
@@ -101,7 +104,7 @@ def metric_text(measure: object) -> str:
         return measure
     name, params = getattr(measure, "NAME", None), getattr(measure, "params", None)
     if not isinstance(name, str) or not isinstance(params, dict):
-        raise argparse.ArgumentTypeError(f"cannot read metric {measure!r} (a {type(measure).__name__}): give a name "
+        raise MetricNameError(f"cannot read metric {measure!r} (a {type(measure).__name__}): give a name "
                                          f"or an ir_measures measure; known: {known_metrics_text()}")
     cutoff = params.get("cutoff")
     options = ",".join(f"{key}={value}" for key, value in sorted(params.items()) if key != "cutoff")
@@ -119,13 +122,13 @@ def split_parameters(item: str) -> tuple[str, dict[str, str]]:
 
 
 def rbp_persistence(text: str) -> float:
-    """RBP's persistence: a number strictly between 0 and 1 (an argparse type too)."""
+    """RBP's persistence: a number strictly between 0 and 1."""
     try:
         value = float(text)
     except ValueError:
         value = float("nan")
     if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number strictly between 0 and 1, got {text!r}")
+        raise MetricNameError(f"must be a number strictly between 0 and 1, got {text!r}")
     return value
 
 
@@ -137,15 +140,15 @@ def persistence(items: list[str]) -> float | None:
         name, params = split_parameters(item)
         for key, value in params.items():
             if key != "p" or name.lower() not in ("rbp", "rbp_residual"):
-                raise argparse.ArgumentTypeError(
+                raise MetricNameError(
                     f"cannot read metric {item!r}: rankbench takes no parameter {key!r} in a metric name (the "
                     "relevance threshold is relevance_threshold / -l, RBP's persistence RBP(p=0.8))")
             try:
                 found.add(rbp_persistence(value))
-            except argparse.ArgumentTypeError as error:
-                raise argparse.ArgumentTypeError(f"cannot read metric {item!r}: p {error}") from None
+            except MetricNameError as error:
+                raise MetricNameError(f"cannot read metric {item!r}: p {error}") from None
     if len(found) > 1:
-        raise argparse.ArgumentTypeError(f"metrics name RBP with two persistences ({sorted(found)}): give one")
+        raise MetricNameError(f"metrics name RBP with two persistences ({sorted(found)}): give one")
     return found.pop() if found else None
 
 
@@ -180,7 +183,7 @@ def parse_metrics(text: str) -> list[tuple[str, int]]:
         elif metric in METRICS_AT_K + POLLUTION_METRICS + EXTRA_METRICS_AT_K and cut.isdigit() and int(cut) > 0:
             parsed.append((metric, int(cut)))
         else:
-            raise argparse.ArgumentTypeError(f"cannot read metric {item!r}; known: {known_metrics_text()}")
+            raise MetricNameError(f"cannot read metric {item!r}; known: {known_metrics_text()}")
     if not parsed:
-        raise argparse.ArgumentTypeError("give at least one metric, e.g. ndcg@10,recall@100")
+        raise MetricNameError("give at least one metric, e.g. ndcg@10,recall@100")
     return parsed

@@ -9,13 +9,12 @@ integers, as trec_eval prints them.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
 
-from rankbench.evaluation.metric_names import parse_metrics
+from rankbench.evaluation.metric_names import MetricNameError, parse_metrics
 from rankbench.evaluation.scoring import runs_per_query
 
 # trec_eval's default cutoffs of its parameterized measures (P, recall, ndcg_cut, map_cut; success: 1, 5, 10).
@@ -62,7 +61,7 @@ def parse_trec_measures(items: Sequence[str]) -> list[Measure]:
             ks = [int(k) for k in cutoffs.split(",") if k.strip().isdigit()] if dot else \
                 ([1, 5, 10] if family == "success" else list(CUTOFFS))
             if not ks or (dot and len(ks) != len(cutoffs.split(","))):
-                raise argparse.ArgumentTypeError(f"cannot read measure {item!r}: cutoffs are whole numbers, e.g. "
+                raise MetricNameError(f"cannot read measure {item!r}: cutoffs are whole numbers, e.g. "
                                                  f"{family}.5,10")
             measures += [Measure(f"{family}_{k}", (_FAMILIES[family], k)) for k in ks]
         elif item in _WHOLE:

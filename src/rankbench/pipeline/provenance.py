@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any
 
 from rankbench.errors import InputError
-from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, parse_metrics
+from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, MetricNameError, parse_metrics
 from rankbench.pipeline.defaults import REPORT_DEFAULTS
 from rankbench.redaction import redact
 
@@ -44,7 +43,7 @@ def report_settings(config: Mapping[str, Any], ks: list[int], source: str) -> di
         names = settings[key] if isinstance(settings[key], list) else [settings[key]]
         try:
             metrics = parse_metrics(",".join(names))
-        except argparse.ArgumentTypeError as error:
+        except MetricNameError as error:
             raise InputError(source, f"report.{key}", str(error), "Write metrics as name@k, e.g. ndcg@10.") from None
         outside = [f"{m}@{k}" for m, k in metrics if k and k not in ks]
         if outside and key in given:

@@ -99,7 +99,7 @@ def gate_command(args: argparse.Namespace) -> int:
     recorded = [f"{m}@{k}" if k else m for m, k in after.meta["recorded"]]
     try:
         (metric, k), = parse_metrics(args.metric)
-    except (argparse.ArgumentTypeError, ValueError):
+    except ValueError:  # a MetricNameError too
         metric, k = "", 0
     if [metric, k] not in after.meta["recorded"]:
         raise InputError("rankbench gate", "--metric", f"{args.metric!r} is not a recorded metric",

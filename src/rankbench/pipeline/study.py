@@ -3,7 +3,6 @@ file alone reads it (so its jobs and outputs are the same), and the plan of the 
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -11,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rankbench.errors import InputError
-from rankbench.evaluation.metric_names import parse_metrics
+from rankbench.evaluation.metric_names import MetricNameError, parse_metrics
 from rankbench.evaluation.metrics import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL
 from rankbench.io.config_file import read_configs
 from rankbench.pipeline.config import check_paths, check_reserved_name, validate_config
@@ -105,7 +104,7 @@ def _study_metrics(study: Mapping[str, Any], source: str) -> list[tuple[str, int
     """The study's headline metrics parsed to (metric, k)."""
     try:
         return parse_metrics(",".join(study["metrics"]))
-    except argparse.ArgumentTypeError as error:
+    except MetricNameError as error:
         raise InputError(source, "study.metrics", str(error), "Write metrics as name@k, e.g. ndcg@10.") from None
 
 
