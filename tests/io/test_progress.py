@@ -46,7 +46,8 @@ def test_a_jobs_log_file_gets_the_progress_lines(tmp_path: Path) -> None:
     """run_script sends logging to the rule's log file: BM25 indexing writes its progress there."""
     log = tmp_path / "bm25_index.log"
     texts = [f"passage number {i} about bikes" for i in range(40)]
-    run_script(lambda _: build_index(texts, Analyzer(language="english"), BM25Params()), SimpleNamespace(log=[log], threads=1))
+    job = SimpleNamespace(log=[log], threads=1)
+    run_script(lambda _: build_index(texts, Analyzer(language="english"), BM25Params()), job)
     lines = [line for line in log.read_text().splitlines() if "BM25: analyze 40 passages" in line]
     assert len(lines) == 10
     assert "BM25: analyze 40 passages: 4/40 passages (10%)" in lines[0] and "ETA" in lines[0]

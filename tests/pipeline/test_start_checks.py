@@ -187,7 +187,8 @@ def test_an_unchanged_corpus_is_read_from_its_checked_documents_and_a_changed_on
 
 def run_job_script(name: str, log: Path, **sections: dict[str, object]) -> None:
     """Run a workflow script as Snakemake would, with a stand-in `snakemake` object."""
-    fake = SimpleNamespace(log=[str(log)], threads=1, **{key: SimpleNamespace(**value) for key, value in sections.items()})
+    fake = SimpleNamespace(log=[str(log)], threads=1,
+                           **{key: SimpleNamespace(**value) for key, value in sections.items()})
     runpy.run_path(str(REPO / "workflow" / "scripts" / name), init_globals={"snakemake": fake})
 
 
