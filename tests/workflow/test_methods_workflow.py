@@ -1,7 +1,7 @@
 """Every method type through the real workflow on the six-document fixture: grids, approximate indexes with
 their recall, score fusion, RM3, frozen rewrites (BM25, dense, sparse and rerank), filters, leak counts, a tiny
-CrossEncoder and the degraded fallback (a broken model folder; hub models: tests/retrieval/test_hub_models.py), a
-tiny SPLADE model."""
+CrossEncoder and the degraded fallback (a head that scores every pair alike; hub models:
+tests/retrieval/test_hub_models.py), a tiny SPLADE model."""
 
 from __future__ import annotations
 
@@ -48,6 +48,16 @@ REWRITES = {"q1": "return deadline days", "q2": "BAT-0x1F battery code", "q3": "
             "q4": "escalate battery claim level two", "q5": "helmets", "q6": "monthly subscription price"}
 
 
+def flat_cross_encoder(model: Path, folder: Path) -> None:
+    """A copy of a CrossEncoder whose head scores every pair alike: its files pass the start checks (a damaged
+    folder is refused there), so only the job can find it broken, and its run is degraded."""
+    from sentence_transformers import CrossEncoder
+
+    broken = CrossEncoder(str(model), device="cpu")
+    broken.model.classifier.weight.data.zero_()  # the score is the bias alone, whatever the pair
+    broken.save(str(folder))
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
     """The fixture with a staff note, a frozen rewrites file, a tiny CrossEncoder and every method, run once."""
@@ -58,8 +68,7 @@ def workdir(tmp_path_factory) -> Path:
     rewrites.write_text("".join(json.dumps({"qid": q, "query": t}) + "\n" for q, t in REWRITES.items()))
     freeze(rewrites, "v1.rewrites.llm", workdir / QUESTIONS / "frozen.lock")
     tiny_cross_encoder(workdir / "models" / "tiny-ce")
-    (workdir / "models" / "broken-ce").mkdir()
-    (workdir / "models" / "broken-ce" / "config.json").write_text("not JSON")  # fails when loaded, in the job
+    flat_cross_encoder(workdir / "models" / "tiny-ce", workdir / "models" / "broken-ce")
     tiny_sparse_encoder(workdir / "models" / "tiny-splade")
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     config["encoders"]["splade"] = {"kind": "sparse", "model": "models/tiny-splade", "batch_size": 4}
@@ -148,7 +157,7 @@ def test_the_cross_encoder_reranks_and_a_broken_model_degrades(workdir: Path) ->
         [(REWRITES["q1"], passages[c]) for c in head["chunk_id"]])
     np.testing.assert_allclose(head["score"], expected, rtol=1e-5)
     degraded = run_of(workdir, "ce-broken")
-    assert degraded["degraded"].all() and "models/broken-ce/config.json" in degraded["degraded_reason"].iloc[0]
+    assert degraded["degraded"].all() and "pairs the same score" in degraded["degraded_reason"].iloc[0]
     first_stage = run_of(workdir, "bm25")
     pd.testing.assert_frame_equal(degraded[["qid", "rank", "chunk_id"]], first_stage[["qid", "rank", "chunk_id"]])
     log = (workdir / "logs" / "mini" / "retrieve" / "v1" / "ce-broken.log").read_text()

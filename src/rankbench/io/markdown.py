@@ -10,14 +10,16 @@ import pandas as pd
 _NUMBER = re.compile(r"^(\*\*)?[-–+]?\d[\d.]*%?(\*\*)?[↑↓°]*( \[[^\]]*\]| \(n=\d+\))?[↑↓°]*$|^–$")
 
 
-# What Markdown may read as markup in running text or a table cell (CommonMark lets a backslash escape any of them).
-_MARKUP = re.compile(r"([\\`*_{}\[\]()<>#+!|&~-])")
+# What Markdown may read as markup anywhere in running text or a table cell (CommonMark lets a backslash escape any
+# of them); `#`, `+`, `-` and `=` are markup only where a line starts, so `rrf-k-30` stays as written.
+_MARKUP = re.compile(r"([\\`*_\[\]<>!|&~])")
+_LINE_START = re.compile(r"^([#+=-])")
 
 
 def markdown_literal(text: object) -> str:
     """User text (a note, a label, a kind, a question, a title) as Markdown that renders as that very text, on one
     line: an image, a link, raw HTML or an entity in it stays visible text, never markup a page would load."""
-    return _MARKUP.sub(r"\\\1", " ".join(str(text).split()))
+    return _LINE_START.sub(r"\\\1", _MARKUP.sub(r"\\\1", " ".join(str(text).split())))
 
 
 def natural_key(value: object) -> tuple:

@@ -24,8 +24,12 @@ def limit_threads(threads: int) -> int:
     """Size every pool to min(threads, usable CPUs) and return that count: the variables above for pools started
     later, and the pools of the libraries already loaded (BLAS/OpenMP through threadpoolctl, Arrow, torch, numba)."""
     n = max(1, min(int(threads), usable_cpus()))
+    numba = sys.modules.get("numba")
     for variable in THREAD_VARIABLES:
-        os.environ[variable] = str(n)
+        # numba rereads its variable at every compile and refuses a new value once its pool runs: when it is loaded,
+        # set_num_threads below sizes its work instead
+        if not (numba and variable == "NUMBA_NUM_THREADS"):
+            os.environ[variable] = str(n)
     # Idle OpenMP threads sleep instead of spinning: jobs share the CPUs, and a spinning pool starves its neighbours.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import pyarrow
@@ -39,6 +43,6 @@ def limit_threads(threads: int) -> int:
         threadpool_limits(n)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(n)
-    if "numba" in sys.modules:
-        sys.modules["numba"].set_num_threads(min(n, sys.modules["numba"].config.NUMBA_NUM_THREADS))
+    if numba:
+        numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     return n
