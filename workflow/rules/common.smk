@@ -173,6 +173,8 @@ def embedding_cache(chunker, encoder):
 # Read and written, never declared: every vector an embedding API returned, by (endpoint, model, dimensions, input
 # type, prefixed text), shared by every chunker, encoder name and version, so no text is paid for twice.
 API_EMBEDDING_CACHE = f"{R}/cache/api-embeddings"
+# Answers of search endpoints (`type: http`), by endpoint and request: a rerun sends nothing.
+HTTP_SEARCH_CACHE = f"{R}/cache/http-search"
 
 
 def query_embedding_cache(encoder):

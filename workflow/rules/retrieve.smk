@@ -211,3 +211,28 @@ rule import_run:
         depth=EVALUATION["depth"],
     script:
         "../scripts/import_run.py"
+
+
+# A search endpoint's answers (`type: http`), through the response cache; the run file's metadata holds the
+# endpoint's provenance and each question's latency.
+rule search_http:
+    input:
+        questions=f"{R}/{{qset}}/questions.parquet",
+        documents=f"{R}/corpus/documents.parquet",
+    output:
+        run=run_path("{method}"),
+    log:
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
+    wildcard_constraints:
+        method=choice(methods_of_rule("search_http")),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        spec=lambda wildcards: method_spec(wildcards.method),
+        depth=EVALUATION["depth"],
+        cache=HTTP_SEARCH_CACHE,
+    script:
+        "../scripts/search_http.py"
