@@ -149,7 +149,6 @@ def test_the_presets_build_their_engines_requests_and_read_their_answers() -> No
 
 @pytest.mark.parametrize("settings, where, message", [
     ({"url": "http://user:pw@localhost/s"}, "url", "holds a user name or password"),
-    ({"url": "ftp://localhost/s"}, "url", "not an http"),
     ({"params": {"q": "{question}"}}, "params", r"names \{question\}, which no question has"),
     ({"headers": {"Authorization": "RANKBENCH_UNSET_VARIABLE"}}, "headers.Authorization", "is not set"),
     ({"k": 0}, "k", "not a number of hits"),

@@ -85,11 +85,12 @@ def _merged(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def http_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The request a method sends and how, its preset and the library's defaults filled in (effective config; `k`
-    unset means the evaluation depth)."""
+    """The request a method sends and how, its preset's and the library's defaults filled in (effective config;
+    `k` unset means the evaluation depth)."""
     defaults = {key: value for key, value in asdict(HttpSearchSpec(url="", ids="", scores="", k=0)).items()
                 if key in HTTP_LIBRARY_KEYS}
-    return {key: value for key, value in {**defaults, **_merged(spec)}.items() if key in HTTP_LIBRARY_KEYS}
+    return {key: value for key, value in {**defaults, **_merged(spec)}.items()
+            if key in (*HTTP_LIBRARY_KEYS, "ids", "scores")}
 
 
 def http_spec(spec: Mapping[str, Any], depth: int) -> HttpSearchSpec:
@@ -138,9 +139,6 @@ def check_http_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where
                          "Give the hits to ask for, or leave `k` out to ask for the evaluation depth.")
     check_base_url(settings.url, where, source, "url", "give secrets as headers whose values come from environment "
                    "variables ({setting}.headers: {{Authorization: MY_SERVICE_TOKEN}})")
-    if urlsplit(settings.url).scheme not in ("http", "https"):
-        raise InputError(source, f"{where}.url", f"is {settings.url!r}, not an http(s) URL",
-                         "Give the endpoint's full address, e.g. http://localhost:9200/my-index/_search.")
     for key in ("ids", "scores"):
         try:
             parse_path(getattr(settings, key))

@@ -32,8 +32,8 @@ _FUSION: dict[str, Any] = {"inputs": REQUIRED, "weights": OPTIONAL}
 RRF_K = 60
 NORMALIZATION = "minmax"
 # Keys of `type: http` whose defaults are the library's (its preset's, else HttpSearchSpec's).
-HTTP_LIBRARY_KEYS = ("http_method", "params", "body", "headers", "ids", "scores", "version_header", "concurrency",
-                     "timeout", "retries", "backoff")
+HTTP_LIBRARY_KEYS = ("http_method", "params", "body", "headers", "version_header", "concurrency", "timeout",
+                     "retries", "backoff")
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,8 @@ METHOD_TYPES: dict[str, MethodType] = {
     "external": MethodType("external", {"path": REQUIRED, "format": REQUIRED, "chunker": OPTIONAL},
                            grains=("document",), run_rule="import_run"),
     # A search endpoint: its answers name documents (document grain), like an imported run.
-    "http": MethodType("external", {"url": REQUIRED, "preset": OPTIONAL, "k": OPTIONAL, "id_pattern": OPTIONAL,
+    "http": MethodType("external", {"url": REQUIRED, "preset": OPTIONAL, "k": OPTIONAL, "ids": OPTIONAL,
+                                    "scores": OPTIONAL, "id_pattern": OPTIONAL,
                                     **dict.fromkeys(HTTP_LIBRARY_KEYS, LIBRARY)},
                        grains=("document",), settings="rankbench.retrieval.http_search:http_settings",
                        run_rule="search_http", check="rankbench.retrieval.http_search:check_http_method"),
