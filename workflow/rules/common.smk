@@ -362,6 +362,17 @@ def rerank_inputs(wildcards):
     return inputs
 
 
+def search_http_inputs(wildcards):
+    """A search endpoint's questions and the corpus; the chunks too when its answers name chunks."""
+    inputs = {
+        "questions": f"{R}/{wildcards.qset}/questions.parquet",
+        "documents": f"{R}/corpus/documents.parquet",
+    }
+    if method_setting(METHOD_SPECS[wildcards.method], "returns") == "chunk":
+        inputs["chunks"] = corpus_path(wildcards.method, "chunks.parquet")
+    return inputs
+
+
 wildcard_constraints:
     qset=choice(QSETS),
     chunker=choice(config["chunkers"]),

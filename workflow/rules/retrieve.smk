@@ -217,8 +217,7 @@ rule import_run:
 # endpoint's provenance and each question's latency.
 rule search_http:
     input:
-        questions=f"{R}/{{qset}}/questions.parquet",
-        documents=f"{R}/corpus/documents.parquet",
+        unpack(search_http_inputs),
     output:
         run=run_path("{method}"),
     log:

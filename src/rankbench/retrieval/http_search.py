@@ -257,12 +257,12 @@ def question_values(questions: pd.DataFrame, k: int) -> list[dict[str, Any]]:
             for row in frame.to_dict("records")]
 
 
-def search_run(spec: HttpSearchSpec, questions: pd.DataFrame, depth: int, cache: str | Path, name: str
-               ) -> tuple[pd.DataFrame, dict[str, Any]]:
+def search_run(spec: HttpSearchSpec, questions: pd.DataFrame, depth: int, cache: str | Path, name: str,
+               chunks: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
     """The run of every question (documents in the endpoint's order and scores, cut at the evaluation depth) and
     what the run file records beside it: `provenance` (the endpoint, the server's version header, when the answers
-    arrived, requests sent) and `latency_ms` of each question (as measured when it was sent). Any failure raises
-    before anything is returned."""
+    arrived) and `latency_ms` of each question (as measured when it was sent). With `chunks` (chunk_id, doc_id) the
+    returned ids are chunk ids, each ranked under its document. Any failure raises before anything is returned."""
     search = HttpSearch(spec, cache, name)
     values = question_values(questions, spec.k)
     pool = ThreadPoolExecutor(spec.concurrency)
@@ -278,20 +278,25 @@ def search_run(spec: HttpSearchSpec, questions: pd.DataFrame, depth: int, cache:
         pool.shutdown(wait=True)
     answers = {qid: future.result() for future, qid in futures.items()}
     latency = {qid: answers[qid].latency_ms for qid in sorted(answers)}
-    return _run(answers, spec, depth, name), {"provenance": _provenance(answers, spec, search.sent),
+    return _run(answers, spec, depth, name, chunks), {"provenance": _provenance(answers, spec, search.sent),
                                               "latency_ms": latency}
 
 
-def _run(answers: Mapping[str, Answer], spec: HttpSearchSpec, depth: int, name: str) -> pd.DataFrame:
+def _run(answers: Mapping[str, Answer], spec: HttpSearchSpec, depth: int, name: str,
+         chunks: pd.DataFrame | None) -> pd.DataFrame:
     frame = pd.DataFrame({"qid": [qid for qid, answer in answers.items() for _ in answer.ids],
-                          "doc_id": [doc for answer in answers.values() for doc in answer.ids],
+                          "doc_id": [item for answer in answers.values() for item in answer.ids],
                           "score": [score for answer in answers.values() for score in answer.scores],
                           "order": [i for answer in answers.values() for i in range(len(answer.ids))]})
     if spec.id_pattern is not None:
         found = frame["doc_id"].str.extract(spec.id_pattern)["id"]
         frame = frame.assign(doc_id=found.fillna(frame["doc_id"]))
-    # the endpoint's own order, each document once (at its best hit, e.g. its first chunk)
-    frame = frame.sort_values(["qid", "order"], kind="stable").drop_duplicates(["qid", "doc_id"])
+    frame = frame.sort_values(["qid", "order"], kind="stable")
+    if chunks is not None:  # a chunk ranks under its document (an id the chunker lacks stands for itself)
+        documents = frame["doc_id"].map(dict(zip(chunks["chunk_id"], chunks["doc_id"])))
+        frame = frame.assign(chunk_id=frame["doc_id"], doc_id=documents.fillna(frame["doc_id"]))
+    # the endpoint's own order, each item once (at its best hit, e.g. a document at its first chunk)
+    frame = frame.drop_duplicates(["qid", "doc_id" if chunks is None else "chunk_id"])
     # ranked by score as trec_eval ranks them, like an imported run
     run = run_from_frame(frame.drop(columns="order"), f"the answers of method {name} ({spec.endpoint})")
     return run[run["rank"] <= depth].reset_index(drop=True)
