@@ -128,6 +128,19 @@ def test_a_post_fills_the_body_sends_the_header_from_the_environment_and_keeps_t
     assert TOKEN not in stored and TOKEN_VARIABLE not in stored
 
 
+def test_chunk_ids_rank_under_their_documents(scripted: ScriptedServer, questions: pd.DataFrame,
+                                              tmp_path: Path) -> None:
+    scripted.answer((200, {}, {"hits": [{"id": "returns-2025#refund", "score": 3.0},
+                                        {"id": "returns-2025#deadline", "score": 2.0},
+                                        {"id": "error-codes#bat", "score": 1.0}]}))
+    chunks = pd.DataFrame({"chunk_id": ["returns-2025#refund", "returns-2025#deadline", "error-codes#bat"],
+                           "doc_id": ["returns-2025", "returns-2025", "error-codes"]})
+    method = omega_method(scripted.origin + "/s", params={"q": "{query}"}, concurrency=1)
+    run, _ = search_run(http_spec(method, 10), questions.head(1), 10, tmp_path / "cache", "svc", chunks)
+    assert list(run["chunk_id"]) == list(chunks["chunk_id"]) and list(run["doc_id"]) == list(chunks["doc_id"])
+    assert list(run["rank"]) == [1, 2, 3]
+
+
 def test_the_presets_build_their_engines_requests_and_read_their_answers() -> None:
     values = {"query": "bike returns", "k": 5, "qid": "q1"}
     opensearch = http_spec({"url": "http://localhost:9200/docs/_search", "preset": "opensearch"}, 100)
