@@ -16,6 +16,7 @@ from rankbench.pipeline.defaults import (
     evaluation_settings,
 )
 from rankbench.pipeline.cost import method_stages
+from rankbench.pipeline.timing import timing_path
 from rankbench.pipeline.rules import RUN_RULES
 from rankbench.retrieval.registry import (
     NORMALIZATION,
@@ -436,6 +437,17 @@ def api_usage(wildcards):
                     stage_rule.output.usage.format(**fields)
                 )
     return usage
+
+
+def timing_records(wildcards):
+    """Benchmark file -> timing record (seconds per question, one-time seconds, calls; pipeline/timing.py) of each
+    query-side job the cost plan counts whose rule writes one."""
+    return {
+        path: timing_path(path)
+        for stages in cost_plan(wildcards).values()
+        for stage, side, path in stages
+        if side == "query" and "timing" in getattr(rules, stage).output.keys()
+    }
 
 
 def qrels_of(method, qset):

@@ -59,8 +59,8 @@ rule comparison_table:
         "../scripts/comparison_table.py"
 
 
-# Cost beside quality: this run's job timings (and API tokens) per method, apart from the comparison page, which
-# stays byte-identical across runs apart from its date.
+# Cost beside quality: this run's seconds per question and one-time seconds (and API tokens) per method, apart from
+# the comparison page, which stays byte-identical across runs apart from its date.
 rule cost_page:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
@@ -70,6 +70,7 @@ rule cost_page:
             {path for stages in cost_plan(wildcards).values() for _, _, path in stages}
         ),
         api_usage=lambda wildcards: sorted(api_usage(wildcards).values()),
+        timings=lambda wildcards: sorted(timing_records(wildcards).values()),
     output:
         cost=f"{R}/{{qset}}/cost.md",
         cost_html=report(
@@ -91,6 +92,7 @@ rule cost_page:
         report=REPORT,
         cost_plan=cost_plan,
         api_usage=api_usage,
+        timings=timing_records,
     script:
         "../scripts/cost_page.py"
 

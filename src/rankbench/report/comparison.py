@@ -43,9 +43,17 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
     table = marked(aggregate, report["alpha"])
     frame = wide(table, grain, ALL_KINDS, headline, report["ci"], methods)
     by_method = cost.set_index("method").reindex(methods)
-    for column, name, digits in (("ms_per_question", "ms/question", 1), ("query_s", "query-side s", 2),
-                                 ("index_s", "index-side s (once per corpus)", 2)):
-        frame[name] = by_method[column].map(lambda v, d=digits: "–" if pd.isna(v) else f"{v:.{d}f}").to_numpy()
+    star = by_method["batched"].fillna(False).astype(bool).map({True: "*", False: ""}).to_numpy()
+    for column, name in (("p50_ms", "ms/question p50"), ("p95_ms", "ms/question p95")):
+        frame[name] = [_seconds(value, 1) + mark if pd.notna(value) else "–"
+                       for value, mark in zip(by_method[column], star)]
+    for column, name in (("onetime_s", "one-time s (query side)"), ("index_s", "index-side s (once per corpus)")):
+        frame[name] = by_method[column].map(lambda v: _seconds(v, 2)).to_numpy()
+    calls = bool((by_method["calls"].fillna(0) > 0).any())
+    if calls:
+        frame["LLM calls"] = by_method["calls"].map(lambda v: "–" if pd.isna(v) else f"{int(v):,}").to_numpy()
+        frame["LLM tokens"] = ["–" if not calls_sent > 0 else "?" if pd.isna(tokens) else f"{int(tokens):,}"
+                               for tokens, calls_sent in zip(by_method["call_tokens"], by_method["calls"])]
     api = bool(by_method[["index_sent", "query_sent"]].notna().any(axis=None))
     if api:
         for side, name in (("query", "API tokens, query side"), ("index", "API tokens, index side")):
@@ -55,12 +63,25 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
     return "\n".join([
         f"# {dataset} — question-set version {qset}: cost beside quality", "",
         markdown_grid(frame), "",
-        f"Quality: {grain} grain, all questions (marks as on the comparison page). ms/question: query-side seconds "
-        "of the method's own job and of its inputs' jobs (query embeddings, first stages) divided by the questions "
-        "of the version; index-side: corpus jobs, paid once per corpus. Seconds are wall-clock times from the "
-        "rules' benchmark files; a stage shared by two methods counts in full for each. They include process "
-        "start-up and model loading, so on a small question set they overstate the cost per question.", "",
-        *([API_TOKENS_NOTE, ""] if api else [])])
+        f"Quality: {grain} grain, all questions (marks as on the comparison page). ms/question: the query-side work "
+        "of one question, timed inside the jobs (the method's own and its inputs': query embeddings, first "
+        "stages), summed over them, as the median (p50) and 95th percentile (p95) over the version's questions. "
+        "One-time s: the rest of those jobs' wall-clock seconds (process start-up, loading indexes and models, "
+        "compiling, reading and writing), paid once per run however many questions; index-side s: corpus jobs, "
+        "paid once per corpus (both from the rules' benchmark files). A job shared by two methods counts in full "
+        "for each; a question whose query embedding came from the cache adds nothing for that job. * : a job "
+        "worked on all questions at once (fusion, sparse search, query encoding in batches), so each question is "
+        "charged its mean and p95 understates the slowest questions. – : a job wrote no timing record.", "",
+        *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else [])])
+
+
+def _seconds(value: float, digits: int) -> str:
+    return "–" if pd.isna(value) else f"{value:.{digits}f}"
+
+
+LLM_CALLS_NOTE = ("LLM calls: the requests the method's jobs sent to a chat model in this run (a response in the "
+                  "LLM cache is never asked again); LLM tokens: the tokens its `usage` field reported for them, "
+                  "? when the server reported none.")
 
 
 API_TOKENS_NOTE = (
