@@ -156,6 +156,7 @@ rule plots:
         grain=REPORT["grain"],
         headline=REPORT["headline"],
         plot_metric=REPORT["plot_metric"],
+        baseline=EVALUATION["baseline"],
     script:
         "../scripts/draw_plots.py"
 
