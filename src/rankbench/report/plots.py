@@ -106,8 +106,8 @@ def recall_curves(aggregate: pd.DataFrame, grain: str, title: str, baseline: str
         axis.set_xticks(sorted(rows["k"].unique()))
         axis.tick_params(labelsize=8)
         axis.grid(alpha=0.3)
-    if axes:
-        axes[0].set_ylabel(f"recall@k ({grain})")
+    for axis in axes[::PANELS_PER_ROW]:
+        axis.set_ylabel(f"recall@k ({grain})")
     figure.supxlabel("k (results shown)", fontsize=9)
     figure.suptitle(title + ("" if baseline not in methods else f" (grey dashed: {baseline}, the baseline)"),
                     fontsize=10)
@@ -141,7 +141,7 @@ def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title
     kinds = [ALL_KINDS] + sorted(c for c in grid.columns if c != ALL_KINDS)
     grid = grid[[c for c in kinds if c in grid.columns]]
     n = rows.groupby("kind")["n"].max()
-    figure, axis = new_figure(figsize=(1.2 * len(grid.columns) + 2.6, 0.5 * len(grid) + 1.8))
+    figure, axis = new_figure(figsize=(min(WIDTH, 1.2 * len(grid.columns) + 2.6), 0.5 * len(grid) + 1.8))
     image = axis.imshow(grid.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
     for (i, j), value in np.ndenumerate(grid.to_numpy(dtype=float)):
         if not np.isnan(value):
@@ -179,8 +179,8 @@ def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: st
         axis.title.set_fontsize(9)
         axis.tick_params(labelsize=8)
         axis.grid(alpha=0.3)
-    if axes:
-        axes[0].set_ylabel(f"mean grade ({grain})")
+    for axis in axes[::PANELS_PER_ROW]:
+        axis.set_ylabel(f"mean grade ({grain})")
     figure.supxlabel("rank", fontsize=9)
     figure.suptitle(title + ("" if baseline not in means else f" (grey dashed: {baseline}, the baseline)"),
                     fontsize=10)
@@ -204,8 +204,8 @@ def top1_distributions(top1: pd.DataFrame, title: str) -> Figure:
         axis.set_xticks([0, 1], ["answerable", "unanswerable"], rotation=20, fontsize=8)
         axis.set_title(method, fontsize=9)
         axis.tick_params(labelsize=8)
-    if axes:
-        axes[0].set_ylabel("top-1 score")
+    for axis in axes[::PANELS_PER_ROW]:
+        axis.set_ylabel("top-1 score")
     figure.suptitle(title, fontsize=10)
     return figure
 
