@@ -43,5 +43,5 @@ def test_the_record_sits_beside_the_benchmark_and_a_broken_one_is_named(tmp_path
     assert timing_path("results/demo/benchmarks/retrieve/v1/bm25.tsv") == "results/demo/timings/retrieve/v1/bm25.json"
     broken = tmp_path / "timing.json"
     broken.write_text(json.dumps({"questions": []}))
-    with pytest.raises(InputError, match="timing.json.*is not a timing record"):
+    with pytest.raises(InputError, match=r"timing\.json.*is not a timing record"):
         read_timing(broken)

@@ -259,7 +259,8 @@ def test_cost_sums_a_questions_work_over_the_jobs_and_keeps_one_time_seconds_apa
                "e": {"questions": encode, "once": {}, "batched": True, "calls": 0, "tokens": 0},
                "k": {"questions": work, "once": {}, "batched": False, "calls": 40, "tokens": 5000}}
     plan = {"dense": [["embed_queries", "query", "e"], ["retrieve_dense", "query", "r"]],
-            "llm": [["rerank", "query", "k"], ["retrieve_bm25", "query", "r"]], "bm25": [["retrieve_bm25", "query", "b"]]}
+            "llm": [["rerank", "query", "k"], ["retrieve_bm25", "query", "r"]],
+            "bm25": [["retrieve_bm25", "query", "b"]]}
     cost = cost_table(plan, {"e": 2.0, "r": 1.0, "k": 3.0, "b": 1.0}, 20, None, timings).set_index("method")
     sums = [work[q] + encode.get(q, 0.0) for q in work]
     assert cost.at["dense", "p50_ms"] == pytest.approx(1000 * np.percentile(sums, 50))
