@@ -87,9 +87,10 @@ def cost_table(plan: Mapping[str, Sequence[Sequence[str]]], seconds: Mapping[str
     return pd.DataFrame(rows, columns=COST_COLUMNS)
 
 
-def _per_question(records: list[Mapping[str, Any] | None], query_s: float) -> dict[str, Any]:
+def _per_question(found: list[Mapping[str, Any] | None], query_s: float) -> dict[str, Any]:
     """p50/p95 ms of a question's work summed over a method's query-side jobs, the one-time seconds, calls, tokens."""
-    if not records or None in records:
+    records = [record for record in found if record is not None]
+    if not found or len(records) < len(found):
         return {"p50_ms": float("nan"), "p95_ms": float("nan"), "onetime_s": float("nan"), "batched": False,
                 "calls": float("nan"), "call_tokens": float("nan")}
     work = pd.concat([pd.Series(record["questions"], dtype=np.float64) for record in records], axis=1).fillna(0.0)

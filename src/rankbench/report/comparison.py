@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.findings import findings
 from rankbench.report.tables import (
+    POLLUTION_LEGEND,
     TIERS_LEGEND,
     legend,
     marked,
@@ -238,6 +239,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "",
         markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)),
         "",
+        *other_grain_lines(table, grain, headline, ci, methods),
         legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
         "`cost.md` (timings vary from run to run, so they are kept off this page).",
         "",
@@ -264,14 +266,18 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                   "T" + TIERS_LEGEND.format(alpha=alpha)[1:]
                   + " Then the rank by mean and its 95% bootstrap interval over the "
                   f"{n} questions every method evaluates (`tiers.parquet` has every kind and grain).", ""]
-    full = table_metrics(aggregate, ks)
+    full = table_metrics(aggregate, ks, report.get("columns", []))
     shown: dict[str, str] = {}
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
         if (table["grain"] == g).any():
-            grid = markdown_grid(wide(table, g, ALL_KINDS, full, ci, methods))
+            present = set(zip(table.loc[table["grain"] == g, "metric"], table.loc[table["grain"] == g, "k"]))
+            columns = [(m, k) for m, k in full if (m, k) in present]
+            grid = markdown_grid(wide(table, g, ALL_KINDS, columns, ci, methods))
             same = next((other for other, text in shown.items() if text == grid), None)
+            polluted = not same and any(m in POLLUTION_METRICS for m, _ in columns)
             lines += [f"## All questions, {g} grain", "",  # one chunk per document: the grains agree cell for cell
-                      f"The same figures as at {same} grain (each document is one chunk)." if same else grid, ""]
+                      f"The same figures as at {same} grain (each document is one chunk)." if same else grid, "",
+                      *([POLLUTION_LEGEND, ""] if polluted else [])]
             shown[g] = grid
     kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
     counts = questions["kind"].value_counts()
@@ -293,6 +299,22 @@ def comparison_page(inputs: ComparisonInputs) -> str:
               "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
               "```", ""]
     return "\n".join(lines)
+
+
+GRAIN_NAMES = {"document": "document grain (ranked chunks collapsed to their documents' first chunk)",
+               "chunk": "chunk grain (each ranked chunk counts: what a RAG prompt receives)"}
+
+
+def other_grain_lines(table: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]], ci: bool,
+                      methods: Sequence[str]) -> list[str]:
+    """The headline metrics at the other grain, beside the headline (none when the aggregate has only one grain)."""
+    other = "document" if grain == "chunk" else "chunk"
+    if not (table["grain"] == other).any():
+        return []
+    grid = markdown_grid(wide(table, other, ALL_KINDS, headline, ci, methods))
+    if grid == markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)):
+        return [f"The same figures at {other} grain (each document is one chunk).", ""]
+    return [f"The same at {GRAIN_NAMES[other]}; the headline above is at {GRAIN_NAMES[grain]}:", "", grid, ""]
 
 
 QUICK_LINE = ("- quick run (`rankbench run --quick`): this page only; `rankbench run` adds the explorer, the plots, "
