@@ -9,13 +9,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from explorer_helpers import chromium, payload_args, tiny_inputs
-from workflow_helpers import REPO, snakemake
+from workflow_helpers import REPO, demo_grain, snakemake
 
 from rankbench.io.runs import collapse_to_documents
 from rankbench.report.explorer import explorer_html, explorer_payload
 
 SHOTS = REPO / "results" / "explorer-screenshots"
 PAIR = ("hybrid[k=60]", "dense-e5")
+GRAIN = demo_grain()  # the explorer's grain: the demo's report.grain
 
 
 def _open(driver, page: Path, fragment: str = "") -> None:
@@ -70,8 +71,8 @@ def _wtl(driver) -> tuple[int, int, int]:
 
 
 def _pairs(pairs: pd.DataFrame) -> dict[tuple, tuple[int, int, int]]:
-    """(a, b, kind, metric, k) -> W/T/L of a against b from pairs.parquet at document grain, both orders."""
-    rows = pairs[pairs["grain"] == "document"]
+    """(a, b, kind, metric, k) -> W/T/L of a against b from pairs.parquet at the report's grain, both orders."""
+    rows = pairs[pairs["grain"] == GRAIN]
     counts = {}
     for a, b, kind, metric, k, w, t, lost in rows[["method_a", "method_b", "kind", "metric", "k", "wins", "ties",
                                                 "losses"]].itertuples(index=False):
@@ -281,16 +282,21 @@ def test_a_question_shows_its_labels_every_methods_top_k_with_grades_leaks_and_f
                     seen_leaks |= {name for name, flag in (("staff", staff), ("outdated", outdated)) if flag}
                     if "first_stage_rank" in run:
                         assert f"first stage (bm25): rank {row.first_stage_rank} ·" in item["text"]
-                # The first relevant result at document grain, from the run itself.
-                docs = collapse_to_documents(run)
-                hits = docs[docs["doc_id"].map(lambda d: doc_grades.get(d, -1) >= 1)]  # noqa: B023 (called here)
+                # The first relevant result at the report's grain, from the run itself.
+                if GRAIN == "document":
+                    docs = collapse_to_documents(run)
+                    hits = docs[docs["doc_id"].map(lambda d: doc_grades.get(d, -1) >= 1)]  # noqa: B023 (called here)
+                else:
+                    hits = run[[chunk_grades.get((qid, c), -1) >= 1 for c in run["chunk_id"]]]
                 if hits.empty:
                     assert "No relevant result" in card["summary"] or "Unanswerable" in card["summary"]
-                else:
+                elif GRAIN == "document":
                     chunk_rank = int(run[run["doc_id"] == hits.iloc[0]["doc_id"]]["rank"].min())
                     assert f"document rank {hits.iloc[0]['rank']} (passage rank {chunk_rank})" in card["summary"]
+                else:
+                    assert f"First relevant result: rank {int(hits['rank'].min())}." in card["summary"]
                 values = metrics[method]
-                values = values[(values["grain"] == "document") & (values["qid"] == qid)]
+                values = values[(values["grain"] == GRAIN) & (values["qid"] == qid)]
                 checked = 0
                 for v in values.itertuples():
                     label = f"{LABELS.get(v.metric)}@{v.k}"

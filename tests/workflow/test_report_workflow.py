@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import copy_dataset, edit_config, snakemake
+from workflow_helpers import copy_dataset, demo_grain, edit_config, snakemake
 
 from rankbench.evaluation.scoring import TIERS_COLUMNS
 from rankbench.io.frozen import freeze
@@ -25,6 +25,7 @@ from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
 pytestmark = pytest.mark.slow
 BASE = Path("results/demo")
 RERANK = "bm25+rerank-e5[depth=30]"  # the demo's reranker over BM25's top 30
+GRAIN = demo_grain()
 
 
 def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_provenance(demo: Path) -> None:
@@ -41,7 +42,7 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
     assert config["methods"]["hybrid[k=10]"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 10}
     assert (demo / BASE / "v1/effective-config.yaml").read_text() == page.split("```yaml\n")[1].split("```")[0]
     aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
-    rows = aggregate.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10").set_index("method")
+    rows = aggregate.query("grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10").set_index("method")
     headline = page.split("## Headline")[1].split("## Findings")[0]
     for method, row in rows.iterrows():
         line = next(x for x in headline.splitlines() if x.startswith(f"| {method} |"))
@@ -83,7 +84,7 @@ def test_tiers_parquet_the_page_and_the_latex_table_agree(demo: Path) -> None:
     assert len(tiers) == len(expected) and len(tiers.merge(expected, on=keys)) == len(expected)
     assert ((tiers["rank_low"] <= tiers["rank"]) & (tiers["rank"] <= tiers["rank_high"])).all()
     page = (demo / BASE / "v1/comparison.md").read_text().split("## Tiers and rank intervals")[1].split("\n## ")[0]
-    shown = tiers.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+    shown = tiers.query("grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10")
     for row in shown.itertuples():
         line = next(x for x in page.splitlines() if x.startswith(f"| {row.method} |"))
         assert f"{row.tier} · {row.rank} ({row.rank_low}–{row.rank_high})" in line.split(" | ")[1]
@@ -94,10 +95,11 @@ def test_tiers_parquet_the_page_and_the_latex_table_agree(demo: Path) -> None:
 def test_failures_of_the_reranker_are_split_by_its_first_stage(demo: Path) -> None:
     failures = pd.read_parquet(demo / BASE / "v1/failures.parquet")
     run = pd.read_parquet(demo / BASE / f"v1/runs/{RERANK}.parquet")
-    qrels = pd.read_parquet(demo / BASE / "v1/qrels/sections.parquet").query("grain == 'document' and grade >= 1")
+    qrels = pd.read_parquet(demo / BASE / "v1/qrels/sections.parquet").query("grain == @GRAIN and grade >= 1")
     rerank = failures[failures["method"] == RERANK]
     assert set(rerank["class"]) <= {"recall failure", "ranking failure"} and len(rerank)
-    relevant = run.merge(qrels, left_on=["qid", "doc_id"], right_on=["qid", "item_id"])
+    item = "chunk_id" if GRAIN == "chunk" else "doc_id"
+    relevant = run.merge(qrels, left_on=["qid", item], right_on=["qid", "item_id"])
     best_first_stage = relevant.groupby("qid")["first_stage_rank"].min()
     for qid, verdict in zip(rerank["qid"], rerank["class"]):
         in_pool = qid in best_first_stage.index and best_first_stage[qid] <= 30
@@ -130,7 +132,7 @@ def test_v1_to_v2_diff_shows_added_questions_corrected_labels_and_the_ranking_ch
     assert ("ranking of methods on nDCG@10 changed" in page) == summary["ranking_changed"]
     # v2 only adds questions, so v1's common questions are all of v1's: the top method is v1's best on nDCG@10.
     v1 = pd.read_parquet(demo / BASE / "v1/aggregate.parquet").query(
-        "grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+        "grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10")
     best = v1.sort_values(["mean", "method"], ascending=[False, True]).iloc[0]["method"]
     assert summary["rankings"]["a_common"][0] == best
 

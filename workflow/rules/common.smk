@@ -266,13 +266,28 @@ FAISS_BUILDS["flat"] = IndexSpec().build_params
 HOW_SURE_PAGES = ("budget", "robustness")
 
 
+def index_pages():
+    """Each version's pages the index links: the comparison alone in a quick run."""
+    if QUICK:
+        return ["comparison.html"]
+    return [
+        "comparison.html",
+        "explorer.html",
+        "failures.html",
+        *[f"{page}.html" for page in HOW_SURE_PAGES],
+        "calibration.html",
+        "cost.html",
+    ]
+
+
 def quick_outputs():
-    """What `rankbench run --quick` builds: each version's runs, metrics, aggregate and comparison page."""
+    """What `rankbench run --quick` builds: each version's runs, metrics, aggregate and comparison page, and the
+    dataset's entry page."""
     return [
         f"{R}/{qset}/{name}"
         for qset in QSETS
         for name in ("aggregate.parquet", "comparison.md", "comparison.html")
-    ]
+    ] + [f"{R}/index.html"]
 
 
 def how_sure_inputs(wildcards):
@@ -321,7 +336,7 @@ def all_outputs():
             for figure in ("recall", "bars", "kinds", "grades")
         ]
     outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
-    outputs += [f"{R}/history.md", f"{R}/history.html"]
+    outputs += [f"{R}/history.md", f"{R}/history.html", f"{R}/index.html"]
     return outputs
 
 

@@ -459,3 +459,34 @@ rule robustness:
         ),
     script:
         "../scripts/robustness.py"
+
+
+# The entry page of the dataset's results: every version's headline and links to the pages this config writes
+# (each one an input, so every link resolves).
+rule index_page:
+    input:
+        aggregates=expand(f"{R}/{{qset}}/aggregate.parquet", qset=QSETS),
+        manifests=expand(f"{R}/{{qset}}/qset.json", qset=QSETS),
+        pages=[f"{R}/{qset}/{page}" for qset in QSETS for page in index_pages()],
+        diffs=[] if QUICK else [f"{R}/diffs/{a}-vs-{b}.html" for a, b in DIFFS],
+        history=[] if QUICK else [f"{R}/history.html"],
+    output:
+        html=f"{R}/index.html",
+    log:
+        f"{LOGS}/index_page.log",
+    benchmark:
+        f"{R}/benchmarks/index_page.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        dataset=DATASET["name"],
+        qsets=QSETS,
+        drafts=drafts_of(*QSETS),
+        pages=index_pages(),
+        diffs=[] if QUICK else [f"{a}-vs-{b}.html" for a, b in DIFFS],
+        history=not QUICK,
+        report=REPORT,
+        baseline=EVALUATION["baseline"],
+    script:
+        "../scripts/index_page.py"

@@ -26,7 +26,7 @@ HISTORY_FILE = "history.jsonl"  # every run's headline figures, shared by the da
 RESULTS_ENTRIES = (HISTORY_FILE,)
 # What rankbench itself writes directly under results/<dataset>/, beside a folder per question-set version.
 DATASET_ENTRIES = ("benchmarks", "cache", "corpus", "diffs", "history", "history.html", "history.md", "history.png",
-                   "history.svg", "llm", "logs")
+                   "history.svg", "index.html", "llm", "logs", "timings")
 DATASET_DEFAULTS: dict[str, Any] = {"language": "english"}
 EVALUATION_DEFAULTS: dict[str, Any] = {
     "depth": 100, "ks": [1, 3, 5, 10], "relevance_threshold": 1, "gain": "linear", "baseline": None,
