@@ -61,6 +61,26 @@ def test_budget_and_robustness_pages_parquet_and_findings(demo: Path) -> None:
     assert "not applicable (no LLM judgements for this version)" in (demo / V1 / "robustness.md").read_text()
 
 
+def test_the_budget_page_is_short_and_its_lead_table_is_budget_parquet(demo: Path) -> None:
+    """Under 80 lines on the demo (12 methods, 4 headline metrics, 6 kinds); each cell of the lead table gives the
+    Δ and the questions needed of its row of budget.parquet, all questions."""
+    page = (demo / V1 / "budget.md").read_text()
+    assert len(page.splitlines()) < 80
+    budget = pd.read_parquet(demo / V1 / "budget.parquet").query("kind == 'all'")
+    lead = page.split("## Questions needed")[1].split("\n## ")[0]
+    rows = [line.strip("|").split(" | ") for line in lead.splitlines() if line.startswith("| ")]
+    header, grid = [cell.strip() for cell in rows[0]], {row[0].strip(): [c.strip() for c in row] for row in rows[1:]}
+    assert header[1:] == ["nDCG@10", "MRR@10", "R@10", "hit@1"]
+    labels = dict(zip([("ndcg", 10), ("rr", 10), ("recall", 10), ("hit", 1)], header[1:]))
+    for row in budget.itertuples():
+        pair = "best − runner-up" if row.pair == "best vs runner-up" else f"{row.method_a} − {row.method_b}"
+        cell = grid[pair][header.index(labels[(row.metric, row.k)])]
+        if pd.isna(row.n_needed):
+            assert "Δ = 0" in cell
+        else:
+            assert f"{row.diff:+.3f}: {int(row.n_needed):,}" in cell
+
+
 def test_findings_and_tiers_name_the_same_methods_as_tied_with_the_best(demo: Path) -> None:
     """The findings' 'cannot be told apart from the best' and tier a are one family (Holm over the pairs with the
     best): on the demo page they name the same methods."""

@@ -144,6 +144,57 @@ def test_plots_are_png_and_deterministic_svg(demo: Path) -> None:
         assert "<dc:date>" not in svg and "<svg" in svg
 
 
+def test_every_plot_of_the_demo_fits_a_1200_px_page(demo: Path) -> None:
+    """Widths and heights read from each PNG header: at most 1200 px wide, never a strip or a tower."""
+    pngs = sorted((demo / BASE).glob("*/plots/*.png")) + [demo / BASE / "history.png"]
+    assert len(pngs) == 11
+    for png in pngs:
+        header = png.read_bytes()[16:24]
+        width, height = int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")
+        assert width <= 1200 and 0.6 <= width / height <= 2.5, (png.name, width, height)
+
+
+def test_the_demo_headlines_chunk_grain_with_document_grain_beside_and_the_configured_columns(demo: Path) -> None:
+    """report.grain: chunk; the headline says its grain, document grain stands beside it with the same metrics, and
+    report.columns puts DCG@10, AP@10 and the pollution of the top 10 in the chunk-grain full table."""
+    page = (demo / BASE / "v1/comparison.md").read_text()
+    assert GRAIN == "chunk" and "## Headline (chunk grain, all questions)" in page
+    beside = page.split("## Headline (chunk grain, all questions)")[1].split("## ")[0]
+    assert "The same at document grain" in beside
+    aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
+    document = aggregate.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+    lines = beside.split("The same at document grain")[1].splitlines()
+    for method, mean in zip(document["method"], document["mean"]):
+        line = next(x for x in lines if x.startswith(f"| {method} |"))
+        assert line.split(" | ")[1].replace("**", "").startswith(f"{mean:.3f}")
+    chunk_table = page.split("## All questions, chunk grain")[1].split("\n## ")[0]
+    header = chunk_table.strip().splitlines()[0]
+    assert all(f" {label} |" in header for label in ("DCG@10", "AP@10", "docs@10", "top-doc@10"))
+    assert "docs@k: distinct documents among the top k chunks" in chunk_table
+    document_table = page.split("## All questions, document grain")[1].split("\n## ")[0]
+    assert "DCG@10" in document_table and "docs@10" not in document_table  # pollution: chunk grain only
+
+
+def test_cost_gives_each_methods_query_side_work_per_question_apart_from_one_time_costs(demo: Path) -> None:
+    """p50/p95 per question from the jobs' timing records; BM25 with and without filters on one index cost the same
+    order of time per question (they differed 8x when start-up and compiling were divided by the questions)."""
+    cost = (demo / BASE / "v1/cost.md").read_text()
+    header, *rows = [line.split(" | ") for line in cost.splitlines() if line.startswith("| ")]
+    columns = [cell.strip("| ") for cell in header]
+    table = {row[0].strip("| "): dict(zip(columns, (cell.strip("| ") for cell in row))) for row in rows}
+    assert {"ms/question p50", "ms/question p95", "one-time s (query side)"} <= set(columns)
+    p50 = {method: float(cells["ms/question p50"].rstrip("*")) for method, cells in table.items()}
+    assert p50["bm25-filtered"] <= 2 * p50["bm25"] and p50["bm25"] <= 2 * p50["bm25-filtered"], p50
+    for method, cells in table.items():
+        assert float(cells["ms/question p95"].rstrip("*")) >= p50[method] > 0
+    assert float(table["bm25"]["one-time s (query side)"]) > 0.1  # start-up and loading, no longer per question
+    records = list((demo / BASE / "timings" / "retrieve" / "v1").glob("*.json"))
+    assert {path.stem for path in records} == set(table)
+    record = json.loads((demo / BASE / "timings" / "retrieve" / "v1" / "bm25.json").read_text())
+    questions = pd.read_parquet(demo / BASE / "v1/questions.parquet")
+    assert set(record["questions"]) == set(questions["qid"]) and "load" in record["once"]
+
+
 def test_history_records_each_config_once_and_the_experiment_note(demo: Path) -> None:
     history = demo / "results/history.jsonl"
     records = [json.loads(line) for line in history.read_text().splitlines()]
