@@ -23,10 +23,12 @@ def test_each_times_every_question_alone_and_once_keeps_loading_apart(tmp_path: 
     with timing.batch(["q3", "q4"]):
         time.sleep(0.02)
     assert timing.questions["q3"] == timing.questions["q4"] >= 0.01 and timing.batched
+    timing.cached(["q5"])
     timing.count(3, 120)
     timing.write(tmp_path / "timing.json")
     record = read_timing(tmp_path / "timing.json")
-    assert record["calls"] == 3 and record["tokens"] == 120 and set(record["questions"]) == {"q1", "q2", "q3", "q4"}
+    assert record["calls"] == 3 and record["tokens"] == 120 and record["cached"] == 1
+    assert set(record["questions"]) == {"q1", "q2", "q3", "q4", "q5"} and record["questions"]["q5"] == 0.0
 
 
 def test_an_unreported_token_count_makes_the_total_unknown_and_an_empty_batch_records_nothing() -> None:

@@ -36,12 +36,13 @@ def main(snakemake):
         qids_of[text].append(qid)
 
     def encode(batch):
-        """The questions the cache misses, in one call (the encoder batches them): each pays the mean; a question
-        whose vector is cached did no work and is not charged."""
+        """The questions the cache misses, in one call (the encoder batches them): each pays the mean; the others
+        are recorded as cached."""
         with timing.batch(sorted({qid for text in set(batch) for qid in qids_of[text]})):
             return encoder.encode_queries(batch)
 
     vectors, encoded = embed_cached(encode, texts, *cached)
+    timing.cached(sorted(set(questions["qid"]) - set(timing.questions)))
     logging.info("encoded %d of %d questions, %d from the cache", encoded, len(texts), len(texts) - encoded)
     if encoded:
         save_cache(snakemake.params.cache, key, text_hashes(texts), vectors, replace=False)

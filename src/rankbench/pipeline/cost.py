@@ -14,8 +14,8 @@ from rankbench.errors import InputError
 from rankbench.pipeline.rules import UNBENCHMARKED, Stage, encoding_stages, index_stage
 from rankbench.retrieval.registry import method_encoders, method_inputs, method_type
 
-COST_COLUMNS = ["method", "index_s", "query_s", "questions", "p50_ms", "p95_ms", "onetime_s", "batched", "calls",
-                "call_tokens", "stages", "index_tokens", "query_tokens", "index_sent", "query_sent"]
+COST_COLUMNS = ["method", "index_s", "query_s", "questions", "p50_ms", "p95_ms", "onetime_s", "batched", "cached",
+                "calls", "call_tokens", "stages", "index_tokens", "query_tokens", "index_sent", "query_sent"]
 
 
 def method_stages(methods: Mapping[str, Mapping[str, Any]], method: str, chunker_of: Callable[[str], str],
@@ -64,7 +64,8 @@ def cost_table(plan: Mapping[str, Sequence[Sequence[str]]], seconds: Mapping[str
     plan maps a method to its stages as (label, side, benchmark path); seconds maps a path to its seconds. A
     question's work is the sum over the method's query-side jobs of their seconds for it (a job that did nothing
     for it, e.g. a cached query embedding, adds 0); one-time seconds are the jobs' wall-clock seconds minus that work
-    (start-up, loading, compiling, reading and writing). Per-question figures are NaN unless every query-side job
+    (start-up, loading, compiling, reading and writing); `cached`: the most questions one job answered from a cache.
+    Per-question figures are NaN unless every query-side job
     wrote a record; tokens and texts are NaN for a side without an API job, tokens also when a server reported none.
     """
     usage, timings = usage or {}, timings or {}
@@ -92,12 +93,13 @@ def _per_question(found: list[Mapping[str, Any] | None], query_s: float) -> dict
     records = [record for record in found if record is not None]
     if not found or len(records) < len(found):
         return {"p50_ms": float("nan"), "p95_ms": float("nan"), "onetime_s": float("nan"), "batched": False,
-                "calls": float("nan"), "call_tokens": float("nan")}
+                "cached": 0, "calls": float("nan"), "call_tokens": float("nan")}
     work = pd.concat([pd.Series(record["questions"], dtype=np.float64) for record in records], axis=1).fillna(0.0)
     per_question = work.sum(axis=1).to_numpy()
     tokens = [record.get("tokens", 0) for record in records]
     p50, p95 = (1000 * np.percentile(per_question, [50, 95])) if len(per_question) else (float("nan"),) * 2
     return {"p50_ms": p50, "p95_ms": p95, "onetime_s": max(query_s - float(per_question.sum()), 0.0),
             "batched": any(record.get("batched", False) for record in records),
+            "cached": max(record.get("cached", 0) for record in records),
             "calls": sum(record.get("calls", 0) for record in records),
             "call_tokens": float("nan") if None in tokens else sum(tokens)}

@@ -10,12 +10,14 @@ it the same way::
     results = timing.each(qids, lambda i: answer(i))   # question i's work alone, timed one question at a time
     with timing.batch(qids):                       # or: work done for all questions at once (its mean per question)
         results = answer_all()
+    timing.cached(qids)                            # questions answered from a cache: no work, counted apart
     timing.count(calls=1, tokens=120)              # per LLM/API request sent (tokens None: the server reported none)
     timing.write(snakemake.output.timing)
 
 The record lives where the rule's benchmark file does, under `timings/` instead of `benchmarks/` and ending in
 `.json` (`timing_path`); declare it as the rule's `timing` output. Its JSON: `questions` (qid -> seconds),
-`batched` (true when any of them is a batch's mean), `once` (label -> seconds), `calls` and `tokens`. Timings differ
+`batched` (true when any of them is a batch's mean), `cached` (questions answered from a cache, 0 seconds each),
+`once` (label -> seconds), `calls` and `tokens`. Timings differ
 from run to run; nothing but the cost page reads them, so every other page stays byte-identical.
 """
 
@@ -41,6 +43,7 @@ class Timing:
         self.questions: dict[str, float] = {}
         self.onetime: dict[str, float] = {}
         self.batched = False
+        self.from_cache = 0
         self.calls = 0
         self.tokens: int | None = 0
 
@@ -74,6 +77,12 @@ class Timing:
             self._add(qid, elapsed / len(qids))
         self.batched = True
 
+    def cached(self, qids: Sequence[str]) -> None:
+        """Questions whose answer came from a cache (an earlier run or version did the work): 0 seconds each."""
+        for qid in qids:
+            self._add(qid, 0.0)
+        self.from_cache += len(qids)
+
     def count(self, calls: int = 1, tokens: int | None = 0) -> None:
         """Add requests sent to an LLM or API and the tokens billed (None: unreported, so the total is unknown)."""
         self.calls += calls
@@ -81,8 +90,8 @@ class Timing:
 
     def record(self) -> dict[str, Any]:
         """The JSON record (see the module docstring)."""
-        return {"questions": self.questions, "batched": self.batched, "once": self.onetime, "calls": self.calls,
-                "tokens": self.tokens}
+        return {"questions": self.questions, "batched": self.batched, "cached": self.from_cache, "once": self.onetime,
+                "calls": self.calls, "tokens": self.tokens}
 
     def write(self, path: str | Path) -> None:
         """Write the record (JSON) to the rule's `timing` output."""

@@ -44,9 +44,10 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
     table = marked(aggregate, report["alpha"])
     frame = wide(table, grain, ALL_KINDS, headline, report["ci"], methods)
     by_method = cost.set_index("method").reindex(methods)
-    star = by_method["batched"].fillna(False).astype(bool).map({True: "*", False: ""}).to_numpy()
+    star = [("*" if batched else "") + ("†" if cached else "")
+            for batched, cached in zip(by_method["batched"].fillna(False), by_method["cached"].fillna(0))]
     for column, name in (("p50_ms", "ms/question p50"), ("p95_ms", "ms/question p95")):
-        frame[name] = [_seconds(value, 1) + mark if pd.notna(value) else "–"
+        frame[name] = [_seconds(value, 3 if value < 1 else 1) + mark if pd.notna(value) else "–"
                        for value, mark in zip(by_method[column], star)]
     for column, name in (("onetime_s", "one-time s (query side)"), ("index_s", "index-side s (once per corpus)")):
         frame[name] = by_method[column].map(lambda v: _seconds(v, 2)).to_numpy()
@@ -70,9 +71,11 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         "One-time s: the rest of those jobs' wall-clock seconds (process start-up, loading indexes and models, "
         "compiling, reading and writing), paid once per run however many questions; index-side s: corpus jobs, "
         "paid once per corpus (both from the rules' benchmark files). A job shared by two methods counts in full "
-        "for each; a question whose query embedding came from the cache adds nothing for that job. * : a job "
-        "worked on all questions at once (fusion, sparse search, query encoding in batches), so each question is "
-        "charged its mean and p95 understates the slowest questions. – : a job wrote no timing record.", "",
+        "for each. * : a job worked on all questions at once (fusion, sparse search, query encoding in batches), so "
+        "each question is charged its mean and p95 understates the slowest questions. † : query embeddings of "
+        "some questions came from the cache (encoded by an earlier run or version), so their encoding is not "
+        "counted and the figures understate a fresh question; `timings/` says how many. – : a job wrote no timing "
+        "record.", "",
         *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else [])])
 
 
