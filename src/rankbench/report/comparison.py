@@ -243,8 +243,9 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)),
         "",
         *other_grain_lines(table, grain, headline, ci, methods),
-        legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
-        "`cost.md` (timings vary from run to run, so they are kept off this page).",
+        legend(alpha, baseline) + " Cost per method (ms of query-side work per question, p50 and p95, and "
+        "one-time seconds) beside these numbers: `cost.md` (timings vary from run to run, so they are kept off "
+        "this page).",
         "",
         HOW_SURE,
         "",

@@ -63,6 +63,20 @@ def small_multiples(count: int, panel_height: float = 2.3) -> tuple[Figure, list
     return figure, flat[:count]
 
 
+def finish_panels(figure: Figure, axes: list[Any], ylabel: str, xlabel: str, title: str) -> Figure:
+    """Small multiples in the house layout: small titles and ticks, a grid, the y label on each row's first panel,
+    one x label and one title for the figure."""
+    for axis in axes:
+        axis.title.set_fontsize(9)
+        axis.tick_params(labelsize=8)
+        axis.grid(alpha=0.3)
+    for axis in axes[::PANELS_PER_ROW]:
+        axis.set_ylabel(ylabel)
+    figure.supxlabel(xlabel, fontsize=9)
+    figure.suptitle(title, fontsize=10)
+    return figure
+
+
 def colors(methods: Sequence[str]) -> dict[str, tuple]:
     """One stable colour per method (sorted names), the same in every figure; up to 20 stay distinct."""
     names = sorted(methods)
@@ -102,16 +116,9 @@ def recall_curves(aggregate: pd.DataFrame, grain: str, title: str, baseline: str
         axis.plot(group["k"], group["mean"], marker="o", markersize=3, color=palette[method], label=method)
         axis.fill_between(group["k"], group["ci_low"], group["ci_high"], color=palette[method], alpha=0.15)
         axis.set(ylim=(0, 1.02), title=method)
-        axis.title.set_fontsize(9)
         axis.set_xticks(sorted(rows["k"].unique()))
-        axis.tick_params(labelsize=8)
-        axis.grid(alpha=0.3)
-    for axis in axes[::PANELS_PER_ROW]:
-        axis.set_ylabel(f"recall@k ({grain})")
-    figure.supxlabel("k (results shown)", fontsize=9)
-    figure.suptitle(title + ("" if baseline not in methods else f" (grey dashed: {baseline}, the baseline)"),
-                    fontsize=10)
-    return figure
+    return finish_panels(figure, axes, f"recall@k ({grain})", "k (results shown)",
+                         title + ("" if baseline not in methods else f" (grey dashed: {baseline}, the baseline)"))
 
 
 @house_style
@@ -176,15 +183,8 @@ def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: st
                       linewidth=1)
         axis.plot(means[method].index, means[method].to_numpy(), marker="o", markersize=3, color=palette[method])
         axis.set(ylim=(0, top * 1.05), title=method)
-        axis.title.set_fontsize(9)
-        axis.tick_params(labelsize=8)
-        axis.grid(alpha=0.3)
-    for axis in axes[::PANELS_PER_ROW]:
-        axis.set_ylabel(f"mean grade ({grain})")
-    figure.supxlabel("rank", fontsize=9)
-    figure.suptitle(title + ("" if baseline not in means else f" (grey dashed: {baseline}, the baseline)"),
-                    fontsize=10)
-    return figure
+    return finish_panels(figure, axes, f"mean grade ({grain})", "rank",
+                         title + ("" if baseline not in means else f" (grey dashed: {baseline}, the baseline)"))
 
 
 @house_style
@@ -206,7 +206,8 @@ def top1_distributions(top1: pd.DataFrame, title: str) -> Figure:
         axis.tick_params(labelsize=8)
     for axis in axes[::PANELS_PER_ROW]:
         axis.set_ylabel("top-1 score")
-    figure.suptitle(title, fontsize=10)
+    none = "" if (~top1["answerable"].astype(bool)).any() else " (no unanswerable question: nothing to calibrate)"
+    figure.suptitle(title + none, fontsize=10)
     return figure
 
 
