@@ -8,6 +8,7 @@ rule retrieve_bm25:
         queries=lambda wildcards: queries_path(wildcards.method, wildcards.qset),
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -46,6 +47,7 @@ rule retrieve_dense:
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -82,6 +84,7 @@ rule retrieve_sparse:
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -143,6 +146,7 @@ rule fuse:
         ],
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -170,6 +174,7 @@ rule rerank:
         unpack(rerank_inputs),
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
