@@ -30,9 +30,9 @@ from rankbench.io.config_file import sorted_mappings
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
-    configured_models,
     method_models,
     resolve_models,
+    used_models,
     with_resolved_revision,
 )
 from rankbench.pipeline.provenance import (
@@ -140,11 +140,9 @@ def scorer_spec(method):
 
 
 def resolved_models():
-    """Every model the workflow loads ({model, revision}), hub revisions as the commits resolved at start."""
-    return {
-        where: {**entry, "revision": MODEL_COMMITS[where]}
-        for where, entry in configured_models(EXPANDED_CONFIG).items()
-    }
+    """Every model and endpoint the methods use (pipeline.models.used_models), hub revisions as the commits
+    resolved at start."""
+    return used_models(EXPANDED_CONFIG, MODEL_COMMITS)
 
 
 def is_api_encoder(encoder):

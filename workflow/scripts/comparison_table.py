@@ -8,6 +8,7 @@ import pandas as pd
 
 from rankbench.io.files import write_text
 from rankbench.pipeline.models import model_provenance
+from rankbench.pipeline.provenance import source_commit
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.software import software_versions
 from rankbench.report import budget, robustness
@@ -55,7 +56,7 @@ def page_inputs(snakemake) -> ComparisonInputs:
         judge_agreement=pd.read_parquet(agreement) if agreement and agreement.exists() else None,
         judged=agreement is not None, tiers=pd.read_parquet(given.tiers),
         how_sure=how_sure(given, p.quick), models=model_provenance(p.models), quick=p.quick,
-        software=software_versions())
+        software=software_versions(), commit=source_commit())
 
 
 def main(snakemake):

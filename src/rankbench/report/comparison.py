@@ -146,7 +146,7 @@ class ComparisonInputs:
     tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
     weights_sha256} of every model loaded (pipeline.models.model_provenance). quick: the page of a quick run (no
     explorer link; it says what the full run adds). software: package -> version of rankbench and its main dependencies
-    (pipeline.software.software_versions).
+    (pipeline.software.software_versions); commit: the git commit of rankbench's source (None off a checkout).
     """
 
     aggregate: pd.DataFrame
@@ -172,6 +172,7 @@ class ComparisonInputs:
     models: Mapping[str, Mapping[str, Any]] | None = None
     quick: bool = False
     software: Mapping[str, str] | None = None
+    commit: str | None = None
 
 
 def comparison_page(inputs: ComparisonInputs) -> str:
@@ -203,7 +204,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
         "[explorer.html](explorer.html)",
         *models_lines(models or {}),
-        *software_lines(software or {}),
+        *software_lines(software or {}, inputs.commit),
     ]
     if experiment:
         lines.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
@@ -279,21 +280,29 @@ QUICK_LINE = ("- quick run (`rankbench run --quick`): this page only; `rankbench
 
 
 def models_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Header lines naming every model loaded: hub models at their resolved commit, and the sha256 of the weights."""
+    """Header lines naming every model and endpoint the methods used: hub models at their resolved commit, packaged
+    ones with their package's version, API models with their (redacted) endpoint, and the sha256 of the weights."""
     if not models:
         return []
-    lines = ["- models (hub revision resolved to its commit; sha256 of the weight files):"]
+    lines = ["- models and endpoints the methods used (hub revision resolved to its commit; sha256 of the weight "
+             "files):"]
     for where, entry in sorted(models.items()):
-        revision = f" at revision `{entry['revision']}`" if entry["revision"] else ""
-        lines.append(f"  - `{where}`: `{entry['model']}`{revision}, weights sha256 `{entry['weights_sha256'] or '–'}`")
+        source = (f" at revision `{entry['revision']}`" if entry.get("revision") else "") + \
+            (f" from {entry['package']}" if entry.get("package") else "") + \
+            (f" at endpoint `{entry['endpoint']}`" if entry.get("endpoint") else "")
+        weights = "" if "endpoint" in entry else f", weights sha256 `{entry['weights_sha256'] or '–'}`"
+        lines.append(f"  - `{where}`: `{entry['model']}`{source}{weights}")
     return lines
 
 
-def software_lines(software: Mapping[str, str]) -> list[str]:
-    """The header line naming the versions of rankbench and of the main packages that made the page."""
+def software_lines(software: Mapping[str, str], commit: str | None = None) -> list[str]:
+    """The header line naming the versions of rankbench (and its git commit, run from a checkout) and of the main
+    packages that made the page."""
     if not software:
         return []
-    return ["- software: " + ", ".join(f"{name} {version}" for name, version in software.items())]
+    return ["- software: " + ", ".join(f"{name} {version}" + (f" (git commit `{commit}`)" if commit and
+                                                                 name == "rankbench" else "")
+                                       for name, version in software.items())]
 
 
 def unlabelled_methods(aggregate: pd.DataFrame) -> list[str]:

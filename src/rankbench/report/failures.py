@@ -25,7 +25,8 @@ def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, A
              f"was given (rerank: the input's top depth; fusion: the input runs), a **{RANKING}** that one did but "
              f"was ranked too low. Both are decided in chunks, the unit a rerank's depth counts, and the inputs' "
              f"ranks of their first relevant chunk (at {grain} grain) are given in chunks too: a recall failure "
-             f"of a rerank of depth 30 has every input's first relevant chunk beyond chunk 30. Each method lists its first {shown} failing questions "
+             f"of a rerank of depth 30 has every input's first relevant chunk beyond chunk 30. Each method lists its "
+             f"first {shown} failing questions "
              "(those missing the top k, then those failing at rank 1 only, by id); `failures.parquet` has them all.",
              ""]
     for method in sorted(specs):

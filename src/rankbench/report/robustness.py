@@ -93,6 +93,10 @@ def corrected_section(corrected: pd.DataFrame | None) -> list[str]:
     return lines
 
 
+def _bound(value: float) -> str:
+    return "–" if np.isnan(value) else f"{value:.3f}"
+
+
 def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, qset: str,
                     corrected: pd.DataFrame | None = None) -> str:
     """The robustness page: one sentence per headline metric, the survival table, the unjudged bounds and the LLM
@@ -123,11 +127,10 @@ def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, 
     }).set_index("metric")
     lines += ["", "## Survival", "", markdown_grid(frame), "", "## Bounds for unjudged items", ""]
     for (metric, k), rows in bounds.groupby(["metric", "k"], sort=False):
-        cell = "{:.3f}".format
         table = pd.DataFrame({"unjudged in top k": rows["unjudged_share"].map("{:.0%}".format).to_numpy(),
-                              "lower": rows["lower"].map(lambda v: "–" if np.isnan(v) else cell(v)).to_numpy(),
-                              "reported": rows["reported"].map(cell).to_numpy(),
-                              "upper": rows["upper"].map(lambda v: "–" if np.isnan(v) else cell(v)).to_numpy()},
+                              "lower": rows["lower"].map(_bound).to_numpy(),
+                              "reported": rows["reported"].map("{:.3f}".format).to_numpy(),
+                              "upper": rows["upper"].map(_bound).to_numpy()},
                              index=pd.Index(rows["method"], name="method"))
         lines += [f"### {metric_label(metric, k)}", "", markdown_grid(table), ""]
     return "\n".join(lines + corrected_section(corrected))

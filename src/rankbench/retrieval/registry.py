@@ -161,10 +161,11 @@ def scorer_model(name: str, spec: Mapping[str, Any]) -> str | None:
 
 
 def own_models(name: str, spec: Mapping[str, Any]) -> list[str]:
-    """Config keys of the models a method itself loads (not its inputs'): its encoders' and its scorer's, read by
-    key whatever the type."""
-    scorer = scorer_model(name, spec)
-    return [f"encoders.{encoder}" for encoder in method_encoders(spec) if encoder] + ([scorer] if scorer else [])
+    """Config keys of the models a method itself uses (not its inputs'): its encoders' and its scorer's (a
+    cross-encoder it loads, or an LLM it asks), read by key whatever the type."""
+    scorer = spec.get("scorer") or {} if "scorer" in method_type(spec).keys else {}
+    own = [f"methods.{name}.scorer"] if scorer.get("kind") in ("cross-encoder", "llm") else []
+    return [f"encoders.{encoder}" for encoder in method_encoders(spec) if encoder] + own
 
 
 def index_rule(spec: Mapping[str, Any]) -> str | None:
