@@ -30,6 +30,7 @@ from rankbench.io.config_file import sorted_mappings
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
+    method_cards,
     method_models,
     resolve_models,
     used_models,
@@ -122,8 +123,15 @@ def chunker_of(method):
 
 
 def method_spec(method):
-    """The method's config with sorted keys: a plain, deterministic params value."""
-    return dict(sorted(METHOD_SPECS[method].items()))
+    """The method's config with sorted keys, without its description (pages read it from method_cards, and a new
+    description reruns no job): a plain, deterministic params value."""
+    return dict(
+        sorted(
+            (key, value)
+            for key, value in METHOD_SPECS[method].items()
+            if key != "description"
+        )
+    )
 
 
 def encoder_spec(encoder):

@@ -56,7 +56,7 @@ def page_inputs(snakemake) -> ComparisonInputs:
         judge_agreement=pd.read_parquet(agreement) if agreement and agreement.exists() else None,
         judged=agreement is not None, tiers=pd.read_parquet(given.tiers),
         how_sure=how_sure(given, p.quick), models=model_provenance(p.models), quick=p.quick,
-        software=software_versions(), commit=source_commit())
+        software=software_versions(), commit=source_commit(), cards=p.cards)
 
 
 def main(snakemake):

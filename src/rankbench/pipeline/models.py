@@ -157,6 +157,13 @@ def method_models(config: Mapping[str, Any], method: str) -> list[str]:
     return sorted(used(method) & set(used_models(config, {})))
 
 
+def method_cards(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per method (grids expanded), what the pages say it is: its type, its `description` (None when unset) and the
+    config keys of the models it uses, its inputs' included."""
+    return {name: {"type": spec["type"], "description": spec.get("description"),
+                   "models": method_models(config, name)} for name, spec in sorted(config["methods"].items())}
+
+
 def model_provenance(models: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Config key -> each model of `used_models` with weights_sha256, the hash of the weight files the jobs load
     (None for a model behind an endpoint or a GGUF file)."""

@@ -147,6 +147,7 @@ class ComparisonInputs:
     weights_sha256} of every model loaded (pipeline.models.model_provenance). quick: the page of a quick run (no
     explorer link; it says what the full run adds). software: package -> version of rankbench and its main dependencies
     (pipeline.software.software_versions); commit: the git commit of rankbench's source (None off a checkout).
+    cards: method -> {type, description, models} (pipeline.models.method_cards), the table's legend of methods.
     """
 
     aggregate: pd.DataFrame
@@ -173,6 +174,7 @@ class ComparisonInputs:
     quick: bool = False
     software: Mapping[str, str] | None = None
     commit: str | None = None
+    cards: Mapping[str, Mapping[str, Any]] | None = None
 
 
 def comparison_page(inputs: ComparisonInputs) -> str:
@@ -221,6 +223,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
         "`cost.md` (timings vary from run to run, so they are kept off this page).",
         "",
+        *methods_legend(inputs.cards or {}),
         HOW_SURE,
         "",
     ]
@@ -277,6 +280,19 @@ def comparison_page(inputs: ComparisonInputs) -> str:
 
 QUICK_LINE = ("- quick run (`rankbench run --quick`): this page only; `rankbench run` adds the explorer, the plots, "
               "the failure, calibration, budget and robustness pages and this page's findings from the last two")
+
+
+def methods_legend(cards: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The legend of the methods under the headline table: each one's type, the models it uses (its inputs'
+    included; the header says what each is) and its `description`."""
+    if not cards:
+        return []
+    lines = ["Methods (type; models used, its inputs' included; description):", ""]
+    for name, card in sorted(cards.items()):
+        models = "; " + ", ".join(f"`{model}`" for model in card["models"]) if card["models"] else ""
+        words = f": {markdown_literal(card['description'])}" if card.get("description") else ""
+        lines.append(f"- `{name}` ({card['type']}{models}){words}")
+    return lines + [""]
 
 
 def models_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:

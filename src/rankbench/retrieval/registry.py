@@ -19,8 +19,8 @@ from typing import Any
 # Family of a type -> the word the findings use for it ("bm25 (lexical)").
 FAMILIES = {"lexical": "lexical", "dense": "dense", "sparse": "learned sparse", "fusion": "fusion",
             "rerank": "reranked", "external": "external"}
-# Keys every method may set: what it is and the grid over its parameters.
-STRUCTURAL_KEYS = ("type", "grid")
+# Keys every method may set: what it is, what the pages say it is and the grid over its parameters.
+STRUCTURAL_KEYS = ("type", "description", "grid")
 REQUIRED = object()  # the key has no default: the method must set it
 OPTIONAL = None  # the key has no default: unset means the feature is off (e.g. no rewrite, no weights)
 LIBRARY = object()  # the default is the library spec class's (BM25's k1, b, ...), filled by the type's `settings`
