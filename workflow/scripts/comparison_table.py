@@ -12,7 +12,8 @@ from rankbench.pipeline.provenance import source_commit
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.software import software_versions
 from rankbench.report import budget, robustness
-from rankbench.report.comparison import ComparisonInputs, comparison_page
+from rankbench.report.comparison import ComparisonInputs, comparison_page, headline_table
+from rankbench.report.headline_marks import with_tooltips
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.runs import with_section
 from rankbench.report.tables import (
@@ -79,7 +80,9 @@ def main(snakemake):
     metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
     page = draft_banner(p.drafts) + page
-    write_text(markdown_html(page, f"{p.dataset} {manifest['version']}"), snakemake.output.html)
+    grid, notes = headline_table(inputs)
+    write_text(with_tooltips(markdown_html(page, f"{p.dataset} {manifest['version']}"), grid, notes),
+               snakemake.output.html)
     write_text(page, snakemake.output.table)
 
 

@@ -34,7 +34,7 @@ EVALUATION_DEFAULTS: dict[str, Any] = {
 }
 REPORT_DEFAULTS: dict[str, Any] = {
     "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",
-    "ci": False, "alpha": 0.05,
+    "ci": False, "alpha": 0.05, "comparisons": "baseline",
 }
 LLM_DEFAULTS: dict[str, dict[str, Any]] = {"generate": {"count": 20, "seed": 0, "qid_prefix": "g"},
                                            "judge": {"depth": 5}}

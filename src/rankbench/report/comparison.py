@@ -15,6 +15,7 @@ from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.findings import findings
+from rankbench.report.headline_marks import comparison_family, family_legend, footnote_lines, headline_grid
 from rankbench.report.tables import (
     TIERS_LEGEND,
     legend,
@@ -177,6 +178,17 @@ class ComparisonInputs:
     cards: Mapping[str, Mapping[str, Any]] | None = None
 
 
+def headline_table(inputs: ComparisonInputs) -> tuple[pd.DataFrame, dict[int, str]]:
+    """The headline grid with its numbered marks and their footnotes (report.comparisons chooses the family)."""
+    report, grain = inputs.report, inputs.report["grain"]
+    headline = [tuple(item) for item in report["headline"]]
+    comparisons = report.get("comparisons", "baseline")
+    table = marked(inputs.aggregate, report["alpha"])
+    family = comparison_family(table, inputs.pairs, grain, headline, comparisons, report["alpha"])
+    return headline_grid(table, family, grain, headline, report["ci"], sorted(inputs.aggregate["method"].unique()),
+                         every=comparisons != "baseline")
+
+
 def comparison_page(inputs: ComparisonInputs) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks."""
     aggregate, pairs, questions, manifest = inputs.aggregate, inputs.pairs, inputs.questions, inputs.manifest
@@ -191,6 +203,8 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     headline = [tuple(item) for item in report["headline"]]
     table = marked(aggregate, alpha)
     methods = sorted(aggregate["method"].unique())
+    comparisons = report.get("comparisons", "baseline")
+    grid, notes = headline_table(inputs)
     evaluated = int(aggregate[(aggregate["kind"] == ALL_KINDS) & (aggregate["grain"] == "document")]["n"].max())
     experiment = json.loads(config_json).get("experiment", {})
     baseline = evaluation.get("baseline")
@@ -218,9 +232,11 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "",
         f"## Headline ({grain} grain, all questions)",
         "",
-        markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)),
+        markdown_grid(grid),
         "",
-        legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
+        *footnote_lines(notes),
+        " ".join(filter(None, [legend(alpha, baseline), family_legend(comparisons, alpha, baseline)]))
+        + " Cost per method (seconds per stage, ms per question) beside these numbers: "
         "`cost.md` (timings vary from run to run, so they are kept off this page).",
         "",
         *methods_legend(inputs.cards or {}),
