@@ -204,7 +204,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     table = marked(aggregate, alpha)
     methods = sorted(aggregate["method"].unique())
     comparisons = report.get("comparisons", "baseline")
-    grid, notes = headline_table(inputs)
+    grid, footnotes = headline_table(inputs)
     evaluated = int(aggregate[(aggregate["kind"] == ALL_KINDS) & (aggregate["grain"] == "document")]["n"].max())
     experiment = json.loads(config_json).get("experiment", {})
     baseline = evaluation.get("baseline")
@@ -234,7 +234,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "",
         markdown_grid(grid),
         "",
-        *footnote_lines(notes),
+        *footnote_lines(footnotes),
         " ".join(filter(None, [legend(alpha, baseline), family_legend(comparisons, alpha, baseline)]))
         + " Cost per method (seconds per stage, ms per question) beside these numbers: "
         "`cost.md` (timings vary from run to run, so they are kept off this page).",
