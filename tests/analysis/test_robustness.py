@@ -86,8 +86,8 @@ def test_bounds_hold_for_every_labelling_of_the_unjudged_items(data) -> None:
     ir_measures = pytest.importorskip("ir_measures")
     runs, qrels = data()
     headline = [("ndcg", 10), *BOUNDED]
-    _, bounds = robustness(runs, {m: qrels for m in runs}, "document", headline, None, 0.05, 1, "linear", seed=0,
-                           repetitions=1)
+    survival, bounds = robustness(runs, {m: qrels for m in runs}, "document", headline, None, 0.05, 1, "linear",
+                                  seed=0, repetitions=1)
     assert bounds.query("metric == 'ndcg'")[["lower", "upper"]].isna().all(axis=None)
     shown = bounds.dropna(subset=["lower"]).set_index(["metric", "k", "method"])
     assert (shown["lower"] <= shown["reported"] + 1e-12).all() and (shown["reported"] <= shown["upper"] + 1e-12).all()
@@ -114,6 +114,9 @@ def test_bounds_hold_for_every_labelling_of_the_unjudged_items(data) -> None:
                 reached["lower"] += abs(mean - row["lower"]) < 1e-9
                 reached["upper"] += abs(mean - row["upper"]) < 1e-9
     assert reached["lower"] and reached["upper"]  # the bounds are reached, not just bounds
+    page = robustness_page(survival, bounds, "d", "v1")
+    ndcg, recall = page.split("### nDCG@10")[1].split("### R@10")
+    assert "No bounds" in ndcg and "| lower |" not in ndcg and "| lower | reported | upper |" in recall
 
 
 

@@ -93,10 +93,6 @@ def corrected_section(corrected: pd.DataFrame | None) -> list[str]:
     return lines
 
 
-def _bound(value: float) -> str:
-    return "–" if np.isnan(value) else f"{value:.3f}"
-
-
 def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, qset: str,
                     corrected: pd.DataFrame | None = None) -> str:
     """The robustness page: one sentence per headline metric, the survival table, the unjudged bounds and the LLM
@@ -112,7 +108,7 @@ def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, 
              "Upper: the method's own unjudged top-k items relevant, the others not; lower: the reverse (for hit, "
              "P, MRR and DCG this is the reported value; recall falls as relevant items outside the top k grow "
              "what it divides by). Every such labelling gives a value between the two. nDCG, AP and the other "
-             f"metrics have none ({UNBOUNDED}): –.", "", "## Findings", ""]
+             f"metrics have none ({UNBOUNDED}).", "", "## Findings", ""]
     lines += [f"- {survival_sentence(rows)}" for _, rows in survival.groupby(["metric", "k"], sort=False)]
     lines += [f"- {bounds_sentence(rows)}" for _, rows in bounds.groupby(["metric", "k"], sort=False)]
     frame = pd.DataFrame({
@@ -128,9 +124,11 @@ def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, 
     lines += ["", "## Survival", "", markdown_grid(frame), "", "## Bounds for unjudged items", ""]
     for (metric, k), rows in bounds.groupby(["metric", "k"], sort=False):
         table = pd.DataFrame({"unjudged in top k": rows["unjudged_share"].map("{:.0%}".format).to_numpy(),
-                              "lower": rows["lower"].map(_bound).to_numpy(),
+                              "lower": rows["lower"].map("{:.3f}".format).to_numpy(),
                               "reported": rows["reported"].map("{:.3f}".format).to_numpy(),
-                              "upper": rows["upper"].map(_bound).to_numpy()},
+                              "upper": rows["upper"].map("{:.3f}".format).to_numpy()},
                              index=pd.Index(rows["method"], name="method"))
-        lines += [f"### {metric_label(metric, k)}", "", markdown_grid(table), ""]
+        unbounded = bool(rows["lower"].isna().all())  # the metric has none: said once, not in every cell
+        lines += [f"### {metric_label(metric, k)}", "", *([f"No bounds ({UNBOUNDED}).", ""] if unbounded else []),
+                  markdown_grid(table.drop(columns=["lower", "upper"]) if unbounded else table), ""]
     return "\n".join(lines + corrected_section(corrected))
