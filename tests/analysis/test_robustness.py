@@ -19,6 +19,16 @@ from rankbench.report.robustness import headline_findings, robustness_page
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
 
+def as_frames(runs: dict[str, list[tuple]], qrels: list[tuple]) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """Run rows (qid, rank, chunk_id, doc_id, score) and label rows (qid, item_id, grade) as frames, the labels at
+    both grains (one chunk per document)."""
+    frames = {name: pd.DataFrame(rows, columns=["qid", "rank", "chunk_id", "doc_id", "score"])
+              for name, rows in runs.items()}
+    labels = pd.DataFrame(qrels, columns=["qid", "item_id", "grade"])
+    both = pd.concat([labels.assign(grain="document"), labels.assign(grain="chunk")], ignore_index=True)
+    return frames, both[["grain", "qid", "item_id", "grade"]]
+
+
 def toy(seed: int = 0, n: int = 40) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     """Three chunk runs of depth 10 over n questions (one chunk per document) and qrels at both grains:
     'strong' ranks a relevant document first in most questions, 'weak' rarely, 'base' in between."""
@@ -34,11 +44,7 @@ def toy(seed: int = 0, n: int = 40) -> tuple[dict[str, pd.DataFrame], pd.DataFra
             order = list(rng.permutation(others))
             order = relevant + order if rng.random() < chance else order[:3] + relevant + order[3:]
             runs[name] += [(qid, rank + 1, doc, doc, 1.0 / (rank + 1)) for rank, doc in enumerate(order[:10])]
-    frames = {name: pd.DataFrame(rows, columns=["qid", "rank", "chunk_id", "doc_id", "score"])
-              for name, rows in runs.items()}
-    labels = pd.DataFrame(qrels, columns=["qid", "item_id", "grade"])
-    both = pd.concat([labels.assign(grain="document"), labels.assign(grain="chunk")], ignore_index=True)
-    return frames, both[["grain", "qid", "item_id", "grade"]]
+    return as_frames(runs, qrels)
 
 
 def test_perturbations_do_what_they_say():
@@ -69,11 +75,7 @@ def scifact_like(seed: int = 1, n: int = 40) -> tuple[dict[str, pd.DataFrame], p
             order = list(rng.permutation(candidates))[:9]
             order.insert(int(rng.integers(0, 12)), relevant)
             runs[name] += [(qid, rank + 1, doc, doc, 1.0 / (rank + 1)) for rank, doc in enumerate(order[:10])]
-    frames = {name: pd.DataFrame(rows, columns=["qid", "rank", "chunk_id", "doc_id", "score"])
-              for name, rows in runs.items()}
-    labels = pd.DataFrame(qrels, columns=["qid", "item_id", "grade"])
-    both = pd.concat([labels.assign(grain="document"), labels.assign(grain="chunk")], ignore_index=True)
-    return frames, both[["grain", "qid", "item_id", "grade"]]
+    return as_frames(runs, qrels)
 
 
 BOUNDED = {("recall", 10): "R@10", ("rr", 10): "RR@10", ("hit", 1): "Success@1", ("precision", 5): "P@5"}

@@ -14,7 +14,7 @@ from rankbench.evaluation.marks import BETTER, NEAR, WORSE, cell
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.evaluation.stats import holm
-from rankbench.report.tables import pair_row
+from rankbench.report.tables import method_grid, pair_row
 
 FAMILY_COLUMNS = ["method", "versus", "metric", "k", "diff", "p_raw", "p_holm", "wins", "ties", "losses", "family",
                   "mark"]
@@ -58,25 +58,18 @@ def headline_grid(table: pd.DataFrame, family: pd.DataFrame, grain: str, headlin
     by_cell: dict[tuple[str, str, int], list[Any]] = {}
     for row in noted.itertuples():
         by_cell.setdefault((row.method, row.metric, row.k), []).append(row)
-    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
     notes: dict[int, str] = {}
-    for metric, k in headline:
-        cells = []
-        for method in methods:
-            if (method, metric, k) not in rows.index:
-                cells.append("–")
-                continue
-            row = rows.loc[(method, metric, k)]
-            plain = row.copy()
-            plain["significant"], plain["near"] = "", False
-            text = cell(plain, ci)
-            for note in by_cell.get((method, metric, k), []):
-                number = len(notes) + 1
-                notes[number] = footnote(note)
-                text += f"{note.mark}[{number}]"
-            cells.append(text + (NEAR if row["near"] else ""))
-        frame[metric_label(metric, k)] = cells
-    return frame, notes
+
+    def text(row: pd.Series) -> str:
+        plain = row.copy()
+        plain["significant"], plain["near"] = "", False
+        marks = ""
+        for note in by_cell.get(row.name, []):
+            notes[len(notes) + 1] = footnote(note)
+            marks += f"{note.mark}[{len(notes)}]"
+        return cell(plain, ci) + marks + (NEAR if row["near"] else "")
+
+    return method_grid(rows, headline, methods, text), notes
 
 
 def footnote(note: Any) -> str:
