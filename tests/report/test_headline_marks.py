@@ -10,7 +10,7 @@ import pytest
 
 from rankbench.evaluation.marks import marked
 from rankbench.evaluation.scoring import summarize
-from rankbench.report.headline_marks import comparison_family, headline_grid, with_tooltips
+from rankbench.report.headline_marks import comparison_family, family_legend, headline_grid, with_tooltips
 from rankbench.report.pages import markdown_html
 
 multipletests = pytest.importorskip("statsmodels.stats.multitest").multipletests
@@ -95,3 +95,10 @@ def test_planned_comparisons_are_holm_over_the_named_pairs_only(scored) -> None:
     grid, notes = headline_grid(table, family, "document", HEADLINE, False, sorted(SHIFTS), every=True)
     assert len(notes) == len(planned) * len(HEADLINE)  # every planned comparison, marked or not
     assert "↓[" in grid.loc["base", "nDCG@10"] and "[" not in grid.loc["big", "nDCG@10"]
+
+
+def test_the_legend_names_the_family_and_never_a_baseline_that_is_not_there() -> None:
+    assert family_legend("baseline", 0.05, None) == ""
+    assert "Holm-corrected over every method compared with it" in family_legend("baseline", 0.05, "bm25")
+    planned = family_legend([["a", "b"]], 0.05, None)
+    assert "(a vs b)" in planned and "no marks (no baseline is configured)" in planned

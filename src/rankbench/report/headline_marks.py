@@ -91,7 +91,9 @@ def family_legend(comparisons: str | Sequence[Sequence[str]], alpha: float, base
     pairs = "; ".join(f"{a} vs {b}" for a, b in comparisons)
     return (f"Headline marks [n]: the planned comparisons of `report.comparisons` ({pairs}), Holm-corrected over "
             f"those compared at each metric (p < {alpha:g}); the mark is on the first method of a pair, and every "
-            "planned comparison has its footnote, marked or not. The full tables below mark against the baseline.")
+            "planned comparison has its footnote, marked or not. "
+            + ("The full tables below mark against the baseline." if baseline else
+               "The full tables below have no marks (no baseline is configured)."))
 
 
 def footnote_lines(notes: Mapping[int, str]) -> list[str]:
