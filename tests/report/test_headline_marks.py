@@ -102,3 +102,4 @@ def test_the_legend_names_the_family_and_never_a_baseline_that_is_not_there() ->
     assert "Holm-corrected over every method compared with it" in family_legend("baseline", 0.05, "bm25")
     planned = family_legend([["a", "b"]], 0.05, None)
     assert "(a vs b)" in planned and "no marks (no baseline is configured)" in planned
+    assert "mark against the baseline `bm25`" in family_legend([["a", "b"]], 0.05, "bm25")

@@ -235,7 +235,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         markdown_grid(grid),
         "",
         *footnote_lines(footnotes),
-        " ".join(filter(None, [legend(alpha, baseline) if baseline or comparisons == "baseline" else
+        " ".join(filter(None, [legend(alpha, baseline) if comparisons == "baseline" else
                                "Bold: best value of the column.", family_legend(comparisons, alpha, baseline)]))
         + " Cost per method (seconds per stage, ms per question) beside these numbers: "
         "`cost.md` (timings vary from run to run, so they are kept off this page).",

@@ -92,7 +92,8 @@ def family_legend(comparisons: str | Sequence[Sequence[str]], alpha: float, base
     return (f"Headline marks [n]: the planned comparisons of `report.comparisons` ({pairs}), Holm-corrected over "
             f"those compared at each metric (p < {alpha:g}); the mark is on the first method of a pair, and every "
             "planned comparison has its footnote, marked or not. "
-            + ("The full tables below mark against the baseline." if baseline else
+            + (f"The full tables below mark against the baseline `{baseline}` (↑ / ↓ Holm-corrected over the methods, "
+               f"{NEAR}, here too: within one question's worth of it)." if baseline else
                "The full tables below have no marks (no baseline is configured)."))
 
 
