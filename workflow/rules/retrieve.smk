@@ -225,6 +225,7 @@ rule search_http:
         unpack(search_http_inputs),
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
