@@ -25,16 +25,17 @@ METHODS = {
 }
 
 
+def lucene_methods(config: dict) -> None:
+    config["methods"] = METHODS
+    config["evaluation"].update(depth=5, ks=[1, 5], baseline="bm25")
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     lucene_engine()  # skips (fails in CI) without a jar and a JDK 21+; sets the jar's variable for the workflow
     workdir = copy_dataset(MINI / "config.yaml", [MINI], tmp_path_factory.mktemp("lucene"))
     tiny_cross_encoder(workdir / "models" / "tiny-ce")
-    config = yaml.safe_load((workdir / "config.yaml").read_text())
-    config["methods"] = METHODS
-    config["evaluation"].update(depth=5, ks=[1, 5], baseline="bm25")
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    result = snakemake(workdir, "--cores", "2")
+    result = snakemake(workdir, "--cores", "2", configfile=edit_config(workdir, lucene_methods, "lucene.yaml"))
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir
 
@@ -74,6 +75,7 @@ def test_a_new_version_reruns_only_the_search(workdir: Path) -> None:
     shutil.copy(workdir / MINI / "questions" / "v1.jsonl", workdir / MINI / "questions" / "v2.jsonl")
 
     def add_version(config: dict) -> None:
+        lucene_methods(config)
         config["qsets"]["v2"] = {"path": str(MINI / "questions" / "v2.jsonl"), "draft": True}
 
     jobs = planned_jobs(workdir, edit_config(workdir, add_version, "v2.yaml"))

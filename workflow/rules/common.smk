@@ -222,9 +222,7 @@ def shared_index_name(method, builder, keys_of):
     """Methods whose index the same keys shape (and of one chunker) share one index, named after the first."""
     keys = (chunker_of(method), keys_of(method))
     return next(
-        m
-        for m in methods_indexed_by(builder)
-        if (chunker_of(m), keys_of(m)) == keys
+        m for m in methods_indexed_by(builder) if (chunker_of(m), keys_of(m)) == keys
     )
 
 

