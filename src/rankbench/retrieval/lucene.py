@@ -32,15 +32,10 @@ import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.retrieval.bm25 import BM25Params
-from rankbench.retrieval.rm3 import RM3
 
 JAR_ENV = "RANKBENCH_ANSERINI_JAR"
 JAVA_ENV = "RANKBENCH_JAVA"
 MIN_JAVA = 21  # Anserini 1.x is built for Java 21
-# One default per key across types: the bm25 type's k1 and b (1.2, 0.75), not SearchCollection's own (0.9, 0.4),
-# which Anserini's BEIR regressions pass explicitly, as config/scifact.yaml does.
-K1, B = BM25Params().k1, BM25Params().b
 STEMMERS = ("porter", "krovetz", "none")
 # The dataset's analyzer language (bm25's Snowball names) -> Anserini's -language code.
 LANGUAGE_CODES = {"arabic": "ar", "danish": "da", "dutch": "nl", "english": "en", "finnish": "fi", "french": "fr",
@@ -198,8 +193,14 @@ def check_lucene_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], whe
 
 
 def lucene_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """A lucene method's BM25, analyzer and RM3 settings with their defaults filled in (effective config)."""
-    settings: dict[str, Any] = {"k1": spec.get("k1", K1), "b": spec.get("b", B),
+    """A lucene method's BM25, analyzer and RM3 settings with their defaults filled in (effective config). One default
+    per key across types: k1 and b are the bm25 type's (1.2, 0.75), not SearchCollection's own (0.9, 0.4), which
+    Anserini's BEIR regressions pass explicitly. Imported here: the Snakefile imports this module while it parses."""
+    from rankbench.retrieval.bm25 import BM25Params
+    from rankbench.retrieval.rm3 import RM3
+
+    defaults = BM25Params()
+    settings: dict[str, Any] = {"k1": spec.get("k1", defaults.k1), "b": spec.get("b", defaults.b),
                                 "stemmer": spec.get("stemmer", "porter"), "stopwords": spec.get("stopwords", True)}
     if spec.get("prf") is not None:
         settings["prf"] = asdict(RM3(**spec["prf"]))
