@@ -51,9 +51,10 @@ def test_lucene_bm25_agrees_with_rankbench_bm25_and_the_jars_own_file(engine: lu
     chunks = pd.DataFrame({"chunk_id": [f"c{n:03d}" for n in range(len(texts))],
                            "doc_id": [f"d{n:03d}" for n in range(len(texts))]})
     options = lucene.search_options({"k1": 0.9, "b": 0.4})
-    positions, scores = lucene.search(engine, index, queries, options, PLAIN, 10, threads=1, heap_mb=512)
+    positions, scores, loop_s = lucene.search(engine, index, queries, options, PLAIN, 10, threads=1, heap_mb=512)
     ours = build_index(texts, Analyzer(stopwords=False, stemming=False), BM25Params("lucene", k1=0.9, b=0.4))
     own_positions, own_scores = search(ours, Analyzer(stopwords=False, stemming=False), queries, 10, None, "numpy")
+    assert loop_s is not None and 0 < loop_s < 60  # the search loop's seconds, from Anserini's log
     overlap = [len(set(a[a >= 0]) & set(b[b >= 0])) / 10 for a, b in zip(positions, own_positions)]
     # Lucene stores a document's length in one byte (SmallFloat): the only difference from exact BM25 here.
     assert np.mean(overlap) >= 0.9
@@ -84,6 +85,13 @@ def test_rm3_expands_the_query_through_the_jar(engine: lucene.Engine, index: Pat
                         lucene.search_options({"prf": {"fb_docs": 3, "fb_terms": 5, "original_weight": 0.5}}),
                         PLAIN, 10, 1, 512)
     assert not np.array_equal(plain[0], rm3[0])
+
+
+def test_the_search_loops_seconds_sum_anserinis_counts_over_its_threads() -> None:
+    log = ("... ranker: bm25(k1=0.9,b=0.4), reranker: default: 600 queries processed in 00:00:05 = ~120.00 q/s\n"
+           "... ranker: bm25(k1=0.9,b=0.4), reranker: default: 1,000 queries processed in 00:00:10 = ~100.0 q/s\n")
+    assert lucene.search_seconds(log) == pytest.approx(15.0)
+    assert lucene.search_seconds("no count here") is None
 
 
 def _java(tmp_path: Path, version: str) -> str:

@@ -4,6 +4,7 @@ question-set version reruns only its search, never its index."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -64,11 +65,15 @@ def test_a_lucene_method_is_fused_reranked_and_reported_like_any_method(workdir:
     assert "retrieve_lucene, lucene_index (index)" in cost
     assert "lucene" in (workdir / "results" / "mini" / "history.md").read_text()
     metadata = yaml.safe_load((results(workdir) / "runs" / "lucene.ir_metadata.yaml").read_text())
-    engine = metadata["implementation"]["engine"]
+    engine = metadata["method"]["provenance"]
     assert engine["anserini"] == "1.7.1" and len(engine["jar_sha256"]) == 64
     assert int(engine["java_version"].split(".")[0]) >= 21
-    assert "engine" not in yaml.safe_load((results(workdir) / "runs" / "bm25.ir_metadata.yaml").read_text())[
-        "implementation"]
+    assert "provenance" not in yaml.safe_load((results(workdir) / "runs" / "bm25.ir_metadata.yaml").read_text())[
+        "method"]
+    timing = json.loads((workdir / "results" / "mini" / "timings" / "retrieve" / "v1" / "lucene.json").read_text())
+    questions = pd.read_parquet(results(workdir) / "questions.parquet")["qid"]
+    assert set(timing["questions"]) == set(questions) and timing["batched"]
+    assert timing["once"]["JVM start, index open"] > 0
 
 
 def test_a_new_version_reruns_only_the_search(workdir: Path) -> None:

@@ -65,7 +65,6 @@ rule export_trec:
         run=run_path("{method}"),
         documents=f"{R}/corpus/documents.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
-        engine=engine_records,
     output:
         chunks=f"{R}/{{qset}}/runs/{{method}}.chunks.trec",
         docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",

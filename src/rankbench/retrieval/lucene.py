@@ -42,6 +42,8 @@ LANGUAGE_CODES = {"arabic": "ar", "danish": "da", "dutch": "nl", "english": "en"
                   "german": "de", "hungarian": "hu", "italian": "it", "norwegian": "no", "portuguese": "pt",
                   "russian": "ru", "spanish": "es", "swedish": "sv", "turkish": "tr"}
 _POM = "META-INF/maven/io.anserini/anserini/pom.properties"
+# SearchCollection's count of its search loop: "1,000 queries processed in 00:00:08 = ~118.34 q/s".
+SEARCH_RATE = re.compile(r"(\d[\d,]*) queries processed in \S+ = ~([\d.,]+) q/s")
 _HOW_TO_GET_JAR = ("get the jar from pyserini's source distribution (`make lucene-jar`, or `pip download --no-deps "
                    "--no-binary :all: pyserini==1.6.0` and take pyserini/resources/jars/anserini-1.7.1-fatjar.jar "
                    "out of it; docs/how-to/lucene.md)")
@@ -250,19 +252,27 @@ def search_options(spec: Mapping[str, Any]) -> list[str]:
     return options
 
 
-def search(engine: Engine, index: str | Path, queries: Sequence[str], options: Sequence[str],
-           lucene: LuceneAnalyzer, depth: int, threads: int, heap_mb: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top `depth` corpus positions and scores of every query (-1 and 0.0 where fewer matched), Anserini's order."""
+def search(engine: Engine, index: str | Path, queries: Sequence[str], options: Sequence[str], lucene: LuceneAnalyzer,
+           depth: int, threads: int, heap_mb: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """Top `depth` corpus positions and scores of every query (-1 and 0.0 where fewer matched), Anserini's order,
+    and the seconds of SearchCollection's search loop (its JVM start and index opening left out; None: unreported)."""
     with tempfile.TemporaryDirectory(prefix="rankbench-lucene-") as folder:
         topics, output = Path(folder) / "topics.tsv", Path(folder) / "run.trec"
         # TsvString topics: one "id<TAB>text" a line, so a question's own tabs and newlines become spaces.
         topics.write_text("".join(f"{n}\t{' '.join(text.split()) or '.'}\n" for n, text in enumerate(queries)),
                           encoding="utf-8")
-        run_anserini(engine, "search.SearchCollection",
-                     ["-index", str(index), "-topics", str(topics), "-topicReader", "TsvString",
-                      "-output", str(output), "-hits", str(depth), "-threads", str(threads), *options,
-                      *lucene.options()], heap_mb)
-        return read_positions(output, len(queries), depth)
+        log = run_anserini(engine, "search.SearchCollection",
+                           ["-index", str(index), "-topics", str(topics), "-topicReader", "TsvString",
+                            "-output", str(output), "-hits", str(depth), "-threads", str(threads), *options,
+                            *lucene.options()], heap_mb)
+        positions, scores = read_positions(output, len(queries), depth)
+    return positions, scores, search_seconds(log)
+
+
+def search_seconds(log: str) -> float | None:
+    """Seconds of the search loop from SearchCollection's log (the sum over its threads' counts)."""
+    rates = [(int(done.replace(",", "")), float(rate.replace(",", ""))) for done, rate in SEARCH_RATE.findall(log)]
+    return sum(done / rate for done, rate in rates if rate > 0) if rates else None
 
 
 def read_positions(path: str | Path, n_queries: int, depth: int) -> tuple[np.ndarray, np.ndarray]:
