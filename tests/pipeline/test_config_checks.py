@@ -286,6 +286,8 @@ PATH_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
         "backend": "local", "cache": OUTSIDE}}), "methods.rerank.scorer.chat.cache"),
     "methods.*.path": (set_key("methods.ext", {"type": "external", "path": "../{qset}.trec", "format": "trec"}),
                        "methods.ext.path"),
+    "methods.*.jar": (set_key("methods.lucene", {"type": "lucene", "jar": OUTSIDE}), "methods.lucene.jar"),
+    "methods.*.java": (set_key("methods.lucene", {"type": "lucene", "java": OUTSIDE}), "methods.lucene.java"),
     "llm.chat.model_path": (set_key("llm", {"chat": {"backend": "local", "model_path": OUTSIDE}}),
                             "llm.chat.model_path"),
     "llm.chat.cache": (set_key("llm", {"chat": {"backend": "local", "cache": OUTSIDE}}), "llm.chat.cache"),
