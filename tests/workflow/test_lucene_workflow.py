@@ -75,11 +75,14 @@ def test_a_lucene_method_is_fused_reranked_and_reported_like_any_method(workdir:
     questions = pd.read_parquet(results(workdir) / "questions.parquet")["qid"]
     assert set(timing["questions"]) == set(questions) and timing["batched"]
     assert timing["once"]["JVM start, index open"] > 0
-    # analyzer: rankbench indexes and searches rankbench's tokens: its own index, bm25's top chunks.
+    # analyzer: rankbench indexes and searches rankbench's tokens: its own index, and its top chunk is bm25's or,
+    # where Lucene's one-byte lengths break a near-tie otherwise, one bm25 scores within 1% of its top.
     tokens = yaml.safe_load((results(workdir) / "runs" / "lucene-tokens.ir_metadata.yaml").read_text())
     assert tokens["method"]["provenance"]["analyzer"]["analyzer"] == "rankbench"
-    top = {m: runs[m][runs[m]["rank"] == 1].set_index("qid")["chunk_id"] for m in ("bm25", "lucene-tokens")}
-    assert top["lucene-tokens"].equals(top["bm25"])
+    bm25 = runs["bm25"].assign(top=lambda run: run.groupby("qid")["score"].transform("max"))
+    near_top = bm25[bm25["score"] >= 0.99 * bm25["top"]].groupby("qid")["chunk_id"].apply(set)
+    first = runs["lucene-tokens"][runs["lucene-tokens"]["rank"] == 1].set_index("qid")["chunk_id"]
+    assert set(first.index) == set(near_top.index) and all(first[qid] in near_top[qid] for qid in first.index)
 
 
 def test_a_new_version_reruns_only_the_search(workdir: Path) -> None:
