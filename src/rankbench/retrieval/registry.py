@@ -99,7 +99,8 @@ METHOD_TYPES: dict[str, MethodType] = {
                        index=IndexStage("bm25_index", ("chunker", "method")),
                        check="rankbench.retrieval.bm25:check_bm25_method"),
     # Lucene's own BM25 (and RM3) through Anserini's jar (retrieval/lucene.py).
-    "lucene": MethodType("lexical", {"k1": LIBRARY, "b": LIBRARY, "stemmer": LIBRARY, "stopwords": LIBRARY,
+    "lucene": MethodType("lexical", {"k1": LIBRARY, "b": LIBRARY, "analyzer": LIBRARY, "stemmer": LIBRARY,
+                                     "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
                                      "language": OPTIONAL, "prf": OPTIONAL, "jar": OPTIONAL, "java": OPTIONAL,
                                      "chunker": OPTIONAL, "rewrite": OPTIONAL},
                          settings="rankbench.retrieval.lucene:lucene_settings", run_rule="retrieve_lucene",
