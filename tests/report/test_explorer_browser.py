@@ -3,6 +3,7 @@ against the workflow's Parquet files; screenshots of the main views go to result
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 
@@ -94,6 +95,39 @@ def test_a_hostile_question_text_is_shown_as_text_and_the_page_runs_without_erro
         _select(driver, "f-a", "bm25")
         _select(driver, "f-b", "dense")
         assert _wtl(driver) == _pairs(tiny_inputs()["pairs"], SETTINGS.grain)[("bm25", "dense", "all", "ndcg", 3)]
+
+
+_CARDS = "return [...document.querySelectorAll('section.method')].map(s => s.dataset.method)"
+
+
+def test_the_pair_in_the_link_drives_the_side_by_side_lists_and_cards_describe_their_method(tmp_path) -> None:
+    """Regression (issue 27): `#q=..&a=..&b=..` set the pairwise selectors while the lists followed `show=`."""
+    inputs = tiny_inputs()
+    inputs["settings"] = dataclasses.replace(inputs["settings"], cards={
+        "dense": {"description": "cosine over <e5> embeddings", "models": ["encoders.e5"]}})
+    page = tmp_path / "explorer.html"
+    page.write_text(explorer_html(explorer_payload(*payload_args(inputs))))
+    with chromium() as driver:
+        _open(driver, page, "#q=q1&a=dense&b=rerank")  # neither is a default of the pair (bm25 is the baseline)
+        assert driver.execute_script(_CARDS) == ["dense", "rerank"]
+        assert (driver.find_element("id", "f-a").get_attribute("value"),
+                driver.find_element("id", "f-b").get_attribute("value")) == ("dense", "rerank")
+        card = driver.find_element("css selector", 'section.method[data-method="dense"]')
+        assert card.find_element("css selector", ".description").text == "cosine over <e5> embeddings"
+        assert "models: encoders.e5" in card.find_element("css selector", ".meta").text
+        option = driver.find_element("css selector", '#f-a option[value="dense"]')
+        assert option.get_attribute("title") == "cosine over <e5> embeddings"
+        _select(driver, "f-b", "bm25")  # the lists follow the pair
+        assert _eventually(driver, lambda d: d.execute_script(_CARDS) == ["dense", "bm25"])
+        driver.find_element("css selector", '#show input[value="rerank"]').click()  # and add a third
+        assert _eventually(driver, lambda d: d.execute_script(_CARDS) == ["dense", "bm25", "rerank"])
+        assert "also=rerank" in driver.current_url and "show=" not in driver.current_url
+        assert driver.find_element("css selector", '#show input[value="dense"]').get_attribute("disabled")
+        # A link of the earlier form (`show=` without the pair) opens the same lists, its first two as the pair.
+        _open(driver, page, "#q=q1&show=rerank,dense")
+        assert _eventually(driver, lambda d: d.execute_script(_CARDS) == ["rerank", "dense"])
+        assert driver.find_element("id", "f-a").get_attribute("value") == "rerank"
+        _no_errors(driver)
 
 
 @pytest.mark.slow

@@ -301,8 +301,8 @@ def test_failures_split_recall_and_ranking_failures_with_first_stage_ranks() -> 
     failures = analyse({"bm25": first, "rr": rerank}, specs, {"bm25": qrels, "rr": qrels}, questions, labels,
                        pd.Series({"a": "Doc A", "b": "Doc B"}), "document", k=2)
     rr = failures[failures["method"] == "rr"].set_index(["qid", "failure"])
-    assert rr.loc[("q1", "top 2"), "class"] == RANKING and rr.loc[("q1", "top 2"), "input_ranks"] == "bm25: rank 3"
-    assert rr.loc[("q2", "top 2"), "class"] == RECALL and rr.loc[("q2", "top 2"), "input_ranks"] == "bm25: rank 4"
+    assert rr.loc[("q1", "top 2"), "class"] == RANKING and rr.loc[("q1", "top 2"), "input_ranks"] == "bm25: chunk 3"
+    assert rr.loc[("q2", "top 2"), "class"] == RECALL and rr.loc[("q2", "top 2"), "input_ranks"] == "bm25: chunk 4"
     assert rr.loc[("q1", "rank 1"), "returned"] == "1. b — Doc B; 2. a — Doc A; 3. r1"  # no title: the id alone
     assert rr.loc[("q1", "rank 1"), "expected"] == "r1#x (3)" and rr.loc[("q2", "rank 1"), "expected"] == "r2 (2)"
     assert "q3" not in failures["qid"].tolist()

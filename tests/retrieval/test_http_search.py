@@ -50,7 +50,7 @@ def test_omega_ranks_the_questions_and_a_rerun_with_the_server_gone_sends_nothin
         corpus: list[tuple[str, str]], questions: pd.DataFrame, tmp_path: Path) -> None:
     with omega_server(corpus) as url:
         spec = http_spec(omega_method(url), 10)
-        run, record = search_run(spec, questions, 10, tmp_path / "cache", "omega")
+        run, record, cached = search_run(spec, questions, 10, tmp_path / "cache", "omega")
     top = run[run["rank"] == 1].set_index("qid")["doc_id"]
     assert top["q2"] == "error-codes"  # the only document holding BAT-0x1F
     assert set(run["doc_id"]) <= {doc for doc, _ in corpus} and set(run["qid"]) <= set(questions["qid"])
@@ -63,9 +63,10 @@ def test_omega_ranks_the_questions_and_a_rerun_with_the_server_gone_sends_nothin
     assert set(record["latency_ms"]) == set(questions["qid"]) and min(record["latency_ms"].values()) > 0
     assert len(list((tmp_path / "cache").iterdir())) == len(questions)
     # The server is gone: the same run, provenance and latencies come from the cache alone.
-    again, record_again = search_run(spec, questions, 10, tmp_path / "cache", "omega")
+    again, record_again, cached_again = search_run(spec, questions, 10, tmp_path / "cache", "omega")
     pd.testing.assert_frame_equal(run, again)
     assert record_again == record
+    assert cached == [] and cached_again == sorted(questions["qid"])  # the cost page counts these as no work
 
 
 @NEEDS_OMEGA
@@ -116,7 +117,7 @@ def test_a_post_fills_the_body_sends_the_header_from_the_environment_and_keeps_t
                        "literal": "{{kept}}"},
               "headers": {"Authorization": TOKEN_VARIABLE}, "id_pattern": r"^(?P<id>[^#]+)#", "concurrency": 1}
     check_http_method(method, {}, "methods.svc", "config.yaml")
-    run, record = search_run(http_spec(method, 7), questions.head(1), 7, tmp_path / "cache", "svc")
+    run, record, _ = search_run(http_spec(method, 7), questions.head(1), 7, tmp_path / "cache", "svc")
     request = scripted.seen[0]
     assert request["method"] == "POST" and request["headers"]["Authorization"] == TOKEN
     assert json.loads(request["body"]) == {"query": {"match": {"text": questions["question"].iloc[0]}}, "size": 7,
@@ -136,7 +137,7 @@ def test_chunk_ids_rank_under_their_documents(scripted: ScriptedServer, question
     chunks = pd.DataFrame({"chunk_id": ["returns-2025#refund", "returns-2025#deadline", "error-codes#bat"],
                            "doc_id": ["returns-2025", "returns-2025", "error-codes"]})
     method = omega_method(scripted.origin + "/s", params={"q": "{query}"}, concurrency=1)
-    run, _ = search_run(http_spec(method, 10), questions.head(1), 10, tmp_path / "cache", "svc", chunks)
+    run, _, _ = search_run(http_spec(method, 10), questions.head(1), 10, tmp_path / "cache", "svc", chunks)
     assert list(run["chunk_id"]) == list(chunks["chunk_id"]) and list(run["doc_id"]) == list(chunks["doc_id"])
     assert list(run["rank"]) == [1, 2, 3]
 

@@ -4,6 +4,7 @@ rerun answers from the response cache (it sends nothing) and freezes the same ru
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -58,8 +59,17 @@ def test_a_search_service_is_fused_reranked_and_its_rerun_sends_nothing(tmp_path
     page = (base / "comparison.md").read_text()
     assert all(f"| {name} |" in page for name in ("bm25", "omega", "fused", "reranked"))
     assert "degraded" not in page
+    timing = json.loads((workdir / "results" / "mini" / "timings" / "retrieve" / "v1" / "omega.json").read_text())
+    assert timing["questions"] == pytest.approx({qid: ms / 1000 for qid, ms in stored["latency_ms"].items()})
+    assert timing["cached"] == 0
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in (base / "cost.md").read_text().splitlines() if line.startswith("| ")]
+    p50 = rows[0].index("ms/question p50")
+    assert float(next(row for row in rows if row[0] == "omega")[p50]) > 0  # the endpoint's round trips, not "–"
     # The server is gone: the method's job runs again from the cache alone, and freezes the same run.
     result = snakemake(workdir, "--cores", "1", "--forcerun", "search_http")
     assert result.returncode == 0, result.stderr[-3000:]
     pd.testing.assert_frame_equal(pd.read_parquet(base / "runs" / "omega.parquet"), run)
     assert parquet_metadata(base / "runs" / "omega.parquet") == stored
+    timing = json.loads((workdir / "results" / "mini" / "timings" / "retrieve" / "v1" / "omega.json").read_text())
+    assert timing["cached"] == len(questions) and set(timing["questions"].values()) == {0.0}

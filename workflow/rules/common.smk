@@ -3,6 +3,7 @@ import re
 from pathlib import Path
 
 from rankbench.retrieval.bm25 import DEFAULT_BACKEND, index_keys
+from rankbench.retrieval import lucene
 import yaml
 
 from rankbench.pipeline.config import check_config, check_outputs, method_chunker
@@ -31,9 +32,10 @@ from rankbench.io.config_file import sorted_mappings
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
-    configured_models,
+    method_cards,
     method_models,
     resolve_models,
+    used_models,
     with_resolved_revision,
 )
 from rankbench.pipeline.provenance import (
@@ -123,8 +125,15 @@ def chunker_of(method):
 
 
 def method_spec(method):
-    """The method's config with sorted keys: a plain, deterministic params value."""
-    return dict(sorted(METHOD_SPECS[method].items()))
+    """The method's config with sorted keys, without its description (pages read it from method_cards, and a new
+    description reruns no job): a plain, deterministic params value."""
+    return dict(
+        sorted(
+            (key, value)
+            for key, value in METHOD_SPECS[method].items()
+            if key != "description"
+        )
+    )
 
 
 def encoder_spec(encoder):
@@ -141,11 +150,9 @@ def scorer_spec(method):
 
 
 def resolved_models():
-    """Every model the workflow loads ({model, revision}), hub revisions as the commits resolved at start."""
-    return {
-        where: {**entry, "revision": MODEL_COMMITS[where]}
-        for where, entry in configured_models(EXPANDED_CONFIG).items()
-    }
+    """Every model and endpoint the methods use (pipeline.models.used_models), hub revisions as the commits
+    resolved at start."""
+    return used_models(EXPANDED_CONFIG, MODEL_COMMITS)
 
 
 def is_api_encoder(encoder):
@@ -220,14 +227,46 @@ def sparse_queries_path(method, qset):
     return f"{R}/{qset}/sparse-queries/{spec['encoder']}.npz"
 
 
-def bm25_index_name(method):
-    """BM25 methods with the same analyzer and parameters share one index, named after the first of them."""
-    keys = (chunker_of(method), index_keys(METHOD_SPECS[method]))
+def shared_index_name(method, builder, keys_of):
+    """Methods whose index the same keys shape (and of one chunker) share one index, named after the first."""
+    keys = (chunker_of(method), keys_of(method))
     return next(
-        m
-        for m in methods_indexed_by("bm25_index")
-        if (chunker_of(m), index_keys(METHOD_SPECS[m])) == keys
+        m for m in methods_indexed_by(builder) if (chunker_of(m), keys_of(m)) == keys
     )
+
+
+def bm25_index_name(method):
+    """BM25 methods with the same analyzer and parameters share one index."""
+    return shared_index_name(
+        method, "bm25_index", lambda m: index_keys(METHOD_SPECS[m])
+    )
+
+
+# The java and Anserini jar of each lucene method, found (and checked) at start: the jobs run exactly these.
+LUCENE_ENGINES = {
+    m: vars(lucene.find_engine(METHOD_SPECS[m]))
+    for m in methods_indexed_by("lucene_index")
+}
+
+
+def lucene_analyzer(method):
+    return lucene.index_keys(
+        METHOD_SPECS[method],
+        DATASET.get("language", DATASET_DEFAULTS["language"]),
+    )
+
+
+def lucene_index_name(method):
+    """lucene methods with the same analyzer and jar share one Lucene index."""
+    return shared_index_name(
+        method,
+        "lucene_index",
+        lambda m: (lucene_analyzer(m), LUCENE_ENGINES[m]["jar"]),
+    )
+
+
+def lucene_index_path(method):
+    return corpus_path(method, "lucene", lucene_index_name(method))
 
 
 def bm25_backends(index_name):
@@ -412,6 +451,7 @@ FIGURES = ("recall", "bars", "kinds", "grades")
 # parameters share one); an index rule absent here names its jobs without one.
 INDEX_NAMES = {
     "bm25_index": bm25_index_name,
+    "lucene_index": lucene_index_name,
     "faiss_index": lambda method: dense_index(method).name,
 }
 

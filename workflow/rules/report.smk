@@ -49,6 +49,7 @@ rule comparison_table:
         config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
         config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        cards=method_cards(EXPANDED_CONFIG),
         reranked_methods=methods_of_rule("rerank"),
         models=resolved_models(),
         judge_agreement=lambda wildcards: judge_output_path(
@@ -374,6 +375,7 @@ rule explorer:
         dataset=DATASET["name"],
         methods=METHODS,
         specs={m: method_spec(m) for m in METHODS},
+        cards=method_cards(EXPANDED_CONFIG),
         chunkers=EXPLORER_CHUNKERS,
         chunker_of={m: chunker_of(m) for m in METHODS},
         ks=EVALUATION["ks"],

@@ -8,10 +8,12 @@ import pandas as pd
 
 from rankbench.io.files import write_text
 from rankbench.pipeline.models import model_provenance
+from rankbench.pipeline.provenance import source_commit
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.software import software_versions
 from rankbench.report import budget, robustness
-from rankbench.report.comparison import ComparisonInputs, comparison_page
+from rankbench.report.comparison import ComparisonInputs, comparison_page, headline_table
+from rankbench.report.headline_marks import with_tooltips
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.runs import with_section
 from rankbench.report.tables import (
@@ -55,7 +57,7 @@ def page_inputs(snakemake) -> ComparisonInputs:
         judge_agreement=pd.read_parquet(agreement) if agreement and agreement.exists() else None,
         judged=agreement is not None, tiers=pd.read_parquet(given.tiers),
         how_sure=how_sure(given, p.quick), models=model_provenance(p.models), quick=p.quick,
-        software=software_versions())
+        software=software_versions(), commit=source_commit(), cards=p.cards)
 
 
 def main(snakemake):
@@ -78,7 +80,9 @@ def main(snakemake):
     metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))
     write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
     page = draft_banner(p.drafts) + page
-    write_text(markdown_html(page, f"{p.dataset} {manifest['version']}"), snakemake.output.html)
+    grid, notes = headline_table(inputs)
+    write_text(with_tooltips(markdown_html(page, f"{p.dataset} {manifest['version']}"), grid, notes),
+               snakemake.output.html)
     write_text(page, snakemake.output.table)
 
 

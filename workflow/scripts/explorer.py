@@ -18,7 +18,7 @@ def main(snakemake):
                                 grain=p.report["grain"], ks=tuple(p.ks),
                                 headline=tuple(tuple(item) for item in p.report["headline"]),
                                 relevance_threshold=p.relevance_threshold, alpha=p.report["alpha"],
-                                ci=p.report["ci"], baseline=p.baseline)
+                                ci=p.report["ci"], baseline=p.baseline, cards=p.cards)
     payload = explorer_payload(
         pd.read_parquet(inputs.questions), pd.read_parquet(inputs.labels),
         {chunker: pd.read_parquet(path) for chunker, path in zip(p.chunkers, inputs.chunks)},

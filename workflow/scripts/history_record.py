@@ -9,6 +9,7 @@ import pandas as pd
 from rankbench.analysis.history import run_records
 from rankbench.io.files import write_text
 from rankbench.pipeline.models import model_provenance
+from rankbench.pipeline.provenance import source_commit
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.software import software_versions
 
@@ -22,7 +23,7 @@ def main(snakemake):
     recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
                           recorded, p.report["grain"], model_provenance(p.models), p.method_models,
-                          software_versions())
+                          software_versions(), source_commit())
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
 
 

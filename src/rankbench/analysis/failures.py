@@ -26,12 +26,17 @@ def grain_ranks(run: pd.DataFrame, grain: str) -> pd.DataFrame:
     return ranked.assign(item_id=ranked["doc_id" if grain == "document" else "chunk_id"])[["qid", "item_id", "rank"]]
 
 
-def first_relevant(run: pd.DataFrame, relevant: pd.DataFrame, grain: str, within: int | None = None) -> pd.Series:
-    """Per question, the rank (at the grain) of the first relevant result, among the first `within` chunks (all)."""
-    if within is not None:
-        run = run[run["rank"] <= within]
+def first_relevant(run: pd.DataFrame, relevant: pd.DataFrame, grain: str) -> pd.Series:
+    """Per question, the rank (at the grain) of the first relevant result."""
     hits = grain_ranks(run, grain).merge(relevant, on=["qid", "item_id"])
     return hits.groupby("qid")["rank"].min()
+
+
+def first_relevant_chunk(run: pd.DataFrame, relevant: pd.DataFrame, grain: str) -> pd.Series:
+    """Per question, the rank of the first chunk relevant at the grain (document grain: any chunk of a relevant
+    document), counted in chunks as a rerank's depth counts its candidates."""
+    chunks = run.assign(item_id=run["doc_id" if grain == "document" else "chunk_id"])[["qid", "item_id", "rank"]]
+    return chunks.merge(relevant, on=["qid", "item_id"]).groupby("qid")["rank"].min()
 
 
 def candidate_depth(spec: Mapping[str, Any]) -> int | None:
@@ -84,14 +89,14 @@ def analyse(runs: Mapping[str, pd.DataFrame], specs: Mapping[str, Mapping[str, A
         returned = _returned(run, grain, titles, shown)
         inputs = [name for name in method_inputs(spec) if name in runs]
         candidates = candidate_depth(spec)
-        in_pool = [first_relevant(runs[name], relevant, grain, candidates).reindex(evaluated.index) for name in inputs]
-        anywhere = [first_relevant(runs[name], relevant, grain).reindex(evaluated.index) for name in inputs]
+        # the class is decided and shown in one unit, chunk ranks: the unit of a rerank's depth
+        anywhere = [first_relevant_chunk(runs[name], relevant, grain).reindex(evaluated.index) for name in inputs]
         # per evaluated question, by position: whether an input pooled its evidence, and the inputs' ranks
         pooled = np.zeros(len(evaluated), dtype=bool)
-        for ranks in in_pool:
-            pooled |= ranks.notna().to_numpy()
+        for ranks in anywhere:
+            pooled |= (ranks.notna() & (ranks <= (candidates or np.inf))).to_numpy()
         input_ranks = ["; ".join(texts) for texts in zip(*(
-            [f"{name}: {'rank ' + str(int(r)) if pd.notna(r) else 'not retrieved'}" for r in ranks.to_numpy()]
+            [f"{name}: {'chunk ' + str(int(r)) if pd.notna(r) else 'not retrieved'}" for r in ranks.to_numpy()]
             for name, ranks in zip(inputs, anywhere)))] if inputs else [""] * len(evaluated)
         columns = list(zip(evaluated.index, evaluated["kind"].to_numpy(), evaluated["question"].to_numpy(),
                            first.to_numpy(), pooled, input_ranks))

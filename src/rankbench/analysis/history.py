@@ -26,11 +26,12 @@ def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: s
                 experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str,
                 models: Mapping[str, Mapping[str, Any]] | None = None,
                 method_models: Mapping[str, Sequence[str]] | None = None,
-                software: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+                software: Mapping[str, str] | None = None, commit: str | None = None) -> list[dict[str, Any]]:
     """One record per method of one version: provenance, experiment label and note, headline metrics (no date).
 
     models: config key -> {model, revision, weights_sha256}; method_models: method -> the keys its run depends on
-    (a method without models records none); software: package -> version (rankbench and its main dependencies)."""
+    (a method without models records none); software: package -> version (rankbench and its main dependencies);
+    commit: the git commit of rankbench's source (None off a checkout: the version names the wheel)."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
     rows = rows.set_index(["method", "metric", "k"])
     records = []
@@ -45,6 +46,8 @@ def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: s
             record["models"] = {key: dict(models[key]) for key in used}
         if software:
             record["software"] = dict(software)
+        if commit:
+            record["commit"] = commit
         records.append(record)
     return records
 

@@ -1,5 +1,6 @@
 """Robustness of the verdict: perturb the labels (drop some, shift grades, unjudged items as relevant), score the
-runs again with the project's metrics, and count how often the best method, the ranking and the marks survive."""
+runs again with the project's metrics, and count how often the best method, the ranking and the marks survive; and
+bound the metrics that can be bounded over the unjudged items of the pool."""
 
 from __future__ import annotations
 
@@ -19,8 +20,12 @@ REPETITIONS = 10
 RESAMPLES = 2000
 SURVIVAL_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "perturbation", "level", "repetitions", "best",
                     "best_survives", "tau_mean", "tau_min", "marks", "marks_survive"]
-BOUNDS_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "method", "unjudged_share", "pessimistic",
-                  "optimistic"]
+BOUNDS_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "method", "unjudged_share", "reported", "lower",
+                  "upper"]
+# The metrics bounded when each unjudged item of the pool may be not relevant or just relevant: those reading only the
+# top k grow as its items turn relevant; recall (and R-cap) also falls as items outside it do. nDCG, AP and the rest
+# divide by an ideal that moves with every item turned relevant, so they can go either way: no bound (NaN).
+BOUNDED_METRICS = ("hit", "precision", "rr", "dcg", "recall", "rcap_recall")
 CORRECTED_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "method", "estimator", "estimate", "ci_low", "ci_high",
                      "weight", "n_labelled", "n_unlabelled"]
 # judge-corrected.parquet's types: its (empty) frame for a version without LLM judgements has them too
@@ -47,11 +52,22 @@ def pool(runs: Mapping[str, pd.DataFrame], depth: int) -> pd.DataFrame:
     return pd.concat([run.loc[run["rank"] <= depth, ["qid", "item_id"]] for run in runs.values()]).drop_duplicates()
 
 
-def unjudged_as_relevant(qrels: pd.DataFrame, pooled: pd.DataFrame, relevance_threshold: int) -> pd.DataFrame:
-    """The optimistic qrels: every unjudged item of the pool (`pool`: the runs' top items) graded just relevant."""
-    top = pooled.merge(qrels[["qid", "item_id"]], how="left", indicator=True)
+def unjudged_as_relevant(qrels: pd.DataFrame, items: pd.DataFrame, relevance_threshold: int) -> pd.DataFrame:
+    """The qrels with every unjudged (qid, item_id) of `items` graded just relevant."""
+    top = items.merge(qrels[["qid", "item_id"]], how="left", indicator=True)
     added = top[top["_merge"] == "left_only"][["qid", "item_id"]].assign(grade=relevance_threshold)
     return pd.concat([qrels, added], ignore_index=True)
+
+
+def bounding_qrels(run: pd.DataFrame, qrels: pd.DataFrame, pooled: pd.DataFrame, k: int, relevance_threshold: int
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The qrels of a method's lower and upper bound at k: the pool's unjudged items outside its top k graded just
+    relevant (lower: they only grow what recall divides by), or those inside it (upper)."""
+    own = run.loc[run["rank"] <= k, ["qid", "item_id"]]
+    outside = pooled.merge(own, how="left", indicator=True)
+    outside = outside.loc[outside["_merge"] == "left_only", ["qid", "item_id"]]
+    return (unjudged_as_relevant(qrels, outside, relevance_threshold),
+            unjudged_as_relevant(qrels, own, relevance_threshold))
 
 
 def unjudged_share(run: pd.DataFrame, qrels: pd.DataFrame, k: int) -> float:
@@ -75,6 +91,14 @@ def scores(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], 
     return {(metric, k): wide.xs((metric, k), level=["metric", "k"]) if (metric, k) in found
             else pd.DataFrame(columns=list(runs), index=pd.Index([], name="qid"), dtype=np.float64)
             for metric, k in headline}
+
+
+def _method_scores(run: pd.DataFrame, qrels: pd.DataFrame, metric: str, k: int, relevance_threshold: int,
+                   gain: str) -> pd.Series:
+    """One method's per-question values of one metric at k, indexed by qid."""
+    values = per_query_metrics(run, qrels, [k], relevance_threshold=relevance_threshold, gain=gain, metrics=[metric])
+    rows = values[(values["metric"] == metric) & (values["k"] == k)]
+    return pd.Series(rows["value"].to_numpy(), index=rows["qid"].to_numpy())
 
 
 Verdict = tuple[list[str], dict[str, int]]
@@ -194,13 +218,19 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
                 outcomes[key].append(outcome(wide, perturbed, original[key]))
         rows += survival_rows(outcomes, original, grain, name, level)
     pooled = pool(grain_runs, deepest)
-    optimistic = {m: unjudged_as_relevant(frame, pooled, relevance_threshold) for m, frame in base.items()}
-    high = scores(grain_runs, optimistic, headline, relevance_threshold, gain)
-    bounds = [{"grain": grain, "metric": metric, "k": k, "method": method,
-               "unjudged_share": unjudged_share(grain_runs[method], base[method], k),
-               "pessimistic": float(reference[(metric, k)][method].mean()),
-               "optimistic": float(high[(metric, k)][method].reindex(reference[(metric, k)].index).mean())}
-              for metric, k in headline for method in grain_runs]
+    bounds = []
+    for metric, k in headline:
+        bounded = metric in BOUNDED_METRICS and k > 0
+        for method, run in grain_runs.items():
+            lower = upper = np.nan
+            if bounded:
+                low, high = bounding_qrels(run, base[method], pooled, k, relevance_threshold)
+                index = reference[(metric, k)].index
+                lower, upper = (float(_method_scores(run, judged, metric, k, relevance_threshold, gain)
+                                      .reindex(index, fill_value=0.0).mean()) for judged in (low, high))
+            bounds.append({"grain": grain, "metric": metric, "k": k, "method": method,
+                           "unjudged_share": unjudged_share(run, base[method], k),
+                           "reported": float(reference[(metric, k)][method].mean()), "lower": lower, "upper": upper})
     return pd.DataFrame(rows), pd.DataFrame(bounds)
 
 

@@ -243,6 +243,14 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
     if baseline is not None and baseline not in methods:
         raise InputError(source, "evaluation.baseline", f"names {baseline!r}, which is not a method",
                          f"Name one of the configured methods: {', '.join(sorted(methods))}.")
+    comparisons = config.get("report", {}).get("comparisons", "baseline")
+    for number, pair in enumerate([] if comparisons == "baseline" else comparisons):
+        unknown = [name for name in pair if name not in methods]
+        if unknown or pair[0] == pair[1]:
+            raise InputError(source, f"report.comparisons[{number}]",
+                             f"names {unknown[0]!r}, which is not a method" if unknown else
+                             f"compares {pair[0]!r} with itself",
+                             f"Pair two configured methods (grid points by full name): {', '.join(sorted(methods))}.")
 
 
 def _check_keys_apply(spec: Mapping[str, Any], where: str, source: str) -> None:

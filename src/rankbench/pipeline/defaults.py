@@ -34,7 +34,7 @@ EVALUATION_DEFAULTS: dict[str, Any] = {
 }
 REPORT_DEFAULTS: dict[str, Any] = {
     "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",
-    "ci": False, "alpha": 0.05, "columns": [],
+    "ci": False, "alpha": 0.05, "columns": [], "comparisons": "baseline",
 }
 LLM_DEFAULTS: dict[str, dict[str, Any]] = {"generate": {"count": 20, "seed": 0, "qid_prefix": "g"},
                                            "judge": {"depth": 5}}
@@ -88,13 +88,14 @@ def method_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
 def config_defaults() -> dict[str, Any]:
     """Every default of the config in its shape ("*": any name under `methods`, `encoders`, ...); a method key's
     from the registry or, through the type's `settings`, the library: what the schema's `default:` values repeat."""
+    from rankbench.retrieval.dense import IndexSpec  # every index kind's defaults, where a flat one shows its kind
     from rankbench.retrieval.rm3 import RM3  # `prf` has defaults only once set: none of a plain bm25 method's
 
     methods: dict[str, Any] = {}
     for name in METHOD_TYPES:
         methods.update(method_settings({"type": name}))
     del methods["type"]
-    methods.update(prf=_spec_defaults(RM3), scorer={"chat": CHAT_DEFAULTS})
+    methods.update(prf=_spec_defaults(RM3), index=_spec_defaults(IndexSpec), scorer={"chat": CHAT_DEFAULTS})
     return {"results": RESULTS, "dataset": DATASET_DEFAULTS, "chunkers": {"*": CHUNKER_DEFAULTS},
             "encoders": {"*": ENCODER_DEFAULTS}, "methods": {"*": methods}, "evaluation": EVALUATION_DEFAULTS,
             "report": REPORT_DEFAULTS, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}

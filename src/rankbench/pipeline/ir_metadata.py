@@ -9,7 +9,6 @@ annotate the run with it in one call where a campaign wants the header in the fi
 from __future__ import annotations
 
 import platform
-import subprocess
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -19,6 +18,7 @@ import yaml
 
 import rankbench
 from rankbench.io.files import write_text
+from rankbench.pipeline.provenance import source_commit
 
 SCHEMA_VERSION = "0.1"
 # The libraries whose versions decide a run's numbers, those installed listed (rankbench's own first).
@@ -31,18 +31,6 @@ def _installed(name: str) -> str | None:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return None
-
-
-def source_commit() -> str | None:
-    """The git commit rankbench's source is checked out at (an editable install in a repository), else None."""
-    folder = Path(rankbench.__file__).resolve().parent
-    try:
-        result = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10, check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    commit = result.stdout.strip()
-    return commit if result.returncode == 0 and len(commit) == 40 else None
 
 
 def run_metadata(tag: str, method: Mapping[str, Any], dataset: str, qset: Mapping[str, Any],

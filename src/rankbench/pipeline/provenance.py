@@ -123,7 +123,7 @@ def method_identities(effective: Mapping[str, Any]) -> dict[str, str]:
 
     def identity(method: str) -> str:
         if method not in identities:
-            spec = methods[method]
+            spec = {key: value for key, value in methods[method].items() if key != "description"}  # words only
             chunker = spec.get("chunker", effective.get("chunker"))
             inputs = {name: identity(name) for name in method_inputs(spec) if name in methods}
             text = canonical_config({"method": spec, "chunker": effective.get("chunkers", {}).get(chunker),

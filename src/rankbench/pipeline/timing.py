@@ -11,6 +11,7 @@ it the same way::
     with timing.batch(qids):                       # or: work done for all questions at once (its mean per question)
         results = answer_all()
     timing.cached(qids)                            # questions answered from a cache: no work, counted apart
+    timing.took(qid, seconds)                      # a question's work timed by the caller (a concurrent request)
     timing.count(calls=1, tokens=120)              # per LLM/API request sent (tokens None: the server reported none)
     timing.write(snakemake.output.timing)
 
@@ -82,6 +83,10 @@ class Timing:
         for qid in qids:
             self._add(qid, 0.0)
         self.from_cache += len(qids)
+
+    def took(self, qid: str, seconds: float) -> None:
+        """Add a question's work timed by the caller, e.g. its round trip when requests are sent concurrently."""
+        self._add(qid, seconds)
 
     def count(self, calls: int = 1, tokens: int | None = 0) -> None:
         """Add requests sent to an LLM or API and the tokens billed (None: unreported, so the total is unknown)."""

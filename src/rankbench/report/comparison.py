@@ -15,6 +15,7 @@ from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.findings import findings
+from rankbench.report.headline_marks import comparison_family, family_legend, footnote_lines, headline_grid
 from rankbench.report.tables import (
     POLLUTION_LEGEND,
     TIERS_LEGEND,
@@ -171,7 +172,8 @@ class ComparisonInputs:
     tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
     weights_sha256} of every model loaded (pipeline.models.model_provenance). quick: the page of a quick run (no
     explorer link; it says what the full run adds). software: package -> version of rankbench and its main dependencies
-    (pipeline.software.software_versions).
+    (pipeline.software.software_versions); commit: the git commit of rankbench's source (None off a checkout).
+    cards: method -> {type, description, models} (pipeline.models.method_cards), the table's legend of methods.
     """
 
     aggregate: pd.DataFrame
@@ -197,6 +199,19 @@ class ComparisonInputs:
     models: Mapping[str, Mapping[str, Any]] | None = None
     quick: bool = False
     software: Mapping[str, str] | None = None
+    commit: str | None = None
+    cards: Mapping[str, Mapping[str, Any]] | None = None
+
+
+def headline_table(inputs: ComparisonInputs) -> tuple[pd.DataFrame, dict[int, str]]:
+    """The headline grid with its numbered marks and their footnotes (report.comparisons chooses the family)."""
+    report, grain = inputs.report, inputs.report["grain"]
+    headline = [tuple(item) for item in report["headline"]]
+    comparisons = report.get("comparisons", "baseline")
+    table = marked(inputs.aggregate, report["alpha"])
+    family = comparison_family(table, inputs.pairs, grain, headline, comparisons, report["alpha"])
+    return headline_grid(table, family, grain, headline, report["ci"], sorted(inputs.aggregate["method"].unique()),
+                         every=comparisons != "baseline")
 
 
 def comparison_page(inputs: ComparisonInputs) -> str:
@@ -213,6 +228,8 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     headline = [tuple(item) for item in report["headline"]]
     table = marked(aggregate, alpha)
     methods = sorted(aggregate["method"].unique())
+    comparisons = report.get("comparisons", "baseline")
+    grid, footnotes = headline_table(inputs)
     evaluated = int(aggregate[(aggregate["kind"] == ALL_KINDS) & (aggregate["grain"] == "document")]["n"].max())
     experiment = json.loads(config_json).get("experiment", {})
     baseline = evaluation.get("baseline")
@@ -228,7 +245,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
         "[explorer.html](explorer.html)",
         *models_lines(models or {}),
-        *software_lines(software or {}),
+        *software_lines(software or {}, inputs.commit),
     ]
     if experiment:
         lines.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
@@ -240,13 +257,16 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "",
         f"## Headline ({grain} grain, all questions)",
         "",
-        markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)),
+        markdown_grid(grid),
         "",
+        *footnote_lines(footnotes),
         *other_grain_lines(table, grain, headline, ci, methods),
-        legend(alpha, baseline) + " Cost per method (ms of query-side work per question, p50 and p95, and "
-        "one-time seconds) beside these numbers: `cost.md` (timings vary from run to run, so they are kept off "
-        "this page).",
+        " ".join(filter(None, [legend(alpha, baseline) if comparisons == "baseline" else
+                               "Bold: best value of the column.", family_legend(comparisons, alpha, baseline)]))
+        + " Cost per method (ms of query-side work per question, p50 and p95, and one-time seconds) beside these "
+        "numbers: `cost.md` (timings vary from run to run, so they are kept off this page).",
         "",
+        *methods_legend(inputs.cards or {}),
         HOW_SURE,
         "",
     ]
@@ -325,22 +345,43 @@ QUICK_LINE = ("- quick run (`rankbench run --quick`): this page only; `rankbench
               "the failure, calibration, budget and robustness pages and this page's findings from the last two")
 
 
+def methods_legend(cards: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The legend of the methods under the headline table: each one's type, the models it uses (its inputs'
+    included; the header says what each is) and its `description`."""
+    if not cards:
+        return []
+    lines = ["Methods (type; models used, its inputs' included; description):", ""]
+    for name, card in sorted(cards.items()):
+        models = "; " + ", ".join(f"`{model}`" for model in card["models"]) if card["models"] else ""
+        words = f": {markdown_literal(card['description'])}" if card.get("description") else ""
+        lines.append(f"- `{name}` ({card['type']}{models}){words}")
+    return lines + [""]
+
+
 def models_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Header lines naming every model loaded: hub models at their resolved commit, and the sha256 of the weights."""
+    """Header lines naming every model and endpoint the methods used: hub models at their resolved commit, packaged
+    ones with their package's version, API models with their (redacted) endpoint, and the sha256 of the weights."""
     if not models:
         return []
-    lines = ["- models (hub revision resolved to its commit; sha256 of the weight files):"]
+    lines = ["- models and endpoints the methods used (hub revision resolved to its commit; sha256 of the weight "
+             "files):"]
     for where, entry in sorted(models.items()):
-        revision = f" at revision `{entry['revision']}`" if entry["revision"] else ""
-        lines.append(f"  - `{where}`: `{entry['model']}`{revision}, weights sha256 `{entry['weights_sha256'] or '–'}`")
+        source = (f" at revision `{entry['revision']}`" if entry.get("revision") else "") + \
+            (f" from {entry['package']}" if entry.get("package") else "") + \
+            (f" at endpoint `{entry['endpoint']}`" if entry.get("endpoint") else "")
+        weights = "" if "endpoint" in entry else f", weights sha256 `{entry['weights_sha256'] or '–'}`"
+        lines.append(f"  - `{where}`: `{entry['model']}`{source}{weights}")
     return lines
 
 
-def software_lines(software: Mapping[str, str]) -> list[str]:
-    """The header line naming the versions of rankbench and of the main packages that made the page."""
+def software_lines(software: Mapping[str, str], commit: str | None = None) -> list[str]:
+    """The header line naming the versions of rankbench (and its git commit, run from a checkout) and of the main
+    packages that made the page."""
     if not software:
         return []
-    return ["- software: " + ", ".join(f"{name} {version}" for name, version in software.items())]
+    return ["- software: " + ", ".join(f"{name} {version}" + (f" (git commit `{commit}`)" if commit and
+                                                                 name == "rankbench" else "")
+                                       for name, version in software.items())]
 
 
 def unlabelled_methods(aggregate: pd.DataFrame) -> list[str]:

@@ -7,7 +7,7 @@ import html
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
 from urllib.parse import quote
@@ -39,7 +39,8 @@ _BOLD = re.compile(r"\*\*(.*?)\*\*")
 
 @dataclass(frozen=True)
 class ExplorerSettings:
-    """What the explorer shows: the report's grain, cut-offs and headline metrics, and how cells are marked."""
+    """What the explorer shows: the report's grain, cut-offs and headline metrics, how cells are marked, and what
+    each method is (cards: method -> {description, models}, pipeline.models.method_cards)."""
 
     dataset: str
     qset: str
@@ -51,6 +52,7 @@ class ExplorerSettings:
     alpha: float
     ci: bool
     baseline: str | None
+    cards: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def shown_k(n_questions: int, n_methods: int, k: int) -> int:
@@ -218,6 +220,8 @@ def explorer_payload(questions: pd.DataFrame, labels: pd.DataFrame, chunks: Mapp
         leaks = leaked.groupby("qid")[["staff", "outdated"]].max().sum(axis=1).reindex(qids, fill_value=0)
         entry = {
             "name": method, "type": spec["type"], "inputs": method_inputs(spec), "depth": candidate_depth(spec),
+            "description": settings.cards.get(method, {}).get("description") or "",
+            "models": list(settings.cards.get(method, {}).get("models", [])),
             "n": in_view.groupby("qid").size().reindex(qids, fill_value=0).astype(int).tolist(),
             "c": [chunk_keys[(chunker, c)] for c in in_view["chunk_id"]],
             "s": [_score(s) for s in in_view["score"]],

@@ -20,10 +20,13 @@ def failures_markdown(failures: pd.DataFrame, specs: Mapping[str, Mapping[str, A
     question missing the top k also fails at rank 1: it is listed once), the first `shown` by id, the rest counted."""
     lines = [f"# Failure analysis: question-set version {qset}", "",
              f"At {grain} grain, over the {n_evaluated} questions with a relevant label. *rank 1*: the first result "
-             f"is not relevant; *top {k}*: no relevant result in the top {k}. For a multi-stage method, a "
-             f"**{RECALL}** means no relevant result entered the candidates it was given (rerank: the input's top "
-             f"depth; fusion: the input runs), a **{RANKING}** that one did but was ranked too low; the inputs' "
-             f"ranks of the first relevant result are given. Each method lists its first {shown} failing questions "
+             f"is not relevant; *top {k}*: no relevant result in the top {k}; *first relevant at*: its rank at {grain} "
+             f"grain. For a multi-stage method, a **{RECALL}** means no relevant result entered the candidates it "
+             f"was given (rerank: the input's top depth; fusion: the input runs), a **{RANKING}** that one did but "
+             f"was ranked too low. Both are decided in chunks, the unit a rerank's depth counts, and the inputs' "
+             f"ranks of their first relevant chunk (at {grain} grain) are given in chunks too: a recall failure "
+             f"of a rerank of depth 30 has every input's first relevant chunk beyond chunk 30. Each method lists its "
+             f"first {shown} failing questions "
              "(those missing the top k, then those failing at rank 1 only, by id); `failures.parquet` has them all.",
              ""]
     for method in sorted(specs):

@@ -38,11 +38,17 @@ def survival_sentence(rows: pd.DataFrame) -> str:
 
 
 def bounds_sentence(rows: pd.DataFrame) -> str:
-    """The method of one headline metric with the most unjudged items in its top k, with its metric bounds."""
+    """The method of one headline metric with the most unjudged items in its top k, with its metric bounds (or why
+    the metric has none)."""
     worst = rows.sort_values(["unjudged_share", "method"], ascending=[False, True], kind="stable").iloc[0]
-    low, high = sorted([worst["pessimistic"], worst["optimistic"]])
-    return (f"{metric_label(worst['metric'], worst['k'])}: {worst['unjudged_share']:.0%} of {worst['method']}'s "
-            f"top {worst['k']} are unjudged, bounds {low:.3f}–{high:.3f}.")
+    label = metric_label(worst["metric"], worst["k"])
+    share = f"{worst['unjudged_share']:.0%} of {worst['method']}'s top {worst['k']} are unjudged"
+    if np.isnan(worst["lower"]):
+        return f"{label}: {share} ({UNBOUNDED})."
+    return f"{label}: {share}, bounds {worst['lower']:.3f}–{worst['upper']:.3f}."
+
+
+UNBOUNDED = "no bound: it divides by an ideal that grows with every item turned relevant, so it can move either way"
 
 
 def headline_findings(survival: pd.DataFrame, bounds: pd.DataFrame) -> list[str]:
@@ -97,10 +103,12 @@ def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, 
              "repetitions). Best survives: the original best method still has the highest mean (ties count); "
              "τ: Kendall's tau between the perturbed and the original ranking of the methods by mean; marks "
              "survive: each method's mark against the baseline (better, worse or not significant after Holm, "
-             "randomization test) is unchanged. Bounds: unjudged items count as not relevant (pessimistic, what "
-             "the tables show) or, for every unjudged item in the top k of any method, as just relevant "
-             "(optimistic). Recall can fall in the optimistic case, as the items counted relevant also grow the "
-             "number it divides by.", "", "## Findings", ""]
+             "randomization test) is unchanged. Bounds: the tables count unjudged items as not relevant (reported); "
+             "the bounds let each unjudged item in the top k of any method be not relevant or just relevant. "
+             "Upper: the method's own unjudged top-k items relevant, the others not; lower: the reverse (for hit, "
+             "P, MRR and DCG this is the reported value; recall falls as relevant items outside the top k grow "
+             "what it divides by). Every such labelling gives a value between the two. nDCG, AP and the other "
+             f"metrics have none ({UNBOUNDED}).", "", "## Findings", ""]
     lines += [f"- {survival_sentence(rows)}" for _, rows in survival.groupby(["metric", "k"], sort=False)]
     lines += [f"- {bounds_sentence(rows)}" for _, rows in bounds.groupby(["metric", "k"], sort=False)]
     frame = pd.DataFrame({
@@ -118,8 +126,11 @@ def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, 
               f"## Bounds for unjudged items ({grain} grain)", ""]
     for (metric, k), rows in bounds.groupby(["metric", "k"], sort=False):
         table = pd.DataFrame({"unjudged in top k": rows["unjudged_share"].map("{:.0%}".format).to_numpy(),
-                              "pessimistic": rows["pessimistic"].map("{:.3f}".format).to_numpy(),
-                              "optimistic": rows["optimistic"].map("{:.3f}".format).to_numpy()},
+                              "lower": rows["lower"].map("{:.3f}".format).to_numpy(),
+                              "reported": rows["reported"].map("{:.3f}".format).to_numpy(),
+                              "upper": rows["upper"].map("{:.3f}".format).to_numpy()},
                              index=pd.Index(rows["method"], name="method"))
-        lines += [f"### {metric_label(metric, k)}", "", markdown_grid(table), ""]
+        unbounded = bool(rows["lower"].isna().all())  # the metric has none: said once, not in every cell
+        lines += [f"### {metric_label(metric, k)}", "", *([f"No bounds ({UNBOUNDED}).", ""] if unbounded else []),
+                  markdown_grid(table.drop(columns=["lower", "upper"]) if unbounded else table), ""]
     return "\n".join(lines + corrected_section(corrected))

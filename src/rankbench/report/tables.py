@@ -4,7 +4,7 @@ question's worth), best values, and the same table as Markdown, LaTeX (booktabs)
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pandas as pd
@@ -48,22 +48,27 @@ TIERS_LEGEND = ("tier letters: a = the best method and every method not signific
                 "tier a; `pairs.parquet`'s p_holm and the per-kind findings correct over all pairs.")
 
 
+def method_grid(rows: pd.DataFrame, metrics: Sequence[tuple[str, int]], methods: Sequence[str],
+                text: Callable[[pd.Series], str]) -> pd.DataFrame:
+    """Methods x metric@k cells, text(row) of each (method, metric, k) row of `rows` (so indexed), '–' where there
+    is none; cells are made metric by metric, method by method."""
+    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
+    for metric, k in metrics:
+        frame[metric_label(metric, k)] = [text(rows.loc[(method, metric, k)]) if (method, metric, k) in rows.index
+                                          else "–" for method in methods]
+    return frame
+
+
 def tier_grid(tiers: pd.DataFrame, grain: str, kind: str, metrics: Sequence[tuple[str, int]],
               methods: Sequence[str]) -> pd.DataFrame:
     """Methods x metric@k cells 'tier · rank (95% interval)', e.g. 'a · 2 (1–3)' ('–' where none was computed)."""
     rows = tiers[(tiers["grain"] == grain) & (tiers["kind"] == kind)].set_index(["method", "metric", "k"])
-    frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
-    for metric, k in metrics:
-        cells = []
-        for method in methods:
-            if (method, metric, k) not in rows.index:
-                cells.append("–")
-                continue
-            row = rows.loc[(method, metric, k)]
-            ranked = f" · {row['rank']} ({row['rank_low']}–{row['rank_high']})" if pd.notna(row["rank"]) else ""
-            cells.append(f"{row['tier']}{ranked}")
-        frame[metric_label(metric, k)] = cells
-    return frame
+
+    def text(row: pd.Series) -> str:
+        ranked = f" · {row['rank']} ({row['rank_low']}–{row['rank_high']})" if pd.notna(row["rank"]) else ""
+        return f"{row['tier']}{ranked}"
+
+    return method_grid(rows, metrics, methods, text)
 
 
 def near_best(table: pd.DataFrame, pairs: pd.DataFrame, grain: str, kind: str,

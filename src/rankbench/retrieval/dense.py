@@ -55,13 +55,24 @@ class IndexSpec:
     @property
     def build_params(self) -> dict[str, Any]:
         """What building needs (plain values, for a rule's params)."""
-        keep = {"flat": ["kind"], "hnsw": ["kind", "M", "ef_construction"], "ivf": ["kind", "nlist"]}[self.kind]
-        return {key: value for key, value in asdict(self).items() if key in keep}
+        return {key: value for key, value in asdict(self).items() if key in BUILD_KEYS[self.kind]}
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What this kind of index reads, building and searching (a flat index: its kind alone), sorted."""
+        keep = BUILD_KEYS[self.kind] + SEARCH_KEYS[self.kind]
+        return dict(sorted((key, value) for key, value in asdict(self).items() if key in keep))
+
+
+# The parameters each kind of index reads when it is built, and when it is searched.
+BUILD_KEYS = {"flat": ("kind",), "hnsw": ("kind", "M", "ef_construction"), "ivf": ("kind", "nlist")}
+SEARCH_KEYS: dict[str, tuple[str, ...]] = {"flat": (), "hnsw": ("ef_search",), "ivf": ("nprobe",)}
 
 
 def dense_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """A dense method's FAISS index settings with the library's defaults filled in (effective config)."""
-    return {"index": dict(sorted(asdict(IndexSpec.from_config(spec.get("index"))).items()))}
+    """A dense method's FAISS index settings with the library's defaults filled in, only those its kind reads
+    (effective config: a flat index shows no HNSW or IVF parameter)."""
+    return {"index": IndexSpec.from_config(spec.get("index")).settings}
 
 
 def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> faiss.Index:

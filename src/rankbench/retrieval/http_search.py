@@ -11,7 +11,7 @@ import re
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -174,6 +174,7 @@ class Answer:
     latency_ms: float
     server: str | None
     received: str
+    cached: bool = False  # from the response cache: no request was sent this time
 
 
 class HttpSearch:
@@ -205,7 +206,7 @@ class HttpSearch:
         path = self.cache / f"{key}.json"
         if path.exists():
             entry = json.loads(path.read_text(encoding="utf-8"))
-            return self._parse(entry, values["qid"])
+            return replace(self._parse(entry, values["qid"]), cached=True)
         started = time.perf_counter()
         try:
             raw, headers = send(url, body, self.headers, self.spec.http_method, self.spec.timeout, self.spec.retries,
@@ -258,11 +259,12 @@ def question_values(questions: pd.DataFrame, k: int) -> list[dict[str, Any]]:
 
 
 def search_run(spec: HttpSearchSpec, questions: pd.DataFrame, depth: int, cache: str | Path, name: str,
-               chunks: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
+               chunks: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict[str, Any], list[str]]:
     """The run of every question (documents in the endpoint's order and scores, cut at the evaluation depth) and
     what the run file records beside it: `provenance` (the endpoint, the server's version header, when the answers
     arrived) and `latency_ms` of each question (as measured when it was sent). With `chunks` (chunk_id, doc_id) the
-    returned ids are chunk ids, each ranked under its document. Any failure raises before anything is returned."""
+    returned ids are chunk ids, each ranked under its document. Third, the questions answered from the cache. Any
+    failure raises before anything is returned."""
     search = HttpSearch(spec, cache, name)
     values = question_values(questions, spec.k)
     pool = ThreadPoolExecutor(spec.concurrency)
@@ -278,8 +280,8 @@ def search_run(spec: HttpSearchSpec, questions: pd.DataFrame, depth: int, cache:
         pool.shutdown(wait=True)
     answers = {qid: future.result() for future, qid in futures.items()}
     latency = {qid: answers[qid].latency_ms for qid in sorted(answers)}
-    return _run(answers, spec, depth, name, chunks), {"provenance": _provenance(answers, spec, search.sent),
-                                              "latency_ms": latency}
+    record = {"provenance": _provenance(answers, spec, search.sent), "latency_ms": latency}
+    return _run(answers, spec, depth, name, chunks), record, sorted(qid for qid in answers if answers[qid].cached)
 
 
 def _run(answers: Mapping[str, Answer], spec: HttpSearchSpec, depth: int, name: str,

@@ -19,8 +19,8 @@ from typing import Any
 # Family of a type -> the word the findings use for it ("bm25 (lexical)").
 FAMILIES = {"lexical": "lexical", "dense": "dense", "sparse": "learned sparse", "fusion": "fusion",
             "rerank": "reranked", "external": "external"}
-# Keys every method may set: what it is and the grid over its parameters.
-STRUCTURAL_KEYS = ("type", "grid")
+# Keys every method may set: what it is, what the pages say it is and the grid over its parameters.
+STRUCTURAL_KEYS = ("type", "description", "grid")
 REQUIRED = object()  # the key has no default: the method must set it
 OPTIONAL = None  # the key has no default: unset means the feature is off (e.g. no rewrite, no weights)
 LIBRARY = object()  # the default is the library spec class's (BM25's k1, b, ...), filled by the type's `settings`
@@ -98,6 +98,14 @@ METHOD_TYPES: dict[str, MethodType] = {
                        settings="rankbench.retrieval.rm3:bm25_settings", run_rule="retrieve_bm25",
                        index=IndexStage("bm25_index", ("chunker", "method")),
                        check="rankbench.retrieval.bm25:check_bm25_method"),
+    # Lucene's own BM25 (and RM3) through Anserini's jar (retrieval/lucene.py).
+    "lucene": MethodType("lexical", {"k1": LIBRARY, "b": LIBRARY, "analyzer": LIBRARY, "stemmer": LIBRARY,
+                                     "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
+                                     "language": OPTIONAL, "prf": OPTIONAL, "jar": OPTIONAL, "java": OPTIONAL,
+                                     "chunker": OPTIONAL, "rewrite": OPTIONAL},
+                         settings="rankbench.retrieval.lucene:lucene_settings", run_rule="retrieve_lucene",
+                         index=IndexStage("lucene_index", ("chunker", "method")),
+                         check="rankbench.retrieval.lucene:check_lucene_method"),
     "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings", run_rule="retrieve_dense",
                         index=IndexStage("faiss_index", ("chunker", "encoder", "index"))),
@@ -172,10 +180,11 @@ def scorer_model(name: str, spec: Mapping[str, Any]) -> str | None:
 
 
 def own_models(name: str, spec: Mapping[str, Any]) -> list[str]:
-    """Config keys of the models a method itself loads (not its inputs'): its encoders' and its scorer's, read by
-    key whatever the type."""
-    scorer = scorer_model(name, spec)
-    return [f"encoders.{encoder}" for encoder in method_encoders(spec) if encoder] + ([scorer] if scorer else [])
+    """Config keys of the models a method itself uses (not its inputs'): its encoders' and its scorer's (a
+    cross-encoder it loads, or an LLM it asks), read by key whatever the type."""
+    scorer = spec.get("scorer") or {} if "scorer" in method_type(spec).keys else {}
+    own = [f"methods.{name}.scorer"] if scorer.get("kind") in ("cross-encoder", "llm") else []
+    return [f"encoders.{encoder}" for encoder in method_encoders(spec) if encoder] + own
 
 
 def index_rule(spec: Mapping[str, Any]) -> str | None:
