@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.io.files import parquet_metadata
+from rankbench.io.files import corpus_record, parquet_metadata
 from rankbench.io.runs import collapse_to_documents
 from rankbench.io.trec import write_trec_run
 from rankbench.pipeline.ir_metadata import run_metadata, write_run_metadata
 from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.start_checks import corpus_record
 
 
 def main(snakemake):

@@ -5,10 +5,9 @@ from pathlib import Path
 
 import yaml
 
-from rankbench.io.files import write_parquet, write_text
+from rankbench.io.files import corpus_record, write_parquet, write_text
 from rankbench.pipeline.dataset_formats import documents_digest, load_documents
 from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.start_checks import corpus_record
 
 
 def main(snakemake):

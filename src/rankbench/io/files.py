@@ -55,6 +55,13 @@ def sweep_temporaries(folder: str | Path) -> None:
         stale.unlink(missing_ok=True)
 
 
+def corpus_record(documents: Path | str) -> Path:
+    """Beside documents.parquet: the sha256 of the corpus file it was loaded (and so validated) from. Not a workflow
+    output, like the frozen records: it only lets a start-of-run check skip reparsing an unchanged corpus. Here, not in
+    pipeline.start_checks, so that the per-method export jobs read it without importing the start checks."""
+    return Path(documents).with_name(".corpus-sha256")
+
+
 def write_parquet(frame: pd.DataFrame, path: str | Path, metadata: Mapping[str, Any] | None = None) -> None:
     """Parquet with zstd, without the pandas index; `metadata` (JSON) goes into the file's schema, under
     PARQUET_METADATA (e.g. a run's provenance)."""

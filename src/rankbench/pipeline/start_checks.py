@@ -19,6 +19,7 @@ from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.label_checks import check_label_targets
 from rankbench.errors import InputError
 from rankbench.evaluation.metrics import ERR_MAX_GRADE, EXP_GAIN_MAX
+from rankbench.io.files import corpus_record
 from rankbench.io.frozen import (
     check_frozen,
     check_results_record,
@@ -40,12 +41,6 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.defaults import evaluation_settings
 from rankbench.pipeline.drafts import is_draft
-
-
-def corpus_record(documents: Path | str) -> Path:
-    """Beside documents.parquet: the sha256 of the corpus file it was loaded (and so validated) from. Not a workflow
-    output, like the frozen records: it only lets a start-of-run check skip reparsing an unchanged corpus."""
-    return Path(documents).with_name(".corpus-sha256")
 
 
 def checked_documents(config: Mapping[str, Any], schemas: Path, results: str) -> pd.DataFrame:
