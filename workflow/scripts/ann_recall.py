@@ -8,6 +8,7 @@ from rankbench.retrieval.dense import (
     IndexSpec,
     load_index,
     recall_against_exact,
+    recall_page,
     search,
 )
 from rankbench.retrieval.vector_checks import check_same_dimension
@@ -23,14 +24,10 @@ def main(snakemake):
     exact, _ = search(load_index(snakemake.input.exact), queries, depth)
     recall = recall_against_exact(approximate, exact, snakemake.params.ks)
     write_parquet(recall, snakemake.output.recall)
-    lines = [f"# Recall of {snakemake.wildcards.method} ({spec.name}) against the exact index", "",
-             f"Question-set version {snakemake.wildcards.qset}; search parameters: ef_search {spec.ef_search} "
-             f"(HNSW explores max(ef_search, k) candidates), nprobe {spec.nprobe} (IVF).", "",
-             "| k | recall (mean) | recall (min) | queries |",
-             "|---:|---:|---:|---:|"]
-    lines += [f"| {row.k} | {row.recall_mean:.4f} | {row.recall_min:.4f} | {row.n_queries} |"
-              for row in recall.itertuples()]
-    write_text("\n".join(lines) + "\n", snakemake.output.table)
+    note = (f"Question-set version {snakemake.wildcards.qset}; search parameters: ef_search {spec.ef_search} "
+            f"(HNSW explores max(ef_search, k) candidates), nprobe {spec.nprobe} (IVF).")
+    title = f"Recall of {snakemake.wildcards.method} ({spec.name}) against the exact index"
+    write_text(recall_page(title, note, recall), snakemake.output.table)
 
 
 run_script(main, snakemake)

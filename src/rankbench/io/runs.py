@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -60,3 +61,17 @@ def unmatched(run: pd.DataFrame, qrels: pd.DataFrame, id_column: str) -> str | N
             return (f"matches no label: none of its {len(ours)} {names.get(column, column)}s ({shown}, ...) is in "
                     f"the qrels (which have e.g. {labelled_shown})")
     return None
+
+
+def log_unknown_documents(run: pd.DataFrame, corpus_doc_ids: pd.Series, source: str, method: str) -> None:
+    """Name in the log a run made outside rankbench (an imported file, an existing collection) that is empty or names
+    no document of the corpus (it would score 0 without a word), and count the results the corpus does not hold."""
+    known = run["doc_id"].isin(corpus_doc_ids)
+    if run.empty:
+        logging.warning("%s holds no result: method %s scores 0 on every metric", source, method)
+    elif not known.any():
+        logging.warning("%s names no document of the corpus (e.g. %r): method %s scores 0 on every metric; its ids "
+                        "must be corpus doc_ids (or chunk ids)", source, run["doc_id"].iloc[0], method)
+    elif not known.all():
+        logging.info("%d of %d results of %s name a document that is not in the corpus", int((~known).sum()),
+                     len(run), source)

@@ -167,3 +167,12 @@ def recall_against_exact(approximate: np.ndarray, exact: np.ndarray, ks: Sequenc
                      "recall_min": float(values_array.min()) if len(values) else float("nan"),
                      "n_queries": len(values)})
     return pd.DataFrame(rows, columns=["k", "recall_mean", "recall_min", "n_queries"])
+
+
+def recall_page(title: str, note: str, recall: pd.DataFrame) -> str:
+    """The Markdown page of an approximate index's recall against exact search (a title, a note on the search
+    parameters, one row per k)."""
+    lines = [f"# {title}", "", note, "", "| k | recall (mean) | recall (min) | queries |", "|---:|---:|---:|---:|"]
+    lines += [f"| {row.k} | {row.recall_mean:.4f} | {row.recall_min:.4f} | {row.n_queries} |"
+              for row in recall.itertuples()]
+    return "\n".join(lines) + "\n"
