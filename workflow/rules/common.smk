@@ -278,7 +278,9 @@ def vectordb_collection_path(method, name=None):
     """The manifest of the collection a vectordb method searches, or of the one named (the database is the folder
     beside it, <name>.lancedb)."""
     name = name or vectordb_index_name(method)
-    return corpus_path(method, "vectordb", METHOD_SPECS[method]["encoder"], f"{name}.json")
+    return corpus_path(
+        method, "vectordb", METHOD_SPECS[method]["encoder"], f"{name}.json"
+    )
 
 
 def vectordb_inputs(wildcards):
