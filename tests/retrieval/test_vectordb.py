@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("lancedb", reason="the vectordb extra (lancedb) is not installed")
 
-from rankbench.errors import InputError  # noqa: E402
-from rankbench.io.runs import log_unknown_documents, run_from_topk  # noqa: E402
-from rankbench.retrieval import dense  # noqa: E402
-from rankbench.retrieval import vectordb as vdb  # noqa: E402
+from rankbench.errors import InputError
+from rankbench.io.runs import log_unknown_documents, run_from_topk
+from rankbench.retrieval import dense
+from rankbench.retrieval import vectordb as vdb
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -37,7 +37,10 @@ def corpus() -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
     return vectors, queries, chunks
 
 
-def _table(vectors: np.ndarray, chunks: pd.DataFrame, folder: Path, index: vdb.VectorIndex = vdb.VectorIndex()):
+EXACT = vdb.VectorIndex()
+
+
+def _table(vectors: np.ndarray, chunks: pd.DataFrame, folder: Path, index: vdb.VectorIndex = EXACT):
     vdb.build_collection(vectors, chunks["chunk_id"], folder / "c.lancedb", index)
     return vdb.open_table(vdb.searched_collection(None, folder / "c.json"), "test")
 

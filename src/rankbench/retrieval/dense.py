@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.corpus.filters import ChunkMasks
-from rankbench.io.files import write_atomically
+from rankbench.io.files import write_atomically, write_parquet, write_text
 
 if TYPE_CHECKING:
     import faiss
@@ -169,10 +169,12 @@ def recall_against_exact(approximate: np.ndarray, exact: np.ndarray, ks: Sequenc
     return pd.DataFrame(rows, columns=["k", "recall_mean", "recall_min", "n_queries"])
 
 
-def recall_page(title: str, note: str, recall: pd.DataFrame) -> str:
-    """The Markdown page of an approximate index's recall against exact search (a title, a note on the search
-    parameters, one row per k)."""
+
+def write_recall(recall: pd.DataFrame, title: str, note: str, table: str | Path, page: str | Path) -> None:
+    """An approximate index's recall against exact search, as Parquet and as a Markdown page (a title, a note on the
+    search parameters, one row per k)."""
     lines = [f"# {title}", "", note, "", "| k | recall (mean) | recall (min) | queries |", "|---:|---:|---:|---:|"]
     lines += [f"| {row.k} | {row.recall_mean:.4f} | {row.recall_min:.4f} | {row.n_queries} |"
               for row in recall.itertuples()]
-    return "\n".join(lines) + "\n"
+    write_parquet(recall, table)
+    write_text("\n".join(lines) + "\n", page)

@@ -193,8 +193,9 @@ def index_rule(spec: Mapping[str, Any]) -> str | None:
 
 
 def method_grains(spec: Mapping[str, Any]) -> list[str]:
-    """Grains a method is scored at (see evaluation.scoring.GRAINS)."""
-    return list(method_type(spec).grains)
+    """Grains a method is scored at (see evaluation.scoring.GRAINS): one searching an existing index returns ids made
+    outside rankbench's chunker, scored at document grain as an external run's are."""
+    return ["document"] if reads_existing_index(spec) else list(method_type(spec).grains)
 
 
 def method_setting(spec: Mapping[str, Any], key: str) -> Any:
