@@ -141,3 +141,11 @@ def test_pq_sub_vectors_must_divide_the_dimension(corpus, tmp_path: Path) -> Non
     vectors, _, chunks = corpus
     with pytest.raises(InputError, match="5 does not divide the dimension 24"):
         _table(vectors, chunks, tmp_path, vdb.VectorIndex(kind="ivf_pq", sub_vectors=5))
+
+
+def test_hnsw_explores_at_least_k_candidates(corpus, tmp_path: Path) -> None:
+    """LanceDB refuses an HNSW search with ef < k; the method explores max(ef, k), as the FAISS HNSW method does."""
+    vectors, queries, chunks = corpus
+    index = vdb.VectorIndex(kind="ivf_hnsw_sq", partitions=2, nprobes=2, ef=10)
+    ids, _ = vdb.search_table(_table(vectors, chunks, tmp_path, index), queries, 100, index)
+    assert ids.shape == (30, 100) and all(value is not None for value in ids.reshape(-1))

@@ -195,7 +195,7 @@ def table_dimension(table: Any, vector_field: str = VECTOR_FIELD) -> int:
 def search_table(table: Any, queries: np.ndarray, k: int, index: VectorIndex = VectorIndex(), exact: bool = False,
                  collection: Collection | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Top-k ids (object array, None where fewer than k rows) and scores (higher is better) per query, through the
-    table's ANN index with the query-time parameters, or exactly (every vector compared) when `exact` or flat; the
+    table's ANN index with the query-time parameters (HNSW exploring max(ef, k) candidates), or exactly (every vector compared) when `exact` or flat; the
     columns and metric are the collection's (default: a built one's)."""
     vector_field, id_field, metric = ((collection.vector_field, collection.id_field, collection.metric) if collection
                                       else (VECTOR_FIELD, ID_FIELD, "dot"))
@@ -209,7 +209,7 @@ def search_table(table: Any, queries: np.ndarray, k: int, index: VectorIndex = V
     if exact or index.kind == "flat":
         query = query.bypass_vector_index()
     else:
-        query = query.nprobes(index.nprobes).ef(index.ef)
+        query = query.nprobes(index.nprobes).ef(max(index.ef, k))  # HNSW explores at least k (LanceDB requires it)
         if index.refine_factor:
             query = query.refine_factor(index.refine_factor)
     found = query.to_arrow().to_pandas()
