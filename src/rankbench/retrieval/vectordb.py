@@ -195,8 +195,8 @@ def table_dimension(table: Any, vector_field: str = VECTOR_FIELD) -> int:
 def search_table(table: Any, queries: np.ndarray, k: int, index: VectorIndex = VectorIndex(), exact: bool = False,
                  collection: Collection | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Top-k ids (object array, None where fewer than k rows) and scores (higher is better) per query, through the
-    table's ANN index with the query-time parameters (HNSW exploring max(ef, k) candidates), or exactly (every vector compared) when `exact` or flat; the
-    columns and metric are the collection's (default: a built one's)."""
+    table's ANN index with the query-time parameters (HNSW exploring max(ef, k) candidates), or exactly (every
+    vector compared) when `exact` or flat; the columns and metric are the collection's (default: a built one's)."""
     vector_field, id_field, metric = ((collection.vector_field, collection.id_field, collection.metric) if collection
                                       else (VECTOR_FIELD, ID_FIELD, "dot"))
     k = min(k, table.count_rows())
