@@ -112,6 +112,20 @@ def test_a_body_that_echoes_the_key_is_redacted_in_the_error_and_the_log(scripte
     assert KEY not in written and KEY not in capsys.readouterr().err
 
 
+def test_a_bug_whose_message_holds_the_key_leaves_a_redacted_traceback(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    def failing(_: object) -> None:
+        api_key(KEY_VARIABLE, "encoders.api")  # read through rankbench: registered for redaction
+        raise RuntimeError(f"unexpected answer for Bearer {KEY}")
+
+    log = tmp_path / "job.log"
+    with pytest.raises(SystemExit):
+        run_script(failing, SimpleNamespace(log=[str(log)], threads=1))
+    for written in (log.read_text(), capsys.readouterr().err):
+        assert "Traceback" in written and "RuntimeError: unexpected answer for Bearer ***" in written
+        assert KEY not in written
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_credentials_in_a_base_url_are_refused_and_never_shown(tmp_path: Path, client: str) -> None:
     url = "http://someone:hunter2-secret@127.0.0.1:9/v1"

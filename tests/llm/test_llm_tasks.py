@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,14 @@ def test_generation_is_seeded_deduplicated_labelled_and_a_valid_version(server: 
 def test_reply_parsers() -> None:
     assert parse_generation('x {"question": " A ? ", "keywords": 3} y') == {"question": "A ?"}
     assert parse_generation("no json here") == {}
+    assert parse_generation('{"a": 1 {"question": "B"} {"keywords": "k"}') == {"keywords": "k"}
+
+
+def test_a_reply_of_unclosed_braces_parses_in_linear_time() -> None:
+    """A lazy `{.*?}` rescans the rest of the reply from every `{`: 100,000 of them took minutes."""
+    start = time.process_time()
+    assert parse_generation("{" * 100_000 + "x") == {}
+    assert time.process_time() - start < 2  # generous: the linear scan takes milliseconds
     assert parse_grade("Grade: 2.") == 2 and parse_grade("7") is None and parse_grade("") is None
     assert parse_rewrite('\n  Requête : "délai remboursement vélo"\nautre') == "délai remboursement vélo"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 GRADE_SCALE = (
@@ -11,7 +12,6 @@ GRADE_SCALE = (
     "1 = mentions the topic but does not answer; 0 = unrelated, or not in the question's language."
 )
 _GRADE = re.compile(r"[0-3]")
-_JSON_OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 
 
 def judge_messages(question: str, passage: str) -> list[dict[str, str]]:
@@ -52,7 +52,7 @@ def generation_messages(title: str, section: str, language: str) -> list[dict[st
 
 def parse_generation(text: str) -> dict[str, str]:
     """The `question` and `keywords` strings of the first JSON object in the reply (missing ones left out)."""
-    for candidate in _JSON_OBJECT.findall(text):
+    for candidate in _brace_spans(text):
         try:
             parsed: Any = json.loads(candidate)
         except ValueError:
@@ -61,6 +61,18 @@ def parse_generation(text: str) -> dict[str, str]:
             return {key: parsed[key].strip() for key in ("question", "keywords")
                     if isinstance(parsed.get(key), str) and parsed[key].strip()}
     return {}
+
+
+def _brace_spans(text: str) -> Iterator[str]:
+    """Each `{` … first `}` span, left to right without overlap, in one linear pass (a lazy regex rescans the rest
+    of the reply from every `{` that no `}` follows)."""
+    start = text.find("{")
+    while start != -1:
+        end = text.find("}", start)
+        if end == -1:
+            return
+        yield text[start:end + 1]
+        start = text.find("{", end + 1)
 
 
 def rewrite_messages(question: str, language: str) -> list[dict[str, str]]:

@@ -15,7 +15,7 @@ from rankbench.redaction import RedactingFilter
 
 def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
     """Call main(snakemake) with every thread pool sized from the job's threads; an InputError becomes a message
-    on stderr and in the log, and exit status 1."""
+    on stderr and in the log, and exit status 1; any other error its traceback there, redacted."""
     limit_threads(snakemake.threads)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if snakemake.log:
@@ -28,4 +28,7 @@ def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
         main(snakemake)
     except InputError as error:
         logging.error("rankbench: %s", error)
+        sys.exit(1)
+    except Exception:  # a bug: its traceback is kept for the report, with secrets masked like every other line
+        logging.exception("rankbench: the job failed unexpectedly; please report this traceback")
         sys.exit(1)
