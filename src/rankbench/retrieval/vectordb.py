@@ -205,7 +205,7 @@ def search_table(table: Any, queries: np.ndarray, k: int, index: VectorIndex = V
     if not len(queries) or not k:
         return ids, scores
     query = (table.search(list(np.asarray(queries, dtype=np.float32)), vector_column_name=vector_field)
-             .distance_type(metric).limit(k).select([id_field]))
+             .distance_type(metric).limit(k).select([id_field, "_distance"]))
     if exact or index.kind == "flat":
         query = query.bypass_vector_index()
     else:
