@@ -22,7 +22,7 @@ Step = tuple[int, dict[str, str], bytes]
 
 class ScriptedServer(ThreadingHTTPServer):
     """Answers each request (any method, any path) with the next scripted (status, headers, body), then with the
-    last one again; records the method, path and headers of each request. `trickle` > 0 sends the answer one byte
+    last one again; records the method, path, headers and body of each request. `trickle` > 0 sends the answer one byte
     each `trickle` seconds (status line and headers too when `trickle_headers`), for at most `trickle_for` s."""
 
     def __init__(self, certificate: Path | None = None) -> None:
@@ -51,8 +51,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
     def _answer(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
-        self.server.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers)})
+        body = self.rfile.read(length)
+        self.server.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
+                                 "body": body})
         status, headers, body = self.server.script.pop(0) if len(self.server.script) > 1 else self.server.script[0]
         head = f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"

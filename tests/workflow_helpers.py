@@ -20,6 +20,11 @@ def shared_dataset(name: str) -> Path | None:
     """The folder of a shared dataset (it has a corpus.jsonl), or None when this machine has none: tests skip."""
     path = SHARED_DATASETS / name
     return path if (path / "corpus.jsonl").exists() else None
+def demo_grain() -> str:
+    """The grain the demo's config reports at (report.grain): its pages' tables, failures and explorer use it."""
+    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())["report"]["grain"]
+
+
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 _JOB_LINE = re.compile(r"^(\w+)\s+(\d+)$")
 

@@ -132,3 +132,56 @@ def test_one_kind_gives_no_per_kind_rows_and_a_near_zero_lead_reads_as_a_practic
     assert "practically tied" in sentence and "2,067,725" in sentence and "100 times the 52" in sentence
     row[["diff", "n_needed"]] = [0.05, 2_918.0]
     assert "need about 2,918 questions (more than 2,000: the normal formula's estimate)" in budget_finding(row)
+
+
+def many_methods(n_methods: int = 12, n_questions: int = 48) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """Per-query hit@1 and R@10 of many methods (several tied at the top) over questions of four kinds."""
+    rng = np.random.default_rng(3)
+    qids = [f"q{i:02d}" for i in range(n_questions)]
+    kinds = np.array([("code", "para", "policy", "version")[i % 4] for i in range(n_questions)])
+    per_query, rows = {}, []
+    for index in range(n_methods):
+        method = f"m{index:02d}" if index else "base"
+        frames = []
+        for metric, k in (("hit", 1), ("recall", 10)):
+            values = (rng.random(n_questions) < 0.3 + 0.05 * min(index, 8)).astype(float)
+            frames.append(pd.DataFrame({"qid": qids, "kind": kinds, "grain": "chunk", "metric": metric, "k": k,
+                                        "value": values}))
+            for kind in ("all", "code", "para", "policy", "version"):
+                chosen = values if kind == "all" else values[kinds == kind]
+                rows.append({"method": method, "grain": "chunk", "kind": kind, "metric": metric, "k": k,
+                             "mean": chosen.mean()})
+        per_query[method] = pd.concat(frames, ignore_index=True)
+    return per_query, pd.DataFrame(rows)
+
+
+def test_the_page_leads_with_one_table_of_questions_needed_that_matches_the_plan():
+    """12 methods, 2 metrics, 4 kinds: the page stays short, leads with pair × metric, and each cell's count is the
+    plan's (simulated, else formula) n_needed; exact ties get no sentence; the grain is named."""
+    per_query, aggregate = many_methods()
+    table = plan_budget(per_query, aggregate, "chunk", [("hit", 1), ("recall", 10)], "base", 0.05, seed=0,
+                        simulations=60)
+    page = budget_page(table, "toy", "v1", 0.05)
+    lines = page.splitlines()
+    assert len(lines) < 80
+    first_table = next(i for i, line in enumerate(lines) if line.startswith("| "))
+    assert lines[first_table] == "| pair (all 48 questions) | hit@1 | R@10 |"
+    assert "## Questions needed (chunk grain, all questions)" in page
+    grid = {}
+    for line in lines[first_table + 2:]:
+        if not line.startswith("| "):
+            break
+        pair, *cells = [cell.strip() for cell in line.strip("|").split(" | ")]
+        grid[pair] = dict(zip(["hit@1", "R@10"], cells))
+    overall = table[table["kind"] == "all"]
+    assert len(grid) == 1 + overall["pair"].eq("vs baseline").sum() // 2
+    for _, row in overall.iterrows():
+        label = "hit@1" if row["metric"] == "hit" else "R@10"
+        pair = "best − runner-up" if row["pair"] == "best vs runner-up" else f"{row['method_a']} − {row['method_b']}"
+        cell = grid[pair][label]
+        if np.isnan(row["n_needed"]):
+            assert "tie" in cell and "Δ = 0" in cell
+            continue
+        assert f"{row['diff']:+.3f}: {int(row['n_needed']):,}" in cell
+        assert cell.endswith("✓") == (row["n_needed"] <= row["n"])
+    assert "tie on" not in page  # no sentence about exact ties

@@ -8,14 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from explorer_helpers import chromium, payload_args, tiny_inputs
-from workflow_helpers import REPO, snakemake
+from explorer_helpers import SETTINGS, chromium, payload_args, tiny_inputs
+from workflow_helpers import REPO, demo_grain, snakemake
 
 from rankbench.io.runs import collapse_to_documents
 from rankbench.report.explorer import explorer_html, explorer_payload
 
 SHOTS = REPO / "results" / "explorer-screenshots"
 PAIR = ("hybrid[k=60]", "dense-e5")
+GRAIN = demo_grain()  # the explorer's grain: the demo's report.grain
 
 
 def _open(driver, page: Path, fragment: str = "") -> None:
@@ -69,9 +70,9 @@ def _wtl(driver) -> tuple[int, int, int]:
     return tuple(int(driver.find_element("id", f"wtl-{o}").text) for o in ("win", "tie", "loss"))
 
 
-def _pairs(pairs: pd.DataFrame) -> dict[tuple, tuple[int, int, int]]:
-    """(a, b, kind, metric, k) -> W/T/L of a against b from pairs.parquet at document grain, both orders."""
-    rows = pairs[pairs["grain"] == "document"]
+def _pairs(pairs: pd.DataFrame, grain: str) -> dict[tuple, tuple[int, int, int]]:
+    """(a, b, kind, metric, k) -> W/T/L of a against b from pairs.parquet at the explorer's grain, both orders."""
+    rows = pairs[pairs["grain"] == grain]
     counts = {}
     for a, b, kind, metric, k, w, t, lost in rows[["method_a", "method_b", "kind", "metric", "k", "wins", "ties",
                                                 "losses"]].itertuples(index=False):
@@ -92,7 +93,7 @@ def test_a_hostile_question_text_is_shown_as_text_and_the_page_runs_without_erro
         # Tiny set, checked against its own pairs: bm25 vs dense on nDCG@3 over every question both evaluate.
         _select(driver, "f-a", "bm25")
         _select(driver, "f-b", "dense")
-        assert _wtl(driver) == _pairs(tiny_inputs()["pairs"])[("bm25", "dense", "all", "ndcg", 3)]
+        assert _wtl(driver) == _pairs(tiny_inputs()["pairs"], SETTINGS.grain)[("bm25", "dense", "all", "ndcg", 3)]
 
 
 @pytest.mark.slow
@@ -133,7 +134,7 @@ def test_both_versions_have_an_explorer_and_it_is_rebuilt_byte_identical(demo: P
 
 @pytest.mark.slow
 def test_pairwise_counts_equal_pairs_parquet_for_every_pair_metric_and_kind(demo_v1: Path) -> None:
-    pairs = _pairs(pd.read_parquet(demo_v1 / "pairs.parquet"))
+    pairs = _pairs(pd.read_parquet(demo_v1 / "pairs.parquet"), GRAIN)
     questions = pd.read_parquet(demo_v1 / "questions.parquet")
     with chromium() as driver:
         _open(driver, demo_v1 / "explorer.html")
@@ -267,7 +268,8 @@ def test_a_question_shows_its_labels_every_methods_top_k_with_grades_leaks_and_f
                 top = run[run["rank"] <= 10]
                 assert [item["chunk"] for item in card["items"]] == top["chunk_id"].tolist(), (qid, method)
                 for item, row in zip(card["items"], top.itertuples()):
-                    grade = doc_grades.get(row.doc_id, -1)
+                    grade = (doc_grades.get(row.doc_id, -1) if GRAIN == "document"
+                             else int(chunk_grades.get((qid, row.chunk_id), -1)))
                     assert item["grade"] == grade
                     assert item["passage"] == int(chunk_grades.get((qid, row.chunk_id), -1))
                     assert item["word"] == ("? unjudged" if grade < 0 else
@@ -281,16 +283,21 @@ def test_a_question_shows_its_labels_every_methods_top_k_with_grades_leaks_and_f
                     seen_leaks |= {name for name, flag in (("staff", staff), ("outdated", outdated)) if flag}
                     if "first_stage_rank" in run:
                         assert f"first stage (bm25): rank {row.first_stage_rank} ·" in item["text"]
-                # The first relevant result at document grain, from the run itself.
-                docs = collapse_to_documents(run)
-                hits = docs[docs["doc_id"].map(lambda d: doc_grades.get(d, -1) >= 1)]  # noqa: B023 (called here)
+                # The first relevant result at the report's grain, from the run itself.
+                if GRAIN == "document":
+                    docs = collapse_to_documents(run)
+                    hits = docs[docs["doc_id"].map(lambda d: doc_grades.get(d, -1) >= 1)]  # noqa: B023 (called here)
+                else:
+                    hits = run[[chunk_grades.get((qid, c), -1) >= 1 for c in run["chunk_id"]]]
                 if hits.empty:
                     assert "No relevant result" in card["summary"] or "Unanswerable" in card["summary"]
-                else:
+                elif GRAIN == "document":
                     chunk_rank = int(run[run["doc_id"] == hits.iloc[0]["doc_id"]]["rank"].min())
                     assert f"document rank {hits.iloc[0]['rank']} (passage rank {chunk_rank})" in card["summary"]
+                else:
+                    assert f"First relevant result: rank {int(hits['rank'].min())}." in card["summary"]
                 values = metrics[method]
-                values = values[(values["grain"] == "document") & (values["qid"] == qid)]
+                values = values[(values["grain"] == GRAIN) & (values["qid"] == qid)]
                 checked = 0
                 for v in values.itertuples():
                     label = f"{LABELS.get(v.metric)}@{v.k}"
@@ -323,14 +330,14 @@ def test_a_mean_links_to_its_cell_of_the_comparison_page(demo_v1: Path) -> None:
             where = driver.execute_script("""
                 const [method, label] = arguments;
                 const heading = [...document.querySelectorAll("h2")]
-                    .find(h => h.textContent === "All questions, document grain");
+                    .find(h => h.textContent === `All questions, ${arguments[2]} grain`);
                 let table = heading.nextElementSibling;
                 while (table.tagName !== "TABLE") table = table.nextElementSibling;
                 const column = [...table.tHead.rows[0].cells].findIndex(c => c.textContent === label);
                 const row = [...table.tBodies[0].rows].find(r => r.cells[0].textContent === method);
                 const rect = row.cells[column].getBoundingClientRect();
                 return [row.cells[column].textContent, rect.top, rect.bottom, window.innerHeight, window.scrollY];""",
-                method, label)
+                method, label, GRAIN)
             text, top, bottom, height, scrolled = where
             assert text == mean and scrolled > 0 and top >= 0 and bottom <= height, (method, label, where)
 

@@ -222,7 +222,8 @@ def test_cost_counts_a_method_and_its_inputs_once_each() -> None:
                                       "embed_queries", "retrieve_dense"}
     plan = {"rr": [["rerank", "query", "a"], ["retrieve_bm25", "query", "b"], ["bm25_index", "index", "c"]]}
     cost = cost_table(plan, {"a": 3.0, "b": 1.0, "c": 5.0}, n_questions=40).iloc[0]
-    assert (cost["query_s"], cost["index_s"], cost["ms_per_question"]) == (4.0, 5.0, 100.0)
+    assert (cost["query_s"], cost["index_s"]) == (4.0, 5.0)
+    assert np.isnan(cost[["p50_ms", "p95_ms", "onetime_s"]].astype(float)).all()  # no timing record: unknown
     assert cost["stages"] == "rerank, retrieve_bm25, bm25_index (index)"
     assert np.isnan(cost[["index_tokens", "query_tokens", "index_sent", "query_sent"]].astype(float)).all()
 
@@ -247,6 +248,35 @@ def test_cost_counts_the_tokens_an_embedding_api_billed_per_side(tiny_aggregate)
     plain = cost_page(aggregate, cost_table({"bm25": plan["bm25"]}, {"b": 1.0}, 50), {"grain": "document",
                       "headline": [["ndcg", 10]], "alpha": 0.05, "ci": False}, "demo", "v1")
     assert "API tokens" not in plain
+
+
+def test_cost_sums_a_questions_work_over_the_jobs_and_keeps_one_time_seconds_apart(tiny_aggregate) -> None:
+    """p50/p95 of each question's work summed over a method's query-side jobs (numpy's percentiles of hand sums);
+    the one-time seconds are the jobs' wall-clock seconds minus that work; LLM calls and tokens add up."""
+    work = {f"q{i}": 0.001 * (i + 1) for i in range(20)}  # 1..20 ms in the first stage
+    encode = {f"q{i}": 0.002 for i in range(15)}  # 2 ms each, 5 questions from the cache
+    timings = {"r": {"questions": work, "once": {"load": 0.4}, "batched": False, "calls": 0, "tokens": 0},
+               "e": {"questions": encode, "once": {}, "batched": True, "cached": 5, "calls": 0, "tokens": 0},
+               "k": {"questions": work, "once": {}, "batched": False, "calls": 40, "tokens": 5000}}
+    plan = {"dense": [["embed_queries", "query", "e"], ["retrieve_dense", "query", "r"]],
+            "llm": [["rerank", "query", "k"], ["retrieve_bm25", "query", "r"]],
+            "bm25": [["retrieve_bm25", "query", "b"]]}
+    cost = cost_table(plan, {"e": 2.0, "r": 1.0, "k": 3.0, "b": 1.0}, 20, None, timings).set_index("method")
+    sums = [work[q] + encode.get(q, 0.0) for q in work]
+    assert cost.at["dense", "p50_ms"] == pytest.approx(1000 * np.percentile(sums, 50))
+    assert cost.at["dense", "p95_ms"] == pytest.approx(1000 * np.percentile(sums, 95))
+    assert cost.at["dense", "onetime_s"] == pytest.approx(3.0 - sum(sums)) and cost.at["dense", "batched"]
+    assert (cost.at["llm", "calls"], cost.at["llm", "call_tokens"], cost.at["llm", "batched"]) == (40, 5000, False)
+    assert np.isnan(cost.at["bm25", "p50_ms"])  # its job wrote no record
+    aggregate, _ = tiny_aggregate
+    page = cost_page(aggregate, cost.reset_index().replace({"llm": "hybrid"}), {"grain": "document", "headline":
+                     [["ndcg", 10]], "alpha": 0.05, "ci": False}, "demo", "v1")
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in page.splitlines() if line.startswith("| ")}
+    header = rows["| method"]
+    dense = dict(zip(header, rows["| dense"]))
+    assert dense["ms/question p50"] == f"{1000 * np.percentile(sums, 50):.1f}*†"  # batched, 5 from the cache
+    assert dict(zip(header, rows["| hybrid"]))["ms/question p50"].endswith(".0")  # neither
+    assert dict(zip(header, rows["| hybrid"]))["LLM calls"] == "40" and "LLM calls: the requests" in page
 
 
 def _run(rows):

@@ -58,7 +58,7 @@ def test_every_type_has_a_rule_that_exists_and_grains_evaluation_knows() -> None
 
 
 def test_a_key_applies_to_the_types_that_read_it_and_defaults_come_from_the_registry() -> None:
-    assert types_using("chunker") == ("bm25", "dense", "sparse", "vectordb", "external")
+    assert types_using("chunker") == ("bm25", "dense", "sparse", "vectordb", "external", "http")
     assert types_using("rewrite") == ("bm25", "dense", "sparse", "vectordb", "rerank")
     assert candidate_depth({"type": "rerank", "input": "bm25"}) == METHOD_TYPES["rerank"].keys["depth"]
     assert candidate_depth({"type": "rrf", "inputs": ["a"]}) is None

@@ -206,6 +206,14 @@ def test_bi_encoder_scorer_is_dot_product() -> None:
     np.testing.assert_allclose(score(pairs), [q[2] @ c[4], q[0] @ c[0], q[0] @ c[3], q[1] @ c[3]], rtol=1e-6)
 
 
+
+def test_a_run_of_document_ids_is_not_scored_with_another_chunks_vector() -> None:
+    """Regression: an id the chunks lack (an imported run's document id) took the last chunk's vector (index -1)."""
+    vectors = np.eye(2, dtype=np.float32)
+    score = bi_encoder_scorer(["q"], vectors[:1], ["doc#0", "doc#1"], vectors)
+    with pytest.raises(ValueError, match=r"1 results name no chunk of the corpus \(e\.g\. 'doc'\)"):
+        score(pd.DataFrame({"qid": ["q", "q"], "chunk_id": ["doc#0", "doc"]}))
+
 # --------------------------------------------------------------------------- cross-encoder (tiny, built here)
 
 WORDS = "how many days do i have to return a bike refunds are paid the card delivery tracking link what is".split()

@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("lancedb", reason="the vectordb extra (lancedb) is not installed")
 
 from rankbench.errors import InputError
-from rankbench.io.runs import log_unknown_documents, run_from_topk
+from rankbench.io.runs import report_unknown_documents, run_from_topk
 from rankbench.retrieval import dense
 from rankbench.retrieval import vectordb as vdb
 
@@ -57,6 +57,8 @@ def test_exact_search_returns_faiss_flats_ranking(corpus, tmp_path: Path) -> Non
     assert len(run) == len(reference) == 30 * 50
     assert run[["qid", "rank", "chunk_id", "doc_id"]].equals(reference[["qid", "rank", "chunk_id", "doc_id"]])
     np.testing.assert_allclose(run["score"], reference["score"], atol=1e-6)
+    one_ids, one_scores = vdb.search_table(_table(vectors, chunks, tmp_path / "one"), queries[:1], 50)  # as timed
+    assert (one_ids == ids[:1]).all() and (one_scores == scores[:1]).all()
 
 
 def test_an_ann_index_loses_recall_that_exact_search_measures(corpus, tmp_path: Path) -> None:
@@ -108,7 +110,7 @@ def test_an_existing_collection_is_read_and_its_foreign_ids_kept_and_counted(
     known = dict(zip(run["chunk_id"], run["doc_id"]))
     assert known == {"d0": "d0", "d1#1": "d1", "d1": "d1", "not-in-corpus": "not-in-corpus", "d9": "d9"}
     with caplog.at_level(logging.INFO):
-        log_unknown_documents(run, chunks["doc_id"], "team", "lance-team")
+        report_unknown_documents(run, chunks["doc_id"], "team", "lance-team")
     assert "2 of 10 results of team name a document that is not in the corpus" in caplog.text
     assert sorted((tmp_path / "team").rglob("*")) == files and table.version == 1  # only read
 

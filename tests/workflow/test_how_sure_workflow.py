@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import snakemake
+from workflow_helpers import demo_grain, snakemake
 
 from rankbench.analysis.budget import BUDGET_COLUMNS
 from rankbench.analysis.robustness import (
@@ -19,6 +19,7 @@ from rankbench.analysis.robustness import (
 
 pytestmark = pytest.mark.slow
 V1 = Path("results/demo/v1")
+GRAIN = demo_grain()
 
 
 def test_budget_and_robustness_pages_parquet_and_findings(demo: Path) -> None:
@@ -27,7 +28,7 @@ def test_budget_and_robustness_pages_parquet_and_findings(demo: Path) -> None:
     aggregate = pd.read_parquet(demo / V1 / "aggregate.parquet")
     kinds = set(aggregate["kind"])
     assert set(budget["kind"]) == kinds
-    counts = aggregate.query("grain == 'document' and metric == 'ndcg' and k == 10").groupby("kind")["n"].max()
+    counts = aggregate.query("grain == @GRAIN and metric == 'ndcg' and k == 10").groupby("kind")["n"].max()
     for kind, n in budget.query("metric == 'ndcg' and k == 10").groupby("kind")["n"].max().items():
         assert n == counts[kind]
     # every method but the baseline against the baseline, per headline metric and kind
@@ -41,7 +42,7 @@ def test_budget_and_robustness_pages_parquet_and_findings(demo: Path) -> None:
     assert list(survival.columns) == SURVIVAL_COLUMNS and list(bounds.columns) == BOUNDS_COLUMNS
     assert survival["best_survives"].between(0, 1).all() and survival["tau_min"].between(-1, 1).all()
     # the pessimistic bound is the number on the comparison page
-    ndcg = aggregate.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+    ndcg = aggregate.query("grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10")
     pessimistic = bounds.query("metric == 'ndcg' and k == 10").set_index("method")["pessimistic"]
     assert pessimistic.to_dict() == pytest.approx(ndcg.set_index("method")["mean"].to_dict(), abs=1e-12)
 
@@ -60,11 +61,31 @@ def test_budget_and_robustness_pages_parquet_and_findings(demo: Path) -> None:
     assert "not applicable (no LLM judgements for this version)" in (demo / V1 / "robustness.md").read_text()
 
 
+def test_the_budget_page_is_short_and_its_lead_table_is_budget_parquet(demo: Path) -> None:
+    """Under 80 lines on the demo (12 methods, 4 headline metrics, 6 kinds); each cell of the lead table gives the
+    Δ and the questions needed of its row of budget.parquet, all questions."""
+    page = (demo / V1 / "budget.md").read_text()
+    assert len(page.splitlines()) < 80
+    budget = pd.read_parquet(demo / V1 / "budget.parquet").query("kind == 'all'")
+    lead = page.split("## Questions needed")[1].split("\n## ")[0]
+    rows = [line.strip("|").split(" | ") for line in lead.splitlines() if line.startswith("| ")]
+    header, grid = [cell.strip() for cell in rows[0]], {row[0].strip(): [c.strip() for c in row] for row in rows[1:]}
+    assert header[1:] == ["nDCG@10", "MRR@10", "R@10", "hit@1"]
+    labels = dict(zip([("ndcg", 10), ("rr", 10), ("recall", 10), ("hit", 1)], header[1:]))
+    for row in budget.itertuples():
+        pair = "best − runner-up" if row.pair == "best vs runner-up" else f"{row.method_a} − {row.method_b}"
+        cell = grid[pair][header.index(labels[(row.metric, row.k)])]
+        if pd.isna(row.n_needed):
+            assert "Δ = 0" in cell
+        else:
+            assert f"{row.diff:+.3f}: {int(row.n_needed):,}" in cell
+
+
 def test_findings_and_tiers_name_the_same_methods_as_tied_with_the_best(demo: Path) -> None:
     """The findings' 'cannot be told apart from the best' and tier a are one family (Holm over the pairs with the
     best): on the demo page they name the same methods."""
     tiers = pd.read_parquet(demo / V1 / "tiers.parquet").query(
-        "grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+        "grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10")
     best = tiers.sort_values(["mean", "method"], ascending=[False, True])["method"].iloc[0]
     tier_a = set(tiers.loc[tiers["tier"] == "a", "method"]) - {best}
     page = (demo / V1 / "comparison.md").read_text()

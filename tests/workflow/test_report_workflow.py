@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import copy_dataset, edit_config, snakemake
+from workflow_helpers import copy_dataset, demo_grain, edit_config, snakemake
 
 from rankbench.evaluation.scoring import TIERS_COLUMNS
 from rankbench.io.frozen import freeze
@@ -25,6 +25,7 @@ from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
 pytestmark = pytest.mark.slow
 BASE = Path("results/demo")
 RERANK = "bm25+rerank-e5[depth=30]"  # the demo's reranker over BM25's top 30
+GRAIN = demo_grain()
 
 
 def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_provenance(demo: Path) -> None:
@@ -41,7 +42,7 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
     assert config["methods"]["hybrid[k=10]"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 10}
     assert (demo / BASE / "v1/effective-config.yaml").read_text() == page.split("```yaml\n")[1].split("```")[0]
     aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
-    rows = aggregate.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10").set_index("method")
+    rows = aggregate.query("grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10").set_index("method")
     headline = page.split("## Headline")[1].split("## Findings")[0]
     for method, row in rows.iterrows():
         line = next(x for x in headline.splitlines() if x.startswith(f"| {method} |"))
@@ -83,7 +84,7 @@ def test_tiers_parquet_the_page_and_the_latex_table_agree(demo: Path) -> None:
     assert len(tiers) == len(expected) and len(tiers.merge(expected, on=keys)) == len(expected)
     assert ((tiers["rank_low"] <= tiers["rank"]) & (tiers["rank"] <= tiers["rank_high"])).all()
     page = (demo / BASE / "v1/comparison.md").read_text().split("## Tiers and rank intervals")[1].split("\n## ")[0]
-    shown = tiers.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+    shown = tiers.query("grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10")
     for row in shown.itertuples():
         line = next(x for x in page.splitlines() if x.startswith(f"| {row.method} |"))
         assert f"{row.tier} · {row.rank} ({row.rank_low}–{row.rank_high})" in line.split(" | ")[1]
@@ -94,10 +95,11 @@ def test_tiers_parquet_the_page_and_the_latex_table_agree(demo: Path) -> None:
 def test_failures_of_the_reranker_are_split_by_its_first_stage(demo: Path) -> None:
     failures = pd.read_parquet(demo / BASE / "v1/failures.parquet")
     run = pd.read_parquet(demo / BASE / f"v1/runs/{RERANK}.parquet")
-    qrels = pd.read_parquet(demo / BASE / "v1/qrels/sections.parquet").query("grain == 'document' and grade >= 1")
+    qrels = pd.read_parquet(demo / BASE / "v1/qrels/sections.parquet").query("grain == @GRAIN and grade >= 1")
     rerank = failures[failures["method"] == RERANK]
     assert set(rerank["class"]) <= {"recall failure", "ranking failure"} and len(rerank)
-    relevant = run.merge(qrels, left_on=["qid", "doc_id"], right_on=["qid", "item_id"])
+    item = "chunk_id" if GRAIN == "chunk" else "doc_id"
+    relevant = run.merge(qrels, left_on=["qid", item], right_on=["qid", "item_id"])
     best_first_stage = relevant.groupby("qid")["first_stage_rank"].min()
     for qid, verdict in zip(rerank["qid"], rerank["class"]):
         in_pool = qid in best_first_stage.index and best_first_stage[qid] <= 30
@@ -130,7 +132,7 @@ def test_v1_to_v2_diff_shows_added_questions_corrected_labels_and_the_ranking_ch
     assert ("ranking of methods on nDCG@10 changed" in page) == summary["ranking_changed"]
     # v2 only adds questions, so v1's common questions are all of v1's: the top method is v1's best on nDCG@10.
     v1 = pd.read_parquet(demo / BASE / "v1/aggregate.parquet").query(
-        "grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+        "grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10")
     best = v1.sort_values(["mean", "method"], ascending=[False, True]).iloc[0]["method"]
     assert summary["rankings"]["a_common"][0] == best
 
@@ -140,6 +142,57 @@ def test_plots_are_png_and_deterministic_svg(demo: Path) -> None:
         assert (demo / BASE / f"v1/plots/{figure}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         svg = (demo / BASE / f"v1/plots/{figure}.svg").read_text()
         assert "<dc:date>" not in svg and "<svg" in svg
+
+
+def test_every_plot_of_the_demo_fits_a_1200_px_page(demo: Path) -> None:
+    """Widths and heights read from each PNG header: at most 1200 px wide, never a strip or a tower."""
+    pngs = sorted((demo / BASE).glob("*/plots/*.png")) + [demo / BASE / "history.png"]
+    assert len(pngs) == 11
+    for png in pngs:
+        header = png.read_bytes()[16:24]
+        width, height = int.from_bytes(header[:4], "big"), int.from_bytes(header[4:], "big")
+        assert width <= 1200 and 0.6 <= width / height <= 2.5, (png.name, width, height)
+
+
+def test_the_demo_headlines_chunk_grain_with_document_grain_beside_and_the_configured_columns(demo: Path) -> None:
+    """report.grain: chunk; the headline says its grain, document grain stands beside it with the same metrics, and
+    report.columns puts DCG@10, AP@10 and the pollution of the top 10 in the chunk-grain full table."""
+    page = (demo / BASE / "v1/comparison.md").read_text()
+    assert GRAIN == "chunk" and "## Headline (chunk grain, all questions)" in page
+    beside = page.split("## Headline (chunk grain, all questions)")[1].split("## ")[0]
+    assert "The same at document grain" in beside
+    aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
+    document = aggregate.query("grain == 'document' and kind == 'all' and metric == 'ndcg' and k == 10")
+    lines = beside.split("The same at document grain")[1].splitlines()
+    for method, mean in zip(document["method"], document["mean"]):
+        line = next(x for x in lines if x.startswith(f"| {method} |"))
+        assert line.split(" | ")[1].replace("**", "").startswith(f"{mean:.3f}")
+    chunk_table = page.split("## All questions, chunk grain")[1].split("\n## ")[0]
+    header = chunk_table.strip().splitlines()[0]
+    assert all(f" {label} |" in header for label in ("DCG@10", "AP@10", "docs@10", "top-doc@10"))
+    assert "docs@k: distinct documents among the top k chunks" in chunk_table
+    document_table = page.split("## All questions, document grain")[1].split("\n## ")[0]
+    assert "DCG@10" in document_table and "docs@10" not in document_table  # pollution: chunk grain only
+
+
+def test_cost_gives_each_methods_query_side_work_per_question_apart_from_one_time_costs(demo: Path) -> None:
+    """p50/p95 per question from the jobs' timing records; BM25 with and without filters on one index cost the same
+    order of time per question (they differed 8x when start-up and compiling were divided by the questions)."""
+    cost = (demo / BASE / "v1/cost.md").read_text()
+    header, *rows = [line.split(" | ") for line in cost.splitlines() if line.startswith("| ")]
+    columns = [cell.strip("| ") for cell in header]
+    table = {row[0].strip("| "): dict(zip(columns, (cell.strip("| ") for cell in row))) for row in rows}
+    assert {"ms/question p50", "ms/question p95", "one-time s (query side)"} <= set(columns)
+    p50 = {method: float(cells["ms/question p50"].rstrip("*†")) for method, cells in table.items()}
+    assert p50["bm25-filtered"] <= 2 * p50["bm25"] and p50["bm25"] <= 2 * p50["bm25-filtered"], p50
+    for method, cells in table.items():
+        assert float(cells["ms/question p95"].rstrip("*†")) >= p50[method] > 0
+    assert float(table["bm25"]["one-time s (query side)"]) > 0.1  # start-up and loading, no longer per question
+    records = list((demo / BASE / "timings" / "retrieve" / "v1").glob("*.json"))
+    assert {path.stem for path in records} == set(table)
+    record = json.loads((demo / BASE / "timings" / "retrieve" / "v1" / "bm25.json").read_text())
+    questions = pd.read_parquet(demo / BASE / "v1/questions.parquet")
+    assert set(record["questions"]) == set(questions["qid"]) and "load" in record["once"]
 
 
 def test_history_records_each_config_once_and_the_experiment_note(demo: Path) -> None:

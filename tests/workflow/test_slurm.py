@@ -156,7 +156,7 @@ def test_every_job_went_through_sbatch(runs: dict) -> None:
     log = runs["log"]
     submitted = {rule for rule, _ in _submissions(log)}
     assert submitted == set(_declared(log)), "a scheduled job has no SLURM job id"
-    assert len(submitted) == 16  # every rule that config schedules
+    assert len(submitted) == 17  # every rule that config schedules
     assert "localrule" not in log
     records = _completions(runs["completions"])
     run_uuid = _run_uuid(log)
@@ -203,9 +203,10 @@ def test_cancelled_job_is_reported_and_retried(runs: dict) -> None:
 def test_results_equal_a_local_run(runs: dict) -> None:
     """Every result file byte for byte (job timings, side caches and the pages' date line apart)."""
     def files(workdir: Path) -> set[Path]:
-        # Not compared: the job timings (benchmarks/) and the side caches (cache/: embeddings, numba's compiled code).
+        # Not compared: the job timings (benchmarks/, timings/) and the side caches (cache/: embeddings, numba's
+        # compiled code).
         return {path.relative_to(workdir) for path in (workdir / "results").rglob("*")
-                if path.is_file() and not {"benchmarks", "cache"} & set(path.parts)}
+                if path.is_file() and not {"benchmarks", "timings", "cache"} & set(path.parts)}
 
     local, cluster = runs["local"], runs["cluster"]
     assert files(local) == files(cluster)

@@ -137,7 +137,8 @@ def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it
                                           "plots": n_qsets, "failures": n_qsets,
                                           "calibration": n_qsets, "explorer": n_qsets, "run_record": n_qsets,
                                           "qset_diff": len(demo_config(demo)["diffs"]), "history": 1,
-                                          "budget": n_qsets, "robustness": n_qsets, "all": 1}
+                                          "budget": n_qsets, "robustness": n_qsets, "index_page": 1,
+                                          "all": 1}
 
 
 def test_query_embeddings_are_computed_once_per_version_and_encoder(demo: Path) -> None:

@@ -16,6 +16,7 @@ from rankbench.pipeline.defaults import (
     evaluation_settings,
 )
 from rankbench.pipeline.cost import method_stages
+from rankbench.pipeline.timing import timing_path
 from rankbench.pipeline.rules import RUN_RULES
 from rankbench.retrieval.registry import (
     NORMALIZATION,
@@ -174,6 +175,8 @@ def embedding_cache(chunker, encoder):
 # Read and written, never declared: every vector an embedding API returned, by (endpoint, model, dimensions, input
 # type, prefixed text), shared by every chunker, encoder name and version, so no text is paid for twice.
 API_EMBEDDING_CACHE = f"{R}/cache/api-embeddings"
+# Answers of search endpoints (`type: http`), by endpoint and request: a rerun sends nothing.
+HTTP_SEARCH_CACHE = f"{R}/cache/http-search"
 
 
 def query_embedding_cache(encoder):
@@ -327,13 +330,28 @@ VECTORDB_BUILDS.update(
 HOW_SURE_PAGES = ("budget", "robustness")
 
 
+def index_pages():
+    """Each version's pages the index links: the comparison alone in a quick run."""
+    if QUICK:
+        return ["comparison.html"]
+    return [
+        "comparison.html",
+        "explorer.html",
+        "failures.html",
+        *[f"{page}.html" for page in HOW_SURE_PAGES],
+        "calibration.html",
+        "cost.html",
+    ]
+
+
 def quick_outputs():
-    """What `rankbench run --quick` builds: each version's runs, metrics, aggregate and comparison page."""
+    """What `rankbench run --quick` builds: each version's runs, metrics, aggregate and comparison page, and the
+    dataset's entry page."""
     return [
         f"{R}/{qset}/{name}"
         for qset in QSETS
         for name in ("aggregate.parquet", "comparison.md", "comparison.html")
-    ]
+    ] + [f"{R}/index.html"]
 
 
 def how_sure_inputs(wildcards):
@@ -385,7 +403,7 @@ def all_outputs():
             for figure in ("recall", "bars", "kinds", "grades")
         ]
     outputs += [f"{R}/diffs/{a}-vs-{b}.html" for a, b in config.get("diffs", [])]
-    outputs += [f"{R}/history.md", f"{R}/history.html"]
+    outputs += [f"{R}/history.md", f"{R}/history.html", f"{R}/index.html"]
     return outputs
 
 
@@ -422,6 +440,17 @@ def rerank_inputs(wildcards):
             qset, encoder, spec.get("rewrite")
         )
         inputs["chunk_embeddings"] = corpus_path(method, "embeddings", f"{encoder}.npy")
+    return inputs
+
+
+def search_http_inputs(wildcards):
+    """A search endpoint's questions and the corpus; the chunks too when its answers name chunks."""
+    inputs = {
+        "questions": f"{R}/{wildcards.qset}/questions.parquet",
+        "documents": f"{R}/corpus/documents.parquet",
+    }
+    if method_setting(METHOD_SPECS[wildcards.method], "returns") == "chunk":
+        inputs["chunks"] = corpus_path(wildcards.method, "chunks.parquet")
     return inputs
 
 
@@ -502,6 +531,17 @@ def api_usage(wildcards):
                     stage_rule.output.usage.format(**fields)
                 )
     return usage
+
+
+def timing_records(wildcards):
+    """Benchmark file -> timing record (seconds per question, one-time seconds, calls; pipeline/timing.py) of each
+    query-side job the cost plan counts whose rule writes one."""
+    return {
+        path: timing_path(path)
+        for stages in cost_plan(wildcards).values()
+        for stage, side, path in stages
+        if side == "query" and "timing" in getattr(rules, stage).output.keys()
+    }
 
 
 def qrels_of(method, qset):

@@ -61,6 +61,7 @@ rule embed_queries:
     output:
         embeddings=f"{R}/{{qset}}/query-embeddings/{{encoder}}.npy",
         usage=f"{R}/benchmarks/embed_queries/{{qset}}/{{encoder}}.usage.json",
+        timing=f"{R}/timings/embed_queries/{{qset}}/{{encoder}}.json",
     log:
         f"{LOGS}/embed_queries/{{qset}}/{{encoder}}.log",
     benchmark:
@@ -129,6 +130,7 @@ rule embed_rewritten_queries:
     output:
         embeddings=f"{R}/{{qset}}/query-embeddings/{{rewrite}}/{{encoder}}.npy",
         usage=f"{R}/benchmarks/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.usage.json",
+        timing=f"{R}/timings/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.json",
     log:
         f"{LOGS}/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
@@ -154,6 +156,7 @@ rule sparse_queries:
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         queries=f"{R}/{{qset}}/sparse-queries/{{encoder}}.npz",
+        timing=f"{R}/timings/sparse_queries/{{qset}}/{{encoder}}.json",
     log:
         f"{LOGS}/sparse_queries/{{qset}}/{{encoder}}.log",
     benchmark:
@@ -175,6 +178,7 @@ rule sparse_rewritten_queries:
         questions=f"{R}/{{qset}}/rewrites/{{rewrite}}.parquet",
     output:
         queries=f"{R}/{{qset}}/sparse-queries/{{rewrite}}/{{encoder}}.npz",
+        timing=f"{R}/timings/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.json",
     log:
         f"{LOGS}/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:

@@ -59,8 +59,8 @@ rule comparison_table:
         "../scripts/comparison_table.py"
 
 
-# Cost beside quality: this run's job timings (and API tokens) per method, apart from the comparison page, which
-# stays byte-identical across runs apart from its date.
+# Cost beside quality: this run's seconds per question and one-time seconds (and API tokens) per method, apart from
+# the comparison page, which stays byte-identical across runs apart from its date.
 rule cost_page:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
@@ -70,6 +70,7 @@ rule cost_page:
             {path for stages in cost_plan(wildcards).values() for _, _, path in stages}
         ),
         api_usage=lambda wildcards: sorted(api_usage(wildcards).values()),
+        timings=lambda wildcards: sorted(timing_records(wildcards).values()),
     output:
         cost=f"{R}/{{qset}}/cost.md",
         cost_html=report(
@@ -91,6 +92,7 @@ rule cost_page:
         report=REPORT,
         cost_plan=cost_plan,
         api_usage=api_usage,
+        timings=timing_records,
     script:
         "../scripts/cost_page.py"
 
@@ -154,6 +156,7 @@ rule plots:
         grain=REPORT["grain"],
         headline=REPORT["headline"],
         plot_metric=REPORT["plot_metric"],
+        baseline=EVALUATION["baseline"],
     script:
         "../scripts/draw_plots.py"
 
@@ -456,3 +459,34 @@ rule robustness:
         ),
     script:
         "../scripts/robustness.py"
+
+
+# The entry page of the dataset's results: every version's headline and links to the pages this config writes
+# (each one an input, so every link resolves).
+rule index_page:
+    input:
+        aggregates=expand(f"{R}/{{qset}}/aggregate.parquet", qset=QSETS),
+        manifests=expand(f"{R}/{{qset}}/qset.json", qset=QSETS),
+        pages=[f"{R}/{qset}/{page}" for qset in QSETS for page in index_pages()],
+        diffs=[] if QUICK else [f"{R}/diffs/{a}-vs-{b}.html" for a, b in DIFFS],
+        history=[] if QUICK else [f"{R}/history.html"],
+    output:
+        html=f"{R}/index.html",
+    log:
+        f"{LOGS}/index_page.log",
+    benchmark:
+        f"{R}/benchmarks/index_page.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        dataset=DATASET["name"],
+        qsets=QSETS,
+        drafts=drafts_of(*QSETS),
+        pages=index_pages(),
+        diffs=[] if QUICK else [f"{a}-vs-{b}.html" for a, b in DIFFS],
+        history=not QUICK,
+        report=REPORT,
+        baseline=EVALUATION["baseline"],
+    script:
+        "../scripts/index_page.py"

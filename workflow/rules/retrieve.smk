@@ -8,6 +8,7 @@ rule retrieve_bm25:
         queries=lambda wildcards: queries_path(wildcards.method, wildcards.qset),
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -46,6 +47,7 @@ rule retrieve_dense:
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -82,6 +84,7 @@ rule retrieve_sparse:
         questions=f"{R}/{{qset}}/questions.parquet",
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -141,6 +144,7 @@ rule retrieve_vectordb:
         unpack(vectordb_inputs),
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -203,6 +207,7 @@ rule fuse:
         ],
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -230,6 +235,7 @@ rule rerank:
         unpack(rerank_inputs),
     output:
         run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
     log:
         f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
     benchmark:
@@ -271,3 +277,28 @@ rule import_run:
         depth=EVALUATION["depth"],
     script:
         "../scripts/import_run.py"
+
+
+# A search endpoint's answers (`type: http`), through the response cache; the run file's metadata holds the
+# endpoint's provenance and each question's latency.
+rule search_http:
+    input:
+        unpack(search_http_inputs),
+    output:
+        run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
+    log:
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
+    wildcard_constraints:
+        method=choice(methods_of_rule("search_http")),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        spec=lambda wildcards: method_spec(wildcards.method),
+        depth=EVALUATION["depth"],
+        cache=HTTP_SEARCH_CACHE,
+    script:
+        "../scripts/search_http.py"

@@ -1,5 +1,5 @@
-"""Write the cost page of one question-set version: seconds per stage and tokens billed beside the headline
-metrics (Markdown, HTML)."""
+"""Write the cost page of one question-set version: seconds per question and one-time seconds, calls and tokens
+billed beside the headline metrics (Markdown, HTML)."""
 
 import json
 from pathlib import Path
@@ -9,6 +9,7 @@ import pandas as pd
 from rankbench.io.files import write_text
 from rankbench.pipeline.cost import cost_table, read_benchmark
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.timing import read_timing
 from rankbench.report.comparison import cost_page
 from rankbench.report.pages import draft_banner, markdown_html
 
@@ -20,7 +21,8 @@ def main(snakemake):
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
     seconds = {path: read_benchmark(path) for path in snakemake.input.benchmarks}
     usage = {bench: json.loads(Path(path).read_text()) for bench, path in p.api_usage.items()}
-    cost = cost_table(p.cost_plan, seconds, len(questions), usage)
+    timings = {bench: read_timing(path) for bench, path in p.timings.items()}
+    cost = cost_table(p.cost_plan, seconds, len(questions), usage, timings)
     costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
     write_text(costs, snakemake.output.cost)

@@ -19,12 +19,14 @@ def main(snakemake):
     grain, qset, out = snakemake.params.grain, snakemake.wildcards.qset, snakemake.output
     metric, k = snakemake.params.plot_metric
     heat_metric, heat_k = snakemake.params.headline[0]
-    save(recall_curves(aggregate, grain, f"recall@k by method — {qset}"), out.recall_png, out.recall_svg)
+    baseline = snakemake.params.baseline
+    save(recall_curves(aggregate, grain, f"recall@k by method — {qset}", baseline), out.recall_png, out.recall_svg)
     save(metric_bars(aggregate, grain, metric, k, f"{metric_label(metric, k)} with 95% CI — {qset}"),
          out.bars_png, out.bars_svg)
     heat_title = f"{metric_label(heat_metric, heat_k)} by question kind — {qset}"
     save(kind_heatmap(aggregate, grain, heat_metric, heat_k, heat_title), out.kinds_png, out.kinds_svg)
-    save(mean_grade_by_rank(grades, grain, f"Mean relevance grade by rank — {qset}"), out.grades_png, out.grades_svg)
+    save(mean_grade_by_rank(grades, grain, f"Mean relevance grade by rank — {qset}", baseline), out.grades_png,
+         out.grades_svg)
 
 
 run_script(main, snakemake)

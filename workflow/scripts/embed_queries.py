@@ -3,16 +3,18 @@ vectors of questions an earlier version (or rewrite source) already encoded."""
 
 import json
 import logging
+from collections import defaultdict
 from dataclasses import asdict
 
 import pandas as pd
 
 from rankbench.io.files import write_npy, write_text
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.encoders.api import usage_record
 from rankbench.retrieval.encoders.cache import (
     cache_key,
-    embed_queries,
+    embed_cached,
     load_cache,
     save_cache,
     text_hashes,
@@ -21,16 +23,32 @@ from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
 
 
 def main(snakemake):
+    timing = Timing()
     spec = encoder_spec(snakemake.params.encoder)
-    texts = pd.read_parquet(snakemake.input.questions)["question"].tolist()
-    key = cache_key(asdict(spec))
-    encoder = load_encoder(spec, snakemake.params.api_cache, snakemake.wildcards.encoder)
-    vectors, encoded = embed_queries(encoder, texts, *load_cache(snakemake.params.cache, key))
+    with timing.once("load"):
+        questions = pd.read_parquet(snakemake.input.questions)
+        texts = questions["question"].tolist()
+        key = cache_key(asdict(spec))
+        encoder = load_encoder(spec, snakemake.params.api_cache, snakemake.wildcards.encoder)
+        cached = load_cache(snakemake.params.cache, key)
+    qids_of = defaultdict(list)
+    for qid, text in zip(questions["qid"], texts):
+        qids_of[text].append(qid)
+
+    def encode(batch):
+        """The questions the cache misses, in one call (the encoder batches them): each pays the mean; the others
+        are recorded as cached."""
+        with timing.batch(sorted({qid for text in set(batch) for qid in qids_of[text]})):
+            return encoder.encode_queries(batch)
+
+    vectors, encoded = embed_cached(encode, texts, *cached)
+    timing.cached(sorted(set(questions["qid"]) - set(timing.questions)))
     logging.info("encoded %d of %d questions, %d from the cache", encoded, len(texts), len(texts) - encoded)
     if encoded:
         save_cache(snakemake.params.cache, key, text_hashes(texts), vectors, replace=False)
     write_text(json.dumps(usage_record(encoder, len(texts), encoded)), snakemake.output.usage)
     write_npy(vectors, snakemake.output.embeddings)
+    timing.write(snakemake.output.timing)
 
 
 run_script(main, snakemake)

@@ -4,17 +4,23 @@ import pandas as pd
 
 from rankbench.io.files import write_parquet
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.fusion import reciprocal_rank_fusion, score_fusion
 
 
 def main(snakemake):
-    runs = [pd.read_parquet(path) for path in snakemake.input.runs]
+    timing = Timing()
+    with timing.once("load"):
+        runs = [pd.read_parquet(path) for path in snakemake.input.runs]
     params = snakemake.params
-    if params.kind == "rrf":
-        fused = reciprocal_rank_fusion(runs, k=params.k, depth=params.depth, weights=params.weights)
-    else:
-        fused = score_fusion(runs, params.kind, params.normalization, depth=params.depth, weights=params.weights)
+    with timing.batch(sorted(set().union(*(run["qid"].unique() for run in runs)))):  # grouped over all questions
+        if params.kind == "rrf":
+            fused = reciprocal_rank_fusion(runs, k=params.k, depth=params.depth, weights=params.weights)
+        else:
+            fused = score_fusion(runs, params.kind, params.normalization, depth=params.depth,
+                                 weights=params.weights)
     write_parquet(fused, snakemake.output.run)
+    timing.write(snakemake.output.timing)
 
 
 run_script(main, snakemake)

@@ -4,7 +4,7 @@ empty run, or one naming no document of the corpus, is named in the log (it woul
 import pandas as pd
 
 from rankbench.io.files import write_parquet
-from rankbench.io.runs import log_unknown_documents
+from rankbench.io.runs import report_unknown_documents
 from rankbench.io.trec import read_run
 from rankbench.pipeline.scripting import run_script
 
@@ -13,7 +13,7 @@ def main(snakemake):
     run = read_run(snakemake.input.run, snakemake.params.format)
     run = run[run["rank"] <= snakemake.params.depth].reset_index(drop=True)
     documents = pd.read_parquet(snakemake.input.documents, columns=["doc_id"])["doc_id"]
-    log_unknown_documents(run, documents, snakemake.input.run, snakemake.wildcards.method)
+    report_unknown_documents(run, documents, snakemake.input.run, snakemake.wildcards.method)
     write_parquet(run, snakemake.output.run)
 
 

@@ -7,6 +7,7 @@ import pandas as pd
 from rankbench.corpus.chunking import passage_text
 from rankbench.io.files import write_parquet
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.rerank import (
     bi_encoder_scorer,
     cross_encoder_scorer,
@@ -16,11 +17,16 @@ from rankbench.retrieval.vector_checks import check_same_dimension
 
 
 def main(snakemake):
-    queries = pd.read_parquet(snakemake.input.queries)
-    chunks = pd.read_parquet(snakemake.input.chunks)
+    timing = Timing()
+    with timing.once("load"):
+        queries = pd.read_parquet(snakemake.input.queries)
+        chunks = pd.read_parquet(snakemake.input.chunks)
+        run = pd.read_parquet(snakemake.input.run)
     scorer = snakemake.params.scorer
+    chat = None
 
-    def make_scorer():
+    def build_scorer():
+        nonlocal chat
         if scorer["kind"] == "bi-encoder":
             query_vectors, chunk_vectors = (np.load(path) for path in (snakemake.input.query_embeddings,
                                                                        snakemake.input.chunk_embeddings))
@@ -32,11 +38,30 @@ def main(snakemake):
             from rankbench.llm.chat import chat_from_spec
             from rankbench.llm.scorer import llm_scorer
 
-            return llm_scorer(chat_from_spec(scorer["chat"]), *texts)
+            chat = chat_from_spec(scorer["chat"])
+            return llm_scorer(chat, *texts)
         return cross_encoder_scorer(scorer["model"], *texts, revision=scorer.get("revision"))
 
-    reranked = rerank_or_fallback(pd.read_parquet(snakemake.input.run), snakemake.params.depth, make_scorer)
+    def make_scorer():
+        """The scorer, loaded once, then scoring each question's pairs alone (timed per question)."""
+        with timing.once("load"):
+            score = build_scorer()
+
+        def per_question(pairs: pd.DataFrame) -> np.ndarray:
+            scores = np.empty(len(pairs), dtype=np.float64)
+            groups = list(pairs.groupby("qid", sort=False).indices.items())
+            for (_, rows), values in zip(groups, timing.each([qid for qid, _ in groups],
+                                                             lambda i: score(pairs.iloc[groups[i][1]]))):
+                scores[rows] = values
+            return scores
+
+        return per_question
+
+    reranked = rerank_or_fallback(run, snakemake.params.depth, make_scorer)
+    if chat is not None:
+        timing.count(chat.sent, chat.tokens)
     write_parquet(reranked, snakemake.output.run)
+    timing.write(snakemake.output.timing)
 
 
 run_script(main, snakemake)

@@ -6,31 +6,47 @@ import os
 # cache, so only a dataset's first BM25 run compiles them.
 os.environ["NUMBA_CACHE_DIR"] = snakemake.params.numba_cache
 
+import numpy as np
 import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
-from rankbench.corpus.filters import chunk_masks
+from rankbench.corpus.filters import ChunkMasks, chunk_masks
 from rankbench.io.files import write_parquet
 from rankbench.io.runs import run_from_topk
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.bm25 import load_index, search, search_weighted
 from rankbench.retrieval.rm3 import RM3, rm3_queries
 
 
 def main(snakemake):
-    index, analyzer, _ = load_index(snakemake.input.index)
-    questions = pd.read_parquet(snakemake.input.questions)
-    texts = pd.read_parquet(snakemake.input.queries)["question"].tolist()
-    chunks = pd.read_parquet(snakemake.input.chunks)
-    allowed = chunk_masks(questions, chunks, snakemake.params.filters)
-    depth = snakemake.params.depth
-    if snakemake.params.prf:
-        expanded = rm3_queries(index, analyzer, texts, passage_text(chunks), RM3(**snakemake.params.prf), allowed)
-        positions, scores = search_weighted(index, expanded, depth, allowed, snakemake.params.backend)
-    else:
-        positions, scores = search(index, analyzer, texts, depth, allowed, snakemake.params.backend)
+    timing = Timing()
+    with timing.once("load"):
+        index, analyzer, _ = load_index(snakemake.input.index)
+        questions = pd.read_parquet(snakemake.input.questions)
+        texts = pd.read_parquet(snakemake.input.queries)["question"].tolist()
+        chunks = pd.read_parquet(snakemake.input.chunks)
+        allowed = chunk_masks(questions, chunks, snakemake.params.filters)
+    depth, prf, backend = snakemake.params.depth, snakemake.params.prf, snakemake.params.backend
+    passages = passage_text(chunks) if prf else None
+
+    def answer(i: int):
+        """Question i alone: the same ranking as a batch (each question is searched independently)."""
+        mask = None if allowed is None else ChunkMasks(allowed.group[i:i + 1], allowed.masks)
+        if prf:
+            expanded = rm3_queries(index, analyzer, texts[i:i + 1], passages, RM3(**prf), mask)
+            return search_weighted(index, expanded, depth, mask, backend)
+        return search(index, analyzer, texts[i:i + 1], depth, mask, backend)
+
+    if len(texts):
+        with timing.once("compile"):  # numba compiles (or loads its cached kernels) on the first call
+            answer(0)
+    found = timing.each(questions["qid"].tolist(), answer)
+    positions = np.vstack([p for p, _ in found]) if found else np.empty((0, depth), dtype=np.int64)
+    scores = np.vstack([s for _, s in found]) if found else np.empty((0, depth))
     run = run_from_topk(questions["qid"], positions, scores, chunks, depth, drop_nonpositive=True)
     write_parquet(run, snakemake.output.run)
+    timing.write(snakemake.output.timing)
 
 
 run_script(main, snakemake)

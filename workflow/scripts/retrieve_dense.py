@@ -3,23 +3,36 @@
 import numpy as np
 import pandas as pd
 
-from rankbench.corpus.filters import chunk_masks
+from rankbench.corpus.filters import ChunkMasks, chunk_masks
 from rankbench.io.files import write_parquet
 from rankbench.io.runs import run_from_topk
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.dense import IndexSpec, load_index, search
 from rankbench.retrieval.vector_checks import check_same_dimension
 
 
 def main(snakemake):
-    questions = pd.read_parquet(snakemake.input.questions)
-    chunks = pd.read_parquet(snakemake.input.chunks)
-    index, queries = load_index(snakemake.input.index), np.load(snakemake.input.queries)
-    check_same_dimension(queries, index.d, snakemake.input.queries, snakemake.input.index)
-    positions, scores = search(index, queries, snakemake.params.depth, IndexSpec(**snakemake.params.index),
-                               chunk_masks(questions, chunks, snakemake.params.filters))
-    write_parquet(run_from_topk(questions["qid"], positions, scores, chunks, snakemake.params.depth),
-                  snakemake.output.run)
+    timing = Timing()
+    with timing.once("load"):
+        questions = pd.read_parquet(snakemake.input.questions)
+        chunks = pd.read_parquet(snakemake.input.chunks)
+        index, queries = load_index(snakemake.input.index), np.load(snakemake.input.queries)
+        check_same_dimension(queries, index.d, snakemake.input.queries, snakemake.input.index)
+        allowed = chunk_masks(questions, chunks, snakemake.params.filters)
+    spec, depth = IndexSpec(**snakemake.params.index), snakemake.params.depth
+
+    def answer(i: int):
+        """Question i alone (FAISS searches each query independently: the same lists as a batch)."""
+        mask = None if allowed is None else ChunkMasks(allowed.group[i:i + 1], allowed.masks)
+        return search(index, queries[i:i + 1], depth, spec, mask)
+
+    found = timing.each(questions["qid"].tolist(), answer)
+    width = min(depth, index.ntotal)
+    positions = np.vstack([p for p, _ in found]) if found else np.empty((0, width), dtype=np.int64)
+    scores = np.vstack([s for _, s in found]) if found else np.empty((0, width), dtype=np.float32)
+    write_parquet(run_from_topk(questions["qid"], positions, scores, chunks, depth), snakemake.output.run)
+    timing.write(snakemake.output.timing)
 
 
 run_script(main, snakemake)

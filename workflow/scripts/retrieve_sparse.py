@@ -8,21 +8,26 @@ from rankbench.errors import InputError
 from rankbench.io.files import write_parquet
 from rankbench.io.runs import run_from_topk
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.sparse import load_matrix, search
 
 
 def main(snakemake):
-    questions = pd.read_parquet(snakemake.input.questions)
-    chunks = pd.read_parquet(snakemake.input.chunks)
-    index, index_vocab = load_matrix(snakemake.input.index)
-    queries, query_vocab = load_matrix(snakemake.input.queries)
+    timing = Timing()
+    with timing.once("load"):
+        questions = pd.read_parquet(snakemake.input.questions)
+        chunks = pd.read_parquet(snakemake.input.chunks)
+        index, index_vocab = load_matrix(snakemake.input.index)
+        queries, query_vocab = load_matrix(snakemake.input.queries)
+        allowed = chunk_masks(questions, chunks, snakemake.params.filters)
     if not np.array_equal(index_vocab, query_vocab):
         raise InputError(snakemake.input.queries, None, f"was encoded with another vocabulary than "
                          f"{snakemake.input.index}", "Delete both and rerun: they must come from one model.")
-    positions, scores = search(index, queries, snakemake.params.depth,
-                               chunk_masks(questions, chunks, snakemake.params.filters))
+    with timing.batch(questions["qid"].tolist()):  # one pass over the inverted index for all questions
+        positions, scores = search(index, queries, snakemake.params.depth, allowed)
     write_parquet(run_from_topk(questions["qid"], positions, scores, chunks, snakemake.params.depth),
                   snakemake.output.run)
+    timing.write(snakemake.output.timing)
 
 
 run_script(main, snakemake)

@@ -3,15 +3,21 @@
 import pandas as pd
 
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, encode, load_sparse_encoder, vocabulary
 from rankbench.retrieval.sparse import save_matrix
 
 
 def main(snakemake):
+    timing = Timing()
     spec = SparseEncoderSpec(**snakemake.params.encoder)
-    model = load_sparse_encoder(spec)
-    texts = pd.read_parquet(snakemake.input.questions)["question"].tolist()
-    save_matrix(encode(model, texts, True, spec.batch_size), vocabulary(model), snakemake.output.queries)
+    with timing.once("load"):
+        model = load_sparse_encoder(spec)
+        questions = pd.read_parquet(snakemake.input.questions)
+    with timing.batch(questions["qid"].tolist()):  # the encoder batches the questions
+        weights = encode(model, questions["question"].tolist(), True, spec.batch_size)
+    save_matrix(weights, vocabulary(model), snakemake.output.queries)
+    timing.write(snakemake.output.timing)
 
 
 run_script(main, snakemake)

@@ -7,11 +7,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 
 BETTER, WORSE, NEAR = "↑", "↓", "°"
 LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
-NOT_RANKED = ("rbp_residual",)  # an uncertainty, not a quality: no best value is marked
+# An uncertainty (RBP's residual) or a description of the list (pollution: distinct documents, the top document's
+# share), not a quality: no best value and no better/worse mark.
+NOT_RANKED = ("rbp_residual", *POLLUTION_METRICS)
 
 
 def legend(alpha: float, baseline: str | None) -> str:
@@ -26,7 +28,8 @@ def legend(alpha: float, baseline: str | None) -> str:
 def marked(aggregate: pd.DataFrame, alpha: float) -> pd.DataFrame:
     """The aggregate with `significant` (↑/↓/''), `near` (within one question's worth of the baseline) and `best`."""
     table = aggregate.copy()
-    compared = table["baseline"].notna() & (table["method"] != table["baseline"]) & table["p_holm"].notna()
+    compared = (table["baseline"].notna() & (table["method"] != table["baseline"]) & table["p_holm"].notna()
+                & ~table["metric"].isin(NOT_RANKED))
     significant = compared & (table["p_holm"] < alpha)
     table["significant"] = ""
     table.loc[significant & (table["diff"] > 0), "significant"] = BETTER

@@ -227,6 +227,70 @@ def _stretch_starts(ids: pd.Series) -> np.ndarray | None:
     return starts if len(starts) <= len(ids) // 2 else None
 
 
+def _arrow_strings(ids: pd.Series) -> pa.Array | None:
+    """The Arrow string array behind a pandas string column, None when it has none (object or categorical ids)."""
+    if not isinstance(ids.array, pd.arrays.ArrowStringArray):
+        return None
+    array = pa.array(ids.array)
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def _matched_labels(run_q: np.ndarray, run_ids: pd.Series, label_q: np.ndarray, label_ids: pd.Series,
+                    run_fingerprints: np.ndarray) -> np.ndarray | None:
+    """Label (index into label_q) of each run row, -1 when none: (question, fingerprint) keys of the labels hashed,
+    the run's probed, and every match confirmed on the question codes and the id strings, so that only a
+    fingerprint collision (None: the caller codes the ids instead) could go unconfirmed."""
+    label_fingerprints = _fingerprints(label_ids)
+    if label_fingerprints is None:
+        return None
+    with np.errstate(over="ignore"):
+        label_keys = label_fingerprints + label_q * np.int64(-0x61C8864680B583EB)
+        run_keys = run_fingerprints + run_q * np.int64(-0x61C8864680B583EB)
+    index = pd.Index(label_keys)
+    if not index.is_unique:
+        return None
+    found = index.get_indexer(run_keys)
+    run_rows = np.flatnonzero(found >= 0)
+    label_rows = found[run_rows]
+    same = pc.equal(pc.take(_arrow_strings(run_ids), pa.array(run_rows)),
+                    pc.take(_arrow_strings(label_ids), pa.array(label_rows)))
+    if not (np.array_equal(run_q[run_rows], label_q[label_rows]) and pc.all(same).as_py() in (True, None)):
+        return None
+    return found
+
+
+_WORD_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+_FINGERPRINT_MAX_BYTES = 64  # longer ids are hashed by pandas instead
+
+
+def _fingerprints(ids: pd.Series) -> np.ndarray | None:
+    """A 64-bit fingerprint of every id of an Arrow string column, read from its buffers eight bytes at a time (equal
+    ids, equal fingerprints; different ids collide with probability ~2^-64, so a repeat found is checked on the
+    strings). None without an Arrow array or for ids over _FINGERPRINT_MAX_BYTES."""
+    array = _arrow_strings(ids)
+    if array is None or len(array) == 0:
+        return None
+    _, offset_buffer, data_buffer = array.buffers()
+    offset_type = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    offsets = np.frombuffer(offset_buffer, dtype=offset_type)[array.offset: array.offset + len(array) + 1]
+    starts, lengths = offsets[:-1].astype(np.int64), np.diff(offsets).astype(np.int64)
+    longest = int(lengths.max())
+    if longest > _FINGERPRINT_MAX_BYTES:
+        return None
+    data = np.zeros(int(offsets[-1]) + 8, dtype=np.uint8)  # padded: the last id's word reads past its end
+    data[: int(offsets[-1]) - int(offsets[0])] = np.frombuffer(data_buffer, dtype=np.uint8)[offsets[0]: offsets[-1]]
+    starts -= int(offsets[0])
+    words = np.ndarray(shape=(len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))  # a word at every byte
+    fingerprint = lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    with np.errstate(over="ignore"):
+        for word in range(0, max(longest, 1), 8):  # only the id's own words: the same fingerprint in any column
+            bits = words[np.minimum(starts + word, len(words) - 1)] & _WORD_MASKS[np.clip(lengths - word, 0, 8)]
+            mixed = (fingerprint ^ bits) * np.uint64(0xFF51AFD7ED558CCD)
+            mixed ^= mixed >> np.uint64(33)
+            fingerprint = mixed if word == 0 else np.where(lengths > word, mixed, fingerprint)
+    return fingerprint.view(np.int64)
+
+
 def _pair_keys(first: np.ndarray, second: np.ndarray, n_second: int) -> np.ndarray:
     """One int64 key per (first code, second code) pair, for duplicate checks and lookups."""
     return first * np.int64(max(n_second, 1)) + second
@@ -248,29 +312,44 @@ def _deduplicated_labels(qrels: pd.DataFrame, keys: np.ndarray, grade: np.ndarra
 
 
 def _check_items_once(run: pd.DataFrame, rows_q: np.ndarray, rows: np.ndarray | None, run_i: np.ndarray,
-                      pos: np.ndarray, counts: np.ndarray) -> None:
+                      pos: np.ndarray, counts: np.ndarray, exact: bool = True) -> None:
     """Raise when a question lists the same item twice. Rows in (question, rank) order (rows: their run rows, None
     when in place) go into a [question, position] matrix of item codes padded with distinct negatives, and each
-    matrix row is sorted: a repeat sits next to itself. A hash of the (question, item) keys when the matrix would
-    be much larger than the run (a few very long questions)."""
+    matrix row is sorted: a repeat sits next to itself. run_i not exact: the ids' fingerprints, whose repeats are
+    confirmed on codes. A hash of the (question, item) keys when the matrix would be much larger than the run (a few
+    very long questions)."""
     width = int(counts.max(initial=0))
-    if len(counts) * width <= 2 * len(rows_q) + 1024:
-        items = run_i if rows is None else run_i[rows]
-        matrix = np.broadcast_to(-1 - np.arange(width, dtype=np.int64), (len(counts), width)).copy()
-        matrix[rows_q, pos] = items
-        matrix.sort(axis=1)
-        repeats = np.flatnonzero((matrix[:, 1:] == matrix[:, :-1]).any(axis=1))
-        if len(repeats) == 0:
+    if not exact:
+        if len(counts) * width <= 2 * len(rows_q) + 1024 and _first_repeat(rows_q, rows, run_i, pos, counts) is None:
             return
-        question = int(repeats[0])
-        listed = matrix[question]
-        item = int(listed[1:][listed[1:] == listed[:-1]][0])
-        i = int(np.flatnonzero((rows_q == question) & (items == item))[0])
-        raise ValueError(f"run lists the same item twice: {_row_name(run, i if rows is None else int(rows[i]))}")
+        run_i = _codes(_ids(run, "item_id", "run"))[0]
+    if len(counts) * width <= 2 * len(rows_q) + 1024:
+        repeat = _first_repeat(rows_q, rows, run_i, pos, counts)
+        if repeat is not None:
+            raise ValueError(f"run lists the same item twice: {_row_name(run, repeat)}")
+        return
     index = pd.Index(_pair_keys(rows_q, run_i if rows is None else run_i[rows], int(run_i.max()) + 1))
     if not index.is_unique:
         i = int(np.flatnonzero(index.duplicated())[0])
         raise ValueError(f"run lists the same item twice: {_row_name(run, i if rows is None else int(rows[i]))}")
+
+
+def _first_repeat(rows_q: np.ndarray, rows: np.ndarray | None, run_i: np.ndarray, pos: np.ndarray,
+                  counts: np.ndarray) -> int | None:
+    """Run row of the first item a question lists twice (by the [question, position] matrix sort), or None."""
+    items = run_i if rows is None else run_i[rows]
+    width = int(counts.max(initial=0))
+    matrix = np.broadcast_to(np.iinfo(np.int64).min + np.arange(width, dtype=np.int64), (len(counts), width)).copy()
+    matrix[rows_q, pos] = items
+    matrix.sort(axis=1)
+    repeats = np.flatnonzero((matrix[:, 1:] == matrix[:, :-1]).any(axis=1))
+    if len(repeats) == 0:
+        return None
+    question = int(repeats[0])
+    listed = matrix[question]
+    item = int(listed[1:][listed[1:] == listed[:-1]][0])
+    i = int(np.flatnonzero((rows_q == question) & (items == item))[0])
+    return i if rows is None else int(rows[i])
 
 
 def _rank_order(run: pd.DataFrame, run_q: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
@@ -483,13 +562,26 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
 
     # Integer codes: questions and items share one vocabulary between run and labels.
     run_q, label_q, qid_vocab = _shared_codes(_ids(run, "qid", "run"), _ids(qrels, "qid", "qrels"))
-    run_i, label_i, item_vocab = _shared_codes(_ids(run, "item_id", "run"), _ids(qrels, "item_id", "qrels"))
-    n_items = len(item_vocab)
-    label_keys = _pair_keys(label_q, label_i, n_items)
+    run_items, label_items = _ids(run, "item_id", "run"), _ids(qrels, "item_id", "qrels")
+    # String ids: the run's items are fingerprinted, not hashed, and matched to the labels on their fingerprints.
+    fingerprints = _fingerprints(run_items) if _arrow_strings(label_items) is not None else None
+    if fingerprints is None:
+        run_i, label_i, item_vocab = _shared_codes(run_items, label_items)
+    else:
+        label_i, item_vocab = _codes(label_items)
+        run_i = fingerprints  # the duplicate check's stand-in for codes (exact=False below)
+    label_keys = _pair_keys(label_q, label_i, len(item_vocab))
     keep_label = _deduplicated_labels(qrels, label_keys, label_grade)
     label_q, label_keys, label_grade = label_q[keep_label], label_keys[keep_label], label_grade[keep_label]
     # Grade of each run row: its label's, _UNJUDGED when it has none (the few labels hashed, the run's keys probed).
-    row_label = pd.Index(label_keys).get_indexer(_pair_keys(run_q, run_i, n_items))
+    found = None if fingerprints is None else _matched_labels(run_q, run_items, label_q, label_items[keep_label],
+                                                              fingerprints)
+    if found is None:  # coded ids, or a fingerprint collision: the ids are coded
+        if fingerprints is not None:
+            run_i, label_i, item_vocab = _shared_codes(run_items, label_items)
+            label_keys, fingerprints = _pair_keys(label_q, label_i[keep_label], len(item_vocab)), None
+        found = pd.Index(label_keys).get_indexer(_pair_keys(run_q, run_i, len(item_vocab)))
+    row_label = found
     row_grade = np.append(label_grade.astype(_GRADES), _GRADES(_UNJUDGED))[row_label]  # -1: the last, _UNJUDGED
 
     # Questions evaluated: those with a relevant label, in qid order; out[code] = their row.
@@ -507,7 +599,7 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
     order = _rank_order(run, run_q, rank)
     rows_q = run_q if order is None else run_q[order]
     pos, counts = _group_positions(rows_q, len(qid_vocab))
-    _check_items_once(run, rows_q, order, run_i, pos, counts)
+    _check_items_once(run, rows_q, order, run_i, pos, counts, exact=fingerprints is None)
     run_length = np.zeros(n_q, dtype=np.int64)
     evaluated = out_of_code >= 0
     run_length[out_of_code[evaluated]] = counts[evaluated]

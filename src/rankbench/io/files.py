@@ -13,7 +13,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+PARQUET_METADATA = b"rankbench"  # the schema metadata key of what write_parquet stores beside a table
 
 def write_atomically(path: str | Path, write: Callable[[Path], object]) -> None:
     """Call write(tmp) and rename tmp to path, so a killed job never leaves a half-written output."""
@@ -52,9 +55,22 @@ def sweep_temporaries(folder: str | Path) -> None:
         stale.unlink(missing_ok=True)
 
 
-def write_parquet(frame: pd.DataFrame, path: str | Path) -> None:
-    """Parquet with zstd, without the pandas index."""
-    write_atomically(path, lambda tmp: frame.to_parquet(tmp, index=False, compression="zstd"))
+def write_parquet(frame: pd.DataFrame, path: str | Path, metadata: Mapping[str, Any] | None = None) -> None:
+    """Parquet with zstd, without the pandas index; `metadata` (JSON) goes into the file's schema, under
+    PARQUET_METADATA (e.g. a run's provenance)."""
+    if metadata is None:
+        write_atomically(path, lambda tmp: frame.to_parquet(tmp, index=False, compression="zstd"))
+        return
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           PARQUET_METADATA: json.dumps(metadata, sort_keys=True).encode()})
+    write_atomically(path, lambda tmp: pq.write_table(table, tmp, compression="zstd"))
+
+
+def parquet_metadata(path: str | Path) -> dict[str, Any]:
+    """What write_parquet stored in a file's schema ({} for none)."""
+    stored = (pq.read_schema(path).metadata or {}).get(PARQUET_METADATA)
+    return json.loads(stored) if stored else {}
 
 
 def write_text(text: str, path: str | Path) -> None:

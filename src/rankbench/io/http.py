@@ -1,6 +1,7 @@
-"""POST a JSON body to an HTTP API (urllib only) with timeouts and retries: the one client of the OpenAI-compatible
-endpoints rankbench talks to (chat completions, embeddings). Redirects are never followed (the API key would go to
-whatever host a server names), and each attempt has a total deadline, not only a limit per socket read."""
+"""Requests to an HTTP API (urllib only) with timeouts and retries: the one client of the endpoints rankbench
+talks to (OpenAI-compatible chat completions and embeddings, search services). Redirects are never followed (the
+API key would go to whatever host a server names), and each attempt has a total deadline, not only a limit per
+socket read."""
 
 from __future__ import annotations
 
@@ -34,49 +35,59 @@ VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 SHOWN_NAME = re.compile(r"[A-Z][A-Z0-9]{0,15}(_[A-Z0-9]{1,16})*")
 
 
-def check_base_url(base_url: str, setting: str, source: str | None = "config") -> None:
+def check_base_url(base_url: str, setting: str, source: str | None = "config", url_key: str = "base_url",
+                   secret_fix: str = "give the key through {setting}.api_key_env (the name of an environment "
+                                     "variable holding it, sent as a Bearer token)") -> None:
     """An endpoint's URL holds no user name or password: credentials never go in a config (pages and records show
-    it), only the name of the variable that holds the key."""
+    it), only the name of the variable that holds the key (`secret_fix` says where it goes)."""
     if urlsplit(base_url).netloc.count("@"):
-        raise InputError(source, f"{setting}.base_url", f"holds a user name or password ({base_url})",
-                         f"Remove them from the URL, and give the key through {setting}.api_key_env (the name of an "
-                         "environment variable holding it, sent as a Bearer token).")
+        raise InputError(source, f"{setting}.{url_key}", f"holds a user name or password ({base_url})",
+                         f"Remove them from the URL, and {secret_fix.format(setting=setting)}.")
 
 
-def api_key(variable: str, setting: str, source: str | None = "config") -> str:
-    """The API key in the environment variable a config names, registered for redaction. A value that is no
-    variable name (a key given by mistake) is never repeated: it is redacted as a secret too."""
+def api_key(variable: str, setting: str, source: str | None = "config", setting_key: str = "api_key_env"
+            ) -> str:
+    """The API key (or a header's value) in the environment variable a config names (at `setting_key`), registered
+    for redaction. A value that is no variable name (a key given by mistake) is never repeated: it is redacted too."""
     shown = repr(variable) if SHOWN_NAME.fullmatch(variable) else "a variable (its name is not shown: it may be a key)"
     if not VARIABLE_NAME.fullmatch(variable):
         register_secret(variable)
-        raise InputError(source, f"{setting}.api_key_env", "is not the name of an environment variable (not shown: "
+        raise InputError(source, f"{setting}.{setting_key}", "is not the name of an environment variable (not shown: "
                          "it may be the key itself)", "Put the key in an environment variable and give that "
-                         "variable's name, e.g. `api_key_env: OPENAI_API_KEY`; never the key.")
+                         f"variable's name, e.g. `{setting_key}: OPENAI_API_KEY`; never the key.")
     key = os.environ.get(variable)
     if not key:
         if not SHOWN_NAME.fullmatch(variable):
             register_secret(variable)
-        raise InputError(source, f"{setting}.api_key_env", f"names {shown}, which is not set in the environment",
+        raise InputError(source, f"{setting}.{setting_key}", f"names {shown}, which is not set in the environment",
                          f"Export {variable if SHOWN_NAME.fullmatch(variable) else 'it'}=<your key> before running "
-                         "(api_key_env takes the variable's name, never the key).")
+                         f"({setting_key} takes the variable's name, never the key).")
     register_secret(key)
     return key
 
 
 def post_json(url: str, body: Mapping[str, Any], api_key: str | None, timeout: float, retries: int, backoff: float,
               setting: str) -> bytes:
-    """The raw response to a JSON POST; HTTP 408/429/5xx, timeouts and dropped connections are retried with
-    exponential backoff (Retry-After honoured). Each attempt must complete within `timeout` seconds in all
-    (connecting, sending, waiting and reading), so a server that trickles its answer is given up on too. A redirect is
-    an error, never followed. Failures are InputErrors naming the URL, the HTTP status and an excerpt of the body
-    (secrets redacted); `setting` is the config key of the endpoint's settings, named in the fix."""
-    data = json.dumps(body).encode("utf-8")
+    """The raw response to a JSON POST with the key as a Bearer token (see `send`)."""
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    payload, _ = send(url, json.dumps(body).encode("utf-8"), headers, "POST", timeout, retries, backoff, setting,
+                      f"Check {setting}.model, the API key and the server's log.")
+    return payload
+
+
+def send(url: str, data: bytes | None, headers: Mapping[str, str], method: str, timeout: float, retries: int,
+         backoff: float, setting: str, status_fix: str, url_key: str = "base_url") -> tuple[bytes, Message]:
+    """The raw body and headers of the answer to one request; HTTP 408/429/5xx, timeouts and dropped connections are
+    retried with exponential backoff (Retry-After honoured). Each attempt must complete within `timeout` seconds in
+    all (connecting, sending, waiting and reading), so a server that trickles its answer is given up on too. A
+    redirect is an error, never followed. Failures are InputErrors naming the URL, the HTTP status and an excerpt of
+    the body (secrets redacted); `setting` is the config key of the endpoint's settings and `url_key` the key of its
+    address, named in the fix, and `status_fix` the fix of an error status."""
     for attempt in range(retries + 1):
         last = attempt == retries
-        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        request = urllib.request.Request(url, data=data, headers=dict(headers), method=method)
         try:
             status, payload, answer = _attempt(request, timeout)
         except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
@@ -88,25 +99,24 @@ def post_json(url: str, body: Mapping[str, Any], api_key: str | None, timeout: f
                                      "that the server is not overloaded.") from None
             elif not isinstance(reason, TRANSIENT):
                 raise InputError(url, None, f"is unreachable ({reason})",
-                                 f"Start the server, or fix {setting}.base_url in the config.") from None
+                                 f"Start the server, or fix {setting}.{url_key} in the config.") from None
             elif last:
                 raise InputError(url, None, f"dropped the connection on each of {retries + 1} attempts "
                                  f"({type(reason).__name__}: {reason})", "Check the server's log.") from None
             wait = backoff * 2 ** attempt
         else:
             if status < 300:
-                return payload
+                return payload, answer
             if status < 400:
                 target = urlsplit(answer.get("Location") or "")
                 where = f"{target.scheme}://{target.netloc}" if target.netloc else "another address"
                 raise InputError(url, None, f"answered HTTP {status}, a redirect to {where}",
                                  "API requests never follow redirects (the API key would go to another host): set "
-                                 f"{setting}.base_url to the address the server names, if you trust it.")
+                                 f"{setting}.{url_key} to the address the server names, if you trust it.")
             if status not in RETRY_STATUS or last:
                 detail = payload[:300].decode("utf-8", "replace").strip() or http.client.responses.get(status, "")
                 tried = f" after {attempt + 1} attempts" if attempt else ""
-                raise InputError(url, None, f"answered HTTP {status}{tried} ({detail})",
-                                 f"Check {setting}.model, the API key and the server's log.")
+                raise InputError(url, None, f"answered HTTP {status}{tried} ({detail})", status_fix)
             wait = retry_after(answer.get("Retry-After"), backoff * 2 ** attempt)
         logging.warning("request to %s failed (attempt %d), retrying in %.1f s", redact(url), attempt + 1, wait)
         time.sleep(wait)

@@ -63,15 +63,15 @@ def unmatched(run: pd.DataFrame, qrels: pd.DataFrame, id_column: str) -> str | N
     return None
 
 
-def log_unknown_documents(run: pd.DataFrame, corpus_doc_ids: pd.Series, source: str, method: str) -> None:
-    """Name in the log a run made outside rankbench (an imported file, an existing collection) that is empty or names
-    no document of the corpus (it would score 0 without a word), and count the results the corpus does not hold."""
-    known = run["doc_id"].isin(corpus_doc_ids)
+def report_unknown_documents(run: pd.DataFrame, documents: pd.Series, source: str, method: str) -> None:
+    """Name in the log a run made elsewhere (imported, or a search endpoint's) that is empty or names no document
+    of the corpus (it would score 0 without a word), and count the results naming a document the corpus lacks."""
+    known = run["doc_id"].isin(documents)
     if run.empty:
         logging.warning("%s holds no result: method %s scores 0 on every metric", source, method)
     elif not known.any():
         logging.warning("%s names no document of the corpus (e.g. %r): method %s scores 0 on every metric; its ids "
-                        "must be corpus doc_ids (or chunk ids)", source, run["doc_id"].iloc[0], method)
+                        "must be the corpus's doc_id", source, run["doc_id"].iloc[0], method)
     elif not known.all():
         logging.info("%d of %d results of %s name a document that is not in the corpus", int((~known).sum()),
                      len(run), source)

@@ -113,6 +113,7 @@ class Chat:
     def __init__(self, backend: ChatBackend, cache_dir: Path, seed: int = 0) -> None:
         self.backend, self.cache_dir, self.seed = backend, Path(cache_dir), seed
         self.sent = 0
+        self.tokens: int | None = 0  # billed for the requests sent (the `usage` field); None once one reported none
 
     def request(self, messages: Messages, max_tokens: int, logprobs: int = 0) -> dict[str, Any]:
         """The response to these messages (from the cache when seen before); logprobs = top tokens to return."""
@@ -132,6 +133,8 @@ class Chat:
                 path.unlink(missing_ok=True)
         response = self.backend.send(body)
         self.sent += 1
+        billed = (response.get("usage") or {}).get("total_tokens")
+        self.tokens = None if billed is None or self.tokens is None else self.tokens + int(billed)
         write_text(json.dumps(response, ensure_ascii=False), path)
         return response
 

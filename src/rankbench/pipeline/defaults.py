@@ -26,7 +26,7 @@ HISTORY_FILE = "history.jsonl"  # every run's headline figures, shared by the da
 RESULTS_ENTRIES = (HISTORY_FILE,)
 # What rankbench itself writes directly under results/<dataset>/, beside a folder per question-set version.
 DATASET_ENTRIES = ("benchmarks", "cache", "corpus", "diffs", "history", "history.html", "history.md", "history.png",
-                   "history.svg", "llm", "logs")
+                   "history.svg", "index.html", "llm", "logs", "timings")
 DATASET_DEFAULTS: dict[str, Any] = {"language": "english"}
 EVALUATION_DEFAULTS: dict[str, Any] = {
     "depth": 100, "ks": [1, 3, 5, 10], "relevance_threshold": 1, "gain": "linear", "baseline": None,
@@ -34,7 +34,7 @@ EVALUATION_DEFAULTS: dict[str, Any] = {
 }
 REPORT_DEFAULTS: dict[str, Any] = {
     "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",
-    "ci": False, "alpha": 0.05,
+    "ci": False, "alpha": 0.05, "columns": [],
 }
 LLM_DEFAULTS: dict[str, dict[str, Any]] = {"generate": {"count": 20, "seed": 0, "qid_prefix": "g"},
                                            "judge": {"depth": 5}}

@@ -46,10 +46,11 @@ def source_commit() -> str | None:
 
 
 def run_metadata(tag: str, method: Mapping[str, Any], dataset: str, qset: Mapping[str, Any],
-                 corpus_sha256: str) -> dict[str, Any]:
+                 corpus_sha256: str, provenance: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The PRIMAD record of one exported run: platform (OS, Python, library versions), implementation (rankbench
-    version and commit), method (its effective config), data (corpus and question-set hashes). Research goal and
-    actor are the user's to fill in."""
+    version and commit), method (its effective config, and the provenance its run file holds: a search endpoint's
+    address, server version and when it was asked), data (corpus and question-set hashes). Research goal and actor
+    are the user's to fill in."""
     libraries = [f"rankbench=={rankbench.__version__}"] + [
         f"{name}=={version}" for name in LIBRARIES if (version := _installed(name))]
     return {
@@ -65,7 +66,8 @@ def run_metadata(tag: str, method: Mapping[str, Any], dataset: str, qset: Mappin
             "source": {"lang": "python", "repository": "rankbench", "version": rankbench.__version__,
                        "commit": source_commit()},
         },
-        "method": {"automatic": True, "config": dict(sorted(method.items()))},
+        "method": {"automatic": True, "config": dict(sorted(method.items())),
+                   **({"provenance": dict(provenance)} if provenance else {})},
         "data": {
             "test collection": {
                 "name": dataset,

@@ -8,7 +8,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankbench.errors import InputError
-from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, MetricNameError, parse_metrics
+from rankbench.evaluation.metric_names import (
+    EXTRA_METRICS_AT_K,
+    EXTRA_METRICS_FULL,
+    METRIC_ALIASES,
+    METRICS,
+    MetricNameError,
+    parse_metrics,
+)
 from rankbench.pipeline.defaults import REPORT_DEFAULTS
 from rankbench.redaction import redact
 
@@ -59,7 +66,29 @@ def report_settings(config: Mapping[str, Any], ks: list[int], source: str) -> di
                              f"Add {', '.join(missing)} to evaluation.metrics.")
     settings["headline"] = [list(item) for item in parsed["headline"]]
     settings["plot_metric"] = list(parsed["plot_metric"][0])
+    settings["columns"] = table_columns(settings["columns"], requested, ks, source)
     return dict(sorted(settings.items()))
+
+
+def table_columns(names: list[str], requested: set[str], ks: list[int], source: str) -> list[list[Any]]:
+    """`report.columns` as [metric, k] pairs (aliases such as map resolved): name@k at that k, a bare name at every
+    configured k."""
+    columns: list[list[Any]] = []
+    for item in names:
+        name, _, cut = item.partition("@")
+        metric = METRIC_ALIASES.get(name.lower(), name.lower())
+        if metric not in METRICS or METRICS[metric].cutoff == "whole" or (cut and not cut.isdigit()):
+            known = ", ".join(m for m, spec in METRICS.items() if spec.cutoff != "whole")
+            raise InputError(source, "report.columns", f"names {item!r}, which is not a metric reported at k",
+                             f"Write name or name@k, the name among: {known}.")
+        if cut and int(cut) not in ks:
+            raise InputError(source, "report.columns", f"uses a cut-off that is not in evaluation.ks ({item})",
+                             f"Use one of the configured ks: {ks}.")
+        if metric in EXTRA_METRICS_AT_K and metric not in requested:
+            raise InputError(source, "report.columns", f"names {metric}, which is computed only on request",
+                             f"Add {metric} to evaluation.metrics.")
+        columns += [[metric, int(cut)]] if cut else [[metric, k] for k in ks]
+    return [list(pair) for pair in dict.fromkeys(tuple(pair) for pair in columns)]
 
 
 def diff_pairs(config: Mapping[str, Any], source: str) -> list[tuple[str, str]]:

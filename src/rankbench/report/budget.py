@@ -1,5 +1,5 @@
 """The budget page and its sentences: how many questions would separate the pairs that matter (from
-analysis/budget.py's table)."""
+analysis/budget.py's table), led by one table of pairs × headline metrics."""
 
 from __future__ import annotations
 
@@ -41,31 +41,61 @@ def headline_findings(table: pd.DataFrame) -> list[str]:
     return [f"{finding(row)} Per kind and against the baseline: `budget.md`." for _, row in rows.head(1).iterrows()]
 
 
+def needed_cell(row: pd.Series) -> str:
+    """One cell of the lead table: Δ, then the questions needed (✓ when the version has enough), `tie` when there is
+    no difference, `practically tied` beyond PRACTICAL_TIE times the questions at hand."""
+    if np.isnan(row["n_needed"]):
+        return "tie (Δ = 0)"
+    estimate = "" if row["simulated"] else " (formula)"
+    cell = f"{row['diff']:+.3f}: {_count(row['n_needed'])}{estimate}"
+    if row["n_needed"] > PRACTICAL_TIE * row["n"]:
+        return f"{cell}, practically tied"
+    return f"{cell} ✓" if row["n_needed"] <= row["n"] else cell
+
+
+def decisive(row: pd.Series) -> bool:
+    """A finding that changes a decision: not an exact tie (more questions detect nothing there)."""
+    return not np.isnan(row["n_needed"])
+
+
 def budget_page(table: pd.DataFrame, dataset: str, qset: str, alpha: float) -> str:
-    """The budget page: how it is computed, one sentence per best-vs-runner-up finding, then the full table."""
+    """The budget page: one table of questions needed (pair × headline metric, all questions), the sentences that
+    change a decision, best against runner-up per question kind; every row with its statistics is budget.parquet."""
+    grain = table["grain"].iloc[0] if len(table) else "document"
+    metrics = list(dict.fromkeys(metric_label(m, k) for m, k in zip(table["metric"], table["k"])))
+    labelled = table.assign(label=[metric_label(m, k) for m, k in zip(table["metric"], table["k"])],
+                            cell=[needed_cell(row) for _, row in table.iterrows()])
+    overall = labelled[labelled["kind"] == ALL_KINDS]
+    n = int(overall["n"].max()) if len(overall) else 0
     lines = [f"# {dataset} — question-set version {qset}: how many questions you need", "",
-             f"For each headline metric and question kind: the best method against the runner-up and every method "
-             f"against the baseline. α = {alpha:g} divided by the size of the pair's Holm family (the pairs with "
-             f"the best, as the tiers, or with the baseline; Holm's first step; later steps are looser), power "
-             f"{POWER:g}. mdd: the smallest true difference the current "
-             "questions detect (paired t-test formula from the sd of the per-query differences). Questions needed: "
-             "the formula's count, then checked by simulation — experiments of n questions drawn with replacement "
-             f"from the observed differences, {SIMULATIONS} per n, the smallest n reaching the power (the formula "
-             f"alone above {MAX_SIMULATED}). Metric differences are not normal, so the two can differ.", "",
-             "## Best against runner-up", ""]
-    lines += [f"- {finding(row)}" for _, row in table[table["pair"] == "best vs runner-up"].iterrows()]
-    frame = pd.DataFrame({
-        "metric": [metric_label(m, k) for m, k in zip(table["metric"], table["k"])],
-        "kind": table["kind"].to_numpy(), "pair": (table["method_a"] + " − " + table["method_b"]).to_numpy(),
-        "n": table["n"].to_numpy(), "Δ": table["diff"].map("{:+.3f}".format).to_numpy(),
-        "sd": table["sd"].map("{:.3f}".format).to_numpy(), "α": table["alpha"].map("{:.4f}".format).to_numpy(),
-        "mdd": table["mdd"].map(lambda v: "–" if np.isnan(v) else f"{v:.3f}").to_numpy(),
-        "needed (formula)": table["n_needed_normal"].map(_count).to_numpy(),
-        "needed (simulated)": [(_count(n) if s else "–") for n, s in zip(table["n_needed"], table["simulated"])],
-    })
-    lines += ["", "## All pairs that matter", ""]
-    for pair in ("best vs runner-up", "vs baseline"):
-        part = frame[(table["pair"] == pair).to_numpy()]
-        if len(part):
-            lines += [f"### {pair}", "", markdown_grid(part.set_index("metric")), ""]
+             f"Questions needed to separate two methods at power {POWER:g}, {grain} grain: cells read `Δ: "
+             f"questions needed` (✓: your questions suffice). α = {alpha:g} divided by the pair's Holm family (the "
+             "pairs with the best, or with the baseline; Holm's first step). Counts come from simulated experiments "
+             f"of n questions drawn with replacement from the observed per-question differences ({SIMULATIONS} per "
+             f"n), or from the paired t-test formula above {MAX_SIMULATED:,} questions (marked `formula`). "
+             f"Practically tied: more than {PRACTICAL_TIE} times the questions you have.", ""]
+    if overall.empty:
+        return "\n".join(lines + ["One method: there is no pair to separate.", ""])
+    best = overall[overall["pair"] == "best vs runner-up"]
+    rows = {"best − runner-up": {r["label"]: f"{r['method_a']} − {r['method_b']} {r['cell']}" if decisive(r)
+                                 else "tie at the top (Δ = 0)" for _, r in best.iterrows()}}
+    for _, r in overall[overall["pair"] == "vs baseline"].iterrows():
+        rows.setdefault(f"{r['method_a']} − {r['method_b']}", {})[r["label"]] = r["cell"]
+    grid = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=metrics).fillna("–")
+    grid.index.name = f"pair (all {n} questions)"
+    lines += [f"## Questions needed ({grain} grain, all questions)", "", markdown_grid(grid), ""]
+    sentences = [f"- {finding(row)}" for _, row in best.iterrows() if decisive(row)]
+    if sentences:
+        lines += ["## What the questions decide (all questions)", "", *sentences, ""]
+    kinds = labelled[(labelled["kind"] != ALL_KINDS) & (labelled["pair"] == "best vs runner-up")]
+    if len(kinds):
+        per_kind = kinds.assign(text=[f"{r['method_a']} − {r['method_b']} {r['cell']}" if decisive(r)
+                                      else "tie at the top (Δ = 0)" for _, r in kinds.iterrows()])
+        by_kind = per_kind.pivot(index="kind", columns="label", values="text").reindex(columns=metrics).fillna("–")
+        by_kind.index = [f"{kind} (n={count})" for kind, count in
+                         zip(by_kind.index, kinds.groupby("kind")["n"].max().reindex(by_kind.index))]
+        by_kind.index.name = "kind"
+        lines += [f"## Best against runner-up per question kind ({grain} grain)", "", markdown_grid(by_kind), ""]
+    lines += ["Every pair and kind with its sd, α, mdd (the smallest difference your questions detect) and the "
+              "formula's count beside the simulated one: `budget.parquet`.", ""]
     return "\n".join(lines)

@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.findings import findings
 from rankbench.report.tables import (
+    POLLUTION_LEGEND,
     TIERS_LEGEND,
     legend,
     marked,
@@ -43,9 +44,18 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
     table = marked(aggregate, report["alpha"])
     frame = wide(table, grain, ALL_KINDS, headline, report["ci"], methods)
     by_method = cost.set_index("method").reindex(methods)
-    for column, name, digits in (("ms_per_question", "ms/question", 1), ("query_s", "query-side s", 2),
-                                 ("index_s", "index-side s (once per corpus)", 2)):
-        frame[name] = by_method[column].map(lambda v, d=digits: "–" if pd.isna(v) else f"{v:.{d}f}").to_numpy()
+    star = [("*" if batched else "") + ("†" if cached else "")
+            for batched, cached in zip(by_method["batched"].fillna(False), by_method["cached"].fillna(0))]
+    for column, name in (("p50_ms", "ms/question p50"), ("p95_ms", "ms/question p95")):
+        frame[name] = [_seconds(value, 3 if value < 1 else 1) + mark if pd.notna(value) else "–"
+                       for value, mark in zip(by_method[column], star)]
+    for column, name in (("onetime_s", "one-time s (query side)"), ("index_s", "index-side s (once per corpus)")):
+        frame[name] = by_method[column].map(lambda v: _seconds(v, 2)).to_numpy()
+    calls = bool((by_method["calls"].fillna(0) > 0).any())
+    if calls:
+        frame["LLM calls"] = by_method["calls"].map(lambda v: "–" if pd.isna(v) else f"{int(v):,}").to_numpy()
+        frame["LLM tokens"] = ["–" if not calls_sent > 0 else "?" if pd.isna(tokens) else f"{int(tokens):,}"
+                               for tokens, calls_sent in zip(by_method["call_tokens"], by_method["calls"])]
     api = bool(by_method[["index_sent", "query_sent"]].notna().any(axis=None))
     if api:
         for side, name in (("query", "API tokens, query side"), ("index", "API tokens, index side")):
@@ -55,12 +65,27 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
     return "\n".join([
         f"# {dataset} — question-set version {qset}: cost beside quality", "",
         markdown_grid(frame), "",
-        f"Quality: {grain} grain, all questions (marks as on the comparison page). ms/question: query-side seconds "
-        "of the method's own job and of its inputs' jobs (query embeddings, first stages) divided by the questions "
-        "of the version; index-side: corpus jobs, paid once per corpus. Seconds are wall-clock times from the "
-        "rules' benchmark files; a stage shared by two methods counts in full for each. They include process "
-        "start-up and model loading, so on a small question set they overstate the cost per question.", "",
-        *([API_TOKENS_NOTE, ""] if api else [])])
+        f"Quality: {grain} grain, all questions (marks as on the comparison page). ms/question: the query-side work "
+        "of one question, timed inside the jobs (the method's own and its inputs': query embeddings, first "
+        "stages), summed over them, as the median (p50) and 95th percentile (p95) over the version's questions. "
+        "One-time s: the rest of those jobs' wall-clock seconds (process start-up, loading indexes and models, "
+        "compiling, reading and writing), paid once per run however many questions; index-side s: corpus jobs, "
+        "paid once per corpus (both from the rules' benchmark files). A job shared by two methods counts in full "
+        "for each. * : a job worked on all questions at once (fusion, sparse search, query encoding in batches), so "
+        "each question is charged its mean and p95 understates the slowest questions. † : query embeddings of "
+        "some questions came from the cache (encoded by an earlier run or version), so their encoding is not "
+        "counted and the figures understate a fresh question; `timings/` says how many. – : a job wrote no timing "
+        "record.", "",
+        *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else [])])
+
+
+def _seconds(value: float, digits: int) -> str:
+    return "–" if pd.isna(value) else f"{value:.{digits}f}"
+
+
+LLM_CALLS_NOTE = ("LLM calls: the requests the method's jobs sent to a chat model in this run (a response in the "
+                  "LLM cache is never asked again); LLM tokens: the tokens its `usage` field reported for them, "
+                  "? when the server reported none.")
 
 
 API_TOKENS_NOTE = (
@@ -217,8 +242,10 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "",
         markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)),
         "",
-        legend(alpha, baseline) + " Cost per method (seconds per stage, ms per question) beside these numbers: "
-        "`cost.md` (timings vary from run to run, so they are kept off this page).",
+        *other_grain_lines(table, grain, headline, ci, methods),
+        legend(alpha, baseline) + " Cost per method (ms of query-side work per question, p50 and p95, and "
+        "one-time seconds) beside these numbers: `cost.md` (timings vary from run to run, so they are kept off "
+        "this page).",
         "",
         HOW_SURE,
         "",
@@ -243,14 +270,18 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                   "T" + TIERS_LEGEND.format(alpha=alpha)[1:]
                   + " Then the rank by mean and its 95% bootstrap interval over the "
                   f"{n} questions every method evaluates (`tiers.parquet` has every kind and grain).", ""]
-    full = table_metrics(aggregate, ks)
+    full = table_metrics(aggregate, ks, report.get("columns", []))
     shown: dict[str, str] = {}
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
         if (table["grain"] == g).any():
-            grid = markdown_grid(wide(table, g, ALL_KINDS, full, ci, methods))
+            present = set(zip(table.loc[table["grain"] == g, "metric"], table.loc[table["grain"] == g, "k"]))
+            columns = [(m, k) for m, k in full if (m, k) in present]
+            grid = markdown_grid(wide(table, g, ALL_KINDS, columns, ci, methods))
             same = next((other for other, text in shown.items() if text == grid), None)
+            polluted = not same and any(m in POLLUTION_METRICS for m, _ in columns)
             lines += [f"## All questions, {g} grain", "",  # one chunk per document: the grains agree cell for cell
-                      f"The same figures as at {same} grain (each document is one chunk)." if same else grid, ""]
+                      f"The same figures as at {same} grain (each document is one chunk)." if same else grid, "",
+                      *([POLLUTION_LEGEND, ""] if polluted else [])]
             shown[g] = grid
     kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
     counts = questions["kind"].value_counts()
@@ -272,6 +303,22 @@ def comparison_page(inputs: ComparisonInputs) -> str:
               "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
               "```", ""]
     return "\n".join(lines)
+
+
+GRAIN_NAMES = {"document": "document grain (ranked chunks collapsed to their documents' first chunk)",
+               "chunk": "chunk grain (each ranked chunk counts: what a RAG prompt receives)"}
+
+
+def other_grain_lines(table: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]], ci: bool,
+                      methods: Sequence[str]) -> list[str]:
+    """The headline metrics at the other grain, beside the headline (none when the aggregate has only one grain)."""
+    other = "document" if grain == "chunk" else "chunk"
+    if not (table["grain"] == other).any():
+        return []
+    grid = markdown_grid(wide(table, other, ALL_KINDS, headline, ci, methods))
+    if grid == markdown_grid(wide(table, grain, ALL_KINDS, headline, ci, methods)):
+        return [f"The same figures at {other} grain (each document is one chunk).", ""]
+    return [f"The same at {GRAIN_NAMES[other]}; the headline above is at {GRAIN_NAMES[grain]}:", "", grid, ""]
 
 
 QUICK_LINE = ("- quick run (`rankbench run --quick`): this page only; `rankbench run` adds the explorer, the plots, "

@@ -1,5 +1,7 @@
 """Figures as PNG and deterministic SVG (matplotlib Agg, no date, fixed hash salt): recall curves, a metric with
-CI whiskers, a per-kind heatmap, mean grade by rank, top-1 score distributions and a metric over runs."""
+CI whiskers, a per-kind heatmap, mean grade by rank, top-1 score distributions and a metric over runs. Many methods
+are drawn as small multiples (one panel each, the baseline in grey beside it), at most WIDTH inches wide: a figure
+fits a 1200-px page at the saved resolution."""
 
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ _STYLE: dict[RcKeyType, Any] = {"svg.hashsalt": "rankbench", "font.size": 10, "a
                                 "axes.spines.right": False, "figure.dpi": 100, "savefig.dpi": 120,
                                 "text.parse_math": False}
 _P = ParamSpec("_P")
+# Widest figure in inches (x savefig.dpi 120 = 1200 px) and the panels per row of small multiples.
+WIDTH = 10.0
+PANELS_PER_ROW = 4
+BASELINE_COLOR = "0.55"
 
 
 def house_style(draw: Callable[_P, Figure]) -> Callable[_P, Figure]:
@@ -43,6 +49,32 @@ def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float],
     """A new figure and its axes, like pyplot.subplots but not registered with pyplot."""
     figure = Figure(figsize=figsize)
     return figure, figure.subplots(nrows, ncols, squeeze=squeeze)
+
+
+def small_multiples(count: int, panel_height: float = 2.3) -> tuple[Figure, list[Any]]:
+    """A grid of `count` panels, PANELS_PER_ROW a row (fewer when fewer), WIDTH wide; unused cells hidden."""
+    columns = max(1, min(PANELS_PER_ROW, count))
+    rows = max(1, -(-count // columns))
+    width = min(WIDTH, 2.6 * columns + 0.6)
+    figure, axes = new_figure(rows, columns, figsize=(width, panel_height * rows + 0.9), squeeze=False)
+    flat = list(axes.flat)
+    for axis in flat[count:]:
+        axis.set_visible(False)
+    return figure, flat[:count]
+
+
+def finish_panels(figure: Figure, axes: list[Any], ylabel: str, xlabel: str, title: str) -> Figure:
+    """Small multiples in the house layout: small titles and ticks, a grid, the y label on each row's first panel,
+    one x label and one title for the figure."""
+    for axis in axes:
+        axis.title.set_fontsize(9)
+        axis.tick_params(labelsize=8)
+        axis.grid(alpha=0.3)
+    for axis in axes[::PANELS_PER_ROW]:
+        axis.set_ylabel(ylabel)
+    figure.supxlabel(xlabel, fontsize=9)
+    figure.suptitle(title, fontsize=10)
+    return figure
 
 
 def colors(methods: Sequence[str]) -> dict[str, tuple]:
@@ -67,19 +99,26 @@ def _rows(aggregate: pd.DataFrame, grain: str, metric: str, kind: str | None = A
 
 
 @house_style
-def recall_curves(aggregate: pd.DataFrame, grain: str, title: str) -> Figure:
-    """recall@k against k, one line per method, with the 95% CI as a band."""
-    figure, axis = new_figure(figsize=(6.4, 4.2))
-    rows = _rows(aggregate, grain, "recall")
-    palette = colors(rows["method"].unique())
-    for method, group in rows.sort_values("k").groupby("method"):
-        axis.plot(group["k"], group["mean"], marker="o", label=method, color=palette[method])
-        axis.fill_between(group["k"], group["ci_low"], group["ci_high"], color=palette[method], alpha=0.12)
-    axis.set(xlabel="k (results shown)", ylabel=f"recall@k ({grain} grain)", ylim=(0, 1.02), title=title)
-    axis.set_xticks(sorted(rows["k"].unique()))
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=8, loc="lower right")
-    return figure
+def recall_curves(aggregate: pd.DataFrame, grain: str, title: str, baseline: str | None = None) -> Figure:
+    """recall@k against k, one panel per method (best recall at the largest k first) with its 95% CI as a band and
+    the baseline's curve in grey in every other panel."""
+    rows = _rows(aggregate, grain, "recall").sort_values("k")
+    deepest = rows[rows["k"] == rows["k"].max()].sort_values(["mean", "method"], ascending=[False, True])
+    methods = deepest["method"].tolist()
+    palette = colors(methods)
+    figure, axes = small_multiples(len(methods))
+    reference = rows[rows["method"] == baseline]
+    for axis, method in zip(axes, methods):
+        group = rows[rows["method"] == method]
+        if len(reference) and method != baseline:
+            axis.plot(reference["k"], reference["mean"], color=BASELINE_COLOR, linestyle="--", linewidth=1,
+                      label=f"{baseline} (baseline)")
+        axis.plot(group["k"], group["mean"], marker="o", markersize=3, color=palette[method], label=method)
+        axis.fill_between(group["k"], group["ci_low"], group["ci_high"], color=palette[method], alpha=0.15)
+        axis.set(ylim=(0, 1.02), title=method)
+        axis.set_xticks(sorted(rows["k"].unique()))
+    return finish_panels(figure, axes, f"recall@k ({grain})", "k (results shown)",
+                         title + ("" if baseline not in methods else f" (grey dashed: {baseline}, the baseline)"))
 
 
 @house_style
@@ -109,7 +148,7 @@ def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title
     kinds = [ALL_KINDS] + sorted(c for c in grid.columns if c != ALL_KINDS)
     grid = grid[[c for c in kinds if c in grid.columns]]
     n = rows.groupby("kind")["n"].max()
-    figure, axis = new_figure(figsize=(1.2 * len(grid.columns) + 2.6, 0.5 * len(grid) + 1.8))
+    figure, axis = new_figure(figsize=(min(WIDTH, 1.2 * len(grid.columns) + 2.6), 0.5 * len(grid) + 1.8))
     image = axis.imshow(grid.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
     for (i, j), value in np.ndenumerate(grid.to_numpy(dtype=float)):
         if not np.isnan(value):
@@ -125,27 +164,35 @@ def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title
 
 
 @house_style
-def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: str) -> Figure:
-    """Mean relevance grade (0–3; unjudged and empty positions count 0) at each rank, one line per method."""
-    figure, axis = new_figure(figsize=(6.4, 4.2))
-    palette = colors(list(grades))
+def mean_grade_by_rank(grades: Mapping[str, pd.DataFrame], grain: str, title: str, baseline: str | None = None
+                       ) -> Figure:
+    """Mean relevance grade (0–3; unjudged and empty positions count 0) at each rank, one panel per method (highest
+    mean grade at rank 1 first), the baseline's line in grey in the others."""
+    means = {}
     for method, frame in sorted(grades.items()):
         rows = frame[(frame["grain"] == grain) & (frame["kind"] == ALL_KINDS)]
         numeric = rows[rows["grade"].isin(["0", "1", "2", "3"])]
-        mean = (numeric["grade"].astype(int) * numeric["share"]).groupby(numeric["rank"]).sum()
-        axis.plot(mean.index, mean.to_numpy(), marker="o", label=method, color=palette[method])
-    axis.set(xlabel="rank", ylabel=f"mean grade ({grain} grain)", ylim=(0, 3), title=title)
-    axis.grid(alpha=0.3)
-    axis.legend(fontsize=8, loc="upper right")
-    return figure
+        means[method] = (numeric["grade"].astype(int) * numeric["share"]).groupby(numeric["rank"]).sum()
+    top = max([float(mean.max()) for mean in means.values() if len(mean)] + [1.0])
+    methods = sorted(means, key=lambda m: (-float(means[m].iloc[0]) if len(means[m]) else 0.0, m))
+    palette = colors(methods)
+    figure, axes = small_multiples(len(methods))
+    for axis, method in zip(axes, methods):
+        if baseline in means and method != baseline:
+            axis.plot(means[baseline].index, means[baseline].to_numpy(), color=BASELINE_COLOR, linestyle="--",
+                      linewidth=1)
+        axis.plot(means[method].index, means[method].to_numpy(), marker="o", markersize=3, color=palette[method])
+        axis.set(ylim=(0, top * 1.05), title=method)
+    return finish_panels(figure, axes, f"mean grade ({grain})", "rank",
+                         title + ("" if baseline not in means else f" (grey dashed: {baseline}, the baseline)"))
 
 
 @house_style
 def top1_distributions(top1: pd.DataFrame, title: str) -> Figure:
     """Per method (own scale), the top-1 scores of answerable and unanswerable questions, side by side."""
     methods = sorted(top1["method"].unique())
-    figure, axes = new_figure(1, len(methods), figsize=(2.3 * len(methods) + 0.8, 3.8), squeeze=False)
-    for axis, method in zip(axes[0], methods):
+    figure, axes = small_multiples(len(methods), panel_height=2.6)
+    for axis, method in zip(axes, methods):
         rows = top1[(top1["method"] == method) & top1["score"].notna()]
         groups = [rows[rows["answerable"]]["score"].to_numpy(), rows[~rows["answerable"]]["score"].to_numpy()]
         for position, (values, color) in enumerate(zip(groups, ("tab:blue", "tab:red"))):
@@ -156,26 +203,49 @@ def top1_distributions(top1: pd.DataFrame, title: str) -> Figure:
                 axis.scatter(position + jitter, values, s=9, color=color, alpha=0.6)
         axis.set_xticks([0, 1], ["answerable", "unanswerable"], rotation=20, fontsize=8)
         axis.set_title(method, fontsize=9)
-    axes[0][0].set_ylabel("top-1 score")
-    figure.suptitle(title)
+        axis.tick_params(labelsize=8)
+    for axis in axes[::PANELS_PER_ROW]:
+        axis.set_ylabel("top-1 score")
+    none = "" if (~top1["answerable"].astype(bool)).any() else " (no unanswerable question: nothing to calibrate)"
+    figure.suptitle(title + none, fontsize=10)
     return figure
 
 
 @house_style
 def history_plot(history: pd.DataFrame, metric: str, title: str) -> Figure:
-    """A metric over successive runs (x: run, labelled by date and experiment label), one line per method."""
+    """A metric over successive runs (x: run, labelled by date and experiment label), one line per method, one panel
+    per version (two a row); a version with a single run so far shows its values as bars, since a line needs two."""
     qsets = sorted(history["qset"].unique())
-    figure, axes = new_figure(1, len(qsets), figsize=(max(6.4, 4.5 * len(qsets)), 4.2), squeeze=False)
-    palette = colors(history["method"].unique())
-    for axis, qset in zip(axes[0], qsets):
+    columns = min(2, max(1, len(qsets)))
+    rows_of_panels = max(1, -(-len(qsets) // columns))
+    methods = sorted(history["method"].unique())
+    height = max(3.2, 0.22 * len(methods) + 1.6)
+    figure, axes = new_figure(rows_of_panels, columns, figsize=(WIDTH if columns > 1 else 7.0,
+                                                                height * rows_of_panels + 0.6), squeeze=False)
+    for axis in list(axes.flat)[len(qsets):]:
+        axis.set_visible(False)
+    palette = colors(methods)
+    for axis, qset in zip(axes.flat, qsets):
         rows = history[history["qset"] == qset]
         runs = rows.drop_duplicates("run")[["run", "date", "label"]].reset_index(drop=True)
+        if len(runs) == 1:
+            single = rows.sort_values([metric, "method"], ascending=[True, False])
+            axis.barh(range(len(single)), single[metric], color=[palette[m] for m in single["method"]])
+            axis.set_yticks(range(len(single)), single["method"], fontsize=7)
+            date, label = runs.loc[0, "date"], runs.loc[0, "label"]
+            axis.set(xlim=(0, 1.02), xlabel=metric,
+                     title=f"{qset}: one run so far ({date[:10]}{', ' + label if label else ''})")
+            axis.title.set_fontsize(9)
+            continue
         position = {run: i for i, run in enumerate(runs["run"])}
         for method, group in rows.groupby("method"):
-            axis.plot(group["run"].map(position), group[metric], marker="o", label=method, color=palette[method])
+            axis.plot(group["run"].map(position), group[metric], marker="o", markersize=3, label=method,
+                      color=palette[method])
         axis.set_xticks(range(len(runs)), [f"{d[:10]}\n{label or ''}" for d, label in zip(runs["date"], runs["label"])],
                         fontsize=7, rotation=30, ha="right")
-        axis.set(ylabel=metric, title=f"{title} — {qset}", ylim=(0, 1.02))
+        axis.set(ylabel=metric, title=qset, ylim=(0, 1.02))
+        axis.title.set_fontsize(9)
         axis.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=8, loc="lower right")
+        axis.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    figure.suptitle(title, fontsize=10)
     return figure

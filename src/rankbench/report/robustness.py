@@ -113,7 +113,9 @@ def robustness_page(survival: pd.DataFrame, bounds: pd.DataFrame, dataset: str, 
         "marks": survival["marks"].to_numpy(),
         "marks survive": survival["marks_survive"].map(lambda v: "–" if np.isnan(v) else f"{v:.2f}").to_numpy(),
     }).set_index("metric")
-    lines += ["", "## Survival", "", markdown_grid(frame), "", "## Bounds for unjudged items", ""]
+    grain = next(iter(survival["grain"]), next(iter(bounds["grain"]), "document"))
+    lines += ["", f"## Survival ({grain} grain)", "", markdown_grid(frame), "",
+              f"## Bounds for unjudged items ({grain} grain)", ""]
     for (metric, k), rows in bounds.groupby(["metric", "k"], sort=False):
         table = pd.DataFrame({"unjudged in top k": rows["unjudged_share"].map("{:.0%}".format).to_numpy(),
                               "pessimistic": rows["pessimistic"].map("{:.3f}".format).to_numpy(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -19,15 +20,20 @@ from rankbench.evaluation.marks import wide as wide
 from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, metric_label
 
 TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
+POLLUTION_LEGEND = ("docs@k: distinct documents among the top k chunks; top-doc@k: the share of the top k held by its "
+                    "most frequent document (chunk grain only). They describe the lists, so no value is bold or "
+                    "marked.")
 CSV_COLUMNS = ["method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high", "n", "baseline", "diff",
                "p_holm", "significant", "below_one_question", "best", "cell"]
 
 
-def table_metrics(aggregate: pd.DataFrame, ks: Sequence[int]) -> list[tuple[str, int]]:
-    """Columns of the full tables: TABLE_METRICS at every k, then the metrics computed on request (evaluation.metrics)
-    that the aggregate holds."""
+def table_metrics(aggregate: pd.DataFrame, ks: Sequence[int], columns: Sequence[Sequence[Any]] = ()
+                  ) -> list[tuple[str, int]]:
+    """Columns of the full tables: TABLE_METRICS at every k, then the report's `columns` ([metric, k] pairs), then
+    the metrics computed on request (evaluation.metrics) that the aggregate holds."""
     extra = aggregate.loc[aggregate["metric"].isin(EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL), ["metric", "k"]]
-    return [(m, k) for m in TABLE_METRICS for k in ks] + sorted({(m, int(k)) for m, k in extra.itertuples(index=False)})
+    listed = list(dict.fromkeys([(m, k) for m in TABLE_METRICS for k in ks] + [(m, int(k)) for m, k in columns]))
+    return listed + sorted({(m, int(k)) for m, k in extra.itertuples(index=False)} - set(listed))
 
 
 def with_tiers(table: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:

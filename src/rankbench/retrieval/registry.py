@@ -31,6 +31,9 @@ _FUSION: dict[str, Any] = {"inputs": REQUIRED, "weights": OPTIONAL}
 # Defaults the library's functions (fusion.py) and the rules share with the registry (one literal each).
 RRF_K = 60
 NORMALIZATION = "minmax"
+# Keys of `type: http` whose defaults are the library's (its preset's, else HttpSearchSpec's).
+HTTP_LIBRARY_KEYS = ("http_method", "params", "body", "headers", "version_header", "concurrency", "timeout",
+                     "retries", "backoff")
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,14 @@ METHOD_TYPES: dict[str, MethodType] = {
                                     "rewrite": OPTIONAL}, inputs_key="input", run_rule="rerank"),
     "external": MethodType("external", {"path": REQUIRED, "format": REQUIRED, "chunker": OPTIONAL},
                            grains=("document",), run_rule="import_run"),
+    # A search endpoint: scored by the documents its answers name (document grain), like an imported run; an
+    # endpoint that returns the chunker's chunk ids (`returns: chunk`) can be reranked too.
+    "http": MethodType("external", {"url": REQUIRED, "preset": OPTIONAL, "k": OPTIONAL, "ids": OPTIONAL,
+                                    "scores": OPTIONAL, "id_pattern": OPTIONAL, "returns": "document",
+                                    "chunker": OPTIONAL,
+                                    **dict.fromkeys(HTTP_LIBRARY_KEYS, LIBRARY)},
+                       grains=("document",), settings="rankbench.retrieval.http_search:http_settings",
+                       run_rule="search_http", check="rankbench.retrieval.http_search:check_http_method"),
 }
 
 

@@ -51,9 +51,13 @@ def bi_encoder_scorer(qids: Sequence[str], query_vectors: np.ndarray, chunk_ids:
     chunk_row = pd.Index(chunk_ids)
 
     def score(pairs: pd.DataFrame) -> np.ndarray:
+        rows = chunk_row.get_indexer(pairs["chunk_id"])
+        if (rows < 0).any():  # -1 would silently take the last chunk's vector
+            unknown = pairs["chunk_id"].to_numpy()[rows < 0]
+            raise ValueError(f"{len(unknown)} results name no chunk of the corpus (e.g. {unknown[0]!r}): a run of "
+                             "document ids is reranked only if its ids are the chunker's chunk ids")
         q = query_vectors[query_row.get_indexer(pairs["qid"])]
-        c = chunk_vectors[chunk_row.get_indexer(pairs["chunk_id"])]
-        return np.einsum("ij,ij->i", q, c)
+        return np.einsum("ij,ij->i", q, chunk_vectors[rows])
 
     return score
 

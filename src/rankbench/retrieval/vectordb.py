@@ -213,6 +213,8 @@ def search_table(table: Any, queries: np.ndarray, k: int, index: VectorIndex = V
         if index.refine_factor:
             query = query.refine_factor(index.refine_factor)
     found = query.to_arrow().to_pandas()
+    if "query_index" not in found:  # LanceDB leaves it out when one query is sent
+        found["query_index"] = 0
     found["score"] = -found["_distance"] if metric == "l2" else 1.0 - found["_distance"]
     found = order_by_trec_rule(found.rename(columns={"query_index": "qid"}), id_column=id_field)
     rows, rank = found["qid"].to_numpy(), found["rank"].to_numpy() - 1

@@ -1,0 +1,91 @@
+"""The entry page of a dataset's results (results/<dataset>/index.html): every question-set version with its
+headline (best method per headline metric beside the baseline) and links to the pages the run wrote."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.io.markdown import markdown_grid, markdown_literal
+from rankbench.report.pages import markdown_html
+
+# Each version's pages in reading order: file name beside the version's folder -> what it answers.
+VERSION_PAGES = {
+    "comparison.html": "comparison: which method finds the evidence, and is the difference real",
+    "explorer.html": "explorer: every question, what each method returned",
+    "failures.html": "failures: the questions each method misses",
+    "budget.html": "budget: how many questions would separate the methods",
+    "robustness.html": "robustness: does the verdict survive label noise",
+    "calibration.html": "calibration: can a score threshold tell answerable questions apart",
+    "cost.html": "cost: seconds per question beside quality",
+}
+
+
+@dataclass(frozen=True)
+class VersionEntry:
+    """One question-set version: its manifest fields, its aggregate and the page files it has."""
+
+    qset: str
+    sha256: str
+    questions: int
+    aggregate: pd.DataFrame
+    pages: Sequence[str]
+    draft: bool = False
+
+
+def headline_rows(aggregate: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
+                  baseline: str | None) -> pd.DataFrame:
+    """Per headline metric (all questions, at `grain`): the method(s) with the highest mean, that mean and the
+    baseline's."""
+    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
+    frame = pd.DataFrame(columns=["metric", "highest mean", "mean", "baseline"]).set_index("metric")
+    for metric, k in headline:
+        values = rows[(rows["metric"] == metric) & (rows["k"] == k)].set_index("method")["mean"]
+        if values.empty:
+            continue
+        top = values.max()
+        best = ", ".join(markdown_literal(m) for m in sorted(values[values == top].index))
+        base = f"{values[baseline]:.3f}" if baseline in values.index else "–"
+        frame.loc[metric_label(metric, k)] = [best, f"{top:.3f}", base]
+    return frame.rename(columns={"baseline": f"baseline ({baseline})" if baseline else "baseline"})
+
+
+def evaluated(aggregate: pd.DataFrame, grain: str) -> int:
+    """Questions with a relevant label at this grain (the aggregate's largest n over all questions)."""
+    n = aggregate.loc[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS), "n"]
+    return int(n.max()) if len(n) else 0
+
+
+def index_page(dataset: str, versions: Sequence[VersionEntry], diffs: Sequence[str], history: bool,
+               report: Mapping[str, Any], baseline: str | None) -> str:
+    """The entry page as a standalone HTML document (relative links only, nothing loaded from the network)."""
+    grain = str(report["grain"])
+    headline = [(str(m), int(k)) for m, k in report["headline"]]
+    lines = [f"# {markdown_literal(dataset)}: results", "",
+             f"Every question-set version of this dataset, its headline ({grain} grain, all questions: the method "
+             "with the highest mean per metric beside the baseline; whether a lead is real, the comparison page "
+             "tests) and the pages this run wrote for it.", ""]
+    for entry in versions:
+        draft = " (draft: not frozen)" if entry.draft else ""
+        lines += [f"## Question-set version {markdown_literal(entry.qset)}{draft}", "",
+                  f"{entry.questions} questions, {evaluated(entry.aggregate, grain)} with a relevant label "
+                  f"(evaluated); sha256 `{entry.sha256[:12]}`.", ""]
+        table = headline_rows(entry.aggregate, grain, headline, baseline)
+        if len(table):
+            lines += [markdown_grid(table), ""]
+        lines += [f"- [{VERSION_PAGES[page].split(':')[0]}]({entry.qset}/{page}):"
+                  f"{VERSION_PAGES[page].split(':', 1)[1]}" for page in VERSION_PAGES if page in entry.pages]
+        lines.append("")
+    if diffs:
+        lines += ["## Between versions", ""]
+        lines += [f"- [{markdown_literal(name.removesuffix('.html'))}](diffs/{name}): questions, labels and "
+                  "metrics that changed" for name in diffs]
+        lines.append("")
+    if history:
+        lines += ["## Over time", "", "- [history](history.html): the headline metrics of every recorded run", ""]
+    return markdown_html("\n".join(lines), f"{dataset} results")

@@ -1,0 +1,314 @@
+"""`type: http`: any search endpoint as a method. Each question fills a request template (query string and/or JSON
+body), the answer maps to ids and scores through two path selectors, and every answer is cached by (endpoint,
+request), so a rerun sends nothing. Presets give the OpenSearch/Elasticsearch `_search` and Solr `select` shapes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import pandas as pd
+
+from rankbench.errors import InputError
+from rankbench.io.files import write_text
+from rankbench.io.http import api_key, check_base_url, send
+from rankbench.io.loaders import QUESTION_COLUMNS
+from rankbench.io.progress import Progress
+from rankbench.io.trec import run_from_frame
+from rankbench.redaction import redact
+from rankbench.retrieval.registry import HTTP_LIBRARY_KEYS
+from rankbench.retrieval.response_paths import PathError, parse_path, select
+
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# What a template may name: the question's text, the hits asked for, its id and the other columns of a question.
+PLACEHOLDERS = ("query", "k", *[column for column in QUESTION_COLUMNS if column != "question"])
+_ES_SEARCH: dict[str, Any] = {"http_method": "POST", "params": {},
+                              "body": {"query": {"match": {"text": "{query}"}}, "size": "{k}", "_source": False},
+                              "ids": "hits.hits[*]._id", "scores": "hits.hits[*]._score"}
+PRESETS: dict[str, dict[str, Any]] = {
+    "opensearch": _ES_SEARCH,
+    "elasticsearch": _ES_SEARCH,
+    "solr": {"http_method": "GET", "body": None,
+             "params": {"q": "{query}", "defType": "edismax", "qf": "text", "rows": "{k}", "fl": "id,score",
+                        "wt": "json"},
+             "ids": "response.docs[*].id", "scores": "response.docs[*].score"},
+}
+MAX_K = 10_000
+
+
+@dataclass(frozen=True)
+class HttpSearchSpec:
+    """A method's endpoint (`url`, no credentials), request (`params` for the query string, a JSON `body`, `headers`
+    naming the environment variables that hold their values), the selectors of ids and scores in the answer,
+    `id_pattern` (a regex whose group `id` is the document id in a returned id), hits asked for, and how requests are
+    sent (in flight at once, seconds each in all, retries, backoff)."""
+
+    url: str
+    ids: str
+    scores: str
+    k: int
+    http_method: str = "GET"
+    params: Mapping[str, Any] = field(default_factory=dict)
+    body: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    id_pattern: str | None = None
+    version_header: str = "Server"
+    concurrency: int = 4
+    timeout: float = 30.0
+    retries: int = 3
+    backoff: float = 1.0
+
+    @property
+    def endpoint(self) -> str:
+        """The URL without its query string (secrets redacted): how pages, errors and records name the endpoint."""
+        parts = urlsplit(self.url)
+        return redact(urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")))
+
+
+def _merged(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A method's own settings over its preset's; a body means POST unless `http_method` says otherwise."""
+    merged = {**PRESETS.get(spec.get("preset") or "", {}),
+              **{key: value for key, value in spec.items() if value is not None}}
+    if "http_method" not in merged and merged.get("body") is not None:
+        merged["http_method"] = "POST"
+    return {key: value for key, value in merged.items() if key in HttpSearchSpec.__dataclass_fields__}
+
+
+def http_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The request a method sends and how, its preset's and the library's defaults filled in (effective config;
+    `k` unset means the evaluation depth)."""
+    defaults = {key: value for key, value in asdict(HttpSearchSpec(url="", ids="", scores="", k=0)).items()
+                if key in HTTP_LIBRARY_KEYS}
+    return {key: value for key, value in {**defaults, **_merged(spec)}.items()
+            if key in (*HTTP_LIBRARY_KEYS, "ids", "scores")}
+
+
+def http_spec(spec: Mapping[str, Any], depth: int) -> HttpSearchSpec:
+    """A method's settings, its preset's under its own; `k` defaults to the evaluation depth."""
+    return HttpSearchSpec(**{"k": depth, **_merged(spec)})
+
+
+def template_names(template: Any) -> set[str]:
+    """The placeholders a template (string, list or mapping, nested) names."""
+    if isinstance(template, str):
+        return set(PLACEHOLDER.findall(template.replace("{{", "").replace("}}", "")))
+    if isinstance(template, Mapping):
+        return set().union(*map(template_names, template.values())) if template else set()
+    if isinstance(template, list):
+        return set().union(*map(template_names, template)) if template else set()
+    return set()
+
+
+def fill(template: Any, values: Mapping[str, Any]) -> Any:
+    """The template with its placeholders replaced; a string that is one placeholder alone takes the value as it is
+    (`"size": "{k}"` sends a number), `{{` and `}}` are literal braces."""
+    if isinstance(template, str):
+        alone = PLACEHOLDER.fullmatch(template)
+        if alone:
+            return values[alone[1]]
+        filled = PLACEHOLDER.sub(lambda match: str(values[match[1]]), template.replace("{{", "\0").replace("}}", "\1"))
+        return filled.replace("\0", "{").replace("\1", "}")
+    if isinstance(template, Mapping):
+        return {key: fill(value, values) for key, value in template.items()}
+    if isinstance(template, list):
+        return [fill(value, values) for value in template]
+    return template
+
+
+def check_http_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where: str, source: str) -> None:
+    """At start (the registry's `check`): the URL holds no credentials, the answer's selectors parse, the templates
+    name only known placeholders, the headers' variables are set, and `id_pattern` has its `id` group."""
+    for key in ("ids", "scores"):
+        if key not in _merged(spec):
+            raise InputError(source, where, f"sets no `{key}` and no preset",
+                             "Give `preset: opensearch|elasticsearch|solr`, or `ids` and `scores` (paths into the "
+                             "answer, e.g. hits.hits[*]._id and hits.hits[*]._score).")
+    settings = http_spec(spec, 1)
+    if not 1 <= spec.get("k", 1) <= MAX_K:
+        raise InputError(source, f"{where}.k", f"is {spec['k']}, not a number of hits from 1 to {MAX_K}",
+                         "Give the hits to ask for, or leave `k` out to ask for the evaluation depth.")
+    check_base_url(settings.url, where, source, "url", "give secrets as headers whose values come from environment "
+                   "variables ({setting}.headers: {{Authorization: MY_SERVICE_TOKEN}})")
+    for key in ("ids", "scores"):
+        try:
+            parse_path(getattr(settings, key))
+        except PathError as error:
+            raise InputError(source, f"{where}.{key}", str(error), "See docs/how-to/search-service.md, "
+                             "\"Mapping the answer\".") from None
+    for key in ("params", "body"):
+        unknown = sorted(template_names(getattr(settings, key)) - set(PLACEHOLDERS))
+        if unknown:
+            raise InputError(source, f"{where}.{key}", f"names {{{unknown[0]}}}, which no question has",
+                             f"Use {', '.join('{' + name + '}' for name in PLACEHOLDERS)} (write {{{{ and }}}} for "
+                             "literal braces).")
+    for header, variable in settings.headers.items():
+        api_key(variable, where, source, f"headers.{header}")
+    if settings.id_pattern is not None:
+        try:
+            pattern = re.compile(settings.id_pattern)
+        except re.error as error:
+            raise InputError(source, f"{where}.id_pattern", f"is no regular expression ({error})",
+                             "Fix it, e.g. `^(?P<id>[^#]+)#` for ids such as doc12#3.") from None
+        if "id" not in pattern.groupindex:
+            raise InputError(source, f"{where}.id_pattern", "has no group named `id`",
+                             "Name the part that is the document id: (?P<id>...).")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One question's answer: the ids and scores it ranked, how long it took (ms), the server's version header, and
+    when it arrived (ISO 8601, UTC)."""
+
+    ids: list[str]
+    scores: list[float]
+    latency_ms: float
+    server: str | None
+    received: str
+    cached: bool = False  # from the response cache: no request was sent this time
+
+
+class HttpSearch:
+    """Questions → answers from one endpoint; an answer already in the cache (same endpoint, query string and body)
+    is never asked for again."""
+
+    def __init__(self, spec: HttpSearchSpec, cache: str | Path, name: str) -> None:
+        self.spec, self.cache, self.setting = spec, Path(cache), f"methods.{name}"
+        self.where = f"method {name} at {spec.endpoint}"
+        self.headers = {header: api_key(variable, self.setting, None, f"headers.{header}")
+                        for header, variable in spec.headers.items()}
+        if spec.body is not None:
+            self.headers["Content-Type"] = "application/json"
+        self.sent = 0
+
+    def request(self, values: Mapping[str, Any]) -> tuple[str, bytes | None]:
+        """The URL (its query string filled in) and the JSON body of one question's request."""
+        url = self.spec.url
+        params = fill(dict(self.spec.params), values)
+        if params:
+            url += ("&" if urlsplit(url).query else "?") + urlencode(params)
+        body = None if self.spec.body is None else json.dumps(fill(self.spec.body, values), sort_keys=True).encode()
+        return url, body
+
+    def answer(self, values: Mapping[str, Any]) -> Answer:
+        """One question's answer, from the cache or else the endpoint (then cached)."""
+        url, body = self.request(values)
+        key = hashlib.sha256(json.dumps([self.spec.http_method, url, (body or b"").decode()]).encode()).hexdigest()
+        path = self.cache / f"{key}.json"
+        if path.exists():
+            entry = json.loads(path.read_text(encoding="utf-8"))
+            return replace(self._parse(entry, values["qid"]), cached=True)
+        started = time.perf_counter()
+        try:
+            raw, headers = send(url, body, self.headers, self.spec.http_method, self.spec.timeout, self.spec.retries,
+                                self.spec.backoff, self.setting, f"Check {self.setting} (url, params, body, headers) "
+                                "and the server's log.", "url")
+        except InputError as error:
+            raise InputError(self.where, f"question {values['qid']}", error.problem, error.fix) from None
+        latency = (time.perf_counter() - started) * 1000
+        try:
+            response = json.loads(raw)
+        except ValueError:
+            raise InputError(self.where, f"question {values['qid']}", f"answered with a body that is not JSON "
+                             f"({raw[:120].decode('utf-8', 'replace')!r})", f"Point {self.setting}.url at the "
+                             "search API (e.g. …/_search, …/select?wt=json), not a page.") from None
+        entry = {"response": response, "latency_ms": round(latency, 3),
+                 "server": headers.get(self.spec.version_header),
+                 "received": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        answer = self._parse(entry, values["qid"])  # a response that does not map is never cached
+        write_text(json.dumps(entry, sort_keys=True), path)
+        self.sent += 1
+        return answer
+
+    def _parse(self, entry: Mapping[str, Any], qid: str) -> Answer:
+        where = f"question {qid}"
+        try:
+            ids, scores = select(entry["response"], self.spec.ids), select(entry["response"], self.spec.scores)
+        except PathError as error:
+            raise InputError(self.where, where, f"answered with a response that {self.setting}.ids/scores do not "
+                             f"fit: {error}", "Fix the selectors (or the preset) to the server's response shape: "
+                             "see docs/how-to/search-service.md.") from None
+        if len(ids) != len(scores):
+            raise InputError(self.where, where, f"answered {len(ids)} ids but {len(scores)} scores",
+                             f"Point {self.setting}.ids and .scores at fields of the same list of hits.")
+        bad = [value for value in scores if isinstance(value, bool) or not isinstance(value, (int, float))]
+        bad += [value for value in ids if not isinstance(value, (str, int)) or isinstance(value, bool)]
+        if bad:
+            raise InputError(self.where, where, f"answered {bad[0]!r} where an id (text) or score (number) belongs",
+                             "A server that sorts by a field gives no score (e.g. _score null): rank by "
+                             "relevance, or point `scores` at a number.")
+        return Answer([str(value) for value in ids], [float(value) for value in scores], entry["latency_ms"],
+                      entry["server"], entry["received"])
+
+
+def question_values(questions: pd.DataFrame, k: int) -> list[dict[str, Any]]:
+    """What each question's request is filled with: its text as {query}, k, and its other columns ("" for none)."""
+    frame = questions.rename(columns={"question": "query"})
+    frame = frame[[column for column in PLACEHOLDERS if column in frame]].astype(object)
+    return [{**{key: "" if pd.isna(value) else value for key, value in row.items()}, "k": k}
+            for row in frame.to_dict("records")]
+
+
+def search_run(spec: HttpSearchSpec, questions: pd.DataFrame, depth: int, cache: str | Path, name: str,
+               chunks: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict[str, Any], list[str]]:
+    """The run of every question (documents in the endpoint's order and scores, cut at the evaluation depth) and
+    what the run file records beside it: `provenance` (the endpoint, the server's version header, when the answers
+    arrived) and `latency_ms` of each question (as measured when it was sent). With `chunks` (chunk_id, doc_id) the
+    returned ids are chunk ids, each ranked under its document. Third, the questions answered from the cache. Any
+    failure raises before anything is returned."""
+    search = HttpSearch(spec, cache, name)
+    values = question_values(questions, spec.k)
+    pool = ThreadPoolExecutor(spec.concurrency)
+    futures = {pool.submit(search.answer, value): value["qid"] for value in values}
+    try:
+        with Progress(len(futures), f"search {len(futures)} questions via {spec.endpoint}", "questions") as progress:
+            for future in as_completed(futures):
+                future.result()  # raises the first failure
+                progress.update(1)
+    finally:
+        for future in futures:
+            future.cancel()
+        pool.shutdown(wait=True)
+    answers = {qid: future.result() for future, qid in futures.items()}
+    latency = {qid: answers[qid].latency_ms for qid in sorted(answers)}
+    record = {"provenance": _provenance(answers, spec, search.sent), "latency_ms": latency}
+    return _run(answers, spec, depth, name, chunks), record, sorted(qid for qid in answers if answers[qid].cached)
+
+
+def _run(answers: Mapping[str, Answer], spec: HttpSearchSpec, depth: int, name: str,
+         chunks: pd.DataFrame | None) -> pd.DataFrame:
+    frame = pd.DataFrame({"qid": [qid for qid, answer in answers.items() for _ in answer.ids],
+                          "doc_id": [item for answer in answers.values() for item in answer.ids],
+                          "score": [score for answer in answers.values() for score in answer.scores],
+                          "order": [i for answer in answers.values() for i in range(len(answer.ids))]})
+    if spec.id_pattern is not None:
+        found = frame["doc_id"].str.extract(spec.id_pattern)["id"]
+        frame = frame.assign(doc_id=found.fillna(frame["doc_id"]))
+    frame = frame.sort_values(["qid", "order"], kind="stable")
+    if chunks is not None:  # a chunk ranks under its document (an id the chunker lacks stands for itself)
+        documents = frame["doc_id"].map(dict(zip(chunks["chunk_id"], chunks["doc_id"])))
+        frame = frame.assign(chunk_id=frame["doc_id"], doc_id=documents.fillna(frame["doc_id"]))
+    # the endpoint's own order, each item once (at its best hit, e.g. a document at its first chunk)
+    frame = frame.drop_duplicates(["qid", "doc_id" if chunks is None else "chunk_id"])
+    # ranked by score as trec_eval ranks them, like an imported run
+    run = run_from_frame(frame.drop(columns="order"), f"the answers of method {name} ({spec.endpoint})")
+    return run[run["rank"] <= depth].reset_index(drop=True)
+
+
+def _provenance(answers: Mapping[str, Answer], spec: HttpSearchSpec, sent: int) -> dict[str, Any]:
+    received = sorted(answer.received for answer in answers.values())
+    servers = sorted({answer.server for answer in answers.values() if answer.server})
+    if sent:
+        logging.info("%s: %d requests sent, %d answers from the cache", spec.endpoint, sent, len(answers) - sent)
+    return {"endpoint": spec.endpoint, "http_method": spec.http_method, "server": servers,
+            "queried": {"first": received[0], "last": received[-1]} if received else None,
+            "questions": len(answers)}

@@ -1,0 +1,24 @@
+"""Write the entry page of a dataset's results: every version's headline and links to the pages the run wrote."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from rankbench.io.files import write_text
+from rankbench.pipeline.scripting import run_script
+from rankbench.report.index_page import VersionEntry, index_page
+
+
+def main(snakemake):
+    p = snakemake.params
+    versions = []
+    for qset, aggregate, manifest in zip(p.qsets, snakemake.input.aggregates, snakemake.input.manifests):
+        record = json.loads(Path(manifest).read_text())
+        versions.append(VersionEntry(qset, record["sha256"], int(record["questions"]), pd.read_parquet(aggregate),
+                                     p.pages, qset in p.drafts))
+    page = index_page(p.dataset, versions, p.diffs, p.history, p.report, p.baseline)
+    write_text(page, snakemake.output.html)
+
+
+run_script(main, snakemake)
