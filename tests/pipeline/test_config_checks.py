@@ -283,6 +283,8 @@ PATH_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "methods.*.collection.uri": (set_key("methods.lance", {"type": "vectordb", "engine": "lancedb", "encoder": "minilm",
                                                            "collection": {"uri": OUTSIDE, "name": "chunks"}}),
                                  "methods.lance.collection.uri"),
+    "methods.*.jar": (set_key("methods.lucene", {"type": "lucene", "jar": OUTSIDE}), "methods.lucene.jar"),
+    "methods.*.java": (set_key("methods.lucene", {"type": "lucene", "java": OUTSIDE}), "methods.lucene.java"),
     "llm.chat.model_path": (set_key("llm", {"chat": {"backend": "local", "model_path": OUTSIDE}}),
                             "llm.chat.model_path"),
     "llm.chat.cache": (set_key("llm", {"chat": {"backend": "local", "cache": OUTSIDE}}), "llm.chat.cache"),

@@ -3,6 +3,7 @@ import re
 from pathlib import Path
 
 from rankbench.retrieval.bm25 import DEFAULT_BACKEND, index_keys
+from rankbench.retrieval import lucene
 import yaml
 
 from rankbench.pipeline.config import check_config, check_outputs, method_chunker
@@ -221,14 +222,46 @@ def sparse_queries_path(method, qset):
     return f"{R}/{qset}/sparse-queries/{spec['encoder']}.npz"
 
 
-def bm25_index_name(method):
-    """BM25 methods with the same analyzer and parameters share one index, named after the first of them."""
-    keys = (chunker_of(method), index_keys(METHOD_SPECS[method]))
+def shared_index_name(method, builder, keys_of):
+    """Methods whose index the same keys shape (and of one chunker) share one index, named after the first."""
+    keys = (chunker_of(method), keys_of(method))
     return next(
-        m
-        for m in methods_indexed_by("bm25_index")
-        if (chunker_of(m), index_keys(METHOD_SPECS[m])) == keys
+        m for m in methods_indexed_by(builder) if (chunker_of(m), keys_of(m)) == keys
     )
+
+
+def bm25_index_name(method):
+    """BM25 methods with the same analyzer and parameters share one index."""
+    return shared_index_name(
+        method, "bm25_index", lambda m: index_keys(METHOD_SPECS[m])
+    )
+
+
+# The java and Anserini jar of each lucene method, found (and checked) at start: the jobs run exactly these.
+LUCENE_ENGINES = {
+    m: vars(lucene.find_engine(METHOD_SPECS[m]))
+    for m in methods_indexed_by("lucene_index")
+}
+
+
+def lucene_analyzer(method):
+    return lucene.index_keys(
+        METHOD_SPECS[method],
+        DATASET.get("language", DATASET_DEFAULTS["language"]),
+    )
+
+
+def lucene_index_name(method):
+    """lucene methods with the same analyzer and jar share one Lucene index."""
+    return shared_index_name(
+        method,
+        "lucene_index",
+        lambda m: (lucene_analyzer(m), LUCENE_ENGINES[m]["jar"]),
+    )
+
+
+def lucene_index_path(method):
+    return corpus_path(method, "lucene", lucene_index_name(method))
 
 
 def bm25_backends(index_name):
@@ -477,6 +510,7 @@ FIGURES = ("recall", "bars", "kinds", "grades")
 # parameters share one); an index rule absent here names its jobs without one.
 INDEX_NAMES = {
     "bm25_index": bm25_index_name,
+    "lucene_index": lucene_index_name,
     "faiss_index": lambda method: dense_index(method).name,
     "vectordb_collection": vectordb_index_name,
 }

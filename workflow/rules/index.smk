@@ -26,6 +26,35 @@ rule bm25_index:
         "../scripts/bm25_index.py"
 
 
+# Lucene's index of the chunks (a folder, as Lucene writes it), built by Anserini once per (chunker, analyzer, jar).
+rule lucene_index:
+    input:
+        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
+    output:
+        index=directory(f"{R}/corpus/{{chunker}}/lucene/{{method}}"),
+        engine=f"{R}/corpus/{{chunker}}/lucene/{{method}}.engine.json",
+    log:
+        f"{LOGS}/lucene_index/{{chunker}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/lucene_index/{{chunker}}/{{method}}.tsv"
+    wildcard_constraints:
+        method=choice(
+            {lucene_index_name(m) for m in methods_indexed_by("lucene_index")}
+        ),
+    conda:
+        "../../environment.yml"
+    threads: 2
+    resources:
+        # The JVM's heap (-Xmx).
+        mem_mb=4000,
+        runtime=120,
+    params:
+        analyzer=lambda wildcards: lucene_analyzer(wildcards.method),
+        engine=lambda wildcards: LUCENE_ENGINES[wildcards.method],
+    script:
+        "../scripts/lucene_index.py"
+
+
 rule embed_corpus:
     input:
         chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",

@@ -35,6 +35,39 @@ rule retrieve_bm25:
         "../scripts/retrieve_bm25.py"
 
 
+# Anserini's SearchCollection over the version's questions: a new version reruns only this, never the index.
+rule retrieve_lucene:
+    input:
+        index=lambda wildcards: lucene_index_path(wildcards.method),
+        engine=lambda wildcards: f"{lucene_index_path(wildcards.method)}.engine.json",
+        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
+        questions=f"{R}/{{qset}}/questions.parquet",
+        queries=lambda wildcards: queries_path(wildcards.method, wildcards.qset),
+    output:
+        run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
+    log:
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
+    wildcard_constraints:
+        method=choice(methods_of_rule("retrieve_lucene")),
+    conda:
+        "../../environment.yml"
+    threads: 2
+    resources:
+        # The JVM's heap (-Xmx).
+        mem_mb=2000,
+        runtime=60,
+    params:
+        depth=EVALUATION["depth"],
+        options=lambda wildcards: lucene.search_options(METHOD_SPECS[wildcards.method]),
+        analyzer=lambda wildcards: lucene_analyzer(wildcards.method),
+        engine=lambda wildcards: LUCENE_ENGINES[wildcards.method],
+    script:
+        "../scripts/retrieve_lucene.py"
+
+
 rule retrieve_dense:
     input:
         index=lambda wildcards: dense_index_path(wildcards.method),

@@ -51,7 +51,7 @@ def word_windows(text: str, size: int | None, overlap: int) -> list[tuple[int, i
         following = max(end - overlap, start + 1)
         space = text.rfind(" ", max(start + 1, following - _SNAP), following)
         start = space + 1 if space > start else following
-        while start < end and text[start].isspace():  # a window never starts on blank (its id is its offset)
+        while start < len(text) and text[start].isspace():  # a window never starts on blank (its id is its offset)
             start += 1
 
 

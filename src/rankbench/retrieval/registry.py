@@ -101,6 +101,13 @@ METHOD_TYPES: dict[str, MethodType] = {
                        settings="rankbench.retrieval.rm3:bm25_settings", run_rule="retrieve_bm25",
                        index=IndexStage("bm25_index", ("chunker", "method")),
                        check="rankbench.retrieval.bm25:check_bm25_method"),
+    # Lucene's own BM25 (and RM3) through Anserini's jar (retrieval/lucene.py).
+    "lucene": MethodType("lexical", {"k1": LIBRARY, "b": LIBRARY, "stemmer": LIBRARY, "stopwords": LIBRARY,
+                                     "language": OPTIONAL, "prf": OPTIONAL, "jar": OPTIONAL, "java": OPTIONAL,
+                                     "chunker": OPTIONAL, "rewrite": OPTIONAL},
+                         settings="rankbench.retrieval.lucene:lucene_settings", run_rule="retrieve_lucene",
+                         index=IndexStage("lucene_index", ("chunker", "method")),
+                         check="rankbench.retrieval.lucene:check_lucene_method"),
     "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings", run_rule="retrieve_dense",
                         index=IndexStage("faiss_index", ("chunker", "encoder", "index"))),
