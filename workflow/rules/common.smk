@@ -27,6 +27,7 @@ from rankbench.retrieval.registry import (
     method_setting,
 )
 from rankbench.retrieval.dense import IndexSpec
+from rankbench.retrieval.vectordb import VectorIndex
 from rankbench.retrieval.encoders.kinds import encoder_kind
 from rankbench.io.config_file import sorted_mappings
 from rankbench.io.frozen import read_lock, rewrite_lock_key
@@ -303,6 +304,67 @@ FAISS_BUILDS = {
 FAISS_BUILDS["flat"] = IndexSpec().build_params
 
 
+def vectordb_index(method):
+    return VectorIndex.from_config(METHOD_SPECS[method].get("vector_index"))
+
+
+def vectordb_index_name(method):
+    """The collection a vectordb method searches when the workflow builds it: `<engine>-<index>` (None: it searches
+    an existing collection)."""
+    if method not in methods_indexed_by("vectordb_collection"):
+        return None
+    return f"{METHOD_SPECS[method]['engine']}-{vectordb_index(method).name}"
+
+
+def vectordb_collection_path(method, name=None):
+    """The manifest of the collection a vectordb method searches, or of the one named (the database is the folder
+    beside it, <name>.lancedb)."""
+    name = name or vectordb_index_name(method)
+    return corpus_path(
+        method, "vectordb", METHOD_SPECS[method]["encoder"], f"{name}.json"
+    )
+
+
+def vectordb_inputs(wildcards):
+    """A vectordb method's inputs: the manifest of the collection the workflow builds (none for an existing one),
+    the chunks, the question vectors and the questions."""
+    method, spec = wildcards.method, METHOD_SPECS[wildcards.method]
+    inputs = {
+        "chunks": corpus_path(method, "chunks.parquet"),
+        "queries": query_embeddings_path(
+            wildcards.qset, spec["encoder"], spec.get("rewrite")
+        ),
+        "questions": f"{R}/{wildcards.qset}/questions.parquet",
+    }
+    if vectordb_index_name(method):
+        inputs["collection"] = vectordb_collection_path(method)
+    return inputs
+
+
+def approximate_vectordb_methods():
+    return [
+        m
+        for m in methods_indexed_by("vectordb_collection")
+        if vectordb_index(m).kind != "flat"
+    ]
+
+
+# Collection name -> its engine and build parameters (plus the exact one of each engine, for ann-recall).
+VECTORDB_BUILDS = {
+    vectordb_index_name(m): {
+        "engine": METHOD_SPECS[m]["engine"],
+        **vectordb_index(m).build_params,
+    }
+    for m in methods_indexed_by("vectordb_collection")
+}
+VECTORDB_BUILDS.update(
+    {
+        f"{build['engine']}-flat": {"engine": build["engine"], "kind": "flat"}
+        for build in list(VECTORDB_BUILDS.values())
+    }
+)
+
+
 # Pages saying how sure the comparison is (issue 15), built for every version.
 HOW_SURE_PAGES = ("budget", "robustness")
 
@@ -361,7 +423,10 @@ def all_outputs():
             for grain in ("docs", "chunks")
         ]
         outputs += [f"{R}/{qset}/leaks/{method}.parquet" for method in METHODS]
-        outputs += [f"{R}/{qset}/ann-recall/{m}.md" for m in approximate_methods()]
+        outputs += [
+            f"{R}/{qset}/ann-recall/{m}.md"
+            for m in approximate_methods() + approximate_vectordb_methods()
+        ]
         outputs += [
             f"{R}/{qset}/aggregate.parquet",
             f"{R}/{qset}/comparison.md",
@@ -433,7 +498,7 @@ wildcard_constraints:
     chunker=choice(config["chunkers"]),
     encoder=choice(config.get("encoders", {})),
     rewrite=choice(REWRITES),
-    index=choice(FAISS_BUILDS),
+    index=choice(FAISS_BUILDS | VECTORDB_BUILDS),
 
 
 # The report: settings, provenance, and what each figure and cost row reads.
@@ -453,11 +518,12 @@ INDEX_NAMES = {
     "bm25_index": bm25_index_name,
     "lucene_index": lucene_index_name,
     "faiss_index": lambda method: dense_index(method).name,
+    "vectordb_collection": vectordb_index_name,
 }
 
 
 def index_name(method):
-    """The BM25 or FAISS index a first-stage method searches (None: its index rule names none)."""
+    """The BM25, FAISS or vector-database index a first-stage method searches (None: its index rule names none)."""
     builder = index_rule(METHOD_SPECS[method])
     return INDEX_NAMES[builder](method) if builder in INDEX_NAMES else None
 

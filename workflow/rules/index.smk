@@ -153,3 +153,29 @@ rule sparse_index:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
     script:
         "../scripts/sparse_index.py"
+
+
+# A vector database's collection of the chunk embeddings (and its ANN index), built once per (chunker, encoder,
+# engine and index build parameters). The manifest, written last, is the output; the database is the folder beside it.
+rule vectordb_collection:
+    input:
+        embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
+        chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
+    output:
+        manifest=f"{R}/corpus/{{chunker}}/vectordb/{{encoder}}/{{index}}.json",
+    log:
+        f"{LOGS}/vectordb_collection/{{chunker}}/{{encoder}}/{{index}}.log",
+    benchmark:
+        f"{R}/benchmarks/vectordb_collection/{{chunker}}/{{encoder}}/{{index}}.tsv"
+    wildcard_constraints:
+        index=choice(VECTORDB_BUILDS),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 3),
+        runtime=60,
+    params:
+        spec=lambda wildcards: VECTORDB_BUILDS[wildcards.index],
+    script:
+        "../scripts/vectordb_collection.py"

@@ -171,6 +171,67 @@ rule ann_recall:
         "../scripts/ann_recall.py"
 
 
+# A vector database searched with the cached question vectors: a collection the workflow built, or an existing one.
+rule retrieve_vectordb:
+    input:
+        unpack(vectordb_inputs),
+    output:
+        run=run_path("{method}"),
+        timing=f"{R}/timings/retrieve/{{qset}}/{{method}}.json",
+    log:
+        f"{LOGS}/retrieve/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
+    wildcard_constraints:
+        method=choice(methods_of_rule("retrieve_vectordb")),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 3),
+        runtime=60,
+    params:
+        depth=EVALUATION["depth"],
+        vector_index=lambda wildcards: dict(
+            sorted(vars(vectordb_index(wildcards.method)).items())
+        ),
+        collection=lambda wildcards: METHOD_SPECS[wildcards.method].get("collection"),
+    script:
+        "../scripts/retrieve_vectordb.py"
+
+
+# What the engine's ANN index costs: its recall@k against exact search of the same collection.
+rule vectordb_ann_recall:
+    input:
+        collection=lambda wildcards: vectordb_collection_path(wildcards.method),
+        queries=lambda wildcards: query_embeddings_path(
+            wildcards.qset,
+            METHOD_SPECS[wildcards.method]["encoder"],
+            METHOD_SPECS[wildcards.method].get("rewrite"),
+        ),
+    output:
+        recall=f"{R}/{{qset}}/ann-recall/{{method}}.parquet",
+        table=f"{R}/{{qset}}/ann-recall/{{method}}.md",
+    log:
+        f"{LOGS}/ann_recall/{{qset}}/{{method}}.log",
+    benchmark:
+        f"{R}/benchmarks/ann_recall/{{qset}}/{{method}}.tsv"
+    wildcard_constraints:
+        method=choice(approximate_vectordb_methods()),
+    conda:
+        "../../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(2000, 3),
+    params:
+        vector_index=lambda wildcards: dict(
+            sorted(vars(vectordb_index(wildcards.method)).items())
+        ),
+        ks=sorted(set(EVALUATION["ks"]) | {EVALUATION["depth"]}),
+    script:
+        "../scripts/vectordb_ann_recall.py"
+
+
 rule fuse:
     input:
         runs=lambda wildcards: [

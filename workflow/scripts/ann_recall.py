@@ -2,13 +2,13 @@
 
 import numpy as np
 
-from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.dense import (
     IndexSpec,
     load_index,
     recall_against_exact,
     search,
+    write_recall,
 )
 from rankbench.retrieval.vector_checks import check_same_dimension
 
@@ -21,16 +21,11 @@ def main(snakemake):
     check_same_dimension(queries, index.d, snakemake.input.queries, snakemake.input.index)
     approximate, _ = search(index, queries, depth, spec)
     exact, _ = search(load_index(snakemake.input.exact), queries, depth)
-    recall = recall_against_exact(approximate, exact, snakemake.params.ks)
-    write_parquet(recall, snakemake.output.recall)
-    lines = [f"# Recall of {snakemake.wildcards.method} ({spec.name}) against the exact index", "",
-             f"Question-set version {snakemake.wildcards.qset}; search parameters: ef_search {spec.ef_search} "
-             f"(HNSW explores max(ef_search, k) candidates), nprobe {spec.nprobe} (IVF).", "",
-             "| k | recall (mean) | recall (min) | queries |",
-             "|---:|---:|---:|---:|"]
-    lines += [f"| {row.k} | {row.recall_mean:.4f} | {row.recall_min:.4f} | {row.n_queries} |"
-              for row in recall.itertuples()]
-    write_text("\n".join(lines) + "\n", snakemake.output.table)
+    write_recall(recall_against_exact(approximate, exact, snakemake.params.ks),
+                 f"Recall of {snakemake.wildcards.method} ({spec.name}) against the exact index",
+                 f"Question-set version {snakemake.wildcards.qset}; search parameters: ef_search {spec.ef_search} "
+                 f"(HNSW explores max(ef_search, k) candidates), nprobe {spec.nprobe} (IVF).",
+                 snakemake.output.recall, snakemake.output.table)
 
 
 run_script(main, snakemake)

@@ -90,12 +90,15 @@ def config_defaults() -> dict[str, Any]:
     from the registry or, through the type's `settings`, the library: what the schema's `default:` values repeat."""
     from rankbench.retrieval.dense import IndexSpec  # every index kind's defaults, where a flat one shows its kind
     from rankbench.retrieval.rm3 import RM3  # `prf` has defaults only once set: none of a plain bm25 method's
+    from rankbench.retrieval.vectordb import Collection  # `collection` likewise (a vectordb method's)
 
     methods: dict[str, Any] = {}
     for name in METHOD_TYPES:
         methods.update(method_settings({"type": name}))
     del methods["type"]
-    methods.update(prf=_spec_defaults(RM3), index=_spec_defaults(IndexSpec), scorer={"chat": CHAT_DEFAULTS})
+    methods.update(prf=_spec_defaults(RM3), index=_spec_defaults(IndexSpec), scorer={"chat": CHAT_DEFAULTS},
+                   collection={key: value for key, value in _spec_defaults(Collection).items()
+                               if value is not dataclasses.MISSING})
     return {"results": RESULTS, "dataset": DATASET_DEFAULTS, "chunkers": {"*": CHUNKER_DEFAULTS},
             "encoders": {"*": ENCODER_DEFAULTS}, "methods": {"*": methods}, "evaluation": EVALUATION_DEFAULTS,
             "report": REPORT_DEFAULTS, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}

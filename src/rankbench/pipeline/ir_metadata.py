@@ -22,7 +22,7 @@ from rankbench.pipeline.provenance import source_commit
 
 SCHEMA_VERSION = "0.1"
 # The libraries whose versions decide a run's numbers, those installed listed (rankbench's own first).
-LIBRARIES = ("numpy", "pandas", "pyarrow", "scipy", "bm25s", "faiss-cpu", "sentence-transformers", "torch",
+LIBRARIES = ("numpy", "pandas", "pyarrow", "scipy", "bm25s", "faiss-cpu", "lancedb", "sentence-transformers", "torch",
              "snakemake")
 
 

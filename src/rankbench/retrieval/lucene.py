@@ -238,7 +238,7 @@ def check_lucene_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], whe
     try:
         analyzer(spec, dataset["language"])
     except ValueError as error:
-        key = "language" if mode == "lucene" else "analyzer"
+        key = "analyzer" if mode == "rankbench" else "language"
         raise InputError(source, f"{where}.{key}", str(error), "See docs/reference/config.md, `methods`.") from None
 
 

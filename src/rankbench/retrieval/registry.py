@@ -70,7 +70,9 @@ class MethodType:
     builds what it searches, `encoding` encodes its texts with its encoders (of the kinds that make term weights
     when `sparse_encoders`, else dense vectors: encoders/kinds.py); `check`, "module:function", checks a method of
     the type at start (called with the method's config, the dataset block with its defaults, the method's key and
-    the config's source; it raises InputError)."""
+    the config's source; it raises InputError). `existing_index` names the key that, when a method sets it, points
+    to an index the method only reads (an existing vector-database collection): the workflow then builds no index
+    and encodes no corpus for it."""
 
     family: str
     keys: Mapping[str, Any] = field(default_factory=dict)
@@ -83,6 +85,7 @@ class MethodType:
     index: IndexStage | None = None
     encoding: Encoding = DENSE_ENCODING
     check: str | None = None
+    existing_index: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -112,6 +115,11 @@ METHOD_TYPES: dict[str, MethodType] = {
     "sparse": MethodType("sparse", {"encoder": REQUIRED, **_FIRST_STAGE}, sparse_encoders=True,
                          run_rule="retrieve_sparse", index=IndexStage("sparse_index", ("chunker", "encoder")),
                          encoding=SPARSE_ENCODING),
+    "vectordb": MethodType("dense", {"engine": REQUIRED, "encoder": REQUIRED, "vector_index": LIBRARY,
+                                     "collection": OPTIONAL, "chunker": OPTIONAL, "rewrite": OPTIONAL},
+                           settings="rankbench.retrieval.vectordb:vectordb_settings", run_rule="retrieve_vectordb",
+                           index=IndexStage("vectordb_collection", ("chunker", "encoder", "index")),
+                           check="rankbench.retrieval.vectordb:check_vectordb_method", existing_index="collection"),
     "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs", run_rule="fuse"),
     "combsum": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs",
                           run_rule="fuse"),
@@ -187,15 +195,27 @@ def own_models(name: str, spec: Mapping[str, Any]) -> list[str]:
     return [f"encoders.{encoder}" for encoder in method_encoders(spec) if encoder] + own
 
 
+def reads_existing_index(spec: Mapping[str, Any]) -> bool:
+    """Whether a method searches an index the workflow neither builds nor encodes a corpus for (an existing one)."""
+    key = method_type(spec).existing_index
+    return bool(key and spec.get(key))
+
+
+def builds_index(spec: Mapping[str, Any]) -> bool:
+    """Whether the workflow builds the index a method searches (not when it searches none, or an existing one)."""
+    return method_type(spec).index is not None and not reads_existing_index(spec)
+
+
 def index_rule(spec: Mapping[str, Any]) -> str | None:
-    """The rule that builds the index a method searches, or None (it searches none)."""
+    """The rule that builds the index a method searches, or None (it searches none, or an existing one)."""
     stage = method_type(spec).index
-    return stage.rule if stage else None
+    return stage.rule if stage and builds_index(spec) else None
 
 
 def method_grains(spec: Mapping[str, Any]) -> list[str]:
-    """Grains a method is scored at (see evaluation.scoring.GRAINS)."""
-    return list(method_type(spec).grains)
+    """Grains a method is scored at (see evaluation.scoring.GRAINS): one searching an existing index returns ids made
+    outside rankbench's chunker, scored at document grain as an external run's are."""
+    return ["document"] if reads_existing_index(spec) else list(method_type(spec).grains)
 
 
 def method_setting(spec: Mapping[str, Any], key: str) -> Any:
