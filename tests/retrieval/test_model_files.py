@@ -83,6 +83,16 @@ def test_a_cross_encoder_that_scores_every_pair_alike_degrades_its_run(tmp_path:
     assert not good["degraded"].any() and np.ptp(good["score"]) > 0
 
 
+def test_pairs_tied_within_each_question_are_no_broken_scorer() -> None:
+    """The job scores question by question (to time each): the all-alike check spans the run, not one call (a
+    question whose two pairs tie degraded the whole run)."""
+    by_question = {qid: float(i) for i, qid in enumerate(sorted(RUN["qid"].unique()))}
+    tied = rerank_or_fallback(RUN, 3, lambda: lambda pairs: pairs["qid"].map(by_question).to_numpy())
+    assert not tied["degraded"].any()
+    constant = rerank_or_fallback(RUN, 3, lambda: lambda pairs: np.full(len(pairs), 0.5))
+    assert constant["degraded"].all() and "pairs the same score (0.5)" in constant["degraded_reason"].iloc[0]
+
+
 def test_damaged_or_foreign_model_folders_are_refused_at_start_naming_the_key(tmp_path: Path,
                                                                             cross_encoder: Path) -> None:
     corrupt = shutil.copytree(MINILM, tmp_path / "corrupt")

@@ -18,11 +18,15 @@ PairScorer = Callable[[pd.DataFrame], np.ndarray]
 
 def rerank(run: pd.DataFrame, rerank_depth: int, score_pairs: PairScorer) -> pd.DataFrame:
     """Reranked run with a `first_stage_rank` column: the top `rerank_depth` re-scored (a reranker cannot recover
-    what they miss), the rest below in their first-stage order."""
+    what they miss), the rest below in their first-stage order. A scorer that gives every pair one score raises."""
     head = run[run["rank"] <= rerank_depth].copy()
     tail = run[run["rank"] > rerank_depth].copy()
     head["first_stage_rank"] = head["rank"]
-    head["score"] = np.asarray(score_pairs(head), dtype=np.float64)
+    scores = np.asarray(score_pairs(head), dtype=np.float64)
+    if len(scores) > 1 and np.ptp(scores) == 0:  # over the whole run: one question's pairs may well tie
+        raise ValueError(f"the scorer gives all {len(scores)} pairs the same score ({scores[0]:.6g}): it cannot rank "
+                         "them (a broken or untrained model?)")
+    head["score"] = scores
     head = order_by_trec_rule(head)
     tail["first_stage_rank"] = tail["rank"]
     floor = head.groupby("qid")["score"].min()
@@ -65,8 +69,8 @@ def bi_encoder_scorer(qids: Sequence[str], query_vectors: np.ndarray, chunk_ids:
 def cross_encoder_scorer(model: str, questions: dict[str, str], passages: dict[str, str],
                          batch_size: int = 32, revision: str | None = None) -> PairScorer:
     """A sentence-transformers CrossEncoder (local path, packaged name or cached hub id at revision) scoring
-    (question, passage) pairs. A model whose head is not in its weights, or whose scores are all equal, raises
-    ValueError (the run is then degraded and says why; the start checks refuse most such models already)."""
+    (question, passage) pairs. A model whose head is not in its weights raises ValueError (the run is then degraded
+    and says why; the start checks refuse most such models already; `rerank` refuses one whose scores are all equal)."""
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -89,10 +93,6 @@ def cross_encoder_scorer(model: str, questions: dict[str, str], passages: dict[s
         texts = [(questions[q], passages[c]) for q, c in zip(pairs["qid"], pairs["chunk_id"])]
         if not texts:
             return np.zeros(0)
-        scores = np.asarray(encoder.predict(texts, batch_size=batch_size, show_progress_bar=False), dtype=np.float64)
-        if len(set(texts)) > 1 and np.ptp(scores) == 0:
-            raise ValueError(f"cross-encoder {model!r} gives all {len(texts)} pairs the same score ({scores[0]:.6g}): "
-                             "it cannot rank them")
-        return scores
+        return np.asarray(encoder.predict(texts, batch_size=batch_size, show_progress_bar=False), dtype=np.float64)
 
     return score
