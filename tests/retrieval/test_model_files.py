@@ -113,3 +113,33 @@ def test_damaged_or_foreign_model_folders_are_refused_at_start_naming_the_key(tm
     for config, where, problem in cases:
         error = start_error(config)
         assert error.where == where and problem in str(error), str(error)
+
+
+def test_the_files_a_kind_declares_are_what_the_start_check_asks_its_folder_for(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kind's folder layout lives in its row of encoders/kinds.py, nowhere else: a row that declares another file
+    makes the check ask for that file (before, model_files.py kept its own table and ignored the row)."""
+    from dataclasses import replace
+
+    from safetensors.numpy import save_file
+
+    from rankbench.retrieval.encoders.kinds import ENCODER_KINDS
+    from rankbench.retrieval.model_files import model_folder_problem, required_files
+
+    def folder_of(name: str) -> Path:  # config and weights, without the kind's own files
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text("{}")
+        save_file({"embeddings": np.zeros((4, 2), dtype=np.float32)}, str(folder / "model.safetensors"))
+        return folder
+
+    for name, kind in ENCODER_KINDS.items():
+        folder = folder_of(name)
+        assert required_files(name) == kind.files
+        assert model_folder_problem(folder, name) == (f"has no {' or '.join(kind.files)}" if kind.files else "")
+        for file in kind.files:
+            (folder / file).write_text("{}")
+        assert model_folder_problem(folder, name) == "", name
+    assert ENCODER_KINDS["static"].files == ("tokenizer.json",) and ENCODER_KINDS["sparse"].files == ("modules.json",)
+    monkeypatch.setitem(ENCODER_KINDS, "static", replace(ENCODER_KINDS["static"], files=("vocab.txt",)))
+    assert model_folder_problem(tmp_path / "static", "static") == "has no vocab.txt"

