@@ -58,6 +58,8 @@ def test_a_search_service_is_fused_reranked_and_its_rerun_sends_nothing(tmp_path
     assert not reranked["degraded"].any() and (reranked["first_stage_rank"] != reranked["rank"]).any()
     page = (base / "comparison.md").read_text()
     assert all(f"| {name} |" in page for name in ("bm25", "omega", "fused", "reranked"))
+    assert (f"  - `methods.omega.engine`: `search endpoint` (endpoint `{url}`, server "
+            f"`{stored['provenance']['server'][0]}`)") in page
     assert "degraded" not in page
     timing = json.loads((workdir / "results" / "mini" / "timings" / "retrieve" / "v1" / "omega.json").read_text())
     assert timing["questions"] == pytest.approx({qid: ms / 1000 for qid, ms in stored["latency_ms"].items()})

@@ -69,6 +69,9 @@ def test_a_lucene_method_is_fused_reranked_and_reported_like_any_method(workdir:
     engine = metadata["method"]["provenance"]
     assert engine["anserini"] == "1.7.1" and len(engine["jar_sha256"]) == 64
     assert int(engine["java_version"].split(".")[0]) >= 21
+    header = (f"  - `methods.lucene.engine`: `Anserini 1.7.1` (jar `{engine['jar']}`, jar sha256 "
+              f"`{engine['jar_sha256']}`, Java `{engine['java_version']}`)")  # the page names the engine as recorded
+    assert header in (results(workdir) / "comparison.md").read_text()
     assert "provenance" not in yaml.safe_load((results(workdir) / "runs" / "bm25.ir_metadata.yaml").read_text())[
         "method"]
     timing = json.loads((workdir / "results" / "mini" / "timings" / "retrieve" / "v1" / "lucene.json").read_text())

@@ -282,6 +282,9 @@ def test_a_vector_database_ranks_as_faiss_flat_and_is_an_ordinary_method(workdir
     assert manifest["engine"] == "lancedb" and manifest["version"] == version("lancedb")
     assert manifest["index"] == {"kind": "ivf_flat", "partitions": 4}
     assert "lancedb==" in (results(workdir) / "runs" / "lance.ir_metadata.yaml").read_text()
+    page, engine = (results(workdir) / "comparison.md").read_text(), f"`LanceDB {version('lancedb')}`"
+    assert f"  - `methods.lance-ivf.engine`: {engine} (index `ivf_flat (partitions 4)`)" in page and \
+        f"  - `methods.lance-team.engine`: {engine} (database `" in page  # the header names what each searched
 
 
 def test_an_existing_collection_is_only_read_and_its_foreign_ids_are_reported(workdir: Path) -> None:

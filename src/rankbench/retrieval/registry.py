@@ -72,7 +72,9 @@ class MethodType:
     the type at start (called with the method's config, the dataset block with its defaults, the method's key and
     the config's source; it raises InputError). `existing_index` names the key that, when a method sets it, points
     to an index the method only reads (an existing vector-database collection): the workflow then builds no index
-    and encodes no corpus for it."""
+    and encodes no corpus for it. `engine`, "module:function", names the engine that answers a type's questions (a
+    search engine, a database, a service) from the provenance its run file holds (called with that mapping; it
+    returns the page header's and the history's entry, `methods.<name>.engine`)."""
 
     family: str
     keys: Mapping[str, Any] = field(default_factory=dict)
@@ -86,6 +88,7 @@ class MethodType:
     encoding: Encoding = DENSE_ENCODING
     check: str | None = None
     existing_index: str | None = None
+    engine: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -108,7 +111,8 @@ METHOD_TYPES: dict[str, MethodType] = {
                                      "chunker": OPTIONAL, "rewrite": OPTIONAL},
                          settings="rankbench.retrieval.lucene:lucene_settings", run_rule="retrieve_lucene",
                          index=IndexStage("lucene_index", ("chunker", "method")),
-                         check="rankbench.retrieval.lucene:check_lucene_method"),
+                         check="rankbench.retrieval.lucene:check_lucene_method",
+                         engine="rankbench.retrieval.lucene:engine_entry"),
     "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings", run_rule="retrieve_dense",
                         index=IndexStage("faiss_index", ("chunker", "encoder", "index"))),
@@ -119,7 +123,8 @@ METHOD_TYPES: dict[str, MethodType] = {
                                      "collection": OPTIONAL, "chunker": OPTIONAL, "rewrite": OPTIONAL},
                            settings="rankbench.retrieval.vectordb:vectordb_settings", run_rule="retrieve_vectordb",
                            index=IndexStage("vectordb_collection", ("chunker", "encoder", "index")),
-                           check="rankbench.retrieval.vectordb:check_vectordb_method", existing_index="collection"),
+                           check="rankbench.retrieval.vectordb:check_vectordb_method", existing_index="collection",
+                           engine="rankbench.retrieval.vectordb:engine_entry"),
     "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs", run_rule="fuse"),
     "combsum": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs",
                           run_rule="fuse"),
@@ -136,7 +141,8 @@ METHOD_TYPES: dict[str, MethodType] = {
                                     "chunker": OPTIONAL,
                                     **dict.fromkeys(HTTP_LIBRARY_KEYS, LIBRARY)},
                        grains=("document",), settings="rankbench.retrieval.http_search:http_settings",
-                       run_rule="search_http", check="rankbench.retrieval.http_search:check_http_method"),
+                       run_rule="search_http", check="rankbench.retrieval.http_search:check_http_method",
+                       engine="rankbench.retrieval.http_search:engine_entry"),
 }
 
 
@@ -187,12 +193,19 @@ def scorer_model(name: str, spec: Mapping[str, Any]) -> str | None:
         else None
 
 
+def engine_key(name: str, spec: Mapping[str, Any]) -> str | None:
+    """Key of the engine a method's questions are answered by (`methods.<name>.engine`: Anserini, a vector database,
+    a search service), None for a type whose entry names no `engine`."""
+    return f"methods.{name}.engine" if method_type(spec).engine else None
+
+
 def own_models(name: str, spec: Mapping[str, Any]) -> list[str]:
-    """Config keys of the models a method itself uses (not its inputs'): its encoders' and its scorer's (a
-    cross-encoder it loads, or an LLM it asks), read by key whatever the type."""
+    """Config keys of the models and engines a method itself uses (not its inputs'): its encoders', its engine's and
+    its scorer's (a cross-encoder it loads, or an LLM it asks), read by key whatever the type."""
     scorer = spec.get("scorer") or {} if "scorer" in method_type(spec).keys else {}
     own = [f"methods.{name}.scorer"] if scorer.get("kind") in ("cross-encoder", "llm") else []
-    return [f"encoders.{encoder}" for encoder in method_encoders(spec) if encoder] + own
+    engine = engine_key(name, spec)
+    return [f"encoders.{encoder}" for encoder in method_encoders(spec) if encoder] + ([engine] if engine else []) + own
 
 
 def reads_existing_index(spec: Mapping[str, Any]) -> bool:

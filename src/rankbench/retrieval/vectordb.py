@@ -192,6 +192,27 @@ def table_dimension(table: Any, vector_field: str = VECTOR_FIELD) -> int:
     return int(table.schema.field(vector_field).type.list_size)
 
 
+def search_provenance(table: Any, collection: Collection, existing: bool, index: VectorIndex) -> dict[str, Any]:
+    """What a vectordb run was searched in, for its run file: the engine and its version and, for an existing
+    collection, its database, table and the table version read; for a built one, its index kind and parameters."""
+    engine = {"engine": "lancedb", "version": engine_version("lancedb")}
+    if existing:
+        return {**engine, "collection": {"uri": collection.uri, "name": collection.name},
+                "table_version": int(table.version)}
+    return {**engine, "index": index.build_params}
+
+
+def engine_entry(provenance: Mapping[str, Any]) -> dict[str, Any]:
+    """The page header's entry of the database a vectordb run was searched in (its provenance, search_provenance)."""
+    if "collection" in provenance:
+        facts = [["database", provenance["collection"]["uri"]], ["table", provenance["collection"]["name"]],
+                 ["table version", str(provenance["table_version"])]]
+    else:
+        params = ", ".join(f"{key} {value}" for key, value in provenance["index"].items() if key != "kind")
+        facts = [["index", provenance["index"]["kind"] + (f" ({params})" if params else " (exact)")]]
+    return {"engine": f"LanceDB {provenance['version']}", "facts": facts}
+
+
 def search_table(table: Any, queries: np.ndarray, k: int, index: VectorIndex = VectorIndex(), exact: bool = False,
                  collection: Collection | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Top-k ids (object array, None where fewer than k rows) and scores (higher is better) per query, through the
