@@ -220,3 +220,32 @@ def test_explorer_bits_mark_questions_that_moved() -> None:
                             "delta": [-0.1, 0.1, 1.0]})
     assert _moved_bits(changed, "a", ("ndcg", 10), pd.Index(["q1", "q2", "q3"])) == [1, 0, 2]
     assert _moved_bits(None, "a", ("ndcg", 10), pd.Index(["q1"])) == [0]
+
+
+@pytest.mark.parametrize(("after", "code"), [(REGRESSION, 1), (BASE, 0)])
+def test_a_run_of_a_draft_version_is_marked_in_runs_diff_runs_the_gate_and_the_chart(tmp_path: Path, capsys,
+                                                                                      after: np.ndarray,
+                                                                                      code: int) -> None:
+    """Before: nothing said the reference run was made from a draft version. The gate says so and keeps its verdict;
+    a record without the key (every record before it existed) reads as frozen."""
+    store = tmp_path / "d" / "v1" / "runs-history"
+    unchanged = np.full(len(BASE), 0.5)
+    store_run(store, pending(tmp_path, values_of({"bm25": BASE, "dense": unchanged}), "a", draft=True),
+              "20261201T090000Z")
+    store_run(store, pending(tmp_path, values_of({"bm25": after, "dense": unchanged}), "b"), "20261201T090100Z")
+    draft, frozen = stored_runs(store)
+    assert draft.meta["draft"] is True and "draft" not in frozen.meta
+    said = (f"Run `{draft.run_id}` was made from a draft question-set version (not frozen): its questions and labels "
+            "may still change, and so may its numbers.")
+    where = ["--results", str(tmp_path)]
+    assert main(["runs", *where]) == 0
+    listing = capsys.readouterr().out
+    assert f"| {draft.run_id} (draft) |" in listing and f"| {frozen.run_id} |" in listing
+    assert main(["diff-runs", *where]) == 0
+    assert said in capsys.readouterr().out
+    assert main(["gate", "--method", "bm25", "--metric", "ndcg@10", *where]) == code
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL" if code else "PASS") and out.rstrip().endswith(said)
+    chart = history_html("d", {"v1": run_means(stored_runs(store), [["ndcg", 10]])}, [["ndcg", 10]])
+    assert f"<code>{draft.run_id}</code>: first run (draft)</li>" in chart
+    assert f"<code>{frozen.run_id}</code>: no config change</li>" in chart

@@ -515,6 +515,28 @@ def test_history_page_has_one_row_per_run_and_version() -> None:
     assert rows[2].split(" | ")[1:] == ["2026-01-02", "v1", "s-v1", "c2", "", "", "0.200", "0.200 |"]
 
 
+def test_history_page_marks_the_runs_of_a_draft_version() -> None:
+    """Records of a draft version say so (`draft: true`, from run_records) and its rows are marked; older records,
+    without the key, read as frozen. Before: nothing in the record or on the page told a draft apart."""
+    from rankbench.analysis.history import run_records
+
+    aggregate = pd.DataFrame({"method": ["bm25"], "grain": "document", "kind": "all", "metric": "rr", "k": 10,
+                              "mean": 0.5})
+    made = [run_records(aggregate, {"version": "v2", "sha256": "s"}, "d", "c", {}, [("rr", 10)], "document",
+                        draft=draft)[0] for draft in (True, False)]
+    assert made[0]["draft"] is True and "draft" not in made[1]
+    old = {"dataset": "d", "qset": "v1", "qset_sha256": "s", "config_sha256": "c", "label": None, "note": None,
+           "method": "bm25", "grain": "document", "metrics": {"rr@10": 0.5}}
+    records = [{**old, "date": "2026-01-01", "run": 1}, {**made[0], "date": "2026-01-02", "run": 2},
+               {**made[1], "date": "2026-01-03", "run": 3}]
+    page = history_markdown(history_frame(records, "d"), "rr@10")
+    rows = [line.split(" | ")[2] for line in page.splitlines() if line.startswith("| ") and
+            not line.startswith("| run")]
+    assert rows == ["v1", "v2 (draft)", "v2"]
+    assert "(draft): a draft version, not frozen" in page
+    assert "draft" not in history_markdown(history_frame([records[0], records[2]], "d"), "rr@10")
+
+
 def test_pages_say_not_applicable_for_what_the_data_lacks(tiny_aggregate) -> None:
     """BEIR-like data: no staff-only document, no as_of, one question kind, no unanswerable question."""
     leaks = pd.DataFrame([{"method": m, "leak": "staff", "k": k, "mean": 0.0, "n_with_leak": 0, "n_questions": 12}

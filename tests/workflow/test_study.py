@@ -261,3 +261,32 @@ def test_the_forest_plot_is_byte_identical_run_to_run(tmp_path: Path) -> None:
         save(forest_plot(weighted, pooled, plan, "ndcg", 10), tmp_path / f"{run}.png", tmp_path / f"{run}.svg")
         texts.append(((tmp_path / f"{run}.svg").read_bytes(), (tmp_path / f"{run}.png").read_bytes()))
     assert texts[0] == texts[1]
+
+
+def test_a_column_of_a_draft_version_is_marked_on_the_study_page() -> None:
+    """Before: a study over a draft version read like one over frozen versions."""
+    from dataclasses import replace
+
+    from rankbench.report.study import pooled_table, study_markdown
+
+    def page(views: dict[str, MemberView]) -> tuple[dict, str]:
+        plan = study_plan(study_config(), "study.yaml", views)
+        cells = pd.DataFrame([
+            {"study": "s", "column": c["label"], "dataset": c["dataset"], "qset": c["qset"], "method": m,
+             "dataset_method": c["methods"].get(m), "grain": "document", "metric": "ndcg", "k": 10,
+             "mean": 0.5 if m in c["methods"] else np.nan, "ci_low": 0.4, "ci_high": 0.6, "n": 10,
+             "baseline": "bm25", "diff": 0.0, "p_holm": 1.0, "significant": "", "near": False, "best": False,
+             "skipped": c["skipped"].get(m)} for c in plan["columns"] for m in plan["methods"]]).astype({"n": "Int64"})
+        effects = pd.DataFrame({"column": ["a"], "method": "RM3", "metric": "ndcg", "k": 10, "diff": [0.01],
+                                "variance": [1e-4], "se": 0.01, "ci_low": [-0.01], "ci_high": [0.03], "n": 10,
+                                "weight": np.nan})
+        pooled, _ = pooled_table(plan, effects)
+        return plan, study_markdown(cells, pooled, plan, {("ndcg", 10): "plots/forest-ndcg@10.png"})
+
+    plan, drafted = page({**VIEWS, "a": replace(VIEWS["a"], drafts=["test"])})
+    assert [column["draft"] for column in plan["columns"]] == [True, False]
+    assert ("**DRAFT**: a (a test) is made from a draft question-set version, not frozen: its questions and labels "
+            "may still change, and so may these numbers.") in drafted
+    assert "| a | a | test (draft) |" in drafted and "| b | b | test |" in drafted
+    plan, frozen = page(VIEWS)
+    assert not any(column["draft"] for column in plan["columns"]) and "draft" not in frozen.lower()

@@ -42,6 +42,7 @@ for label, member in STUDY_MEMBERS.items():
         qsets=loaded.QSETS,
         method_types={m: spec["type"] for m, spec in loaded.METHOD_SPECS.items()},
         evaluation=loaded.EVALUATION,
+        drafts=loaded.DRAFTS,
     )
 STUDY_PLAN = study_plan(config, CONFIG_SOURCE, STUDY_VIEWS)
 STUDY_OUTPUTS = study_outputs(STUDY_PLAN["name"], STUDY_PLAN["metrics"])

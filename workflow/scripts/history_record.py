@@ -24,7 +24,7 @@ def main(snakemake):
     models = model_provenance(p.models, dict(zip(p.engine_methods, snakemake.input.engine_runs)))
     records = run_records(aggregate, manifest, p.dataset, p.config_sha256, config.get("experiment", {}),
                           recorded, p.report["grain"], models, p.method_models,
-                          software_versions(), source_commit())
+                          software_versions(), source_commit(), p.draft)
     write_text(json.dumps(records, indent=1, ensure_ascii=False, sort_keys=True) + "\n", snakemake.output.record)
 
 

@@ -40,6 +40,8 @@ def main(snakemake):
                             "models": {key: models[key] for key in p.method_models.get(m, []) if key in models}}
                         for m in p.methods},
             "rankbench_version": rankbench.__version__, "commit": source_commit(), "software": software_versions()}
+    if p.draft:  # a record without the key is of a frozen version (records before it was kept, too)
+        meta["draft"] = True
     meta["content_sha256"] = content_sha256(values, meta)
     previous = previous_run(p.store, meta["content_sha256"])
     diff = diff_runs(previous.values(), values, previous.meta, {**meta, "run_id": "this run"}, p.resamples,

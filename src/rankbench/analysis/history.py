@@ -26,13 +26,14 @@ def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: s
                 experiment: Mapping[str, str], headline: Sequence[Sequence], grain: str,
                 models: Mapping[str, Mapping[str, Any]] | None = None,
                 method_models: Mapping[str, Sequence[str]] | None = None,
-                software: Mapping[str, str] | None = None, commit: str | None = None) -> list[dict[str, Any]]:
+                software: Mapping[str, str] | None = None, commit: str | None = None,
+                draft: bool = False) -> list[dict[str, Any]]:
     """One record per method of one version: provenance, experiment label and note, headline metrics (no date).
 
     models: config key -> {model, revision, weights_sha256} (or an engine's {engine, facts}); method_models: method ->
     the keys its run depends on (a method without models records none); software: package -> version (rankbench and
     its main dependencies); commit: the git commit of rankbench's source (None off a checkout: the version names the
-    wheel)."""
+    wheel); draft: the version is a draft, not frozen (recorded as `draft: true`; a record without it is frozen)."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
     rows = rows.set_index(["method", "metric", "k"])
     records = []
@@ -49,6 +50,8 @@ def run_records(aggregate: pd.DataFrame, manifest: Mapping[str, Any], dataset: s
             record["software"] = dict(software)
         if commit:
             record["commit"] = commit
+        if draft:
+            record["draft"] = True
         records.append(record)
     return records
 

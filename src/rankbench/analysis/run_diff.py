@@ -5,7 +5,7 @@ evaluation.stats), the questions that moved, the methods added or removed and th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,8 @@ class RunDiff:
     added: list[str]
     removed: list[str]
     config_changes: list[dict[str, Any]]
+    # The runs (of before and after) made from a draft question-set version, not frozen: its labels may change.
+    drafts: list[str] = field(default_factory=list)
 
 
 def diff_runs(before: pd.DataFrame, after: pd.DataFrame, before_meta: Mapping[str, Any],
@@ -60,7 +62,8 @@ def diff_runs(before: pd.DataFrame, after: pd.DataFrame, before_meta: Mapping[st
         columns={"value_before": "before", "value_after": "after"})
     return RunDiff(before_meta["run_id"], after_meta["run_id"], pd.DataFrame(rows, columns=METHOD_COLUMNS),
                    moved[QUESTION_COLUMNS].reset_index(drop=True), sorted(new_methods - old_methods),
-                   sorted(old_methods - new_methods), config_changes(before_meta["config"], after_meta["config"]))
+                   sorted(old_methods - new_methods), config_changes(before_meta["config"], after_meta["config"]),
+                   [meta["run_id"] for meta in (before_meta, after_meta) if meta.get("draft")])
 
 
 def by_size(moved: pd.DataFrame, worst_first: bool) -> pd.DataFrame:

@@ -91,7 +91,7 @@ def content_sha256(values: pd.DataFrame, meta: Mapping[str, Any]) -> str:
 
 
 _CONTENT_KEYS = ("dataset", "qset", "qset_sha256", "config_sha256", "config", "methods", "label", "note",
-                 "recorded", "grain")
+                 "recorded", "grain", "draft")
 
 
 def write_record(values: pd.DataFrame, meta: Mapping[str, Any], path: str | Path) -> None:

@@ -48,7 +48,8 @@ class Member:
 
 @dataclass(frozen=True)
 class MemberView:
-    """What the study plan needs from a loaded dataset module (its common.smk values)."""
+    """What the study plan needs from a loaded dataset module (its common.smk values; drafts: its versions that are
+    drafts, not frozen)."""
 
     source: str
     dataset: str
@@ -56,6 +57,7 @@ class MemberView:
     qsets: Sequence[str]
     method_types: Mapping[str, str]
     evaluation: Mapping[str, Any]
+    drafts: Sequence[str] = ()
 
 
 def _identifier(name: str) -> str:
@@ -125,9 +127,9 @@ def _method_names(study: Mapping[str, Any], label: str, source: str) -> dict[str
 
 
 def study_plan(config: Mapping[str, Any], source: str, views: Mapping[str, MemberView]) -> dict[str, Any]:
-    """The study table's plan as plain values: settings, and per column (dataset and question-set version) the
-    per-dataset method names, the reasons a method does not run there, and the files each cell reads. Every
-    name is checked against the loaded dataset configs, before any job."""
+    """The study table's plan as plain values: settings, and per column (dataset and question-set version, and
+    whether that version is a draft) the per-dataset method names, the reasons a method does not run there, and
+    the files each cell reads. Every name is checked against the loaded dataset configs, before any job."""
     study = {**STUDY_DEFAULTS, **config[STUDY_KEY]}
     metrics = _study_metrics(study, source)
     if study["baseline"] not in study["methods"]:
@@ -182,8 +184,8 @@ def study_plan(config: Mapping[str, Any], source: str, views: Mapping[str, Membe
         folder = f"{view.results}/{qset}"
         ran = {method: name for method, name in names.items() if name is not None}
         columns.append({
-            "label": label, "dataset": view.dataset, "qset": qset, "source": view.source,
-            "methods": ran,
+            "label": label, "dataset": view.dataset, "qset": qset, "draft": qset in view.drafts,
+            "source": view.source, "methods": ran,
             "skipped": {method: study["methods"][method][label]["skip"] for method, name in names.items()
                         if name is None},
             "aggregate": f"{folder}/aggregate.parquet",

@@ -12,7 +12,7 @@ import pandas as pd
 from rankbench.analysis.runs import StoredRun, headline_means
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_grid, markdown_literal
-from rankbench.report.runs import change_text
+from rankbench.report.runs import DRAFT_MARK, change_text
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 320, 56, 200, 16, 40
 COLOURS = ("#1b6ca8", "#d1495b", "#00798c", "#edae49", "#66a182", "#8d5a97", "#30343f", "#e07a5f", "#3d405b",
@@ -20,11 +20,14 @@ COLOURS = ("#1b6ca8", "#d1495b", "#00798c", "#edae49", "#66a182", "#8d5a97", "#3
 
 
 def history_markdown(frame: pd.DataFrame, metric: str) -> str:
-    """The history as a table of runs (date, version, config, label, note) with the metric of each method.
+    """The history as a table of runs (date, version, config, label, note) with the metric of each method; a
+    version marked (draft) when the run's records say it was not frozen.
 
     One row per run and version that has records: the rows are grouped, never the product of their columns.
     """
     name, _, k = metric.partition("@")
+    drafted = frame["draft"].eq(True) if "draft" in frame else pd.Series(False, index=frame.index)
+    frame = frame.assign(qset=frame["qset"].where(~drafted, frame["qset"] + f" {DRAFT_MARK}"))
     index = ["run", "date", "qset", "qset_sha256", "config_sha256", "label", "note"]
     wide = frame.groupby(index + ["method"], sort=True)[metric].first().unstack("method")
     wide = wide.reset_index().assign(qset_sha256=lambda f: f["qset_sha256"].str[:12],
@@ -33,8 +36,11 @@ def history_markdown(frame: pd.DataFrame, metric: str) -> str:
     wide = wide.rename(columns={"qset_sha256": "qset sha256", "config_sha256": "config sha256"}).set_index("run")
     wide.columns.name = None
     wide = wide.astype(object).map(lambda v: "" if pd.isna(v) else f"{v:.3f}" if isinstance(v, float) else v)
+    drafts = f" {DRAFT_MARK}: a draft version, not frozen (its questions and labels may still change)." \
+        if drafted.any() else ""
     return (f"# History of runs: {metric_label(name, int(k) if k else 0)}\n\nOne row per run and question-set "
-            f"version; a method's value appears when its record changed in that run.\n\n{markdown_grid(wide)}\n")
+            f"version; a method's value appears when its record changed in that run.{drafts}\n\n"
+            f"{markdown_grid(wide)}\n")
 
 
 def _chart(means: pd.DataFrame, labels: Sequence[str], runs: Sequence[str], colours: Mapping[str, str]) -> str:
@@ -71,12 +77,13 @@ def _chart(means: pd.DataFrame, labels: Sequence[str], runs: Sequence[str], colo
 
 
 def run_means(runs: Sequence[StoredRun], headline: Sequence[Sequence]) -> pd.DataFrame:
-    """One row per (run, method, headline metric): run, run_number, label (its config change), method, metric, k,
-    mean."""
+    """One row per (run, method, headline metric): run, run_number, label (its config change, and (draft) when
+    made from a draft version), method, metric, k, mean."""
     rows = []
     for run in runs:
         values = run.values()
         label = change_text(run.meta.get("config_changes", []), 3) if run.meta.get("previous_run") else "first run"
+        label += f" {DRAFT_MARK}" if run.meta.get("draft") else ""
         for metric, k in headline:
             for method, mean in headline_means(values, metric, int(k)).items():
                 rows.append({"run": run.run_id, "run_number": run.number, "label": label, "method": method,

@@ -14,6 +14,9 @@ from rankbench.analysis.runs import StoredRun
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_grid
 
+# Beside a run or version made from a draft question-set version, where the pages' DRAFT banner does not fit (here,
+# not in report/pages.py: `rankbench runs` stays in the light core, without markdown-it).
+DRAFT_MARK = "(draft)"
 QUESTIONS_SHOWN = 10  # per method and direction; the rest are counted
 _TEXT_CHARS = 80
 
@@ -32,13 +35,24 @@ def change_text(changes: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
     return "; ".join(shown) + more
 
 
+def draft_runs_line(drafts: Sequence[str]) -> str:
+    """The sentence naming the runs made from a draft question-set version ('' when none was)."""
+    if not drafts:
+        return ""
+    names = " and ".join(f"`{run}`" for run in drafts)
+    return (f"Run{'s' if len(drafts) > 1 else ''} {names} {'were' if len(drafts) > 1 else 'was'} made from a draft "
+            "question-set version (not frozen): its questions and labels may still change, and so may its numbers.")
+
+
 def runs_table(runs: Sequence[StoredRun], headline: Sequence[tuple[str, int]], means: Mapping[str, pd.Series]) -> str:
-    """One row per run: id, date, label, note, what changed in the config, each method's first headline mean."""
+    """One row per run: id (marked when made from a draft version), date, label, note, what changed in the config,
+    each method's first headline mean."""
     metric, k = headline[0]
     rows = []
     for run in runs:
         values = means.get(run.run_id, pd.Series(dtype=float))
-        rows.append({"run": run.run_id, "date": run.meta["date"], "label": run.meta.get("label") or "",
+        rows.append({"run": f"{run.run_id} {DRAFT_MARK}" if run.meta.get("draft") else run.run_id,
+                     "date": run.meta["date"], "label": run.meta.get("label") or "",
                      "note": run.meta.get("note") or "",
                      "config change": change_text(run.meta.get("config_changes", []), 3)
                      if run.meta.get("previous_run") else "first run",
@@ -68,7 +82,7 @@ def diff_markdown(diff: RunDiff, headline: Sequence[tuple[str, int]], texts: Map
     Δ (p) of each headline metric and W/T/L on the first, then the questions that got worse or better on it."""
     hashes = "#" * level
     lines = [f"{hashes} {heading}", "", f"Run `{diff.before}` → run `{diff.after}`. Config: "
-             f"{change_text(diff.config_changes)}."]
+             f"{change_text(diff.config_changes)}." + (f" {draft_runs_line(diff.drafts)}" if diff.drafts else "")]
     if diff.added or diff.removed:
         lines.append(f"Methods added: {', '.join(diff.added) or 'none'}; removed: {', '.join(diff.removed) or 'none'}.")
     keys = {(m, int(k)) for m, k in headline}
@@ -113,12 +127,14 @@ def since_last_run_section(diff: RunDiff | None, headline: Sequence[tuple[str, i
 
 def gate_paragraph(verdict: GateVerdict, diff: RunDiff, method: str, metric: str, k: int, max_drop: float,
                    alpha: float, texts: Mapping[str, str]) -> str:
-    """One paragraph: pass or fail, the means, the drop against the tolerance, p against alpha, the worst questions."""
+    """One paragraph: pass or fail, the means, the drop against the tolerance, p against alpha, the worst questions,
+    and which of the two runs was made from a draft version (it does not change the verdict)."""
     name = metric_label(metric, k)
+    drafts = f" {draft_runs_line(diff.drafts)}" if diff.drafts else ""  # said, never a reason to fail
     if verdict.row is None:
         where = f"run {diff.before}" if method in diff.added else f"run {diff.after}"
         return (f"FAIL: {method} has no {name} in {where} (runs {diff.before} → {diff.after}), so nothing can be "
-                "compared; the gate fails when the method's run is missing.")
+                f"compared; the gate fails when the method's run is missing.{drafts}")
     row = verdict.row
     stats = (f"{method} {name} {row['before']:.4f} → {row['after']:.4f} (Δ {row['delta']:+.4f}) over "
              f"{row['n']} shared questions, paired randomization p = {row['p']:.4f}, W/T/L {row['wins']}/"
@@ -132,11 +148,11 @@ def gate_paragraph(verdict: GateVerdict, diff: RunDiff, method: str, metric: str
     else:
         head = f"PASS: {stats}: no drop beyond the tolerance {max_drop:g}."
     if verdict.worst.empty:
-        return head + " No question regressed."
+        return head + " No question regressed." + drafts
     worst = "; ".join(f"{r.qid} ({_shorten(texts.get(r.qid, ''))}) {r.before:.3f} → {r.after:.3f}"
                       if texts.get(r.qid) else f"{r.qid} {r.before:.3f} → {r.after:.3f}"
                       for r in verdict.worst.itertuples())
-    return f"{head} Questions that regressed most: {worst}."
+    return f"{head} Questions that regressed most: {worst}.{drafts}"
 
 
 def with_section(page: str, section: str) -> str:

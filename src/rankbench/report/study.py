@@ -16,6 +16,7 @@ from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.plots import colors, house_style, new_figure
+from rankbench.report.runs import DRAFT_MARK
 from rankbench.report.tables import (
     BETTER,
     LATEX_MARKS,
@@ -215,8 +216,13 @@ def study_markdown(cells: pd.DataFrame, pooled: pd.DataFrame, plan: Mapping[str,
     columns = plan["columns"]
     summary = (f"{len(plan['methods'])} methods on {len(columns)} datasets, {plan['grain']} grain, all questions "
                f"with a relevant label; baseline `{plan['baseline']}`.")
-    lines = [f"# Study: {plan['name']}", "", summary, "",
-             markdown_grid(_grid(cells, pooled, plan, latex=False)), "", legend(plan), ""]
+    drafts = [f"{c['label']} ({c['dataset']} {c['qset']})" for c in columns if c["draft"]]
+    lines = [f"# Study: {plan['name']}", "", summary, ""]
+    if drafts:
+        lines += [f"**DRAFT**: {', '.join(map(markdown_literal, drafts))} {'is' if len(drafts) == 1 else 'are'} made "
+                  "from a draft question-set version, not frozen: its questions and labels may still change, and so "
+                  "may these numbers.", ""]
+    lines += [markdown_grid(_grid(cells, pooled, plan, latex=False)), "", legend(plan), ""]
     lines += [f"- {markdown_literal(note)}" for note in footnotes(plan)]
     for metric, k in _metrics(plan):
         label = metric_label(metric, k)
@@ -241,7 +247,8 @@ def study_markdown(cells: pd.DataFrame, pooled: pd.DataFrame, plan: Mapping[str,
               "difference is and how much it varies between datasets (τ², I²).")
     lines += ["", caveat, "", "## Datasets", ""]
     datasets = pd.DataFrame({
-        "dataset": [c["dataset"] for c in columns], "version": [c["qset"] for c in columns],
+        "dataset": [c["dataset"] for c in columns],
+        "version": [c["qset"] + (f" {DRAFT_MARK}" if c["draft"] else "") for c in columns],
         "config": [f"`{c['source']}`" for c in columns],
         "questions": [str(_questions(cells, c["label"], plan["baseline"])) for c in columns],
         **{m: [c["methods"].get(m, "–") for c in columns] for m in plan["methods"]},
