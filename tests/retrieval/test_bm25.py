@@ -284,9 +284,9 @@ def test_numba_pruning_keeps_every_result(variant):
 @numba_installed
 @pytest.mark.parametrize("seed", range(5))
 def test_numba_equals_numpy_on_random_zipf_corpora(seed):
-    """Property: on random Zipf corpora (sizes off the kernel's 64-document scan blocks, a word in every passage for
-    IDF-0 terms, every variant), weighted queries with and without masks get the numpy backend's lists bit for bit at
-    k 1, 10 and 100, whichever of the floor, MaxScore or the exhaustive sum handles them."""
+    """Property: on random Zipf corpora (odd sizes, a word in every passage for IDF-0 terms, every variant), weighted
+    queries with and without masks get the numpy backend's lists bit for bit at k 1, 10 and 100, whichever of the
+    floor, MaxScore or the exhaustive sum handles them."""
     rng = np.random.default_rng(100 + seed)
     n_words, n_passages = int(rng.integers(40, 400)), int(rng.integers(600, 2500)) | 1
     words = np.array([f"w{i}" for i in range(n_words)])
