@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -63,14 +64,34 @@ def dictionary_coded(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[pd.DataFra
             qrels.assign(qid=questions[1], item_id=items[2]))
 
 
+def read_dictionary_coded(run_path: str | Path, qrels_path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A run and its labels read from Parquet as dictionary_coded gives them, without hashing a row: the files'
+    dictionary-encoded id columns are read as codes (Arrow's read_dictionary) and only their dictionaries (the
+    distinct ids) are coded onto the shared vocabularies. Every other column reads as pd.read_parquet reads it."""
+    run = pd.read_parquet(run_path, read_dictionary=["qid", "chunk_id", "doc_id"])
+    qrels = pd.read_parquet(qrels_path, read_dictionary=["qid", "item_id"])
+    return dictionary_coded(run, qrels)
+
+
 def _categoricals(columns: Sequence[pd.Series]) -> list[pd.Series]:
-    """Id columns as categoricals of one shared dtype (their values as strings, first-seen category order)."""
-    strings = [c if pd.api.types.is_string_dtype(c) else c.astype(str) for c in columns]
-    codes, uniques = pd.factorize(pd.concat(strings, ignore_index=True))
+    """Id columns as categoricals of one shared dtype (their values as strings, first-seen category order).
+
+    Categorical columns (e.g. read from Parquet dictionaries) are coded through their categories: only the distinct
+    ids are hashed and each row's code is remapped by an integer take.
+    """
+    if all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
+        values = [pd.Series(c.cat.categories.astype(str)) for c in columns]
+        row_codes = [c.cat.codes.to_numpy() for c in columns]
+    else:
+        values = [c if pd.api.types.is_string_dtype(c) else c.astype(str) for c in columns]
+        row_codes = [None] * len(columns)
+    codes, uniques = pd.factorize(pd.concat(values, ignore_index=True))
     dtype = pd.CategoricalDtype(pd.Index(uniques))
-    bounds = np.cumsum([0] + [len(c) for c in columns])
-    return [pd.Series(pd.Categorical.from_codes(codes[a:b], dtype=dtype), index=c.index, name=c.name)
-            for a, b, c in zip(bounds[:-1], bounds[1:], columns)]
+    bounds = np.cumsum([0] + [len(v) for v in values])
+    coded = [codes[a:b] if rows is None else np.append(codes[a:b], -1)[rows]  # -1: a missing id stays missing
+             for a, b, rows in zip(bounds[:-1], bounds[1:], row_codes)]
+    return [pd.Series(pd.Categorical.from_codes(c, dtype=dtype), index=column.index, name=column.name)
+            for c, column in zip(coded, columns)]
 
 
 def _grain_runs(run: pd.DataFrame, grains: Sequence[str]) -> dict[str, pd.DataFrame]:
