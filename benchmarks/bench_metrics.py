@@ -22,6 +22,7 @@ import importlib.util
 import statistics
 import tempfile
 import time
+import types
 from collections.abc import Callable
 from pathlib import Path
 
@@ -162,7 +163,7 @@ def encodings(path: Path) -> str:
                      if name in ("qid", "chunk_id", "doc_id", "item_id"))
 
 
-def load_before(path: str):  # noqa: ANN201 - a module loaded from a file
+def load_before(path: str) -> types.ModuleType:
     """Another version of rankbench/evaluation/metrics.py, imported from its file."""
     spec = importlib.util.spec_from_file_location("metrics_before", path)
     assert spec is not None and spec.loader is not None
