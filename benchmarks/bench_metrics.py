@@ -172,6 +172,37 @@ def load_before(path: str) -> types.ModuleType:
     return module
 
 
+def from_files(run: pd.DataFrame, qrels: pd.DataFrame, n_questions: int, repeats: int) -> None:
+    """Time the evaluate job from Parquet files on the first n_questions: ids read as dictionary codes, read as strings
+    and coded once (the job before), read and scored as strings; print the figures."""
+    kept = pd.unique(run["qid"])[:n_questions]
+    run, qrels = run[run["qid"].isin(kept)], qrels[qrels["qid"].isin(kept)]
+    with tempfile.TemporaryDirectory() as folder:
+        run_path, qrels_path, questions = job_files(run, qrels, Path(folder))
+        print(f"files of {n_questions:,} questions: run {run_path.stat().st_size / 1e6:.2f} MB "
+              f"({encodings(run_path)}), qrels {qrels_path.stat().st_size / 1e6:.2f} MB ({encodings(qrels_path)})")
+
+        def strings() -> tuple[pd.DataFrame, pd.DataFrame]:
+            return pd.read_parquet(run_path), pd.read_parquet(qrels_path)
+
+        jobs = {
+            "read_strings": strings,
+            "read_codes": lambda: read_dictionary_coded(run_path, qrels_path),
+            "job_strings": lambda: evaluate_job(*strings(), questions),
+            "job_coded_once": lambda: evaluate_job(*dictionary_coded(*strings()), questions),
+            "job_codes": lambda: evaluate_job(*read_dictionary_coded(run_path, qrels_path), questions),
+        }
+        f, results = alternated(jobs, repeats)
+    for name in ("job_coded_once", "job_codes"):
+        for ours_part, reference in zip(results[name], results["job_strings"]):
+            pd.testing.assert_frame_equal(ours_part, reference)
+    print(f"  the evaluate job from files (per-query metrics at both grains, grade shares): ids read as dictionary "
+          f"codes {f['job_codes']:.4f} s; read as strings and coded once (the job before) {f['job_coded_once']:.4f} s; "
+          f"read and scored as strings {f['job_strings']:.4f} s; reading alone: codes {f['read_codes']:.4f} s, "
+          f"strings {f['read_strings']:.4f} s; strings / codes: {f['job_strings'] / f['job_codes']:.2f}x, coded "
+          f"once / codes: {f['job_coded_once'] / f['job_codes']:.2f}x")
+
+
 def main() -> None:
     """Time ours vs the references and print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -242,30 +273,8 @@ def main() -> None:
               f"{evaluate_time / t['coded']:.2f}x (all 13, coded ids), {evaluate_time / t['coded_trec']:.2f}x (its "
               f"metrics, coded ids)")
 
-    with tempfile.TemporaryDirectory() as folder:
-        run_path, qrels_path, questions = job_files(run, qrels, Path(folder))
-        print(f"files: run {run_path.stat().st_size / 1e6:.1f} MB ({encodings(run_path)}), qrels "
-              f"{qrels_path.stat().st_size / 1e6:.1f} MB ({encodings(qrels_path)})")
-
-        def strings() -> tuple[pd.DataFrame, pd.DataFrame]:
-            return pd.read_parquet(run_path), pd.read_parquet(qrels_path)
-
-        from_files = {
-            "read_strings": strings,
-            "read_codes": lambda: read_dictionary_coded(run_path, qrels_path),
-            "job_strings": lambda: evaluate_job(*strings(), questions),
-            "job_coded_once": lambda: evaluate_job(*dictionary_coded(*strings()), questions),
-            "job_codes": lambda: evaluate_job(*read_dictionary_coded(run_path, qrels_path), questions),
-        }
-        f, file_results = alternated(from_files, repeats)
-    for name in ("job_coded_once", "job_codes"):
-        for ours_part, reference in zip(file_results[name], file_results["job_strings"]):
-            pd.testing.assert_frame_equal(ours_part, reference)
-    print(f"from files (the evaluate job: Parquet run + qrels -> per-query metrics at both grains and grade shares): "
-          f"ids read as dictionary codes {f['job_codes']:.3f} s; read as strings and coded once (the job before) "
-          f"{f['job_coded_once']:.3f} s; read and scored as strings {f['job_strings']:.3f} s; reading alone: codes "
-          f"{f['read_codes']:.3f} s, strings {f['read_strings']:.3f} s; strings / codes: "
-          f"{f['job_strings'] / f['job_codes']:.2f}x, coded once / codes: {f['job_coded_once'] / f['job_codes']:.2f}x")
+    for n_questions in (N_QUESTIONS, 300):  # all of it, and a SciFact-sized run whose id dictionaries fit a page
+        from_files(run, qrels, n_questions, repeats)
 
     extra, extra_table = median_time(lambda: per_query_metrics(run, qrels, KS, metrics=EXTRA_METRICS_AT_K
                                                                 + EXTRA_METRICS_FULL))
