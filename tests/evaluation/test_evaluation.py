@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from rankbench.evaluation.scoring import (
@@ -17,11 +13,9 @@ from rankbench.evaluation.scoring import (
     dictionary_coded,
     evaluate_run,
     grade_distribution,
-    read_dictionary_coded,
 )
-from rankbench.io.files import write_parquet
 from rankbench.io.qrels import build_qrels
-from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, unmatched
+from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -151,59 +145,6 @@ def test_dictionary_coded_ids_change_no_value() -> None:
                                   evaluate_run(run, questions, qrels, KS, extra_metrics=["bpref"]))
     pd.testing.assert_frame_equal(grade_distribution(coded_run, questions, coded_qrels, 5),
                                   grade_distribution(run, questions, qrels, 5))
-
-
-def write_run_and_qrels(tmp_path: Path, run: pd.DataFrame, qrels: pd.DataFrame,
-                        **parquet: int) -> tuple[Path, Path]:
-    """The run and the labels as the workflow writes them (write_parquet), or with pyarrow options (`parquet`)."""
-    paths = tmp_path / "run.parquet", tmp_path / "qrels.parquet"
-    for frame, path in zip((run, qrels), paths):
-        if parquet:
-            pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path, compression="zstd", **parquet)
-        else:
-            write_parquet(frame, path)
-    return paths
-
-
-@pytest.mark.parametrize("layout", ("workflow", "row groups", "plain pages"))
-@pytest.mark.parametrize("case", ("sample", "foreign ids", "empty run", "unlabelled questions and items"))
-def test_parquet_dictionary_codes_change_no_value(tmp_path: Path, layout: str, case: str) -> None:
-    """Runs and labels read from Parquet as dictionary codes (no row's id hashed) give, at both grains, the metrics,
-    grade shares and unmatched-run messages of the same files read as strings (checked against pytrec_eval above):
-    whatever the files' layout (one dictionary per column, one per row group of 4 rows, dictionaries that fall back
-    to plain pages) and with ids that only the run's or only the labels' dictionary holds."""
-    questions, labels, run = sample()
-    qrels, _ = build_qrels(labels, CHUNKS)
-    if case == "foreign ids":
-        run = run.assign(chunk_id="x-" + run["chunk_id"], doc_id="x-" + run["doc_id"])
-    elif case == "empty run":
-        run = run.iloc[:0]
-    elif case == "unlabelled questions and items":  # run-only ids (q9, d9) and label-only ids (q8, d8)
-        run = pd.concat([run, pd.DataFrame({"qid": ["q9", "q1"], "rank": [1, 7], "chunk_id": ["d9#a", "d9#b"],
-                                            "doc_id": ["d9", "d9"], "score": [1.0, 0.1]})], ignore_index=True)
-        qrels = pd.concat([qrels, pd.DataFrame({"grain": ["document", "chunk", "chunk"], "qid": ["q8", "q8", "q2"],
-                                                "item_id": ["d8", "d8#a", "d8#b"], "grade": [2, 2, 1]})],
-                          ignore_index=True)
-        questions = pd.concat([questions, pd.DataFrame({"qid": ["q8"], "kind": ["version"]})], ignore_index=True)
-    options = {"workflow": {}, "row groups": {"row_group_size": 4},
-               "plain pages": {"dictionary_pagesize_limit": 16, "data_page_size": 16}}[layout]
-    run_path, qrels_path = write_run_and_qrels(tmp_path, run, qrels, **options)
-    coded_run, coded_qrels = read_dictionary_coded(run_path, qrels_path)
-    plain_run, plain_qrels = pd.read_parquet(run_path), pd.read_parquet(qrels_path)
-    for frame, columns in ((coded_run, ("qid", "chunk_id", "doc_id")), (coded_qrels, ("qid", "item_id"))):
-        assert all(isinstance(frame[c].dtype, pd.CategoricalDtype) for c in columns)
-    assert coded_run["chunk_id"].dtype == coded_run["doc_id"].dtype == coded_qrels["item_id"].dtype
-    assert coded_run["qid"].dtype == coded_qrels["qid"].dtype
-    assert coded_run.astype({c: str for c in ("qid", "chunk_id", "doc_id")}).equals(plain_run)
-    assert coded_qrels.astype({c: str for c in ("qid", "item_id")}).equals(plain_qrels)
-    pd.testing.assert_frame_equal(evaluate_run(coded_run, questions, coded_qrels, KS, extra_metrics=["bpref"]),
-                                  evaluate_run(plain_run, questions, plain_qrels, KS, extra_metrics=["bpref"]))
-    pd.testing.assert_frame_equal(grade_distribution(coded_run, questions, coded_qrels, 5),
-                                  grade_distribution(plain_run, questions, plain_qrels, 5))
-    for grain, column in (("chunk", "chunk_id"), ("document", "doc_id")):
-        message = unmatched(coded_run, coded_qrels[coded_qrels["grain"] == grain], column)
-        assert message == unmatched(plain_run, plain_qrels[plain_qrels["grain"] == grain], column)
-        assert (message is None) == (case not in ("foreign ids", "empty run"))
 
 
 def test_document_grain_uses_first_chunk_per_document() -> None:

@@ -22,8 +22,6 @@ from rankbench.evaluation.metrics import (
     per_query_metrics,
     questions_without_relevant,
 )
-from rankbench.evaluation.scoring import read_dictionary_coded
-from rankbench.io.files import write_parquet
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 ir_measures = pytest.importorskip("ir_measures")
@@ -204,22 +202,6 @@ def test_coded_ids_match_pytrec_eval(coding: str) -> None:
     expected_qids, expected_codes = grades_by_rank(run, qrels, 10)
     pd.testing.assert_series_equal(qids, expected_qids)
     assert np.array_equal(codes, expected_codes)
-
-
-def test_ids_read_as_parquet_dictionary_codes_match_pytrec_eval(tmp_path: Path) -> None:
-    """A run and labels written as the workflow writes them and read back as dictionary codes (read_dictionary_coded:
-    only the dictionaries hashed) score as pytrec_eval does, graded -2..4 with ties, questions and items that only
-    the run or only the labels hold, and exactly as the same ids read as strings."""
-    run, qrels = random_case(8, 300, WIDE_GRADES)
-    write_parquet(run.assign(chunk_id=run["item_id"], doc_id=run["item_id"]).drop(columns="item_id"),
-                  tmp_path / "run.parquet")
-    write_parquet(qrels.assign(grain="chunk"), tmp_path / "qrels.parquet")
-    coded_run, coded_qrels = read_dictionary_coded(tmp_path / "run.parquet", tmp_path / "qrels.parquet")
-    assert isinstance(coded_run["chunk_id"].dtype, pd.CategoricalDtype)
-    coded_run = coded_run.assign(item_id=coded_run["chunk_id"])
-    assert_matches_pytrec_eval(coded_run, coded_qrels, 1, "linear", minimum=1_000)
-    assert_matches_pytrec_eval(coded_run, coded_qrels, 2, "exponential", minimum=1_000)
-    pd.testing.assert_frame_equal(per_query_metrics(coded_run, coded_qrels, KS), per_query_metrics(run, qrels, KS))
 
 
 def assert_matches_pytrec_eval(run: pd.DataFrame, qrels: pd.DataFrame, threshold: int, gain: str,

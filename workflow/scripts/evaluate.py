@@ -7,16 +7,15 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.evaluation.metrics import err_grade_problem
-from rankbench.evaluation.scoring import evaluate_run, grade_distribution, read_dictionary_coded
+from rankbench.evaluation.scoring import dictionary_coded, evaluate_run, grade_distribution
 from rankbench.io.files import write_parquet
 from rankbench.io.runs import unmatched
 from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):
-    # ids read as dictionary codes, one vocabulary for every grain and metric below: no row's id is hashed
-    run, qrels = read_dictionary_coded(snakemake.input.run, snakemake.input.qrels)
-    questions, params = pd.read_parquet(snakemake.input.questions), snakemake.params
+    run, questions = pd.read_parquet(snakemake.input.run), pd.read_parquet(snakemake.input.questions)
+    qrels, params = pd.read_parquet(snakemake.input.qrels), snakemake.params
     if "err" in params.extra_metrics and err_grade_problem(qrels):
         raise InputError(snakemake.input.qrels, None, err_grade_problem(qrels),
                          "Remove err from evaluation.metrics, or use labels graded 0..4.")
@@ -25,6 +24,7 @@ def main(snakemake):
         if problem:
             logging.warning("method %s, %s grain: the run %s; it scores 0 on every metric", snakemake.wildcards.method,
                             grain, problem)
+    run, qrels = dictionary_coded(run, qrels)  # ids hashed once for every grain and metric below
     per_query = evaluate_run(run, questions, qrels, params.ks, relevance_threshold=params.relevance_threshold,
                              gain=params.gain, grains=params.grains, extra_metrics=params.extra_metrics,
                              rbp_p=params.rbp_p)

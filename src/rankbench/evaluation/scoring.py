@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from rankbench.evaluation.metrics import (
     EXTRA_METRICS_AT_K,
@@ -64,57 +61,6 @@ def dictionary_coded(run: pd.DataFrame, qrels: pd.DataFrame) -> tuple[pd.DataFra
     items = _categoricals([run["chunk_id"], run["doc_id"], qrels["item_id"]])
     return (run.assign(qid=questions[0], chunk_id=items[0], doc_id=items[1]),
             qrels.assign(qid=questions[1], item_id=items[2]))
-
-
-def read_dictionary_coded(run_path: str | Path, qrels_path: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """A run and its labels read from Parquet as dictionary_coded gives them, without hashing a row: the files'
-    dictionary-encoded id columns are read as codes (Arrow's read_dictionary) and only their dictionaries (the
-    distinct ids) are coded onto the shared vocabularies. Every other column reads as pd.read_parquet reads it."""
-    run, run_ids = _read_with_codes(run_path, ("qid", "chunk_id", "doc_id"))
-    qrels, qrels_ids = _read_with_codes(qrels_path, ("qid", "item_id"))
-    questions = _shared_dictionaries([run_ids["qid"], qrels_ids["qid"]])
-    items = _shared_dictionaries([run_ids["chunk_id"], run_ids["doc_id"], qrels_ids["item_id"]])
-    coded = {"qid": questions[0], "chunk_id": items[0], "doc_id": items[1]}
-    return (run.assign(**{c: pd.Series(v, index=run.index) for c, v in coded.items()}),
-            qrels.assign(qid=pd.Series(questions[1], index=qrels.index),
-                         item_id=pd.Series(items[2], index=qrels.index)))
-
-
-def _read_with_codes(path: str | Path, ids: Sequence[str]) -> tuple[pd.DataFrame, dict[str, tuple[np.ndarray,
-                                                                                                   pa.Array]]]:
-    """A Parquet file's columns (the id columns as placeholders, in the file's order) and each id column's codes
-    (-1: missing) with its dictionary."""
-    names = pq.read_schema(path).names
-    others = [n for n in names if n not in ids]
-    frame = pd.read_parquet(path, columns=others)
-    table = pq.read_table(path, columns=list(ids), read_dictionary=list(ids))
-    codes = {name: _codes_and_dictionary(table.column(name)) for name in ids}
-    return frame.assign(**{name: 0 for name in ids})[names], codes
-
-
-def _codes_and_dictionary(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
-    """A dictionary column's codes (-1: missing) over one dictionary: the reader's own when every chunk shares it,
-    else the chunks' dictionaries unified (their values hashed, not the rows)."""
-    chunks = column.chunks
-    if not all(chunk.dictionary.equals(chunks[0].dictionary) for chunk in chunks[1:]):
-        chunks = column.unify_dictionaries().chunks
-    if not chunks:
-        return np.zeros(0, dtype=np.int64), pa.array([], type=pa.large_string())
-    codes = [chunk.indices.fill_null(-1).to_numpy().astype(np.int64) for chunk in chunks]
-    return np.concatenate(codes), chunks[0].dictionary
-
-
-def _shared_dictionaries(columns: Sequence[tuple[np.ndarray, pa.Array]]) -> list[pd.Categorical]:
-    """Coded id columns (codes, dictionary) as categoricals of one shared dtype: the dictionaries concatenated and
-    hashed by Arrow (distinct ids only), each column's codes remapped by an integer take."""
-    values = pa.concat_arrays([dictionary.cast(pa.large_string()) for _, dictionary in columns])
-    encoded = values.dictionary_encode()
-    shared = encoded.indices.to_numpy().astype(np.int64)
-    strings = encoded.dictionary.to_pandas(types_mapper={pa.large_string(): pd.StringDtype(na_value=np.nan)}.get)
-    dtype = pd.CategoricalDtype(pd.Index(strings))
-    bounds = np.cumsum([0] + [len(dictionary) for _, dictionary in columns])
-    return [pd.Categorical.from_codes(np.append(shared[a:b], -1)[codes], dtype=dtype)  # -1 stays missing
-            for a, b, (codes, _) in zip(bounds[:-1], bounds[1:], columns)]
 
 
 def _categoricals(columns: Sequence[pd.Series]) -> list[pd.Series]:

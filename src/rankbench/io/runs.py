@@ -53,19 +53,14 @@ def unmatched(run: pd.DataFrame, qrels: pd.DataFrame, id_column: str) -> str | N
         return "holds no result"
     names = {"qid": "question id", "doc_id": "document id", "chunk_id": "chunk id"}
     for column, labelled in (("qid", "qid"), (id_column, "item_id")):
-        ours, theirs = _distinct_strings(run[column]), _distinct_strings(qrels[labelled])
+        ours = pd.unique(run[column].astype(str))
+        theirs = pd.unique(qrels[labelled].astype(str))
         if not pd.Series(ours).isin(theirs).any():  # hashed: np.isin on string arrays took ~90 s at 1M rows
             shown = ", ".join(repr(v) for v in sorted(ours)[:2])
             labelled_shown = ", ".join(repr(v) for v in sorted(theirs)[:2]) or "nothing"
             return (f"matches no label: none of its {len(ours)} {names.get(column, column)}s ({shown}, ...) is in "
                     f"the qrels (which have e.g. {labelled_shown})")
     return None
-
-
-def _distinct_strings(ids: pd.Series) -> pd.Series:
-    """An id column's distinct values as strings, first seen first; a categorical's found from its codes, so that
-    dictionary-coded ids are not turned back into a string a row."""
-    return pd.Series(pd.unique(ids)).astype(str).drop_duplicates(ignore_index=True)
 
 
 def report_unknown_documents(run: pd.DataFrame, documents: pd.Series, source: str, method: str) -> None:
