@@ -156,10 +156,10 @@ def _bootstrap_mean_blocks(rows: np.ndarray, n_resamples: int, seed: SeedLike) -
     at a time in a buffer the next block reuses; otherwise every row in one array, chunk by chunk."""
     n = rows.shape[1]
     parts, exponent = _integer_parts(rows, n)  # a resample's counts sum to n
-    chunks = _resample_counts(n, n_resamples, seed)
-    blocks = _row_blocks(len(rows), min(n_resamples, _chunk_size(n, n_resamples)))
-    buffer = np.empty((blocks[0].stop if blocks else 0, min(n_resamples, _chunk_size(n, n_resamples))))
-    if _chunk_size(n, n_resamples) >= n_resamples:
+    chunks, chunk = _resample_counts(n, n_resamples, seed), _chunk_size(n, n_resamples)
+    blocks = _row_blocks(len(rows), chunk)
+    buffer = np.empty((blocks[0].stop if blocks else 0, chunk))
+    if chunk == n_resamples:
         _, counts = next(chunks)
         for block in blocks:
             means = _weighted_sums_into([part[block] for part in parts], exponent[block], counts,
