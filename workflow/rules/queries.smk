@@ -15,6 +15,8 @@ rule prepare_questions:
         f"{LOGS}/prepare_questions/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/prepare_questions/{{qset}}.tsv"
+    # before every other job of its version: see Priorities in common.smk
+    priority: 10
     conda:
         "../../environment.yml"
     threads: 1
@@ -66,9 +68,11 @@ rule embed_queries:
         f"{LOGS}/embed_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{encoder}}.tsv"
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
     conda:
         "../../environment.yml"
-    threads: 2
+    threads: encoding_threads
     resources:
         mem_mb=4000,
         runtime=60,
@@ -81,6 +85,8 @@ rule embed_queries:
         "../scripts/embed_queries.py"
 
 
+# The qrels of every grain, in Parquet and as TREC files (so an exported run can be scored with trec_eval, ranx or
+# ir_measures).
 rule qrels:
     input:
         labels=f"{R}/{{qset}}/labels.parquet",
@@ -88,10 +94,14 @@ rule qrels:
     output:
         qrels=f"{R}/{{qset}}/qrels/{{chunker}}.parquet",
         unmapped=f"{R}/{{qset}}/qrels/{{chunker}}.unmapped.parquet",
+        docs=f"{R}/{{qset}}/qrels/{{chunker}}.docs.qrels",
+        chunks=f"{R}/{{qset}}/qrels/{{chunker}}.chunks.qrels",
     log:
         f"{LOGS}/qrels/{{qset}}/{{chunker}}.log",
     benchmark:
         f"{R}/benchmarks/qrels/{{qset}}/{{chunker}}.tsv"
+    # every input of the evaluation before it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 1
@@ -111,6 +121,8 @@ rule prepare_rewrites:
         f"{LOGS}/prepare_rewrites/{{qset}}/{{rewrite}}.log",
     benchmark:
         f"{R}/benchmarks/prepare_rewrites/{{qset}}/{{rewrite}}.tsv"
+    # before every other job of its version: see Priorities in common.smk
+    priority: 10
     conda:
         "../../environment.yml"
     threads: 1
@@ -135,9 +147,11 @@ rule embed_rewritten_queries:
         f"{LOGS}/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
     conda:
         "../../environment.yml"
-    threads: 2
+    threads: encoding_threads
     resources:
         mem_mb=4000,
         runtime=60,
@@ -161,9 +175,11 @@ rule sparse_queries:
         f"{LOGS}/sparse_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_queries/{{qset}}/{{encoder}}.tsv"
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
     conda:
         "../../environment.yml"
-    threads: 2
+    threads: encoding_threads
     resources:
         mem_mb=4000,
         runtime=60,
@@ -183,9 +199,11 @@ rule sparse_rewritten_queries:
         f"{LOGS}/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
     conda:
         "../../environment.yml"
-    threads: 2
+    threads: encoding_threads
     resources:
         mem_mb=4000,
         runtime=60,
