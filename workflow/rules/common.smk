@@ -171,12 +171,13 @@ def mem_mb_for_inputs(floor_mb, mb_per_input_mb):
 
 
 # Priorities (each rule's `priority:`; Snakemake passes none on to a job's inputs, so every stage has its own), so
-# that 2 cores stay busy: the label check first (it must stop the run before the slow jobs); then each version's
-# questions (10) and the encodings (9: the corpus and question embeddings, the dense indexes), the slow start of the
-# dense, rerank and fusion chain; the runs and qrels (6; the rerank, a model's load, 7); so every version reaches its
-# evaluation (3) early and the versions' report jobs overlap instead of one version's running after the other's.
-# The report jobs keep the order of their longest chain (evaluate 3; aggregate, failures 2; explorer, budget,
-# robustness 1; the short pages 0: see evaluate).
+# that 2 cores stay busy: the label check first (it must stop the run before the slow jobs); the corpus and its chunks
+# (20: the start of the longest chain); then each version's questions (10) and the encodings (9: the corpus and
+# question embeddings, the dense indexes), the slow start of the dense, rerank and fusion chain; the runs and qrels
+# (6; BM25's, short and read by rerank and fusion, and the rerank, a model's load, 7); so every version reaches its
+# evaluation (3) early and the versions' report jobs overlap instead of one version's running after the other's. The
+# report jobs keep the order of their longest chain (evaluate 3; aggregate, failures 2; explorer, budget, robustness
+# 1; the short pages 0: see evaluate).
 # Encodings of a small input (the demo's 36 KB of chunks, any question set under this size) are mostly the model's
 # load, one thread's work: they declare one thread, so two run side by side instead of one idling a core.
 SMALL_ENCODING_MB = 0.25
@@ -189,7 +190,8 @@ def encoding_threads(wildcards, input):
     files = [Path(path) for path in input]
     if not all(path.exists() for path in files):
         return 2
-    return 1 if sum(path.stat().st_size for path in files) < SMALL_ENCODING_MB * 2**20 else 2
+    size_mb = sum(path.stat().st_size for path in files) / 2**20
+    return 1 if size_mb < SMALL_ENCODING_MB else 2
 
 
 def encoder_shards(encoder):

@@ -15,8 +15,8 @@ rule retrieve_bm25:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_bm25")),
-    # every run before the evaluation that waits for it: see Priorities in common.smk
-    priority: 6
+    # short, and what most rerank and fusion methods read: first of the runs, see Priorities in common.smk
+    priority: 7
     conda:
         "../../environment.yml"
     threads: 1
