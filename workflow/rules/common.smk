@@ -178,13 +178,15 @@ def mem_mb_for_inputs(floor_mb, mb_per_input_mb):
 # evaluation (3) early and the versions' report jobs overlap instead of one version's running after the other's. The
 # report jobs keep the order of their longest chain (evaluate 3; aggregate, failures 2; explorer, budget, robustness
 # 1; the short pages 0: see evaluate).
-# Encodings of a small input (the demo's 36 KB of chunks, any question set under this size) are mostly the model's
-# load, one thread's work: they declare one thread, so two run side by side instead of one idling a core.
+# A corpus encoding of a small input (the demo's 36 KB of chunks) is mostly the model's load, one thread's work: it
+# declares one thread, so two run side by side instead of one idling a core. Question encodings keep 2 threads, so
+# they run one at a time: a version's vectors cached by another version's job are batch-dependent at ~1e-7 (minilm),
+# and two encoding side by side changed dense-minilm's scores in their last digits (no metric).
 SMALL_ENCODING_MB = 0.25
 
 
 def encoding_threads(wildcards, input):
-    """Threads of an encoding job: 2, or 1 for an input under SMALL_ENCODING_MB. Read with os, not input.size_mb
+    """Threads of a corpus encoding job: 2, or 1 for an input under SMALL_ENCODING_MB. Read with os, not input.size_mb
     (not an int while the DAG is built): 2 until the input is written, as Snakemake sizes a job again once it is
     ready to run."""
     files = [Path(path) for path in input]

@@ -72,7 +72,7 @@ rule embed_queries:
     priority: 9
     conda:
         "../../environment.yml"
-    threads: encoding_threads
+    threads: 2
     resources:
         mem_mb=4000,
         runtime=60,
@@ -151,7 +151,7 @@ rule embed_rewritten_queries:
     priority: 9
     conda:
         "../../environment.yml"
-    threads: encoding_threads
+    threads: 2
     resources:
         mem_mb=4000,
         runtime=60,
@@ -179,7 +179,7 @@ rule sparse_queries:
     priority: 9
     conda:
         "../../environment.yml"
-    threads: encoding_threads
+    threads: 2
     resources:
         mem_mb=4000,
         runtime=60,
@@ -203,7 +203,7 @@ rule sparse_rewritten_queries:
     priority: 9
     conda:
         "../../environment.yml"
-    threads: encoding_threads
+    threads: 2
     resources:
         mem_mb=4000,
         runtime=60,
