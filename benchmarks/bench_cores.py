@@ -22,35 +22,15 @@ import statistics
 import tempfile
 from pathlib import Path
 
-import yaml
 from bench_workflow import REPO, _cpu_seconds, rule_times, snakemake
 from compare_outputs import prepare
-
-
-def without_encoder(config: dict, encoder: str) -> dict:
-    """The config without the encoder and every method that uses it or builds on such a method."""
-    methods = config["methods"]
-    dropped = {name for name, spec in methods.items()
-               if encoder in (spec.get("encoder"), (spec.get("scorer") or {}).get("encoder"))}
-    while True:
-        more = {name for name, spec in methods.items() if name not in dropped
-                and dropped & {*spec.get("inputs", []), spec.get("input"), spec.get("first_stage")}}
-        if not more:
-            break
-        dropped |= more
-    config["encoders"].pop(encoder, None)
-    config["methods"] = {name: spec for name, spec in methods.items() if name not in dropped}
-    return config
 
 
 def cold_run(dataset: str, cores: str, drop: str | None) -> tuple[float, float, dict[str, tuple[int, float, float]]]:
     """Wall and CPU seconds of one cold run in a fresh copy, and its per-rule times."""
     workdir = Path(tempfile.mkdtemp(prefix=f"rankbench-bench-cores-{dataset}-c{cores}-"))
     try:
-        configfile = prepare(workdir, dataset, REPO)
-        if drop:
-            config = without_encoder(yaml.safe_load((workdir / configfile).read_text()), drop)
-            (workdir / configfile).write_text(yaml.safe_dump(config, sort_keys=False))
+        configfile = prepare(workdir, dataset, REPO, without=drop)
         start_cpu = _cpu_seconds()
         seconds, _ = snakemake(workdir, configfile, "--cores", cores)
         return seconds, _cpu_seconds() - start_cpu, rule_times(workdir)

@@ -2,6 +2,7 @@
 inputs (the demo, or SciFact) and compare every file under results/ byte for byte.
 
 Usage: .venv/bin/python benchmarks/compare_outputs.py --against CHECKOUT [--dataset demo|scifact] [--cores 2]
+                                                       [--without-encoder e5]
        .venv/bin/python benchmarks/compare_outputs.py --compare DIR_A DIR_B      # two finished copies only
 
 CHECKOUT is another commit's tree (`git archive main | tar -x -C DIR`: its Snakefile and src). Benchmark files,
@@ -35,17 +36,40 @@ _TIMING = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]
                      r"|(?<=commit: ).*")  # the checkout's git commit (none in a git archive)
 
 
-def prepare(workdir: Path, dataset: str, repo: Path) -> str:
-    """Copy the dataset's config and inputs into workdir (from repo); returns the config file's name."""
+def without_encoder(config: dict, encoder: str) -> dict:
+    """The config without the encoder and every method that uses it or builds on such a method."""
+    methods = config["methods"]
+    dropped = {name for name, spec in methods.items()
+               if encoder in (spec.get("encoder"), (spec.get("scorer") or {}).get("encoder"))}
+    while True:
+        more = {name for name, spec in methods.items() if name not in dropped
+                and dropped & {*spec.get("inputs", []), spec.get("input"), spec.get("first_stage")}}
+        if not more:
+            break
+        dropped |= more
+    config["encoders"].pop(encoder, None)
+    config["methods"] = {name: spec for name, spec in methods.items() if name not in dropped}
+    return config
+
+
+
+def prepare(workdir: Path, dataset: str, repo: Path, without: str | None = None) -> str:
+    """Copy the dataset's config and inputs into workdir (from repo), without the encoder `without` and its methods
+    when given; returns the config file's name."""
     if dataset == "demo":
         shutil.copytree(repo / "data" / "demo", workdir / "data" / "demo")
-        shutil.copy(repo / "config" / "config.yaml", workdir / "config.yaml")
-        return "config.yaml"
-    folder = shared_dataset(dataset)
-    if folder is None:
-        sys.exit(f"{dataset}: not found in the shared datasets (../shared/datasets or $RANKBENCH_SHARED_DATASETS)")
-    config = yaml.safe_load((repo / "config" / f"{dataset}.yaml").read_text())
-    config["dataset"]["path"] = str(folder)
+        if not without:  # the file itself, comments and all
+            shutil.copy(repo / "config" / "config.yaml", workdir / "config.yaml")
+            return "config.yaml"
+        config = yaml.safe_load((repo / "config" / "config.yaml").read_text())
+    else:
+        folder = shared_dataset(dataset)
+        if folder is None:
+            sys.exit(f"{dataset}: not found in the shared datasets (../shared/datasets or $RANKBENCH_SHARED_DATASETS)")
+        config = yaml.safe_load((repo / "config" / f"{dataset}.yaml").read_text())
+        config["dataset"]["path"] = str(folder)
+    if without:
+        config = without_encoder(config, without)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return "config.yaml"
 
@@ -101,6 +125,7 @@ def main() -> int:
     parser.add_argument("--dataset", default="demo", choices=("demo", "scifact"))
     parser.add_argument("--cores", default="2")
     parser.add_argument("--keep", action="store_true", help="keep both copies")
+    parser.add_argument("--without-encoder", default=None, help="leave out this encoder and the methods using it")
     parser.add_argument("--compare", type=Path, nargs=2, metavar="DIR", help="compare two finished copies only")
     args = parser.parse_args()
     if args.compare:
@@ -111,7 +136,8 @@ def main() -> int:
     try:
         for name, repo in (("against", args.against.resolve()), ("this", REPO)):
             copies[name] = workdir = Path(tempfile.mkdtemp(prefix=f"rankbench-compare-{name}-"))
-            configfile = prepare(workdir, args.dataset, REPO)  # the same inputs for both: this checkout's
+            # the same inputs for both: this checkout's
+            configfile = prepare(workdir, args.dataset, REPO, args.without_encoder)
             seconds, _ = snakemake(workdir, configfile, "--cores", args.cores, repo=repo)
             print(f"{name} ({repo}): cold {args.dataset} in {seconds:.1f} s ({workdir})", flush=True)
         return int(compare(copies["against"], copies["this"]) > 0)

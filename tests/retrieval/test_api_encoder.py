@@ -68,13 +68,17 @@ def test_vectors_from_the_server_equal_the_in_process_model(proxy: CountingProxy
 def test_tokens_are_counted_from_the_usage_field(proxy: CountingProxy, tmp_path: Path) -> None:
     encoder = load_encoder(api_spec(proxy.base_url), tmp_path / "api")
     _vectors, encoded = embed_passages(encoder, PASSAGES, np.zeros(0, "S32"), np.zeros((0, 0), np.float32))
-    record = usage_record(encoder, len(PASSAGES), encoded)
+    record = usage_record(api_spec(proxy.base_url), encoder, len(PASSAGES), encoded)
     assert record["endpoint"] == f"{proxy.base_url}/embeddings" and record["model"] == "e5-small"
     assert (record["texts"], record["encoded"], record["requests"], record["sent"]) == (6, 6, 2, 6)
     # the server counts the tokens of "passage: " + text: more than the words, fewer than the characters
     assert sum(len(text.split()) for text in PASSAGES) < record["tokens"] < sum(len(text) for text in PASSAGES)
-    assert usage_record(object(), 3, 1) == {"texts": 3, "encoded": 1, "endpoint": None, "model": None,  # type: ignore[arg-type]
-                                            "requests": 0, "sent": 0, "tokens": 0}
+    assert usage_record(EncoderSpec(), object(), 3, 1) == {  # type: ignore[arg-type]
+        "texts": 3, "encoded": 1, "endpoint": None, "model": None, "requests": 0, "sent": 0, "tokens": 0}
+    # an API encoder never loaded (every text cached) still names its endpoint, and paid nothing
+    assert usage_record(api_spec(proxy.base_url), None, 3, 0) == {
+        "texts": 3, "encoded": 0, "endpoint": f"{proxy.base_url}/embeddings", "model": "e5-small", "requests": 0,
+        "sent": 0, "tokens": 0}
 
 
 def test_a_rerun_sends_nothing_and_only_new_texts_are_paid_for(proxy: CountingProxy, tmp_path: Path) -> None:

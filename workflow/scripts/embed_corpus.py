@@ -17,7 +17,7 @@ from rankbench.retrieval.encoders.cache import (
     load_cache,
     shard_bounds,
 )
-from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
+from rankbench.retrieval.encoders.kinds import OnDemandEncoder, encoder_spec
 
 
 def main(snakemake):
@@ -27,11 +27,11 @@ def main(snakemake):
     start, stop = shard_bounds(len(chunks), shards, shard)
     texts = passage_text(chunks.iloc[start:stop])
     cached_hashes, cached_vectors = load_cache(snakemake.params.cache, cache_key(asdict(spec)))
-    encoder = load_encoder(spec, snakemake.params.api_cache, snakemake.wildcards.encoder)
+    encoder = OnDemandEncoder(spec, snakemake.params.api_cache, snakemake.wildcards.encoder)
     vectors, encoded = embed_passages(encoder, texts, cached_hashes, cached_vectors)
     logging.info("shard %d of %d: chunks %d-%d; encoded %d of %d chunks, %d from the cache",
                  shard + 1, shards, start, stop, encoded, len(texts), len(texts) - encoded)
-    write_text(json.dumps(usage_record(encoder, len(texts), encoded)), snakemake.output.usage)
+    write_text(json.dumps(usage_record(spec, encoder.loaded, len(texts), encoded)), snakemake.output.usage)
     write_npy(vectors, snakemake.output.embeddings)
 
 

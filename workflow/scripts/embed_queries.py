@@ -19,7 +19,7 @@ from rankbench.retrieval.encoders.cache import (
     save_cache,
     text_hashes,
 )
-from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
+from rankbench.retrieval.encoders.kinds import OnDemandEncoder, encoder_spec
 
 
 def main(snakemake):
@@ -29,15 +29,17 @@ def main(snakemake):
         questions = pd.read_parquet(snakemake.input.questions)
         texts = questions["question"].tolist()
         key = cache_key(asdict(spec))
-        encoder = load_encoder(spec, snakemake.params.api_cache, snakemake.wildcards.encoder)
         cached = load_cache(snakemake.params.cache, key)
+    encoder = OnDemandEncoder(spec, snakemake.params.api_cache, snakemake.wildcards.encoder)
     qids_of = defaultdict(list)
     for qid, text in zip(questions["qid"], texts):
         qids_of[text].append(qid)
 
     def encode(batch):
         """The questions the cache misses, in one call (the encoder batches them): each pays the mean; the others
-        are recorded as cached."""
+        are recorded as cached. The model loads here, when a question misses the cache."""
+        with timing.once("load"):
+            encoder.load()
         with timing.batch(sorted({qid for text in set(batch) for qid in qids_of[text]})):
             return encoder.encode_queries(batch)
 
@@ -46,7 +48,7 @@ def main(snakemake):
     logging.info("encoded %d of %d questions, %d from the cache", encoded, len(texts), len(texts) - encoded)
     if encoded:
         save_cache(snakemake.params.cache, key, text_hashes(texts), vectors, replace=False)
-    write_text(json.dumps(usage_record(encoder, len(texts), encoded)), snakemake.output.usage)
+    write_text(json.dumps(usage_record(spec, encoder.loaded, len(texts), encoded)), snakemake.output.usage)
     write_npy(vectors, snakemake.output.embeddings)
     timing.write(snakemake.output.timing)
 

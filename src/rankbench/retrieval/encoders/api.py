@@ -189,12 +189,14 @@ def parse_embeddings(raw: bytes, url: str, expected: int) -> tuple[np.ndarray, i
     return vectors, int(tokens) if isinstance(tokens, (int, float)) else None
 
 
-def usage_record(encoder: Encoder, texts: int, encoded: int) -> dict[str, Any]:
+def usage_record(spec: Any, encoder: Encoder | None, texts: int, encoded: int) -> dict[str, Any]:
     """What one embedding job paid, for the cost page: its texts, how many missed the job's cache, and for an API
-    encoder the endpoint, model, requests, texts sent and tokens billed (0 for an in-process model)."""
+    encoder the endpoint, model, requests, texts sent and tokens billed (0 for an in-process model, and for an
+    encoder never loaded because every text was cached)."""
     record: dict[str, Any] = {"texts": texts, "encoded": encoded, "endpoint": None, "model": None, "requests": 0,
                               "sent": 0, "tokens": 0}
+    if isinstance(spec, ApiEncoderSpec):
+        record.update(endpoint=redact(spec.url), model=spec.model)
     if isinstance(encoder, ApiEncoder):
-        record.update(endpoint=redact(encoder.spec.url), model=encoder.spec.model, requests=encoder.usage.requests,
-                      sent=encoder.usage.texts, tokens=encoder.usage.tokens)
+        record.update(requests=encoder.usage.requests, sent=encoder.usage.texts, tokens=encoder.usage.tokens)
     return record

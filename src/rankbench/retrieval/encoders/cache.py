@@ -196,15 +196,15 @@ def embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence[
     found = np.searchsorted(cached_hashes[order], hashes).clip(max=max(len(cached_hashes) - 1, 0))
     hit = cached_hashes[order][found] == hashes if len(cached_hashes) else np.zeros(len(hashes), dtype=bool)
     missing = np.flatnonzero(~hit)
-    encoded = encode([texts[int(i)] for i in missing])
     if not hit.any():
-        return encoded, len(missing)
+        return encode([texts[int(i)] for i in missing]), len(missing)
     vectors = np.zeros((len(texts), cached_vectors.shape[1]), dtype=np.float32)
     vectors[hit] = cached_vectors[order[found[hit]]]
-    if len(missing):  # an API encoder cannot know its dimension without a request: it returns (0, 0) for none
-        vectors[missing] = checked_vectors(encoded, len(missing), "the encoder (against its cached vectors: a model "
-                                           "changed behind the same name? Then delete the cache)",
-                                           cached_vectors.shape[1])
+    if not len(missing):
+        return vectors, 0  # the encoder is not called: an on-demand one (kinds.OnDemandEncoder) never loads
+    encoded = encode([texts[int(i)] for i in missing])
+    vectors[missing] = checked_vectors(encoded, len(missing), "the encoder (against its cached vectors: a model "
+                                       "changed behind the same name? Then delete the cache)", cached_vectors.shape[1])
     return vectors, len(missing)
 
 

@@ -5,10 +5,12 @@ its docs (docs/reference/config.md, `encoders`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
 from rankbench.retrieval.encoders.base import IN_PROCESS_KINDS, Encoder, EncoderSpec, resolve_device
@@ -74,3 +76,24 @@ def load_encoder(spec: Any, api_cache: str | Path | None = None, name: str = "<n
     itself `encoders.<name>` in its errors."""
     encoder: Encoder = encoder_kind({"kind": spec.kind}).load(spec, api_cache, name)
     return encoder
+
+
+class OnDemandEncoder:
+    """The spec's encoder, loaded at its first encode call: a job whose texts are all cached loads no model (torch
+    and sentence-transformers' imports alone cost ~4 CPU s)."""
+
+    def __init__(self, spec: Any, api_cache: str | Path | None = None, name: str = "<name>") -> None:
+        self.spec, self.api_cache, self.name = spec, api_cache, name
+        self.loaded: Encoder | None = None
+
+    def load(self) -> Encoder:
+        """The encoder, loaded once."""
+        if self.loaded is None:
+            self.loaded = load_encoder(self.spec, self.api_cache, self.name)
+        return self.loaded
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.load().encode_queries(texts)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self.load().encode_passages(texts)
