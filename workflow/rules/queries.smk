@@ -68,8 +68,8 @@ rule embed_queries:
         f"{LOGS}/embed_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{encoder}}.tsv"
-    # the slow start of the dense chain, early: see Priorities in common.smk
-    priority: 9
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    priority: 19
     conda:
         "../../environment.yml"
     threads: 2
@@ -147,8 +147,8 @@ rule embed_rewritten_queries:
         f"{LOGS}/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
-    # the slow start of the dense chain, early: see Priorities in common.smk
-    priority: 9
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    priority: 19
     conda:
         "../../environment.yml"
     threads: 2
@@ -175,8 +175,8 @@ rule sparse_queries:
         f"{LOGS}/sparse_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_queries/{{qset}}/{{encoder}}.tsv"
-    # the slow start of the dense chain, early: see Priorities in common.smk
-    priority: 9
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    priority: 19
     conda:
         "../../environment.yml"
     threads: 2
@@ -199,8 +199,8 @@ rule sparse_rewritten_queries:
         f"{LOGS}/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
-    # the slow start of the dense chain, early: see Priorities in common.smk
-    priority: 9
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    priority: 19
     conda:
         "../../environment.yml"
     threads: 2
