@@ -179,8 +179,8 @@ def mem_mb_for_inputs(floor_mb, mb_per_input_mb):
 # report jobs keep the order of their longest chain (evaluate 3; aggregate, failures 2; explorer, budget, robustness
 # 1; the short pages 0: see evaluate).
 # A 2-thread job needs both cores free at once, and Snakemake picks the jobs of the largest priority sum: at 9, two
-# 1-thread jobs always won over a question encoding, which then waited behind the evaluations; at 19 (above any
-# two 1-thread jobs but the corpus's) they run, one at a time, as soon as the questions are read.
+# 1-thread jobs always won over a question encoding; at 19 (above any two 1-thread jobs but the corpus's) it wins
+# whenever both cores are free (not while a long 1-thread job holds one: benchmarks/README.md, issue 28).
 # A corpus encoding of a small input (the demo's 36 KB of chunks) is mostly the model's load, one thread's work: it
 # declares one thread, so two run side by side instead of one idling a core. Question encodings keep 2 threads, so
 # they run one at a time: a version's vectors cached by another version's job are batch-dependent at ~1e-7 (minilm),
