@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from rankbench.analysis.budget import (
+    _quantiles,
     minimum_detectable_difference,
     plan_budget,
     plan_pair,
@@ -185,3 +186,14 @@ def test_the_page_leads_with_one_table_of_questions_needed_that_matches_the_plan
         assert f"{row['diff']:+.3f}: {int(row['n_needed']):,}" in cell
         assert cell.endswith("✓") == (row["n_needed"] <= row["n"])
     assert "tie on" not in page  # no sentence about exact ties
+
+
+def test_quantiles_equal_scipy_stats_bit_for_bit():
+    """t and normal quantiles from scipy.special (no scipy.stats import) are scipy.stats's numbers exactly."""
+    from scipy import stats as sps
+
+    for alpha in (0.05, 0.05 / 11, 0.01 / 3):
+        for n in (1, 2, 3, 10, 58, 2000, 1_000_001):
+            expected = (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(0.8) if n < 2 or n > 1_000_000
+                        else sps.t.ppf(1 - alpha / 2, n - 1) + sps.t.ppf(0.8, n - 1))
+            assert _quantiles(alpha, 0.8, n) == float(expected)

@@ -9,6 +9,7 @@ import pytest
 from rankbench.analysis.robustness import (
     drop_labels,
     judge_effects,
+    kendall_tau,
     robustness,
     shift_grades,
     verdicts,
@@ -238,3 +239,16 @@ def test_verdicts_of_many_tables_at_once_equal_each_table_alone():
     assert verdicts(tables, "base", 0.05, 0) == alone
     assert alone[0] == (["strong", "base", "weak"], {"strong": 1, "weak": -1})
     assert alone[3][1] == {}
+
+
+def test_kendall_tau_equals_scipy_for_every_small_permutation_and_random_large_ones():
+    """The job's own tau (no scipy.stats import) is scipy.stats.kendalltau's number, bit for bit."""
+    import itertools
+
+    from scipy import stats as sps
+
+    rng = np.random.default_rng(0)
+    permutations = [list(p) for n in range(2, 7) for p in itertools.permutations(range(n))]
+    permutations += [rng.permutation(int(n)).tolist() for n in rng.integers(7, 40, size=50)]
+    for positions in permutations:
+        assert kendall_tau(positions) == float(sps.kendalltau(range(len(positions)), positions).statistic)

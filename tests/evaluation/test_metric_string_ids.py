@@ -69,3 +69,21 @@ def test_equal_fingerprints_of_different_ids_are_no_match_and_no_repeat(monkeypa
     twice = run.iloc[[5]].assign(rank=len(ids) * 3 + 1)
     with pytest.raises(ValueError, match=rf"twice: question 'q1', item '{ids[5]}'"):
         per_query_metrics(pd.concat([run, twice], ignore_index=True), qrels, KS)
+
+
+@pytest.mark.parametrize("buckets", ("low bits alike", "one bucket"))
+def test_labels_are_found_whatever_bucket_their_fingerprints_fall_in(monkeypatch: pytest.MonkeyPatch,
+                                                                     buckets: str) -> None:
+    """The label lookup probes only run rows whose fingerprint's bucket (its low bits) a label fills: with every
+    fingerprint in one bucket (low bits cleared, or a single bucket) every row is a candidate, and the table is the
+    one of coded ids."""
+    ids = [f"doc{i:05d}" for i in range(40)]
+    run, qrels = case(ids)
+    coded = per_query_metrics(run.astype({"qid": "category", "item_id": "category"}),
+                              qrels.astype({"qid": "category", "item_id": "category"}), KS)
+    if buckets == "low bits alike":
+        real = metrics._fingerprints
+        monkeypatch.setattr(metrics, "_fingerprints", lambda strings: real(strings) & np.int64(~0xFFFFFFF))
+    else:
+        monkeypatch.setattr(metrics, "_bucket_count", lambda n_labels: 1)
+    assert per_query_metrics(run, qrels, KS).equals(coded)

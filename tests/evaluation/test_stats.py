@@ -555,3 +555,71 @@ def test_bootstrap_and_randomization_do_not_depend_on_blas_threads():
         for threads in ("1", "2")
     }
     assert len(digests) == 1
+
+
+def _three_products_reference(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The exact sums as first written: the rows' three 21-bit parts, each part's whole product added in turn to
+    zeros, and ldexp back (one array of every row's sums, no part left out)."""
+    _, exponent = np.frexp(np.abs(rows).max(axis=1, initial=0.0))
+    scaled = np.ldexp(rows, -exponent[:, None])
+    total = np.zeros((len(rows), len(weights)))
+    for part in range(3):
+        scaled = np.ldexp(scaled, 21)
+        integer = np.floor(scaled)
+        scaled -= integer
+        total += np.ldexp(integer @ weights.astype(np.float64).T, -21 * (part + 1))
+    return np.ldexp(total, exponent[:, None])
+
+
+def test_blocked_sums_are_bit_for_bit_the_three_products():
+    """Rows in blocks, the first two parts as one product (small weight sums), part 3 left out where it is zero, and a
+    multiply instead of ldexp change no bit, nor a zero's sign: for dyadic rows (zero part 3), rows with -0.0, rows
+    of every magnitude up to 2**1023, and weights whose sums force three products."""
+    from rankbench.evaluation.stats import _integer_weighted_sums
+
+    rng = np.random.default_rng(11)
+    rows = np.vstack([rng.random((40, 30)), np.round(rng.random((40, 30)) * 8) / 8 - 0.5,
+                      np.where(rng.random((5, 30)) < 0.5, -0.0, -rng.random((5, 30))), rng.random((3, 30)) * 1.7e308,
+                      rng.random((3, 30)) * 1e-310, np.zeros((1, 30))])
+    for weights in (rng.integers(0, 4, size=(700, 30)), rng.integers(0, 200, size=(50, 30)),
+                    np.vstack([np.zeros((1, 30), dtype=int), rng.integers(0, 2, size=(99, 30))])):
+        got, expected = _integer_weighted_sums(rows, weights), _three_products_reference(rows, weights)
+        assert got.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("n", [9, 300])  # one chunk of resamples, and several
+def test_bootstrap_and_randomization_equal_the_unblocked_computation_bit_for_bit(n):
+    """The CIs (means in blocks, sorted before the percentiles) and the Monte Carlo p-values (all rows at once) are
+    the numbers of the whole-array computation with np.percentile, from the same draws."""
+    rng = np.random.default_rng(n)
+    values = np.vstack([_metric_like(rng, n) for _ in range(30)]) - 0.4
+    resamples = 2000
+    idx = np.random.default_rng(5).integers(0, n, size=(resamples, n)) if n * resamples <= 1 << 21 else None
+    low, high = bootstrap_ci(values, n_resamples=resamples, seed=5)
+    if idx is not None:  # one chunk: the counts of one draw of every resample
+        counts = np.stack([np.bincount(row, minlength=n) for row in idx])
+        means = _three_products_reference(values, counts) / n
+        alpha = (1.0 - 0.95) / 2.0  # as bootstrap_ci computes it (not exactly 0.025)
+        ref_low, ref_high = np.percentile(means, [100.0 * alpha, 100.0 * (1.0 - alpha)], axis=1)
+        assert low.tobytes() == ref_low.tobytes() and high.tobytes() == ref_high.tobytes()
+    flips = np.random.default_rng(6).integers(0, 2, size=(resamples, n), dtype=np.int8)
+    if n * resamples <= 1 << 21:
+        null = values.sum(axis=1)[None, :] - 2.0 * _three_products_reference(values, flips).T
+        thresholds = np.abs(values.sum(axis=1)) - 1e-10 * np.abs(values).sum(axis=1)
+        expected = (np.count_nonzero(np.abs(null) >= thresholds[None, :], axis=0) + 1) / (resamples + 1)
+        got = randomization_p_values(values, n_resamples=resamples, seed=6, exact=False)
+        assert got.tobytes() == expected.tobytes()
+    # rows are independent of each other, whatever block they fall in
+    one_by_one = [bootstrap_ci(row, n_resamples=resamples, seed=5) for row in values]
+    assert np.array_equal(low, [lo for lo, _ in one_by_one]) and np.array_equal(high, [hi for _, hi in one_by_one])
+
+
+def test_t_test_and_d_z_interval_equal_scipy_stats_bit_for_bit():
+    """p_t and the d_z interval from scipy.special (no scipy.stats import) are scipy.stats's numbers exactly."""
+    rng = np.random.default_rng(2)
+    d = rng.normal(size=(200, 23)) * rng.choice([0.01, 1.0, 30.0], size=(200, 1)) + 0.1
+    t_stat = d.mean(axis=1) / (d.std(axis=1, ddof=1) / np.sqrt(23))
+    expected = np.minimum(1.0, 2.0 * sps.t.sf(np.abs(t_stat), df=22))
+    assert t_test_p_values(d).tobytes() == expected.tobytes()
+    d_z, low, _ = standardized_effects(d, 0.9)
+    assert low.tobytes() == (d_z - sps.norm.ppf(0.95) * np.sqrt(1.0 / 23 + d_z**2 / (2.0 * 23))).tobytes()

@@ -130,15 +130,25 @@ def test_editing_a_corpus_document_reembeds_no_question(demo: Path, tmp_path: Pa
 def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it(demo: Path) -> None:
     config = edit_config(demo, lambda c: c["methods"]["combsum"].update(normalization="zscore"), "config-z.yaml")
     n_qsets = len(demo_config(demo)["qsets"])
-    assert planned_jobs(demo, config) == {"fuse": n_qsets, "export_trec": n_qsets, "evaluate": n_qsets,
-                                          "leaks": n_qsets, "aggregate": n_qsets, "leak_summary": n_qsets,
+    assert planned_jobs(demo, config) == {"fuse": n_qsets, "evaluate": n_qsets, "aggregate": n_qsets,
                                           "comparison_table": n_qsets, "cost_page": n_qsets,
-                                          "history_record": n_qsets, "effective_config": n_qsets,
-                                          "plots": n_qsets, "failures": n_qsets,
+                                          "history_record": n_qsets, "plots": n_qsets, "failures": n_qsets,
                                           "calibration": n_qsets, "explorer": n_qsets, "run_record": n_qsets,
                                           "qset_diff": len(demo_config(demo)["diffs"]), "history": 1,
                                           "budget": n_qsets, "robustness": n_qsets, "index_page": 1,
                                           "all": 1}
+
+
+def test_changing_an_evaluation_key_rescores_every_run_and_retrieves_nothing(demo: Path) -> None:
+    """`evaluation.gain`: each run's evaluate job (its TREC files and leak counts, made in the same job, come out
+    identical) and what reads the metrics; no corpus, question or retrieval job, and no qrels job."""
+    config = edit_config(demo, lambda c: c["evaluation"].update(gain="exponential"), "config-gain.yaml")
+    jobs = planned_jobs(demo, config)
+    n_qsets = len(demo_config(demo)["qsets"])
+    assert jobs["evaluate"] == n_qsets * len(demo_methods(demo))
+    assert jobs["aggregate"] == jobs["robustness"] == jobs["comparison_table"] == n_qsets
+    retrieval = {"retrieve_bm25", "retrieve_dense", "fuse", "rerank", "merge_embeddings", "qrels", "validate_labels"}
+    assert not (CORPUS_RULES | QUESTION_RULES | retrieval) & set(jobs), jobs
 
 
 def test_query_embeddings_are_computed_once_per_version_and_encoder(demo: Path) -> None:

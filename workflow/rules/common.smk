@@ -182,6 +182,35 @@ def mem_mb_for_inputs(floor_mb, mb_per_input_mb):
     )
 
 
+# Priorities (each rule's `priority:`; Snakemake passes none on to a job's inputs, so every stage has its own), so
+# that 2 cores stay busy: the label check first (it must stop the run before the slow jobs); the corpus and its chunks
+# (20: the start of the longest chain); then each version's questions (10) and the encodings (9: the corpus and
+# question embeddings, the dense indexes), the slow start of the dense, rerank and fusion chain; the runs and qrels
+# (6; BM25's, short and read by rerank and fusion, and the rerank, a model's load, 7); so every version reaches its
+# evaluation (3) early and the versions' report jobs overlap instead of one version's running after the other's. The
+# report jobs keep the order of their longest chain (evaluate 3; aggregate, failures 2; explorer, budget, robustness
+# 1; the short pages 0: see evaluate).
+# A 2-thread job needs both cores free at once, and Snakemake picks the jobs of the largest priority sum: at 9, two
+# 1-thread jobs always won over a question encoding; at 19 (above any two 1-thread jobs but the corpus's) it wins
+# whenever both cores are free (not while a long 1-thread job holds one: benchmarks/README.md, issue 28).
+# A corpus encoding of a small input (the demo's 36 KB of chunks) is mostly the model's load, one thread's work: it
+# declares one thread, so two run side by side instead of one idling a core. Question encodings keep 2 threads, so
+# they run one at a time: a version's vectors cached by another version's job are batch-dependent at ~1e-7 (minilm),
+# and two encoding side by side changed dense-minilm's scores in their last digits (no metric).
+SMALL_ENCODING_MB = 0.25
+
+
+def encoding_threads(wildcards, input):
+    """Threads of a corpus encoding job: 2, or 1 for an input under SMALL_ENCODING_MB. Read with os, not input.size_mb
+    (not an int while the DAG is built): 2 until the input is written, as Snakemake sizes a job again once it is
+    ready to run."""
+    files = [Path(path) for path in input]
+    if not all(path.exists() for path in files):
+        return 2
+    size_mb = sum(path.stat().st_size for path in files) / 2**20
+    return 1 if size_mb < SMALL_ENCODING_MB else 2
+
+
 def encoder_shards(encoder):
     return config["encoders"][encoder].get("shards", ENCODER_SHARDS)
 

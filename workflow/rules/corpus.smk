@@ -8,6 +8,8 @@ rule load_corpus:
         f"{LOGS}/load_corpus.log",
     benchmark:
         f"{R}/benchmarks/load_corpus.tsv"
+    # the start of the longest chain (the corpus embedding): see Priorities in common.smk
+    priority: 20
     conda:
         "../../environment.yml"
     threads: 1
@@ -29,6 +31,8 @@ rule chunk:
         f"{LOGS}/chunk/{{chunker}}.log",
     benchmark:
         f"{R}/benchmarks/chunk/{{chunker}}.tsv"
+    # the start of the longest chain (the corpus embedding): see Priorities in common.smk
+    priority: 20
     conda:
         "../../environment.yml"
     threads: 1

@@ -1,17 +1,29 @@
+# Everything made from one run, in one job (one process instead of three; the same inputs decide when each reruns):
+# its metrics and grades; its TREC files, named by grain (chunk ids score against chunk qrels only, document ids
+# against the dataset's own qrels; the method's own scores; its ir_metadata (PRIMAD) is the YAML file beside them);
+# and its leak counts. A changed evaluation key (relevance_threshold, gain, metrics) rewrites identical TREC files
+# and leak counts.
 rule evaluate:
     input:
         run=run_path("{method}"),
         questions=f"{R}/{{qset}}/questions.parquet",
         qrels=lambda wildcards: f"{R}/{wildcards.qset}/qrels/{chunker_of(wildcards.method)}.parquet",
+        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
+        documents=f"{R}/corpus/documents.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
     output:
         metrics=f"{R}/{{qset}}/metrics/{{method}}.parquet",
         grades=f"{R}/{{qset}}/grades/{{method}}.parquet",
+        leaks=f"{R}/{{qset}}/leaks/{{method}}.parquet",
+        chunks=f"{R}/{{qset}}/runs/{{method}}.chunks.trec",
+        docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
+        metadata=f"{R}/{{qset}}/runs/{{method}}.ir_metadata.yaml",
     log:
         f"{LOGS}/evaluate/{{qset}}/{{method}}.log",
     benchmark:
         f"{R}/benchmarks/evaluate/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
-        method=choice(METHODS),
+        method=choice(methods_at_grain("chunk")),
     # Report jobs by priority: the longest chain (evaluate, aggregate, explorer, about a third of the report's CPU
     # at 1M passages) in its order, then the long robustness; started last, the chain ran alone at the end.
     priority: 3
@@ -25,18 +37,38 @@ rule evaluate:
         extra_metrics=EVALUATION["metrics"],
         rbp_p=EVALUATION["rbp_p"],
         grains=lambda wildcards: method_grains(METHOD_SPECS[wildcards.method]),
+        spec=lambda wildcards: method_spec(wildcards.method),
+        dataset=DATASET["name"],
     script:
         "../scripts/evaluate.py"
 
 
+# External runs rank documents: they have no chunk grain, hence no chunk TREC file.
+use rule evaluate as evaluate_documents with:
+    output:
+        metrics=f"{R}/{{qset}}/metrics/{{method}}.parquet",
+        grades=f"{R}/{{qset}}/grades/{{method}}.parquet",
+        leaks=f"{R}/{{qset}}/leaks/{{method}}.parquet",
+        docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
+        metadata=f"{R}/{{qset}}/runs/{{method}}.ir_metadata.yaml",
+    benchmark:
+        f"{R}/benchmarks/evaluate_documents/{{qset}}/{{method}}.tsv"
+    wildcard_constraints:
+        method=choice(set(METHODS) - set(methods_at_grain("chunk"))),
+
+
+# The version's tables, and its leak summary: the leak counts come from the jobs that write the metrics, so the
+# summary reruns with the aggregate (a changed bootstrap or headline key rewrites an identical leaks.parquet).
 rule aggregate:
     input:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
+        leaks=expand(f"{R}/{{{{qset}}}}/leaks/{{method}}.parquet", method=METHODS),
     output:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
+        leaks=f"{R}/{{qset}}/leaks.parquet",
     log:
         f"{LOGS}/aggregate/{{qset}}.log",
     benchmark:
@@ -56,113 +88,3 @@ rule aggregate:
         alpha=REPORT["alpha"],
     script:
         "../scripts/aggregate.py"
-
-
-# TREC files named by grain: chunk ids score against chunk qrels only, document ids against the dataset's own qrels.
-# Scores are the method's own; the run's ir_metadata (PRIMAD) is the YAML file beside them.
-rule export_trec:
-    input:
-        run=run_path("{method}"),
-        documents=f"{R}/corpus/documents.parquet",
-        manifest=f"{R}/{{qset}}/qset.json",
-    output:
-        chunks=f"{R}/{{qset}}/runs/{{method}}.chunks.trec",
-        docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
-        metadata=f"{R}/{{qset}}/runs/{{method}}.ir_metadata.yaml",
-    log:
-        f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
-    benchmark:
-        f"{R}/benchmarks/export_trec/{{qset}}/{{method}}.tsv"
-    wildcard_constraints:
-        method=choice(methods_at_grain("chunk")),
-    conda:
-        "../../environment.yml"
-    threads: 1
-    params:
-        spec=lambda wildcards: method_spec(wildcards.method),
-        dataset=DATASET["name"],
-    script:
-        "../scripts/export_trec.py"
-
-
-# External runs rank documents: they have no chunk grain.
-rule export_trec_documents:
-    input:
-        run=run_path("{method}"),
-        documents=f"{R}/corpus/documents.parquet",
-        manifest=f"{R}/{{qset}}/qset.json",
-    output:
-        docs=f"{R}/{{qset}}/runs/{{method}}.docs.trec",
-        metadata=f"{R}/{{qset}}/runs/{{method}}.ir_metadata.yaml",
-    log:
-        f"{LOGS}/export_trec/{{qset}}/{{method}}.log",
-    benchmark:
-        f"{R}/benchmarks/export_trec_documents/{{qset}}/{{method}}.tsv"
-    wildcard_constraints:
-        method=choice(set(METHODS) - set(methods_at_grain("chunk"))),
-    conda:
-        "../../environment.yml"
-    threads: 1
-    params:
-        spec=lambda wildcards: method_spec(wildcards.method),
-        dataset=DATASET["name"],
-    script:
-        "../scripts/export_trec.py"
-
-
-rule leaks:
-    input:
-        run=run_path("{method}"),
-        questions=f"{R}/{{qset}}/questions.parquet",
-        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
-    output:
-        leaks=f"{R}/{{qset}}/leaks/{{method}}.parquet",
-    log:
-        f"{LOGS}/leaks/{{qset}}/{{method}}.log",
-    benchmark:
-        f"{R}/benchmarks/leaks/{{qset}}/{{method}}.tsv"
-    wildcard_constraints:
-        method=choice(METHODS),
-    conda:
-        "../../environment.yml"
-    threads: 1
-    params:
-        ks=EVALUATION["ks"],
-    script:
-        "../scripts/leaks.py"
-
-
-rule leak_summary:
-    input:
-        leaks=expand(f"{R}/{{{{qset}}}}/leaks/{{method}}.parquet", method=METHODS),
-    output:
-        summary=f"{R}/{{qset}}/leaks.parquet",
-    log:
-        f"{LOGS}/leak_summary/{{qset}}.log",
-    benchmark:
-        f"{R}/benchmarks/leak_summary/{{qset}}.tsv"
-    conda:
-        "../../environment.yml"
-    threads: 1
-    params:
-        methods=METHODS,
-    script:
-        "../scripts/leak_summary.py"
-
-
-# The qrels of every grain as TREC files, so an exported run can be scored with trec_eval, ranx or ir_measures.
-rule export_qrels:
-    input:
-        qrels=f"{R}/{{qset}}/qrels/{{chunker}}.parquet",
-    output:
-        docs=f"{R}/{{qset}}/qrels/{{chunker}}.docs.qrels",
-        chunks=f"{R}/{{qset}}/qrels/{{chunker}}.chunks.qrels",
-    log:
-        f"{LOGS}/export_qrels/{{qset}}/{{chunker}}.log",
-    benchmark:
-        f"{R}/benchmarks/export_qrels/{{qset}}/{{chunker}}.tsv"
-    conda:
-        "../../environment.yml"
-    threads: 1
-    script:
-        "../scripts/export_qrels.py"

@@ -9,6 +9,8 @@ rule bm25_index:
         f"{R}/benchmarks/bm25_index/{{chunker}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice({bm25_index_name(m) for m in methods_indexed_by("bm25_index")}),
+    # every run before the evaluation that waits for it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 1
@@ -41,6 +43,8 @@ rule lucene_index:
         method=choice(
             {lucene_index_name(m) for m in methods_indexed_by("lucene_index")}
         ),
+    # every run before the evaluation that waits for it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 2
@@ -70,9 +74,11 @@ rule embed_corpus:
         f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.tsv"
     wildcard_constraints:
         shard=r"\d+",
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
     conda:
         "../../environment.yml"
-    threads: 2
+    threads: encoding_threads
     resources:
         mem_mb=mem_mb_for_inputs(4000, 9),
         runtime=120,
@@ -99,6 +105,8 @@ rule merge_embeddings:
         f"{LOGS}/merge_embeddings/{{chunker}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/merge_embeddings/{{chunker}}/{{encoder}}.tsv"
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
     conda:
         "../../environment.yml"
     threads: 1
@@ -121,6 +129,8 @@ rule faiss_index:
         f"{LOGS}/faiss_index/{{chunker}}/{{encoder}}/{{index}}.log",
     benchmark:
         f"{R}/benchmarks/faiss_index/{{chunker}}/{{encoder}}/{{index}}.tsv"
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
     conda:
         "../../environment.yml"
     threads: 1
@@ -143,9 +153,11 @@ rule sparse_index:
         f"{LOGS}/sparse_index/{{chunker}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_index/{{chunker}}/{{encoder}}.tsv"
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
     conda:
         "../../environment.yml"
-    threads: 2
+    threads: encoding_threads
     resources:
         mem_mb=4000,
         runtime=120,
@@ -169,6 +181,8 @@ rule vectordb_collection:
         f"{R}/benchmarks/vectordb_collection/{{chunker}}/{{encoder}}/{{index}}.tsv"
     wildcard_constraints:
         index=choice(VECTORDB_BUILDS),
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
     conda:
         "../../environment.yml"
     threads: 1

@@ -15,6 +15,8 @@ rule prepare_questions:
         f"{LOGS}/prepare_questions/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/prepare_questions/{{qset}}.tsv"
+    # before every other job of its version: see Priorities in common.smk
+    priority: 10
     conda:
         "../../environment.yml"
     threads: 1
@@ -66,6 +68,8 @@ rule embed_queries:
         f"{LOGS}/embed_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{encoder}}.tsv"
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    priority: 19
     conda:
         "../../environment.yml"
     threads: 2
@@ -81,6 +85,8 @@ rule embed_queries:
         "../scripts/embed_queries.py"
 
 
+# The qrels of every grain, in Parquet and as TREC files (so an exported run can be scored with trec_eval, ranx or
+# ir_measures).
 rule qrels:
     input:
         labels=f"{R}/{{qset}}/labels.parquet",
@@ -88,10 +94,14 @@ rule qrels:
     output:
         qrels=f"{R}/{{qset}}/qrels/{{chunker}}.parquet",
         unmapped=f"{R}/{{qset}}/qrels/{{chunker}}.unmapped.parquet",
+        docs=f"{R}/{{qset}}/qrels/{{chunker}}.docs.qrels",
+        chunks=f"{R}/{{qset}}/qrels/{{chunker}}.chunks.qrels",
     log:
         f"{LOGS}/qrels/{{qset}}/{{chunker}}.log",
     benchmark:
         f"{R}/benchmarks/qrels/{{qset}}/{{chunker}}.tsv"
+    # every input of the evaluation before it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 1
@@ -111,6 +121,8 @@ rule prepare_rewrites:
         f"{LOGS}/prepare_rewrites/{{qset}}/{{rewrite}}.log",
     benchmark:
         f"{R}/benchmarks/prepare_rewrites/{{qset}}/{{rewrite}}.tsv"
+    # before every other job of its version: see Priorities in common.smk
+    priority: 10
     conda:
         "../../environment.yml"
     threads: 1
@@ -135,6 +147,8 @@ rule embed_rewritten_queries:
         f"{LOGS}/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    priority: 19
     conda:
         "../../environment.yml"
     threads: 2
@@ -161,6 +175,8 @@ rule sparse_queries:
         f"{LOGS}/sparse_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_queries/{{qset}}/{{encoder}}.tsv"
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    priority: 19
     conda:
         "../../environment.yml"
     threads: 2
@@ -183,6 +199,8 @@ rule sparse_rewritten_queries:
         f"{LOGS}/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    priority: 19
     conda:
         "../../environment.yml"
     threads: 2

@@ -128,22 +128,6 @@ rule history_record:
         "../scripts/history_record.py"
 
 
-rule effective_config:
-    output:
-        effective_config=f"{R}/{{qset}}/effective-config.yaml",
-    log:
-        f"{LOGS}/effective_config/{{qset}}.log",
-    benchmark:
-        f"{R}/benchmarks/effective_config/{{qset}}.tsv"
-    conda:
-        "../../environment.yml"
-    threads: 1
-    params:
-        config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
-    script:
-        "../scripts/effective_config.py"
-
-
 rule plots:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
@@ -281,7 +265,8 @@ rule qset_diff:
 
 
 # Every run remembered (docs/how-to/runs.md): this run's pending record and what changed since
-# the last recorded run of the version; the history job stores the record once the run is complete.
+# the last recorded run of the version; the history job stores the record once the run is complete. And the
+# effective config, from the config_json this job reads anyway (every config change reruns both).
 rule run_record:
     input:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
@@ -292,6 +277,7 @@ rule run_record:
         record=f"{R}/{{qset}}/run-record.parquet",
         section=f"{R}/{{qset}}/since-last-run.md",
         changed=f"{R}/{{qset}}/since-last-run.parquet",
+        effective_config=f"{R}/{{qset}}/effective-config.yaml",
     log:
         f"{LOGS}/run_record/{{qset}}.log",
     benchmark:
@@ -412,6 +398,8 @@ rule budget:
         f"{LOGS}/budget/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/budget/{{qset}}.tsv"
+    # on the longest chain (aggregate, budget, comparison page): see Priorities in common.smk
+    priority: 1
     conda:
         "../../environment.yml"
     threads: 1

@@ -15,6 +15,8 @@ rule retrieve_bm25:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_bm25")),
+    # short, and what most rerank and fusion methods read: first of the runs, see Priorities in common.smk
+    priority: 7
     conda:
         "../../environment.yml"
     threads: 1
@@ -52,6 +54,8 @@ rule retrieve_lucene:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_lucene")),
+    # every run before the evaluation that waits for it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 2
@@ -87,6 +91,8 @@ rule retrieve_dense:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_dense")),
+    # every run before the evaluation that waits for it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 1
@@ -124,6 +130,8 @@ rule retrieve_sparse:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_sparse")),
+    # every run before the evaluation that waits for it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 1
@@ -184,6 +192,8 @@ rule retrieve_vectordb:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_vectordb")),
+    # every run before the evaluation that waits for it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 1
@@ -247,6 +257,8 @@ rule fuse:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("fuse")),
+    # every run before the evaluation that waits for it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 1
@@ -275,6 +287,8 @@ rule rerank:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("rerank")),
+    # the longest retrieval job (a model's load), first of them: see Priorities in common.smk
+    priority: 7
     conda:
         "../../environment.yml"
     threads: rerank_threads
@@ -302,6 +316,8 @@ rule import_run:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("import_run")),
+    # every run before the evaluation that waits for it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 1
@@ -326,6 +342,8 @@ rule search_http:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("search_http")),
+    # every run before the evaluation that waits for it: see Priorities in common.smk
+    priority: 6
     conda:
         "../../environment.yml"
     threads: 1

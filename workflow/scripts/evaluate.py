@@ -1,20 +1,50 @@
-"""Per-query metrics of one run at its grains, and the share of each grade at each rank; a run that matches no
-label (empty, or foreign ids) is named in the log, as its zeros say nothing about its ranking."""
+"""Everything made from one run of a version, in one job (one process, one read of the run): its per-query metrics
+at its grains and the share of each grade at each rank (a run that matches no label, empty or of foreign ids, is
+named in the log, as its zeros say nothing about its ranking); its TREC files and ir_metadata; its leak counts."""
 
+import json
 import logging
+from pathlib import Path
 
 import pandas as pd
 
+from rankbench.analysis.leaks import LEAK_CHUNK_COLUMNS, leak_counts
 from rankbench.errors import InputError
 from rankbench.evaluation.metrics import err_grade_problem
 from rankbench.evaluation.scoring import dictionary_coded, evaluate_run, grade_distribution
-from rankbench.io.files import write_parquet
-from rankbench.io.runs import unmatched
+from rankbench.io.files import corpus_record, parquet_metadata, write_parquet
+from rankbench.io.runs import collapse_to_documents, unmatched
+from rankbench.io.trec import write_trec_run
+from rankbench.pipeline.ir_metadata import run_metadata, write_run_metadata
 from rankbench.pipeline.scripting import run_script
+
+
+def export_trec(run, snakemake):
+    """The run as TREC run files with the method's own scores, ordered so trec_eval reproduces our ranks (ties
+    included): at document grain (each document at its first chunk's rank: doc ids, scored by the dataset's own
+    qrels) and, when asked, chunk grain; beside them its ir_metadata (PRIMAD) as YAML, with the provenance the run
+    file holds (a search endpoint's)."""
+    tag = snakemake.wildcards.method
+    write_trec_run(collapse_to_documents(run), snakemake.output.docs, tag=tag, id_column="doc_id")
+    if "chunks" in snakemake.output.keys():  # noqa: SIM118 (a Namedlist: `in` alone tests its values)
+        write_trec_run(run, snakemake.output.chunks, tag=tag, id_column="chunk_id")
+    corpus_sha256 = corpus_record(snakemake.input.documents).read_text().strip()
+    qset = json.loads(Path(snakemake.input.manifest).read_text())
+    provenance = parquet_metadata(snakemake.input.run).get("provenance")
+    write_run_metadata(run_metadata(tag, snakemake.params.spec, snakemake.params.dataset, qset, corpus_sha256,
+                                    provenance), snakemake.output.metadata)
+
+
+def count_leaks(run, questions, snakemake):
+    """Per question and k: staff-only chunks in a public question's top k, and chunks out of force at its as_of."""
+    chunks = pd.read_parquet(snakemake.input.chunks, columns=LEAK_CHUNK_COLUMNS)
+    write_parquet(leak_counts(run, questions, chunks, snakemake.params.ks), snakemake.output.leaks)
 
 
 def main(snakemake):
     run, questions = pd.read_parquet(snakemake.input.run), pd.read_parquet(snakemake.input.questions)
+    export_trec(run, snakemake)
+    count_leaks(run, questions, snakemake)
     qrels, params = pd.read_parquet(snakemake.input.qrels), snakemake.params
     if "err" in params.extra_metrics and err_grade_problem(qrels):
         raise InputError(snakemake.input.qrels, None, err_grade_problem(qrels),

@@ -1,6 +1,7 @@
 """Write this run's pending record (per-question values, effective config, method identities, provenance) and what
 changed since the last recorded run: the comparison page's section and the questions that moved (the explorer's
-filter). The history job stores the record once the run is complete."""
+filter). The history job stores the record once the run is complete. Beside them, the effective config as YAML (the
+config as the run used it, every default filled in and grids expanded; the comparison page shows it too)."""
 
 import json
 from pathlib import Path
@@ -12,7 +13,7 @@ from rankbench.analysis.run_diff import QUESTION_COLUMNS, diff_runs
 from rankbench.analysis.runs import content_sha256, per_question_values, previous_run, write_record
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.config import expand_methods
-from rankbench.pipeline.defaults import effective_config
+from rankbench.pipeline.defaults import config_yaml, effective_config
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.provenance import method_identities, source_commit
 from rankbench.pipeline.scripting import run_script
@@ -24,8 +25,9 @@ def main(snakemake):
     p, inputs = snakemake.params, snakemake.input
     manifest = json.loads(Path(inputs.manifest).read_text())
     config = json.loads(p.config_json)
-    effective = json.loads(json.dumps(effective_config(config, expand_methods(config["methods"], "config")),
-                                      sort_keys=True, default=str))
+    filled_in = effective_config(config, expand_methods(config["methods"], "config"))
+    write_text(config_yaml(filled_in), snakemake.output.effective_config)
+    effective = json.loads(json.dumps(filled_in, sort_keys=True, default=str))
     recorded = list(dict.fromkeys(tuple(m) for m in p.report["headline"] + [p.report["plot_metric"]]))
     values = per_question_values({m: pd.read_parquet(path) for m, path in zip(p.methods, inputs.metrics)},
                                  recorded, p.report["grain"])

@@ -26,11 +26,13 @@ BUDGET_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k", "pair", "me
 
 def _quantiles(alpha: float, power: float, n: int) -> float:
     """t_{1-alpha/2} + t_{power} with n - 1 degrees of freedom (normal for n = 1 or more than 10^6)."""
-    from scipy import stats as _sps  # here, not at the top: the report jobs that only print pages skip scipy
+    # scipy.stats.norm.ppf's and t.ppf's own functions, without scipy.stats's import (0.6 CPU s); here, not at the
+    # top: the report jobs that only print pages skip scipy
+    from scipy.special import ndtri, stdtrit
 
     if n < 2 or n > 1_000_000:
-        return float(_sps.norm.ppf(1 - alpha / 2) + _sps.norm.ppf(power))
-    return float(_sps.t.ppf(1 - alpha / 2, n - 1) + _sps.t.ppf(power, n - 1))
+        return float(ndtri(1 - alpha / 2) + ndtri(power))
+    return float(stdtrit(n - 1, 1 - alpha / 2) + stdtrit(n - 1, power))
 
 
 def minimum_detectable_difference(sd: float, n: int, alpha: float, power: float = POWER) -> float:

@@ -249,7 +249,8 @@ def _matched_labels(run_q: np.ndarray, run_ids: pd.Series, label_q: np.ndarray, 
     index = pd.Index(label_keys)
     if not index.is_unique:
         return None
-    found = index.get_indexer(run_keys)
+    buckets = np.int64(_bucket_count(len(label_keys)) - 1)  # a fingerprint's low bits: its bucket
+    found = _probed(index, run_keys, label_fingerprints & buckets, run_fingerprints & buckets, int(buckets) + 1)
     run_rows = np.flatnonzero(found >= 0)
     label_rows = found[run_rows]
     same = pc.equal(pc.take(_arrow_strings(run_ids), pa.array(run_rows)),
@@ -257,6 +258,25 @@ def _matched_labels(run_q: np.ndarray, run_ids: pd.Series, label_q: np.ndarray, 
     if not (np.array_equal(run_q[run_rows], label_q[label_rows]) and pc.all(same).as_py() in (True, None)):
         return None
     return found
+
+
+def _probed(label_keys: pd.Index, run_keys: np.ndarray, label_buckets: np.ndarray, run_buckets: np.ndarray,
+            n_buckets: int) -> np.ndarray:
+    """Position of each run key among the (unique) label keys, -1 when absent. Only the rows whose item falls in a
+    bucket some label's item fills (items: their codes; fingerprints: their low bits) are probed in the hash: most
+    results of a run are unlabelled, and a bucket array is read far faster than a hash is probed."""
+    labelled = np.zeros(n_buckets, dtype=bool)
+    labelled[label_buckets] = True
+    candidates = np.flatnonzero(labelled[run_buckets])
+    found = np.full(len(run_keys), -1, dtype=np.int64)
+    found[candidates] = label_keys.get_indexer(run_keys[candidates])
+    return found
+
+
+def _bucket_count(n_labels: int) -> int:
+    """Buckets for the labels' fingerprints: a power of two with at most one label in eight buckets (few false
+    candidates), between 2^10 and 2^26."""
+    return 1 << int(np.clip(np.ceil(np.log2(max(8 * n_labels, 1))), 10, 26))
 
 
 _WORD_MASKS = np.array([(1 << (8 * n)) - 1 for n in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
@@ -378,7 +398,7 @@ def _group_positions(sorted_groups: np.ndarray, n_groups: int) -> tuple[np.ndarr
 def _grade_matrix(out: np.ndarray, pos: np.ndarray, grades: np.ndarray, n_q: int, depth: int) -> np.ndarray:
     """[question, position] matrix of the grades retrieved, _EMPTY where nothing was."""
     matrix = np.full((n_q, depth), _EMPTY, dtype=_GRADES)
-    matrix[out, pos] = grades
+    matrix.reshape(-1)[out * depth + pos] = grades  # one flat scatter: cheaper than a 2-D one
     return matrix
 
 
@@ -445,7 +465,7 @@ def _metric_values(
             found = (first > 0) & (first <= ks[None, :])
             values[name] = _safe_divide(found.astype(np.float64), first.astype(np.float64))
         elif name in ("dcg", "ndcg"):  # every positive grade counts, whatever the threshold
-            dcg = _at(_cumulative_dcg(_gains(grades, gain)), ks)
+            dcg = values["dcg"] if "dcg" in values else _at(_cumulative_dcg(_gains(grades, gain)), ks)
             values[name] = dcg if name == "dcg" else _safe_divide(dcg, _at(_cumulative_dcg(ideal), ks))
         elif name == "ap":  # trec_eval map_cut.k: divides by all relevant
             positions = np.arange(1, grades.shape[1] + 1, dtype=np.float64)
@@ -580,7 +600,8 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
         if fingerprints is not None:
             run_i, label_i, item_vocab = _shared_codes(run_items, label_items)
             label_keys, fingerprints = _pair_keys(label_q, label_i[keep_label], len(item_vocab)), None
-        found = pd.Index(label_keys).get_indexer(_pair_keys(run_q, run_i, len(item_vocab)))
+        found = _probed(pd.Index(label_keys), _pair_keys(run_q, run_i, len(item_vocab)), label_i[keep_label], run_i,
+                        len(item_vocab))
     row_label = found
     row_grade = np.append(label_grade.astype(_GRADES), _GRADES(_UNJUDGED))[row_label]  # -1: the last, _UNJUDGED
 
@@ -614,7 +635,7 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
     if with_documents:
         _require_columns(run, ("doc_id",), "run")
         documents = np.full((n_q, depth), -1, dtype=np.int32)
-        documents[rows_out, pos] = _codes(_ids(run, "doc_id", "run"))[0][rows]
+        documents.reshape(-1)[rows_out * depth + pos] = _codes(_ids(run, "doc_id", "run"))[0][rows]
     return _Judged(questions, grades, run_length, n_rel, label_out, label_grade, documents)
 
 
