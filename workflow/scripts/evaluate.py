@@ -43,12 +43,12 @@ def count_leaks(run, questions, snakemake):
 
 def main(snakemake):
     run, questions = pd.read_parquet(snakemake.input.run), pd.read_parquet(snakemake.input.questions)
-    export_trec(run, snakemake)
-    count_leaks(run, questions, snakemake)
     qrels, params = pd.read_parquet(snakemake.input.qrels), snakemake.params
-    if "err" in params.extra_metrics and err_grade_problem(qrels):
+    if "err" in params.extra_metrics and err_grade_problem(qrels):  # before any output is written
         raise InputError(snakemake.input.qrels, None, err_grade_problem(qrels),
                          "Remove err from evaluation.metrics, or use labels graded 0..4.")
+    export_trec(run, snakemake)
+    count_leaks(run, questions, snakemake)
     for grain in params.grains:
         problem = unmatched(run, qrels[qrels["grain"] == grain], "doc_id" if grain == "document" else "chunk_id")
         if problem:
