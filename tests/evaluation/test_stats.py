@@ -17,6 +17,7 @@ from scipy.optimize import brentq
 from rankbench.evaluation.scoring import summarize
 from rankbench.evaluation.stats import (
     COMPARISON_COLUMNS,
+    TIE_TOLERANCE,
     _paired_differences,
     bootstrap_ci,
     holm,
@@ -26,6 +27,7 @@ from rankbench.evaluation.stats import (
     rank_intervals,
     standardized_effects,
     t_test_p_values,
+    t_test_rejects,
     tiers,
     win_tie_loss,
 )
@@ -623,3 +625,44 @@ def test_t_test_and_d_z_interval_equal_scipy_stats_bit_for_bit():
     assert t_test_p_values(d).tobytes() == expected.tobytes()
     d_z, low, _ = standardized_effects(d, 0.9)
     assert low.tobytes() == (d_z - sps.norm.ppf(0.95) * np.sqrt(1.0 / 23 + d_z**2 / (2.0 * 23))).tobytes()
+
+
+def _t_test_p_values_before(d: np.ndarray) -> np.ndarray:
+    """t_test_p_values as it was before its one-pass statistics (abs, ptp, std, then mean of the varied rows): the
+    reference its faster arithmetic must reproduce bit for bit."""
+    from scipy.special import stdtr
+
+    n = d.shape[1]
+    all_zero = np.all(np.abs(d) <= TIE_TOLERANCE, axis=1)
+    constant = np.ptp(d, axis=1) <= TIE_TOLERANCE
+    p = np.full(len(d), np.nan)
+    if n >= 2:
+        sd = d.std(axis=1, ddof=1)
+        varied = ~constant
+        p[varied] = np.minimum(1.0, 2.0 * stdtr(n - 1, -np.abs(d[varied].mean(axis=1) / (sd[varied] / np.sqrt(n)))))
+        p[constant] = 0.0
+    p[all_zero] = 1.0
+    return p
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 17, 256, 257, 2000])
+def test_t_test_and_its_rejections_equal_the_former_arithmetic_bit_for_bit(n):
+    """p from one pass of max, min, sum and squared deviations is the former p exactly, and t_test_rejects (stdtr
+    only near the critical t) is exactly p < alpha, on resampled differences with ties, all-zero, constant and
+    near-constant rows, at alphas that include a row's own p (a row on the boundary)."""
+    rng = np.random.default_rng(n)
+    pools = [rng.normal(size=50) * 0.2 + 0.02, rng.choice([1.0, 0.0, -1.0], size=30),
+             np.concatenate([np.zeros(40), rng.beta(2, 5, 10)]), np.array([0.0, 1e-13, -1e-13]),
+             np.array([0.5, 0.5 + 1e-13]), np.array([0.1 + 0.2 - 0.3, 0.0]), rng.normal(size=20) * 1e3]
+    d = np.vstack([pool[rng.integers(0, len(pool), size=(300, n))] for pool in pools])
+    d[:5] = 0.0
+    d[5:10] = 0.25
+    expected = _t_test_p_values_before(d)
+    assert t_test_p_values(d).tobytes() == expected.tobytes()
+    finite = expected[np.isfinite(expected) & (expected > 0) & (expected < 1)]
+    alphas = [0.0, 0.05, 0.05 / 11, 0.5, 1.0, 1.5] + ([float(finite[len(finite) // 2]), float(finite.min())]
+                                                       if len(finite) else [])
+    for alpha in alphas:
+        assert np.array_equal(t_test_rejects(d, alpha), expected < alpha), alpha
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        t_test_rejects(np.vstack([d[:3], np.full((1, n), np.inf)]), 0.05)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.evaluation.scoring import ALL_KINDS
-from rankbench.evaluation.stats import TIE_TOLERANCE, t_test_p_values
+from rankbench.evaluation.stats import TIE_TOLERANCE, t_test_rejects
 
 POWER = 0.8
 # Simulated experiments per candidate question count (standard error of a power near 0.8: about 0.013).
@@ -61,7 +61,7 @@ def simulated_power(differences: np.ndarray, n: int, alpha: float, rng: np.rando
     """Share of experiments of n questions, drawn with replacement from these per-query differences, in which the
     paired t-test gives p < alpha."""
     draws = differences[rng.integers(0, len(differences), size=(simulations, n))]
-    return float((t_test_p_values(draws) < alpha).mean())
+    return float(t_test_rejects(draws, alpha).mean())
 
 
 def simulated_n(differences: np.ndarray, alpha: float, start: int, seed: int, power: float = POWER,
@@ -141,12 +141,14 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
                 continue
             values = long[(long["kind"] == kind) & (long["metric"] == metric) & (long["k"] == k)]
             wide = values.pivot_table(index="qid", columns="method", values="value", aggfunc="first")
+            # each method's values (NaN: no value for that question) as arrays, not a frame indexed per pair
+            columns = dict(zip(wide.columns, wide.to_numpy(dtype=np.float64).T))
             for label, a, b in pairs_that_matter(means, baseline):
-                both = wide[[a, b]].dropna()
-                if len(both) == 0:
+                both = ~(np.isnan(columns[a]) | np.isnan(columns[b]))
+                if not both.any():
                     continue
                 family = len(methods) - 1
-                differences = (both[a] - both[b]).to_numpy(dtype=np.float64)
+                differences = columns[a][both] - columns[b][both]
                 plan = plan_pair(differences, alpha / family, seed + len(rows), simulations=simulations)
                 rows.append({"grain": grain, "kind": kind, "metric": metric, "k": k, "pair": label, "method_a": a,
                              "method_b": b, "family_size": family, **plan})
