@@ -123,6 +123,29 @@ def test_bounds_hold_for_every_labelling_of_the_unjudged_items(data) -> None:
 
 
 
+def test_bounds_of_metrics_scored_together_at_one_k_equal_each_metric_alone():
+    """The bounded metrics sharing a k are scored from one pair of bounding qrels: the bounds are, bit for bit, those
+    of each metric bounded in a run of its own."""
+    runs, qrels = toy(3)
+    headline = [("recall", 10), ("rr", 10), ("precision", 10), ("hit", 1)]
+    args = (runs, {m: qrels for m in runs}, "document")
+    _, together = robustness(*args, headline, None, 0.05, 1, "linear", seed=0, repetitions=1)
+    alone = pd.concat([robustness(*args, [key], None, 0.05, 1, "linear", seed=0, repetitions=1)[1]
+                       for key in headline], ignore_index=True)
+    assert together[["lower", "upper"]].notna().all(axis=None)
+    pd.testing.assert_frame_equal(together, alone, check_exact=True)
+
+
+def test_an_item_with_repeated_label_rows_counts_once_in_the_unjudged_share():
+    """A label row given twice (same grade, which the metrics accept) does not make its item count twice among the
+    top k: the unjudged share is that of the labels without the repeat (1/3 before, a merge counting it twice)."""
+    run = pd.DataFrame({"qid": ["q1", "q1"], "item_id": ["a", "b"], "rank": [1, 2], "score": [2.0, 1.0]})
+    labels = pd.DataFrame({"grain": "chunk", "qid": "q1", "item_id": ["a", "a"], "grade": [1, 1]})
+    _, bounds = robustness({"m": run.assign(chunk_id=run["item_id"], doc_id=run["item_id"])}, {"m": labels},
+                           "chunk", [("recall", 2)], None, 0.05, 1, "linear", seed=0, repetitions=1)
+    assert bounds["unjudged_share"].tolist() == [0.5]
+
+
 def test_survival_counts_and_determinism():
     """Without noise everything survives; heavy noise breaks the ranking; the same seed gives the same table."""
     runs, qrels = toy()

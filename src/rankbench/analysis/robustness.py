@@ -52,10 +52,15 @@ def pool(runs: Mapping[str, pd.DataFrame], depth: int) -> pd.DataFrame:
     return pd.concat([run.loc[run["rank"] <= depth, ["qid", "item_id"]] for run in runs.values()]).drop_duplicates()
 
 
+def _among(items: pd.DataFrame, others: pd.DataFrame) -> np.ndarray:
+    """Which rows of `items` have a (qid, item_id) of `others` (one lookup, where a merge would also copy columns)."""
+    pairs = ["qid", "item_id"]
+    return pd.MultiIndex.from_frame(items[pairs]).isin(pd.MultiIndex.from_frame(others[pairs]))
+
+
 def unjudged_as_relevant(qrels: pd.DataFrame, items: pd.DataFrame, relevance_threshold: int) -> pd.DataFrame:
     """The qrels with every unjudged (qid, item_id) of `items` graded just relevant."""
-    top = items.merge(qrels[["qid", "item_id"]], how="left", indicator=True)
-    added = top[top["_merge"] == "left_only"][["qid", "item_id"]].assign(grade=relevance_threshold)
+    added = items.loc[~_among(items, qrels), ["qid", "item_id"]].assign(grade=relevance_threshold)
     return pd.concat([qrels, added], ignore_index=True)
 
 
@@ -64,17 +69,15 @@ def bounding_qrels(run: pd.DataFrame, qrels: pd.DataFrame, pooled: pd.DataFrame,
     """The qrels of a method's lower and upper bound at k: the pool's unjudged items outside its top k graded just
     relevant (lower: they only grow what recall divides by), or those inside it (upper)."""
     own = run.loc[run["rank"] <= k, ["qid", "item_id"]]
-    outside = pooled.merge(own, how="left", indicator=True)
-    outside = outside.loc[outside["_merge"] == "left_only", ["qid", "item_id"]]
+    outside = pooled[~_among(pooled, own)]
     return (unjudged_as_relevant(qrels, outside, relevance_threshold),
             unjudged_as_relevant(qrels, own, relevance_threshold))
 
 
 def unjudged_share(run: pd.DataFrame, qrels: pd.DataFrame, k: int) -> float:
-    """Share of a run's top-`k` items that carry no label."""
+    """Share of a run's top-`k` items that carry no label (each item once, however many label rows it has)."""
     top = run.loc[run["rank"] <= k, ["qid", "item_id"]]
-    judged = top.merge(qrels[["qid", "item_id"]], how="left", indicator=True)["_merge"] == "both"
-    return float(1 - judged.mean()) if len(top) else 0.0
+    return float(1 - _among(top, qrels).mean()) if len(top) else 0.0
 
 
 def scores(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], headline: Sequence[tuple[str, int]],
@@ -93,12 +96,13 @@ def scores(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFrame], 
             for metric, k in headline}
 
 
-def _method_scores(run: pd.DataFrame, qrels: pd.DataFrame, metric: str, k: int, relevance_threshold: int,
-                   gain: str) -> pd.Series:
-    """One method's per-question values of one metric at k, indexed by qid."""
-    values = per_query_metrics(run, qrels, [k], relevance_threshold=relevance_threshold, gain=gain, metrics=[metric])
-    rows = values[(values["metric"] == metric) & (values["k"] == k)]
-    return pd.Series(rows["value"].to_numpy(), index=rows["qid"].to_numpy())
+def _method_scores(run: pd.DataFrame, qrels: pd.DataFrame, metrics: Sequence[str], k: int, relevance_threshold: int,
+                   gain: str) -> dict[str, pd.Series]:
+    """One method's per-question values of each metric at k, indexed by qid (one scoring for them all)."""
+    values = per_query_metrics(run, qrels, [k], relevance_threshold=relevance_threshold, gain=gain, metrics=metrics)
+    values = values[values["k"] == k]
+    return {metric: pd.Series(rows["value"].to_numpy(), index=rows["qid"].to_numpy())
+            for metric, rows in ((metric, values[values["metric"] == metric]) for metric in metrics)}
 
 
 Verdict = tuple[list[str], dict[str, int]]
@@ -226,18 +230,28 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
                 outcomes[key].append(outcome(wide, perturbed, original[key]))
         rows += survival_rows(outcomes, original, grain, name, level)
     pooled = pool(grain_runs, deepest)
+    # per method and k: the bounded metrics' values under its lower and upper bounding qrels, scored together
+    at_k = {k: sorted({m for m, cut in headline if cut == k and m in BOUNDED_METRICS}) for _, k in headline if k > 0}
+    limits = {}
+    for method, run in grain_runs.items():
+        for k, metrics in at_k.items():
+            if metrics:
+                low, high = bounding_qrels(run, base[method], pooled, k, relevance_threshold)
+                limits[method, k] = [_method_scores(run, judged, metrics, k, relevance_threshold, gain)
+                                     for judged in (low, high)]
+    shares = {(method, k): unjudged_share(run, base[method], k) for method, run in grain_runs.items()
+              for k in {k for _, k in headline}}
     bounds = []
     for metric, k in headline:
         bounded = metric in BOUNDED_METRICS and k > 0
-        for method, run in grain_runs.items():
+        for method in grain_runs:
             lower = upper = np.nan
             if bounded:
-                low, high = bounding_qrels(run, base[method], pooled, k, relevance_threshold)
                 index = reference[(metric, k)].index
-                lower, upper = (float(_method_scores(run, judged, metric, k, relevance_threshold, gain)
-                                      .reindex(index, fill_value=0.0).mean()) for judged in (low, high))
+                lower, upper = (float(values[metric].reindex(index, fill_value=0.0).mean())
+                                for values in limits[method, k])
             bounds.append({"grain": grain, "metric": metric, "k": k, "method": method,
-                           "unjudged_share": unjudged_share(run, base[method], k),
+                           "unjudged_share": shares[method, k],
                            "reported": float(reference[(metric, k)][method].mean()), "lower": lower, "upper": upper})
     return pd.DataFrame(rows), pd.DataFrame(bounds)
 
