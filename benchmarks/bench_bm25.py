@@ -121,7 +121,7 @@ def main() -> int:
     (numba_positions, numba_scores), t_numba = timed(search, index, analyzer, queries, TOP_K, None, "numba")
     assert np.array_equal(numba_positions, positions) and np.array_equal(numba_scores, scores), \
         "numba and numpy backends disagree"
-    query_ids = [[index.vocab_dict[t] for t in tokens if t in index.vocab_dict]
+    query_ids = [[index.vocab[t] for t in tokens if t in index.vocab]
                  for tokens in analyzer.tokenize(queries)]
     bm25s_numba(index, query_ids[:1])  # compile
     (bm25s_positions, _), t_bm25s = timed(bm25s_numba, index, query_ids)
@@ -131,9 +131,9 @@ def main() -> int:
                         for ours, theirs in zip(positions, bm25s_positions))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bm25.npz"
-        _, t_save = timed(save_index, index, analyzer, params, path)
+        _, t_save = timed(save_index, index, path)
         size_mb = path.stat().st_size / 1e6
-        (loaded, _, _), t_load = timed(load_index, path)
+        loaded, t_load = timed(load_index, path)
     reloaded = search(loaded, analyzer, queries[:n_sub], TOP_K)
     assert np.array_equal(reloaded[0], positions[:n_sub]) and np.array_equal(reloaded[1], scores[:n_sub])
 

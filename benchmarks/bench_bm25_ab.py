@@ -46,7 +46,7 @@ def main() -> int:
     analyzer = Analyzer(stopwords=False, stemming=False)
     index = build_index(passages, analyzer, BM25Params(variant="robertson", k1=K1, b=B))
     expected = search(index, analyzer, queries, TOP_K)
-    vocab = index.vocab_dict
+    vocab = index.vocab
     tokens = analyzer.tokenize(queries)
     known = [[(vocab[t], float(w)) for t, w in Counter(row).items() if t in vocab] for row in tokens]
     flat = (index.scores, np.cumsum([0] + [len(row) for row in known], dtype=np.int64),

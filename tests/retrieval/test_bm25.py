@@ -10,6 +10,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import bm25s
+import bm25s.stopwords
 import numpy as np
 import pytest
 
@@ -27,6 +29,7 @@ from rankbench.retrieval.bm25 import (
     search,
     search_weighted,
 )
+from rankbench.retrieval.rm3 import RM3, rm3_queries
 
 FRENCH = [
     "Les remboursements des frais médicaux sont versés sous dix jours.",
@@ -120,10 +123,10 @@ def test_save_load_round_trip_is_identical(tmp_path: Path):
         params = BM25Params(variant=variant, k1=1.5, b=0.6)
         index = build_index(FRENCH, FR, params)
         path = tmp_path / f"{variant}.npz"
-        save_index(index, FR, params, path)
-        loaded, analyzer, loaded_params = load_index(path)
-        assert (analyzer, loaded_params) == (FR, params)
-        before, after = search(index, FR, queries, 4), search(loaded, analyzer, queries, 4)
+        save_index(index, path)
+        loaded = load_index(path)
+        assert (loaded.analyzer, loaded.params) == (FR, params)
+        before, after = search(index, FR, queries, 4), search(loaded, loaded.analyzer, queries, 4)
         np.testing.assert_array_equal(before[0], after[0])
         np.testing.assert_array_equal(before[1], after[1])
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{v}.npz" for v in VARIANTS)
@@ -131,11 +134,45 @@ def test_save_load_round_trip_is_identical(tmp_path: Path):
 
 def test_save_is_byte_reproducible_and_pickle_free(tmp_path: Path):
     params = BM25Params()
-    save_index(build_index(ENGLISH, EN, params), EN, params, tmp_path / "a.npz")
-    save_index(build_index(ENGLISH, EN, params), EN, params, tmp_path / "b.npz")
+    save_index(build_index(ENGLISH, EN, params), tmp_path / "a.npz")
+    save_index(build_index(ENGLISH, EN, params), tmp_path / "b.npz")
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
     with np.load(tmp_path / "a.npz", allow_pickle=False) as npz:
         assert all(npz[name].dtype != object for name in npz.files)
+
+
+def test_searching_a_saved_index_imports_neither_bm25s_nor_numba_nor_scipy(tmp_path: Path):
+    """A retrieval job (a fresh process) loads an index and searches it, with and without RM3, on the numpy backend
+    without importing bm25s, numba or scipy (~0.3 CPU s a job): only building an index needs bm25s."""
+    index = build_index(ENGLISH, EN, BM25Params(variant="bm25l"))
+    save_index(index, tmp_path / "i.npz")
+    job = ("import sys\n"
+           "from rankbench.retrieval.bm25 import load_index, search, search_weighted\n"
+           "from rankbench.retrieval.rm3 import RM3, rm3_queries\n"
+           f"index = load_index({str(tmp_path / 'i.npz')!r})\n"
+           "positions, _ = search(index, index.analyzer, ['cat dogs'], 3, backend='numpy')\n"
+           f"expanded = rm3_queries(index, index.analyzer, ['refunds'], {ENGLISH!r}, RM3(fb_docs=2))\n"
+           "expanded_positions, _ = search_weighted(index, expanded, 3, backend='numpy')\n"
+           "print(positions.tolist(), expanded_positions.tolist(),"
+           " sorted(m for m in ('bm25s', 'numba', 'scipy') if m in sys.modules))\n")
+    found = subprocess.run([sys.executable, "-c", job], capture_output=True, text=True, check=True).stdout
+    expanded = search_weighted(index, rm3_queries(index, EN, ["refunds"], ENGLISH, RM3(fb_docs=2)), 3)[0]
+    assert found == f"{search(index, EN, ['cat dogs'], 3)[0].tolist()} {expanded.tolist()} []\n"
+
+
+def test_stopwords_are_bm25s_lists_read_without_its_package_init(monkeypatch):
+    """The lists are read from bm25s's stopwords.py by file (its package __init__ imports numba and scipy), and are
+    exactly bm25s.stopwords' for every language; without that file, bm25s.stopwords itself is used."""
+    assert bm25._bm25s_stopwords() is not bm25s.stopwords  # loaded by file, not through the package
+    for language, name in bm25._STOPWORDS.items():
+        assert set(getattr(bm25._bm25s_stopwords(), name)) == set(getattr(bm25s.stopwords, name)), language
+        assert Analyzer(language=language, stemming=False).tokenize([" ".join(getattr(bm25s.stopwords, name))]) \
+            == [[]], language
+    bm25._bm25s_stopwords.cache_clear()
+    monkeypatch.setattr(bm25.importlib.util, "find_spec", lambda name: None)
+    assert bm25._bm25s_stopwords() is bm25s.stopwords
+    monkeypatch.undo()
+    bm25._bm25s_stopwords.cache_clear()
 
 
 def test_variants_and_parameters_change_scores():
@@ -150,10 +187,11 @@ def test_variants_and_parameters_change_scores():
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_scores_agree_with_bm25s_full_scoring(variant: str):
-    index = build_index(ENGLISH, EN, BM25Params(variant=variant))
-    positions, scores = search(index, EN, ["cat dogs travel"], 6)
-    tokens = EN.tokenize(["cat dogs travel"])[0]
-    full = index.get_scores(tokens)  # bm25s's own scorer, every document
+    params = BM25Params(variant=variant)
+    positions, scores = search(build_index(ENGLISH, EN, params), EN, ["cat dogs travel"], 6)
+    model = bm25s.BM25(k1=params.k1, b=params.b, delta=params.delta, method=variant, backend="numpy")
+    model.index(EN.tokenize(ENGLISH), show_progress=False)  # bm25s's own index and scorer, every document
+    full = model.get_scores(EN.tokenize(["cat dogs travel"])[0])
     matched = positions[0] >= 0
     np.testing.assert_allclose(scores[0][matched], full[positions[0][matched]], rtol=1e-6)
 
@@ -242,8 +280,8 @@ def test_numba_backend_equals_numpy(variant):
     assert np.array_equal(expected[0], got[0]) and np.array_equal(expected[1], got[1])
     tied = (expected[1][:, 1:] == expected[1][:, :-1]) & (expected[0][:, 1:] >= 0)
     assert tied.sum() > 1000  # equal scores side by side: the order among them is tested too
-    postings = np.diff(index.scores["indptr"])
-    sums = [sum(postings[index.vocab_dict[t]] for t in q.split() if t in index.vocab_dict) for q in queries]
+    postings = np.diff(index.indptr)
+    sums = [sum(postings[index.vocab[t]] for t in q.split() if t in index.vocab) for q in queries]
     assert min(n for n in sums if n) * 8 <= len(passages) < max(sums) * 8  # queries with few postings and many
     rng = np.random.default_rng(1)
     allowed = ChunkMasks(group=rng.integers(0, 3, size=len(queries)), masks=rng.random((3, len(passages))) < 0.5)
@@ -366,11 +404,11 @@ def test_index_job_compiles_the_kernels_its_search_jobs_load(tmp_path):
              "load_index, save_index\n"
              "analyzer, params = Analyzer(stopwords=False), BM25Params()\n"
              "index = build_index(['a b', 'b c'], analyzer, params)\n"
-             f"save_index(index, analyzer, params, {str(tmp_path / 'i.npz')!r})\n"
-             f"compile_numba_kernels(load_index({str(tmp_path / 'i.npz')!r})[0])\n")
+             f"save_index(index, {str(tmp_path / 'i.npz')!r})\n"
+             f"compile_numba_kernels(load_index({str(tmp_path / 'i.npz')!r}))\n")
     search_job = ("from rankbench.retrieval.bm25 import load_index, search_weighted\n"
                   "from rankbench.retrieval import bm25_numba\n"
-                  f"index, analyzer, _ = load_index({str(tmp_path / 'i.npz')!r})\n"
+                  f"index = load_index({str(tmp_path / 'i.npz')!r})\n"
                   "search_weighted(index, [{'b': 1.0}, {'c': 0.5}], 2, backend='numba')\n"
                   "print(sum(bm25_numba._search_all.stats.cache_hits.values()),"
                   " sum(bm25_numba._search_all.stats.cache_misses.values()))\n")

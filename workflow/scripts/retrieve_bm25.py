@@ -2,8 +2,8 @@
 
 import os
 
-# Before anything imports numba (bm25s does): the numba backend's compiled kernels are kept in the results
-# cache, so only a dataset's first BM25 run compiles them.
+# Before anything imports numba (the numba backend does): its compiled kernels are kept in the results cache, so
+# only a dataset's first BM25 run compiles them.
 os.environ["NUMBA_CACHE_DIR"] = snakemake.params.numba_cache
 
 import numpy as np
@@ -22,12 +22,13 @@ from rankbench.retrieval.rm3 import RM3, rm3_queries
 def main(snakemake):
     timing = Timing()
     with timing.once("load"):
-        index, analyzer, _ = load_index(snakemake.input.index)
+        index = load_index(snakemake.input.index)
         questions = pd.read_parquet(snakemake.input.questions)
         texts = pd.read_parquet(snakemake.input.queries)["question"].tolist()
         chunks = pd.read_parquet(snakemake.input.chunks)
         allowed = chunk_masks(questions, chunks, snakemake.params.filters)
     depth, prf, backend = snakemake.params.depth, snakemake.params.prf, snakemake.params.backend
+    analyzer = index.analyzer
     passages = passage_text(chunks) if prf else None
 
     def answer(i: int):

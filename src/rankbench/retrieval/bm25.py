@@ -1,4 +1,4 @@
-"""BM25 retrieval on top of bm25s: one analyzer for corpus and queries, one-file indexes, top-k search.
+"""BM25 retrieval on bm25s's scores: one analyzer for corpus and queries, one-file indexes, top-k search.
 
 Conventions
 -----------
@@ -16,6 +16,8 @@ Conventions
   the top k; identical positions and scores, ~7x faster at 100k passages), or "auto" (the default): numba from
   NUMBA_MIN_PASSAGES passages when it is installed, numpy below, where loading numba's compiled code costs more
   than it saves.
+* Only build_index runs bm25s (to compute the scores); loading and searching an index use numpy alone, so a search
+  job imports neither bm25s nor numba nor scipy (~0.3 CPU s a job) unless it searches with numba.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 import Stemmer
@@ -40,9 +43,6 @@ from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.io.files import write_npz
 from rankbench.io.progress import Progress, blocks
-
-if TYPE_CHECKING:
-    import bm25s
 
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 BACKENDS: tuple[str, ...] = ("auto", "numpy", "numba")
@@ -55,7 +55,7 @@ DEFAULT_BACKEND = "auto"
 NUMBA_MIN_PASSAGES = 100_000
 LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
 # Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others: the name of each in
-# bm25s.stopwords, read when first needed (bm25s loads scipy: parsing the workflow must not).
+# bm25s.stopwords, read when first needed (see _bm25s_stopwords).
 _STOPWORDS: dict[str, str] = {
     "english": "STOPWORDS_EN",
     "french": "STOPWORDS_FRENCH",
@@ -74,8 +74,6 @@ _TOKEN = re.compile(r"\w+")
 _LIGATURES = str.maketrans({"œ": "oe", "æ": "ae", "ß": "ss"})
 _FORMAT = "rankbench-bm25"
 _FORMAT_VERSION = 1
-_ANALYZER_ATTR = "rankbench_analyzer"
-_PARAMS_ATTR = "rankbench_params"
 
 
 @dataclass(frozen=True)
@@ -186,9 +184,24 @@ def fold_text(text: str, fold_accents: bool) -> str:
 @cache
 def _stopword_set(language: str, fold_accents: bool) -> frozenset[str]:
     """Stopwords of a language, normalized like the text they are compared with."""
-    from bm25s import stopwords
+    return frozenset(fold_text(w, fold_accents) for w in getattr(_bm25s_stopwords(), _STOPWORDS[language]))
 
-    return frozenset(fold_text(w, fold_accents) for w in getattr(stopwords, _STOPWORDS[language]))
+
+@cache
+def _bm25s_stopwords() -> ModuleType:
+    """bm25s's stopword lists, a plain data module, loaded from its file when it is there."""
+    spec = importlib.util.find_spec("bm25s")  # locates the package (its __init__.py) without running it
+    path = Path(spec.origin).with_name("stopwords.py") if spec is not None and spec.origin else None
+    if path is None or not path.is_file():
+        from bm25s import stopwords
+
+        return stopwords
+    # By file, because `from bm25s import stopwords` runs bm25s's __init__, which imports numba and scipy (~0.3 s).
+    file_spec = importlib.util.spec_from_file_location("rankbench_bm25s_stopwords", path)
+    assert file_spec is not None and file_spec.loader is not None
+    module = importlib.util.module_from_spec(file_spec)
+    file_spec.loader.exec_module(module)
+    return module
 
 
 def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
@@ -196,7 +209,29 @@ def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
     return Stemmer.Stemmer(language).stemWords
 
 
-def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) -> bm25s.BM25:
+@dataclass(frozen=True, eq=False)
+class BM25Index:
+    """A built or loaded BM25 index: bm25s's term x passage score matrix (CSR), the vocabulary, and the analyzer
+    and parameters it was built with. Plain arrays, so that searching it needs neither bm25s nor scipy."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    num_docs: int
+    vocab: dict[str, int]
+    dtype: str
+    nonoccurrence: np.ndarray | None  # bm25l / bm25+: each term's score in a passage without it; else None
+    analyzer: Analyzer
+    params: BM25Params
+    bm25s_version: str  # of the bm25s that computed the scores (kept in saved indexes)
+
+    @property
+    def scores(self) -> dict[str, Any]:
+        """The score matrix in bm25s's layout (data, indices, indptr, num_docs), as numba kernels take it."""
+        return {"data": self.data, "indices": self.indices, "indptr": self.indptr, "num_docs": self.num_docs}
+
+
+def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) -> BM25Index:
     """BM25 index of texts (corpus position = index in `texts`), with a sorted, reproducible vocabulary."""
     if len(texts) == 0:
         raise InputError(None, "BM25 index", "has no passage to index (the corpus yields no chunk)",
@@ -211,62 +246,49 @@ def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) ->
         raise InputError(None, "BM25 index", f"has nothing to index: all {len(texts)} passages are empty after "
                          f"analysis (no tokens left with {analyzer})",
                          "Give the documents words, or analyze them without stopwords or in their language.")
-    index = _new_bm25(params)
-    token_ids = [list(map(vocab.__getitem__, doc)) for doc in corpus_tokens]
-    # The (ids, vocab) form keeps our vocabulary; bm25s's own would follow set order (hash-seeded).
-    index.index((token_ids, vocab), create_empty_token=False, show_progress=False)
-    _attach(index, analyzer, params)
-    return index
-
-
-def _new_bm25(params: BM25Params) -> bm25s.BM25:
-    """An empty bm25s model with our parameters and the numpy backend."""
     import bm25s
 
-    return bm25s.BM25(
-        k1=params.k1, b=params.b, delta=params.delta, method=params.variant, backend="numpy"
+    model = bm25s.BM25(k1=params.k1, b=params.b, delta=params.delta, method=params.variant, backend="numpy")
+    token_ids = [list(map(vocab.__getitem__, doc)) for doc in corpus_tokens]
+    # The (ids, vocab) form keeps our vocabulary; bm25s's own would follow set order (hash-seeded).
+    model.index((token_ids, vocab), create_empty_token=False, show_progress=False)
+    scores = model.scores
+    return BM25Index(
+        data=np.asarray(scores["data"]), indices=np.asarray(scores["indices"]), indptr=np.asarray(scores["indptr"]),
+        num_docs=int(scores["num_docs"]), vocab=vocab, dtype=str(model.dtype),
+        nonoccurrence=None if model.nonoccurrence_array is None else np.asarray(model.nonoccurrence_array),
+        analyzer=analyzer, params=params, bm25s_version=bm25s.__version__,
     )
 
 
-def _attach(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params) -> None:
-    """Remember how an index was built, so search can refuse a different analyzer."""
-    setattr(index, _ANALYZER_ATTR, analyzer)
-    setattr(index, _PARAMS_ATTR, params)
-
-
-def save_index(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params, path: Path) -> None:
+def save_index(index: BM25Index, path: Path) -> None:
     """Write an index as one .npz (no pickle, fixed timestamps), atomically (io.files)."""
-    _check_built_with(index, analyzer, params)
-    arrays = _index_arrays(index, analyzer, params)
-
-    write_npz(arrays, path)
+    write_npz(_index_arrays(index), path)
 
 
-def _index_arrays(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params) -> dict[str, np.ndarray]:
+def _index_arrays(index: BM25Index) -> dict[str, np.ndarray]:
     """The arrays that make up a saved index: sparse score matrix, vocabulary, metadata."""
-    import bm25s
-
-    vocab = sorted(index.vocab_dict, key=index.vocab_dict.__getitem__)
-    if [index.vocab_dict[t] for t in vocab] != list(range(len(vocab))):
+    vocab = sorted(index.vocab, key=index.vocab.__getitem__)
+    if [index.vocab[t] for t in vocab] != list(range(len(vocab))):
         raise ValueError("index vocabulary ids are not 0..n-1; save indexes made by build_index")
     meta = {
         "format": _FORMAT,
         "format_version": _FORMAT_VERSION,
-        "bm25s_version": bm25s.__version__,
-        "num_docs": int(index.scores["num_docs"]),
-        "dtype": str(index.dtype),
-        "analyzer": analyzer.to_dict(),
-        "params": params.to_dict(),
+        "bm25s_version": index.bm25s_version,
+        "num_docs": index.num_docs,
+        "dtype": index.dtype,
+        "analyzer": index.analyzer.to_dict(),
+        "params": index.params.to_dict(),
     }
     arrays = {
-        "data": np.asarray(index.scores["data"]),
-        "indices": np.asarray(index.scores["indices"]),
-        "indptr": np.asarray(index.scores["indptr"]),
+        "data": index.data,
+        "indices": index.indices,
+        "indptr": index.indptr,
         "vocab_json": _json_bytes(vocab),
         "meta_json": _json_bytes(meta),
     }
-    if index.nonoccurrence_array is not None:
-        arrays["nonoccurrence"] = np.asarray(index.nonoccurrence_array)
+    if index.nonoccurrence is not None:
+        arrays["nonoccurrence"] = index.nonoccurrence
     return arrays
 
 
@@ -281,8 +303,8 @@ def _from_json_bytes(array: np.ndarray) -> Any:
     return json.loads(array.tobytes().decode("utf-8"))
 
 
-def load_index(path: Path) -> tuple[bm25s.BM25, Analyzer, BM25Params]:
-    """Read an index written by save_index, with the analyzer and parameters it was built with."""
+def load_index(path: Path) -> BM25Index:
+    """Read an index written by save_index (with the analyzer and parameters it was built with)."""
     path = Path(path)
     with np.load(path, allow_pickle=False) as npz:
         if "meta_json" not in npz.files:
@@ -296,32 +318,17 @@ def load_index(path: Path) -> tuple[bm25s.BM25, Analyzer, BM25Params]:
         vocab = _from_json_bytes(npz["vocab_json"])
         arrays = {name: npz[name] for name in ("data", "indices", "indptr")}
         nonoccurrence = npz["nonoccurrence"] if "nonoccurrence" in npz.files else None
-    analyzer = Analyzer(**meta["analyzer"])
-    params = BM25Params(**meta["params"])
     if len(arrays["indptr"]) != len(vocab) + 1:
         raise ValueError(f"{path}: corrupt index (indptr length does not match the vocabulary)")
-    index = _new_bm25(params)
-    index.dtype = meta["dtype"]
-    index.scores = {**arrays, "num_docs": int(meta["num_docs"])}
-    index.vocab_dict = {token: i for i, token in enumerate(vocab)}
-    index.unique_token_ids_set = set(index.vocab_dict.values())
-    index.nonoccurrence_array = nonoccurrence
-    _attach(index, analyzer, params)
-    return index, analyzer, params
-
-
-def _check_built_with(index: bm25s.BM25, analyzer: Analyzer, params: BM25Params | None) -> None:
-    """Refuse an analyzer (or params) other than the ones the index was built with, when known."""
-    built_analyzer = getattr(index, _ANALYZER_ATTR, None)
-    if built_analyzer is not None and built_analyzer != analyzer:
-        raise ValueError(f"index was built with {built_analyzer}, not {analyzer}")
-    built_params = getattr(index, _PARAMS_ATTR, None)
-    if params is not None and built_params is not None and built_params != params:
-        raise ValueError(f"index was built with {built_params}, not {params}")
+    return BM25Index(
+        **arrays, num_docs=int(meta["num_docs"]), vocab={token: i for i, token in enumerate(vocab)},
+        dtype=meta["dtype"], nonoccurrence=nonoccurrence, analyzer=Analyzer(**meta["analyzer"]),
+        params=BM25Params(**meta["params"]), bm25s_version=meta["bm25s_version"],
+    )
 
 
 def search(
-    index: bm25s.BM25, analyzer: Analyzer, queries: Sequence[str], k: int, allowed: ChunkMasks | None = None,
+    index: BM25Index, analyzer: Analyzer, queries: Sequence[str], k: int, allowed: ChunkMasks | None = None,
     backend: str = "numpy",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Top-k corpus positions and scores per query ([n_queries, k'], k' = min(k, n_docs)).
@@ -331,25 +338,26 @@ def search(
     Order: score descending, then position ascending (also at the k-th place).
     `allowed` restricts each query to some documents before the top k is taken.
     """
-    _check_built_with(index, analyzer, None)
+    if analyzer != index.analyzer:
+        raise ValueError(f"index was built with {index.analyzer}, not {analyzer}")
     weights = [Counter(tokens) for tokens in analyzer.tokenize(queries)]
     return search_weighted(index, weights, k, allowed, backend)
 
 
 def search_weighted(
-    index: bm25s.BM25, queries: Sequence[Mapping[str, float]], k: int, allowed: ChunkMasks | None = None,
+    index: BM25Index, queries: Sequence[Mapping[str, float]], k: int, allowed: ChunkMasks | None = None,
     backend: str = "numpy",
 ) -> tuple[np.ndarray, np.ndarray]:
     """`search` for queries given as analyzed term -> weight (a term's BM25 contribution is multiplied by it)."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k!r}")
-    n_docs = int(index.scores["num_docs"])
+    n_docs = index.num_docs
     width = min(k, n_docs)
     if resolved_backend(backend, n_docs) == "numba":
         return _search_numba(index, queries, width, allowed)
     positions = np.full((len(queries), width), -1, dtype=np.int64)
     scores = np.zeros((len(queries), width), dtype=np.float64)
-    vocab = index.vocab_dict
+    vocab = index.vocab
     for row, terms in enumerate(queries):
         known = [(vocab[t], w) for t, w in terms.items() if t in vocab]
         if not known:
@@ -375,26 +383,26 @@ def resolved_backend(backend: str, n_docs: int) -> str:
     return backend
 
 
-def compile_numba_kernels(index: bm25s.BM25) -> None:
+def compile_numba_kernels(index: BM25Index) -> None:
     """Compile (or load from NUMBA_CACHE_DIR) the numba kernels for this index's array types with one search, so
     that the jobs searching it afterwards load them instead of each compiling them."""
     _search_numba(index, [{}], 1, None)
 
 
 def _search_numba(
-    index: bm25s.BM25, queries: Sequence[Mapping[str, float]], width: int, allowed: ChunkMasks | None
+    index: BM25Index, queries: Sequence[Mapping[str, float]], width: int, allowed: ChunkMasks | None
 ) -> tuple[np.ndarray, np.ndarray]:
     """search_weighted on the numba backend: queries flattened to term ids and weights, one compiled call."""
     from rankbench.retrieval import bm25_numba
 
-    vocab = index.vocab_dict
+    vocab = index.vocab
     known = [[(vocab[t], float(w)) for t, w in terms.items() if t in vocab] for terms in queries]
     query_ptr = np.cumsum([0] + [len(terms) for terms in known], dtype=np.int64)
     term_ids = np.array([t for terms in known for t, _ in terms], dtype=np.int64)
     weights = np.array([w for terms in known for _, w in terms], dtype=np.float64)
     baselines = np.zeros(0)
-    if index.nonoccurrence_array is not None:
-        nonoccurrence = np.asarray(index.nonoccurrence_array, dtype=np.float64)
+    if index.nonoccurrence is not None:
+        nonoccurrence = np.asarray(index.nonoccurrence, dtype=np.float64)
         # The numpy backend's sum, term for term, so the baseline is the same float.
         baselines = np.array([float((nonoccurrence[[t for t, _ in terms]] * [w for _, w in terms]).sum())
                               for terms in known])
@@ -406,17 +414,17 @@ def _search_numba(
 
 
 def _score_matches(
-    index: bm25s.BM25, term_ids: np.ndarray, weights: np.ndarray, n_docs: int
+    index: BM25Index, term_ids: np.ndarray, weights: np.ndarray, n_docs: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Documents containing at least one query term, and their weighted BM25 scores (summed in float64)."""
-    data, indices, indptr = index.scores["data"], index.scores["indices"], index.scores["indptr"]
+    data, indices, indptr = index.data, index.indices, index.indptr
     spans = [(indptr[t], indptr[t + 1]) for t in term_ids]
     doc_idx = np.concatenate([indices[s:e] for s, e in spans])
     contributions = np.concatenate([np.asarray(data[s:e], dtype=np.float64) * w for (s, e), w in zip(spans, weights)])
     totals: np.ndarray = np.bincount(doc_idx, weights=contributions, minlength=n_docs)
-    if index.nonoccurrence_array is not None:
+    if index.nonoccurrence is not None:
         # bm25l / bm25+: stored scores are relative to a per-term baseline every document gets.
-        totals += float((np.asarray(index.nonoccurrence_array, dtype=np.float64)[term_ids] * weights).sum())
+        totals += float((np.asarray(index.nonoccurrence, dtype=np.float64)[term_ids] * weights).sum())
     matched = np.zeros(n_docs, dtype=bool)
     matched[doc_idx] = True
     docs = np.flatnonzero(matched)

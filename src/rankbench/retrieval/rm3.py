@@ -7,10 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import bm25s
-
 from rankbench.corpus.filters import ChunkMasks
-from rankbench.retrieval.bm25 import DEFAULT_BACKEND, Analyzer, index_keys, search_weighted
+from rankbench.retrieval.bm25 import DEFAULT_BACKEND, Analyzer, BM25Index, index_keys, search_weighted
 
 
 @dataclass(frozen=True)
@@ -40,7 +38,7 @@ def _l1(weights: Mapping[str, float]) -> dict[str, float]:
     return {term: value / total for term, value in weights.items()} if total > 0 else {}
 
 
-def rm3_queries(index: bm25s.BM25, analyzer: Analyzer, queries: Sequence[str], texts: Sequence[str], rm3: RM3,
+def rm3_queries(index: BM25Index, analyzer: Analyzer, queries: Sequence[str], texts: Sequence[str], rm3: RM3,
                 allowed: ChunkMasks | None = None) -> list[dict[str, float]]:
     """Expanded queries (analyzed term -> weight) after a first BM25 pass over `texts` (the indexed passages).
 

