@@ -2,7 +2,7 @@
 question-set version (time and jobs) against the cold run; and the no-op rerun and dry run against bare Snakemake.
 
 Usage: .venv/bin/python benchmarks/bench_workflow.py [--cores 2] [--repeats 3] [--keep] [--workdir DIR]
-       .venv/bin/python benchmarks/bench_workflow.py --cold-only [--against CHECKOUT] [--cores 2,4]
+       .venv/bin/python benchmarks/bench_workflow.py --cold-only [--against CHECKOUT] [--cores 2,4] [--pairs N]
 
 Each step runs `snakemake` in a temporary copy of config/config.yaml and data/demo (PYTHONPATH must point at this
 checkout's src). The references, measured in the same invocation: the cold run, and the floor of a bare Snakefile
@@ -15,7 +15,8 @@ After every cold run, a per-rule breakdown: jobs, and the wall and CPU seconds t
 per rule. `--cold-only` runs the cold run alone, once per value of `--cores` (a comma-separated list), and with
 `--against CHECKOUT` (another commit's tree, e.g. `git archive <commit> | tar -x -C DIR`: its Snakefile and src)
 the same cold runs of that checkout, alternated with this one's, so that both see the same machine load; per-rule
-figures are printed side by side.
+figures are printed side by side. `--pairs N` repeats each cold run N times, alternated, and prints the medians and
+the median ratio (this VM's speed drifts by a third within minutes: one pair can mislead).
 """
 
 from __future__ import annotations
@@ -156,29 +157,43 @@ def print_rule_times(columns: dict[str, dict[str, tuple[int, float, float]]]) ->
         print(f"{rule:<22}{''.join(cells)}")
 
 
-def cold_comparison(cores_list: list[str], against: Path | None, keep: bool) -> None:
-    """Cold runs of the demo, once per --cores value, of this checkout and (alternated with it) of `against`:
-    wall and CPU seconds (the whole Snakemake process tree), then the per-rule breakdown side by side."""
+def cold_comparison(cores_list: list[str], against: Path | None, keep: bool, pairs: int = 1) -> None:
+    """Cold runs of the demo, `pairs` times per --cores value, of this checkout and (alternated with it) of
+    `against`: wall and CPU seconds (the whole Snakemake process tree) of each, their medians and the median ratio,
+    then the per-rule breakdown of the first runs side by side."""
     repos = {"after": REPO} if against is None else {"before": against.resolve(), "after": REPO}
     columns: dict[str, dict[str, tuple[int, float, float]]] = {}
     print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for cores in cores_list:
-        for name, repo in repos.items():
-            workdir = Path(tempfile.mkdtemp(prefix=f"rankbench-bench-cold-{name}-"))
-            try:
-                shutil.copytree(repo / "data" / "demo", workdir / "data" / "demo")
-                shutil.copy(repo / "config" / "config.yaml", workdir / "config.yaml")
-                start_cpu = _cpu_seconds()
-                seconds, _ = snakemake(workdir, "config.yaml", "--cores", cores, repo=repo)
-                cpu = _cpu_seconds() - start_cpu
-                columns[f"{name} c{cores}"] = times = rule_times(workdir)
-                print(f"cold demo, {name} ({repo}) in {workdir}, --cores {cores}: {seconds:.1f} s wall, "
-                      f"{cpu:.1f} s CPU, "
-                      f"{sum(t[0] for t in times.values())} jobs with a benchmark file; load average now "
-                      f"{os.getloadavg()[0]:.1f}", flush=True)
-            finally:
-                if not keep:
-                    shutil.rmtree(workdir, ignore_errors=True)
+        measured: dict[str, list[tuple[float, float]]] = {name: [] for name in repos}
+        for _ in range(pairs):
+            for name, repo in repos.items():
+                workdir = Path(tempfile.mkdtemp(prefix=f"rankbench-bench-cold-{name}-"))
+                try:
+                    shutil.copytree(repo / "data" / "demo", workdir / "data" / "demo")
+                    shutil.copy(repo / "config" / "config.yaml", workdir / "config.yaml")
+                    start_cpu = _cpu_seconds()
+                    seconds, _ = snakemake(workdir, "config.yaml", "--cores", cores, repo=repo)
+                    cpu = _cpu_seconds() - start_cpu
+                    measured[name].append((seconds, cpu))
+                    times = rule_times(workdir)
+                    columns.setdefault(f"{name} c{cores}", times)
+                    print(f"cold demo, {name} ({repo}) in {workdir}, --cores {cores}: {seconds:.1f} s wall, "
+                          f"{cpu:.1f} s CPU, "
+                          f"{sum(t[0] for t in times.values())} jobs with a benchmark file; load average now "
+                          f"{os.getloadavg()[0]:.1f}", flush=True)
+                finally:
+                    if not keep:
+                        shutil.rmtree(workdir, ignore_errors=True)
+        if pairs > 1:
+            for name, runs in measured.items():
+                print(f"--cores {cores}, {name}: median of {pairs} {statistics.median(r[0] for r in runs):.1f} s wall, "
+                      f"{statistics.median(r[1] for r in runs):.1f} s CPU (runs: "
+                      f"{', '.join(f'{r[0]:.1f}' for r in runs)} s)")
+            if against is not None:
+                ratios = [a[0] / b[0] for a, b in zip(measured["after"], measured["before"])]
+                print(f"--cores {cores}: after / before, median of the {pairs} pairs {statistics.median(ratios):.3f} "
+                      f"({', '.join(f'{r:.3f}' for r in ratios)})")
     print_rule_times(columns)
 
 
@@ -204,9 +219,10 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, help="a completed copy kept by --keep: floor comparison only")
     parser.add_argument("--cold-only", action="store_true", help="cold runs and their per-rule breakdown only")
     parser.add_argument("--against", type=Path, help="with --cold-only: another checkout, run alternately")
+    parser.add_argument("--pairs", type=int, default=1, help="with --cold-only: cold runs of each checkout, alternated")
     args = parser.parse_args()
     if args.cold_only:
-        cold_comparison(args.cores.split(","), args.against, args.keep)
+        cold_comparison(args.cores.split(","), args.against, args.keep, args.pairs)
         return 0
     if args.workdir:
         shutil.rmtree(args.workdir / "bare", ignore_errors=True)

@@ -365,7 +365,9 @@ def _t_statistics(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
     One pass each for the rows' max, min, sum and squared deviations: the mean and sd (ddof 1) in numpy's own
     arithmetic (sum / n, then the sum of (d - mean)**2 over n - 1), bit for bit d.mean and d.std; NaN and inf carry
-    into the max or min, so those also tell the rows that are not finite.
+    into the max or min, so those also tell the rows that are not finite. t's mean is that of the varied rows as
+    one C-ordered block (the former d[varied].mean): numpy sums a strided row in another order, so a transposed or
+    Fortran-ordered d (the aggregate's pairs) takes its mean from that copy.
     """
     d = np.asarray(differences, dtype=np.float64)
     if d.ndim != 2 or d.shape[1] == 0:
@@ -384,7 +386,8 @@ def _t_statistics(differences: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     np.square(squares, out=squares)
     variance = squares.sum(axis=1)
     variance /= n - 1
-    return np.abs(mean[varied, 0] / (np.sqrt(variance[varied]) / np.sqrt(n))), varied, all_zero, n
+    row_means = mean[varied, 0] if d.flags.c_contiguous else d[varied].mean(axis=1)
+    return np.abs(row_means / (np.sqrt(variance[varied]) / np.sqrt(n))), varied, all_zero, n
 
 
 def t_test_p_values(differences: np.ndarray) -> np.ndarray:
