@@ -101,8 +101,11 @@ def _method_scores(run: pd.DataFrame, qrels: pd.DataFrame, metrics: Sequence[str
     """One method's per-question values of each metric at k, indexed by qid (one scoring for them all)."""
     values = per_query_metrics(run, qrels, [k], relevance_threshold=relevance_threshold, gain=gain, metrics=metrics)
     values = values[values["k"] == k]
-    return {metric: pd.Series(rows["value"].to_numpy(), index=rows["qid"].to_numpy())
-            for metric, rows in ((metric, values[values["metric"] == metric]) for metric in metrics)}
+    by_metric = {}
+    for metric in metrics:
+        rows = values[values["metric"] == metric]
+        by_metric[metric] = pd.Series(rows["value"].to_numpy(), index=rows["qid"].to_numpy())
+    return by_metric
 
 
 Verdict = tuple[list[str], dict[str, int]]
