@@ -28,6 +28,7 @@ from rankbench.io.runs import collapse_to_documents
 from rankbench.io.trec import read_qrels, read_run, trec_run_tag
 from rankbench.pipeline.launch import run_workflow
 from rankbench.pipeline.run_commands import RUN_COMMANDS, add_run_commands
+from rankbench.redaction import redact_uncaught
 
 
 def _positive(text: str) -> int:
@@ -297,6 +298,7 @@ def _project_options(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `rankbench` command."""
+    redact_uncaught()
     parser = argparse.ArgumentParser(prog="rankbench", description=__doc__)
     parser.add_argument("--version", action="version", version=f"rankbench {rankbench.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)

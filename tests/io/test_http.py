@@ -4,11 +4,19 @@ errors and logs."""
 
 from __future__ import annotations
 
+import base64
+import html
 import json
+import os
+import subprocess
+import sys
+import textwrap
 import time
+import urllib.parse
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 from http_servers import ScriptedServer, elsewhere, scripted, tls_scripted
 
@@ -193,3 +201,80 @@ def test_the_config_recorded_on_pages_and_in_the_history_is_redacted() -> None:
 
     recorded = canonical_config({"llm": {"chat": {"base_url": "http://me:pa55word@h/v1", "note": f"key {KEY}"}}})
     assert "pa55word" not in recorded and KEY not in recorded and "http://***@h/v1" in recorded
+
+
+SLASHED_KEY = "tk/9f8e+7d6c:5b4a=3210&x y"  # every character an encoder rewrites
+ENCODED_ECHOES = {
+    "JSON with \\/": SLASHED_KEY.replace("/", "\\/"),
+    "JSON \\u escapes": "".join(f"\\u{ord(c):04X}" if not c.isalnum() else c for c in SLASHED_KEY),
+    "percent-encoded": urllib.parse.quote(SLASHED_KEY, safe=""),
+    "percent-encoded, lower-case hex": urllib.parse.quote(SLASHED_KEY, safe="").replace("%2F", "%2f"),
+    "form-encoded": urllib.parse.quote_plus(SLASHED_KEY),
+    "HTML entities": html.escape(SLASHED_KEY).replace("/", "&#x2F;").replace(":", "&#58;"),
+    "base64": base64.b64encode(SLASHED_KEY.encode()).decode(),
+    "base64, URL-safe, unpadded": base64.urlsafe_b64encode(SLASHED_KEY.encode()).decode().rstrip("="),
+}
+
+
+@pytest.mark.parametrize("form", ENCODED_ECHOES)
+def test_a_401_body_echoing_the_key_in_any_encoding_is_masked_in_the_error_and_the_log(
+        scripted: ScriptedServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        form: str) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, SLASHED_KEY)
+    echo = ENCODED_ECHOES[form]
+    # the echo starts at byte 290: the 300-byte excerpt would cut it in two, and the mask must still hold
+    scripted.answer((401, {}, ('{"pad": "' + "x" * 260 + '", "error": "bad key ' + echo + '"}').encode()))
+    log = tmp_path / "api.log"
+    with pytest.raises(SystemExit):
+        run_script(lambda _: embed(scripted.origin + "/v1", tmp_path), SimpleNamespace(log=[str(log)], threads=1))
+    written = log.read_text() + capsys.readouterr().err
+    assert "answered HTTP 401 (" in written
+    assert echo[:8] not in written and SLASHED_KEY not in written
+
+
+def test_a_basic_credential_is_masked_as_sent_as_user_password_and_as_password(
+        scripted: ScriptedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rankbench.retrieval.http_search import http_spec, search_run
+
+    password = "s3cr3t/pass+word"
+    monkeypatch.setenv("SEARCH_AUTH", "Basic " + base64.b64encode(f"alice:{password}".encode()).decode())
+    echoes = [f"alice:{password}", urllib.parse.quote(password, safe=""), password.replace("/", "\\/")]
+    scripted.answer((401, {}, {"error": "; ".join(echoes)}))
+    method = {"url": scripted.origin + "/_search", "preset": "opensearch", "headers": {"Authorization": "SEARCH_AUTH"},
+              "retries": 0}
+    questions = pd.DataFrame({"qid": ["q1"], "question": ["refunds"]})
+    with pytest.raises(InputError, match="answered HTTP 401") as error:
+        search_run(http_spec(method, 5), questions, 5, tmp_path / "cache", "svc")
+    assert password[:6] not in str(error.value) and "alice:***" not in str(error.value)
+    assert scripted.seen[0]["headers"]["Authorization"] == os.environ["SEARCH_AUTH"]  # sent as given
+
+
+def test_a_worker_threads_unexpected_traceback_is_redacted_on_stderr(tmp_path: Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(f"""
+        import threading, urllib.parse
+        from types import SimpleNamespace
+        from rankbench.pipeline.scripting import run_script
+        from rankbench.io.http import api_key
+
+        def main(_):
+            key = api_key({KEY_VARIABLE!r}, "encoders.api")
+            def work():
+                raise RuntimeError("the service said " + urllib.parse.quote(key + "/x", safe=""))
+            thread = threading.Thread(target=work)
+            thread.start()
+            thread.join()
+
+        run_script(main, SimpleNamespace(log=[{str(tmp_path / 'job.log')!r}], threads=1))
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, KEY_VARIABLE: SLASHED_KEY, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert "RuntimeError: the service said ***" in done.stderr
+    assert urllib.parse.quote(SLASHED_KEY, safe="")[:8] not in done.stderr
+
+
+def test_redacting_a_large_text_stays_cheap_with_secrets_registered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, SLASHED_KEY)
+    register_secret(SLASHED_KEY)
+    text = ("a config line without any secret in it; " * 25_000) + SLASHED_KEY
+    assert redact(text).endswith(" ***") and len(redact(text)) == len(text) - len(SLASHED_KEY) + 3

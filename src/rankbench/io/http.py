@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from rankbench.errors import InputError
-from rankbench.redaction import redact, register_secret
+from rankbench.redaction import excerpt, redact, register_secret
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 # Worth another attempt: the server was busy or dropped the connection. A refused connection or an unknown host
@@ -114,7 +114,7 @@ def send(url: str, data: bytes | None, headers: Mapping[str, str], method: str, 
                                  "API requests never follow redirects (the API key would go to another host): set "
                                  f"{setting}.{url_key} to the address the server names, if you trust it.")
             if status not in RETRY_STATUS or last:
-                detail = payload[:300].decode("utf-8", "replace").strip() or http.client.responses.get(status, "")
+                detail = excerpt(payload, 300).strip() or http.client.responses.get(status, "")
                 tried = f" after {attempt + 1} attempts" if attempt else ""
                 raise InputError(url, None, f"answered HTTP {status}{tried} ({detail})", status_fix)
             wait = retry_after(answer.get("Retry-After"), backoff * 2 ** attempt)

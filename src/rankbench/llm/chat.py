@@ -18,6 +18,7 @@ from rankbench.errors import InputError
 from rankbench.io.files import write_text
 from rankbench.io.http import api_key, check_base_url, post_json
 from rankbench.llm.model_file import INSTALL_HINT, default_cache_dir, packaged_model
+from rankbench.redaction import excerpt
 
 Messages = Sequence[Mapping[str, str]]
 BACKEND_DEFAULTS: dict[str, Any] = {
@@ -57,7 +58,7 @@ def parse_response(raw: bytes, source: str) -> dict[str, Any]:
         response = json.loads(raw)
         content = response["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError):
-        raise InputError(source, "response", f"is not an OpenAI chat completion: {raw[:200]!r}",
+        raise InputError(source, "response", f"is not an OpenAI chat completion: {excerpt(raw, 200)!r}",
                          "Point llm.base_url at an OpenAI-compatible /v1 endpoint (it must serve /chat/completions)."
                          ) from None
     if not isinstance(content, str):

@@ -10,12 +10,13 @@ from typing import Any
 
 from rankbench.errors import InputError
 from rankbench.pipeline.threads import limit_threads
-from rankbench.redaction import RedactingFilter
+from rankbench.redaction import RedactingFilter, redact_uncaught
 
 
 def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
     """Call main(snakemake) with every thread pool sized from the job's threads; an InputError becomes a message
     on stderr and in the log, and exit status 1; any other error its traceback there, redacted."""
+    redact_uncaught()
     limit_threads(snakemake.threads)
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if snakemake.log:
@@ -24,6 +25,7 @@ def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
         handler.addFilter(RedactingFilter())
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers,
                         force=True)
+    logging.captureWarnings(True)  # a warning's text is redacted like every other line
     try:
         main(snakemake)
     except InputError as error:

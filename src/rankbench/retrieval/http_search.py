@@ -25,7 +25,7 @@ from rankbench.io.http import api_key, check_base_url, send
 from rankbench.io.loaders import QUESTION_COLUMNS
 from rankbench.io.progress import Progress
 from rankbench.io.trec import run_from_frame
-from rankbench.redaction import redact
+from rankbench.redaction import excerpt, redact
 from rankbench.retrieval.registry import HTTP_LIBRARY_KEYS
 from rankbench.retrieval.response_paths import PathError, parse_path, select
 
@@ -219,7 +219,7 @@ class HttpSearch:
             response = json.loads(raw)
         except ValueError:
             raise InputError(self.where, f"question {values['qid']}", f"answered with a body that is not JSON "
-                             f"({raw[:120].decode('utf-8', 'replace')!r})", f"Point {self.setting}.url at the "
+                             f"({excerpt(raw, 120)!r})", f"Point {self.setting}.url at the "
                              "search API (e.g. …/_search, …/select?wt=json), not a page.") from None
         entry = {"response": response, "latency_ms": round(latency, 3),
                  "server": headers.get(self.spec.version_header),

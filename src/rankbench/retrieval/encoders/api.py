@@ -18,7 +18,7 @@ import numpy as np
 from rankbench.errors import InputError
 from rankbench.io.http import api_key, check_base_url, post_json
 from rankbench.io.progress import Progress
-from rankbench.redaction import redact
+from rankbench.redaction import excerpt, redact
 from rankbench.retrieval.encoders.base import Encoder, unit_vectors
 from rankbench.retrieval.encoders.cache import Journal, cache_key, cached_dimension, embed_cached, load_cache
 from rankbench.retrieval.vector_checks import checked_vectors
@@ -169,7 +169,7 @@ def parse_embeddings(raw: bytes, url: str, expected: int) -> tuple[np.ndarray, i
         indexes = [item["index"] for item in items]
         embeddings = [item["embedding"] for item in sorted(items, key=lambda item: item["index"])]
     except (ValueError, KeyError, TypeError):
-        raise InputError(url, "response", f"is not an OpenAI embeddings response: {raw[:200]!r}",
+        raise InputError(url, "response", f"is not an OpenAI embeddings response: {excerpt(raw, 200)!r}",
                          "Point base_url at an OpenAI-compatible /v1 endpoint that serves /embeddings.") from None
     if len(items) != expected:
         raise InputError(url, "response", f"holds {len(items)} vectors for {expected} texts",
