@@ -142,6 +142,35 @@ def test_chunk_ids_rank_under_their_documents(scripted: ScriptedServer, question
     assert list(run["rank"]) == [1, 2, 3]
 
 
+@pytest.mark.parametrize("score", [b"NaN", b"Infinity", b"-Infinity", b"1e999"])
+def test_a_score_that_is_no_finite_number_is_refused_before_it_is_cached(
+        scripted: ScriptedServer, questions: pd.DataFrame, tmp_path: Path, score: bytes) -> None:
+    scripted.answer((200, {}, b'{"hits": [{"id": "returns-2025", "score": 2.0}, {"id": "faq", "score": ' + score
+                     + b"}]}"))
+    method = omega_method(scripted.origin + "/s", params={"q": "{query}"}, concurrency=1)
+    with pytest.raises(InputError, match=r"^method svc at http://127\.0\.0\.1:\d+/s, question q1: answered the score "
+                                         r"-?(nan|inf), which is not a finite number\. Fix the service's scoring .*the "
+                                         r"answer was not cached, so the next run asks the service again\.$"):
+        search_run(http_spec(method, 10), questions.head(1), 10, tmp_path / "cache", "svc")
+    assert not list((tmp_path / "cache").glob("*.json"))
+    # The service is fixed: the next run asks it again and ranks its answer.
+    scripted.answer((200, {}, {"hits": [{"id": "returns-2025", "score": 2.0}, {"id": "faq", "score": 1.0}]}))
+    run, _, cached = search_run(http_spec(method, 10), questions.head(1), 10, tmp_path / "cache", "svc")
+    assert list(run["doc_id"]) == ["returns-2025", "faq"] and cached == [] and len(scripted.seen) == 2
+
+
+def test_a_cached_answer_refused_now_is_asked_for_again_never_replayed(
+        scripted: ScriptedServer, questions: pd.DataFrame, tmp_path: Path) -> None:
+    scripted.answer((200, {}, {"hits": [{"id": "returns-2025", "score": 2.0}]}))
+    method = omega_method(scripted.origin + "/s", params={"q": "{query}"}, concurrency=1)
+    search_run(http_spec(method, 10), questions.head(1), 10, tmp_path / "cache", "svc")
+    (entry,) = (tmp_path / "cache").glob("*.json")  # as an older rankbench cached a NaN answer
+    entry.write_text(entry.read_text().replace("2.0", "NaN"))
+    run, _, cached = search_run(http_spec(method, 10), questions.head(1), 10, tmp_path / "cache", "svc")
+    assert list(run["score"]) == [2.0] and cached == [] and len(scripted.seen) == 2
+    assert "NaN" not in entry.read_text()
+
+
 def test_the_presets_build_their_engines_requests_and_read_their_answers() -> None:
     values = {"query": "bike returns", "k": 5, "qid": "q1"}
     opensearch = http_spec({"url": "http://localhost:9200/docs/_search", "preset": "opensearch"}, 100)

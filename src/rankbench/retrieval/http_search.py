@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -200,13 +201,19 @@ class HttpSearch:
         return url, body
 
     def answer(self, values: Mapping[str, Any]) -> Answer:
-        """One question's answer, from the cache or else the endpoint (then cached)."""
+        """One question's answer, from the cache or else the endpoint (cached only once it is checked). A cached
+        answer that no longer passes the checks (cached by an older rankbench, or before the selectors changed) is
+        dropped and asked for again: a refused answer is never replayed."""
         url, body = self.request(values)
         key = hashlib.sha256(json.dumps([self.spec.http_method, url, (body or b"").decode()]).encode()).hexdigest()
         path = self.cache / f"{key}.json"
         if path.exists():
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            return replace(self._parse(entry, values["qid"]), cached=True)
+            try:
+                return replace(self._parse(json.loads(path.read_text(encoding="utf-8")), values["qid"]), cached=True)
+            except (InputError, ValueError, KeyError):
+                logging.warning("%s, question %s: the cached answer is refused now; asking again", self.where,
+                                values["qid"])
+                path.unlink(missing_ok=True)
         started = time.perf_counter()
         try:
             raw, headers = send(url, body, self.headers, self.spec.http_method, self.spec.timeout, self.spec.retries,
@@ -246,6 +253,11 @@ class HttpSearch:
             raise InputError(self.where, where, f"answered {bad[0]!r} where an id (text) or score (number) belongs",
                              "A server that sorts by a field gives no score (e.g. _score null): rank by "
                              "relevance, or point `scores` at a number.")
+        infinite = [value for value in scores if not math.isfinite(value)]
+        if infinite:
+            raise InputError(self.where, where, f"answered the score {infinite[0]}, which is not a finite number",
+                             "Fix the service's scoring (or point `scores` at another field); the answer was not "
+                             "cached, so the next run asks the service again.")
         return Answer([str(value) for value in ids], [float(value) for value in scores], entry["latency_ms"],
                       entry["server"], entry["received"])
 
