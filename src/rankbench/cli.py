@@ -27,22 +27,9 @@ from rankbench.io.frozen import freeze
 from rankbench.io.runs import collapse_to_documents
 from rankbench.io.trec import read_qrels, read_run, trec_run_tag
 from rankbench.pipeline.launch import run_workflow
+from rankbench.pipeline.options import whole_number
 from rankbench.pipeline.run_commands import RUN_COMMANDS, add_run_commands
 from rankbench.redaction import redact_uncaught
-
-
-def _positive(text: str) -> int:
-    """An integer >= 1 (argparse type)."""
-    if not text.strip().lstrip("+").isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return int(text)
-
-
-def _non_negative(text: str) -> int:
-    """An integer >= 0 (argparse type)."""
-    if not text.strip().lstrip("+").isdigit():
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
-    return int(text)
 
 
 def _argument(read: Callable[[str], object]) -> Callable[[str], Any]:
@@ -328,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     trec.add_argument("-q", action="store_true", help="per-topic lines too, then the `all` lines")
     trec.add_argument("-c", action="store_true", help="average over every qrels topic (0 where a run lacks it)")
     trec.add_argument("-n", action="store_true", help="no summary (`all`) lines")
-    trec.add_argument("-M", type=_positive, metavar="N", help="score only the top N of each topic")
-    trec.add_argument("-l", type=_positive, metavar="N", help="relevant when grade >= N (default 1)")
+    trec.add_argument("-M", type=whole_number(1), metavar="N", help="score only the top N of each topic")
+    trec.add_argument("-l", type=whole_number(1), metavar="N", help="relevant when grade >= N (default 1)")
     trec.add_argument("-m", dest="measures", action="append", metavar="MEASURE", type=_trec_measure,
                       help="trec_eval measure (P.5,10 / ndcg_cut.10 / map / recip_rank / Rprec / bpref / num_rel / "
                            "official) or a rankbench name; repeat for several (default: official)")
@@ -340,16 +327,16 @@ def main(argv: list[str] | None = None) -> int:
                              help="comma-separated, e.g. ndcg@10,P_5,map,recip_rank,Rprec (default: "
                                   f"{','.join(DEFAULT_METRICS)}); {known_metrics_text()}")
     eval_parser.add_argument("--per-query", action="store_true", help="print (and write) per-question values")
-    eval_parser.add_argument("--relevance-threshold", type=_positive, default=1,
+    eval_parser.add_argument("--relevance-threshold", type=whole_number(1), default=1,
                              help="a result is relevant when its grade is at least this (default: 1)")
     eval_parser.add_argument("--gain", choices=GAINS, default="linear", help="nDCG gain (default: linear)")
     eval_parser.add_argument("--grain", choices=GRAINS, default="document",
                              help="document (default) or chunk: which ids of a Parquet run and qrels are scored")
     eval_parser.add_argument("--baseline", help="run name (its tag or file name) the others are tested against "
                                                 "(default: the first run)")
-    eval_parser.add_argument("--resamples", type=_positive, default=10_000,
+    eval_parser.add_argument("--resamples", type=whole_number(1), default=10_000,
                              help="bootstrap / randomization resamples (default: 10000)")
-    eval_parser.add_argument("--seed", type=_non_negative, default=0)
+    eval_parser.add_argument("--seed", type=whole_number(0), default=0)
     eval_parser.add_argument("--rbp-p", type=_argument(rbp_persistence), default=0.8,
                              help="persistence p of rbp and rbp_residual, between 0 and 1 (default: 0.8)")
     eval_parser.add_argument("--strict", action="store_true",
@@ -361,7 +348,8 @@ def main(argv: list[str] | None = None) -> int:
                                help="the dataset's results folder, e.g. results/demo")
     export_parser.add_argument("--qset", required=True, help="question-set version")
     export_parser.add_argument("--chunker", default="sections", help="chunker of the runs (default: sections)")
-    export_parser.add_argument("--depth", type=int, default=10, help="top k of each run pooled (default: 10)")
+    export_parser.add_argument("--depth", type=whole_number(1), default=10,
+                               help="top k of each run pooled (default: 10)")
     export_parser.add_argument("--output", type=Path, required=True, help="pool file to fill: .csv or .jsonl")
     import_parser = commands.add_parser("pool-import", help="filled pool file -> a new frozen question-set version")
     import_parser.add_argument("filled", type=Path, help="the pool file with grades filled in")

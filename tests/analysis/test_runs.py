@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -249,3 +250,69 @@ def test_a_run_of_a_draft_version_is_marked_in_runs_diff_runs_the_gate_and_the_c
     chart = history_html("d", {"v1": run_means(stored_runs(store), [["ndcg", 10]])}, [["ndcg", 10]])
     assert f"<code>{draft.run_id}</code>: first run (draft)</li>" in chart
     assert f"<code>{frozen.run_id}</code>: no config change</li>" in chart
+
+
+@pytest.mark.parametrize(("option", "value"), [
+    ("--alpha", "nan"), ("--alpha", "0"), ("--alpha", "1"), ("--alpha", "inf"), ("--alpha", "x"),
+    ("--max-drop", "nan"), ("--max-drop", "-0.01"), ("--max-drop", "inf"),
+    ("--resamples", "0"), ("--resamples", "1.5"), ("--seed", "-1")])
+def test_every_numeric_option_of_the_gate_is_a_finite_number_in_range(tmp_path: Path, capsys, option: str,
+                                                                       value: str) -> None:
+    """Before: `--alpha nan` made every comparison false, so a real regression printed PASS with exit 0."""
+    store, _ = _two_runs(BASE, REGRESSION, tmp_path)
+    (tmp_path / "d" / "v1").mkdir(parents=True)
+    store.rename(tmp_path / "d" / "v1" / "runs-history")
+    with pytest.raises(SystemExit) as stop:
+        main(["gate", "--results", str(tmp_path), "--method", "bm25", "--metric", "ndcg@10", option, value])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert f"argument {option}: must be a " in error and f"got {value!r}" in error
+
+
+@pytest.mark.parametrize(("argv", "option"), [
+    (["diff-runs", "--results", "r", "--seed", "nan"], "--seed"),
+    (["diff-runs", "--results", "r", "--resamples", "-5"], "--resamples"),
+    (["pool-export", "--results", "r", "--qset", "v1", "--output", "p.csv", "--depth", "0"], "--depth"),
+    (["eval", "--resamples", "0", "q", "r"], "--resamples"),
+])
+def test_the_other_commands_numeric_options_are_checked_too(capsys, argv: list[str], option: str) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2 and f"argument {option}: must be a whole number" in capsys.readouterr().err
+
+
+def _store_with(tmp_path: Path, per_run: list[tuple[pd.DataFrame, dict]]) -> Path:
+    store = tmp_path / "d" / "v1" / "runs-history"
+    for number, (values, changes) in enumerate(per_run):
+        path = tmp_path / f"pending{number}.parquet"
+        from rankbench.analysis.runs import content_sha256, write_record
+
+        meta = {**meta_of(values), **changes}
+        write_record(values, {**meta, "content_sha256": content_sha256(values, meta)}, path)
+        store_run(store, path, f"20261201T09000{number}Z")
+    return store
+
+
+@pytest.mark.parametrize(("changes", "says"), [
+    ({"qset_sha256": "f" * 64}, r"question-set contents \(sha256\) \(000000000000… and ffffffffffff…\)"),
+    ({"qset": "v2"}, r"question-set versions \(v1 and v2\)"),
+    ({"dataset": "other"}, r"datasets \(d and other\)")])
+def test_the_gate_compares_runs_of_one_dataset_version_and_content_unless_asked(tmp_path: Path, capsys,
+                                                                                changes: dict, says: str) -> None:
+    """Before: a run of other questions was compared without a word (here a real regression, on other labels)."""
+    _store_with(tmp_path, [(values_of({"bm25": BASE}), {}), (values_of({"bm25": REGRESSION}), changes)])
+    gate = ["gate", "--results", str(tmp_path), "--method", "bm25", "--metric", "ndcg@10"]
+    assert main(gate) != 0  # refused, whatever the numbers say
+    error = capsys.readouterr().err
+    assert re.search(rf"runs-history, runs \S+ and \S+: were made from different {says}, so their numbers are not "
+                     r"comparable\. Compare with a run of the same questions .*--across-question-sets", error), error
+    assert main([*gate, "--across-question-sets"]) == 1 and capsys.readouterr().out.startswith("FAIL: bm25 nDCG@10")
+
+
+def test_two_runs_that_share_no_question_are_said_to_share_none(tmp_path: Path, capsys) -> None:
+    """Before: the gate said the method's run was missing."""
+    after = values_of({"bm25": BASE}).assign(qid=lambda frame: "x" + frame["qid"])
+    _store_with(tmp_path, [(values_of({"bm25": BASE}), {}), (after, {})])
+    assert main(["gate", "--results", str(tmp_path), "--method", "bm25", "--metric", "ndcg@10"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL: bm25 answered no question in both runs ") and "missing" not in out

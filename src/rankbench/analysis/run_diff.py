@@ -33,6 +33,8 @@ class RunDiff:
     config_changes: list[dict[str, Any]]
     # The runs (of before and after) made from a draft question-set version, not frozen: its labels may change.
     drafts: list[str] = field(default_factory=list)
+    # Per method in both runs, the questions both evaluated (0: nothing to compare, e.g. runs of other questions).
+    shared_questions: dict[str, int] = field(default_factory=dict)
 
 
 def diff_runs(before: pd.DataFrame, after: pd.DataFrame, before_meta: Mapping[str, Any],
@@ -63,7 +65,8 @@ def diff_runs(before: pd.DataFrame, after: pd.DataFrame, before_meta: Mapping[st
     return RunDiff(before_meta["run_id"], after_meta["run_id"], pd.DataFrame(rows, columns=METHOD_COLUMNS),
                    moved[QUESTION_COLUMNS].reset_index(drop=True), sorted(new_methods - old_methods),
                    sorted(old_methods - new_methods), config_changes(before_meta["config"], after_meta["config"]),
-                   [meta["run_id"] for meta in (before_meta, after_meta) if meta.get("draft")])
+                   [meta["run_id"] for meta in (before_meta, after_meta) if meta.get("draft")],
+                   {method: int(joined.loc[joined["method"] == method, "qid"].nunique()) for method in shared})
 
 
 def by_size(moved: pd.DataFrame, worst_first: bool) -> pd.DataFrame:
@@ -85,15 +88,17 @@ class GateVerdict:
 
 def gate_verdict(diff: RunDiff, method: str, metric: str, k: int, max_drop: float, alpha: float,
                  worst: int = 5) -> GateVerdict:
-    """Fail when the method is missing from either run, or its mean dropped by more than max_drop and the drop is
-    significant (paired randomization p < alpha) on the shared questions; pass otherwise."""
+    """Fail when the method is missing from either run, the runs share no question it answered, or its mean dropped
+    by more than max_drop and the drop is significant (paired randomization p < alpha) on the shared questions; pass
+    otherwise."""
     empty = pd.DataFrame(columns=QUESTION_COLUMNS)
     if method in diff.removed:
         return GateVerdict(True, "missing", None, empty)
     rows = diff.methods[(diff.methods["method"] == method) & (diff.methods["metric"] == metric)
                         & (diff.methods["k"] == k)]
     if rows.empty:
-        return GateVerdict(True, "missing", None, empty)
+        return GateVerdict(True, "no shared question" if diff.shared_questions.get(method) == 0 else "missing", None,
+                           empty)
     row = rows.iloc[0].to_dict()
     moved = diff.questions[(diff.questions["method"] == method) & (diff.questions["metric"] == metric)
                            & (diff.questions["k"] == k)]

@@ -21,6 +21,7 @@ from rankbench.analysis.runs import (
 from rankbench.errors import InputError
 from rankbench.evaluation.metric_names import parse_metrics
 from rankbench.pipeline.defaults import RESULTS
+from rankbench.pipeline.options import finite_number, whole_number
 from rankbench.report.runs import diff_markdown, gate_paragraph, runs_table
 
 
@@ -108,10 +109,28 @@ def gate_command(args: argparse.Namespace) -> int:
         before = pinned_run(folder, runs)
     else:
         before = find_run(runs, "last~1" if args.against == "last" else args.against, str(folder))
+    if not args.across_question_sets:
+        same_questions(before, after, folder)
     diff = _diff(before, after, args.resamples, args.seed)
     verdict = gate_verdict(diff, args.method, metric, k, args.max_drop, args.alpha)
     print(gate_paragraph(verdict, diff, args.method, metric, k, args.max_drop, args.alpha, _texts(folder)))
     return 1 if verdict.failed else 0
+
+
+SCOPE = (("dataset", "datasets"), ("qset", "question-set versions"), ("qset_sha256", "question-set contents (sha256)"))
+
+
+def same_questions(before: StoredRun, after: StoredRun, folder: Path) -> None:
+    """The two runs were made from one dataset, question-set version and question-set content, or an InputError
+    says which differs (a draft version's labels may have changed between them; a record may have been copied)."""
+    for key, what in SCOPE:
+        old, new = before.meta.get(key), after.meta.get(key)
+        if old != new:
+            shown = (old[:12] + "…", new[:12] + "…") if key == "qset_sha256" and old and new else (old, new)
+            raise InputError(folder, f"runs {before.run_id} and {after.run_id}",
+                             f"were made from different {what} ({shown[0]} and {shown[1]}), so their numbers are "
+                             "not comparable", "Compare with a run of the same questions (`rankbench runs` lists "
+                             "them; --against RUN), or pass --across-question-sets to compare them anyway.")
 
 
 def _where(parser: argparse.ArgumentParser) -> None:
@@ -121,8 +140,9 @@ def _where(parser: argparse.ArgumentParser) -> None:
 
 
 def _resampling(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--resamples", type=int, default=10_000, help="randomization resamples (default: 10000)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resamples", type=whole_number(1), default=10_000,
+                        help="randomization resamples (default: 10000)")
+    parser.add_argument("--seed", type=whole_number(0), default=0)
 
 
 def add_run_commands(commands: argparse._SubParsersAction) -> None:
@@ -139,8 +159,13 @@ def add_run_commands(commands: argparse._SubParsersAction) -> None:
     gate.add_argument("--metric", help="recorded metric, e.g. ndcg@10")
     gate.add_argument("--against", default="last",
                       help="reference: last (the run before the latest, default), a RUN, or pinned")
-    gate.add_argument("--max-drop", type=float, default=0.01, help="tolerated drop of the mean (default: 0.01)")
-    gate.add_argument("--alpha", type=float, default=0.05, help="significance level (default: 0.05)")
+    gate.add_argument("--max-drop", type=finite_number(0), default=0.01,
+                      help="tolerated drop of the mean, a finite number >= 0 (default: 0.01)")
+    gate.add_argument("--alpha", type=finite_number(0, 1, open_low=True, open_high=True), default=0.05,
+                      help="significance level, strictly between 0 and 1 (default: 0.05)")
+    gate.add_argument("--across-question-sets", action="store_true",
+                      help="compare runs of another dataset, question-set version or question-set content (sha256) "
+                           "too; without it the gate refuses them")
     gate.add_argument("--pin", metavar="RUN", help="record RUN as the pinned reference and exit")
     _where(gate)
     _resampling(gate)

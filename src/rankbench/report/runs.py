@@ -131,6 +131,9 @@ def gate_paragraph(verdict: GateVerdict, diff: RunDiff, method: str, metric: str
     and which of the two runs was made from a draft version (it does not change the verdict)."""
     name = metric_label(metric, k)
     drafts = f" {draft_runs_line(diff.drafts)}" if diff.drafts else ""  # said, never a reason to fail
+    if verdict.reason == "no shared question":
+        return (f"FAIL: {method} answered no question in both runs {diff.before} and {diff.after}, so nothing can be "
+                f"compared; compare runs of the same question-set version.{drafts}")
     if verdict.row is None:
         where = f"run {diff.before}" if method in diff.added else f"run {diff.after}"
         return (f"FAIL: {method} has no {name} in {where} (runs {diff.before} → {diff.after}), so nothing can be "
