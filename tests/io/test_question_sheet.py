@@ -90,3 +90,9 @@ def test_bad_rows_name_the_file_and_line(tmp_path: Path, text: str, expected: st
 def test_a_sheet_of_another_type_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"q\.xlsx: has the extension '\.xlsx'"):
         records(write(tmp_path, "q.xlsx", "x"))
+
+
+def test_a_cell_guarded_against_formulas_reads_as_its_text(tmp_path: Path) -> None:
+    """A sheet saved from one of our CSV files keeps the ' that neutralised a formula: it is not part of the text."""
+    sheet = write(tmp_path, "q.csv", "question,document\n'=1+1 or more?,a.md\n'twas?,b.md\n")
+    assert [record["question"] for record in records(sheet)] == ["=1+1 or more?", "'twas?"]

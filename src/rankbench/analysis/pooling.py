@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.io.files import write_jsonl, write_text
+from rankbench.io.files import csv_text, unguarded, write_jsonl, write_text
 from rankbench.io.frozen import freeze
 from rankbench.io.loaders import read_jsonl
 
@@ -45,7 +45,7 @@ def write_pool(frame: pd.DataFrame, path: str | Path) -> None:
     if str(path).endswith(".jsonl"):
         write_jsonl(frame.to_dict(orient="records"), path)
     else:
-        write_text(frame.to_csv(index=False, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC), path)
+        write_text(csv_text(frame, quoting=csv.QUOTE_NONNUMERIC), path)
 
 
 def read_filled(path: str | Path) -> pd.DataFrame:
@@ -56,7 +56,7 @@ def read_filled(path: str | Path) -> pd.DataFrame:
         frame, lines = pd.DataFrame([record for _, record in numbered], dtype=object), [n for n, _ in numbered]
     else:
         try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False).map(unguarded)
         except (OSError, ValueError) as error:
             raise InputError(path, None, f"cannot be read as a pool file ({error})",
                              "Fill in the file written by `rankbench pool-export` and keep its format.") from None

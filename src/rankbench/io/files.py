@@ -1,4 +1,5 @@
-"""Atomic writes: every output goes to a temporary file in the same folder, then is renamed into place."""
+"""Atomic writes: every output goes to a temporary file in the same folder, then is renamed into place; and the
+text formats rankbench writes (JSONL, CSV safe to open in a spreadsheet)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,43 @@ def write_text(text: str, path: str | Path) -> None:
 def jsonl_text(records: Iterable[Mapping[str, Any]], sort_keys: bool = False) -> str:
     """One JSON object a line, UTF-8 as written (not escaped); the JSONL that io.loaders.read_jsonl reads."""
     return "".join(json.dumps(dict(record), ensure_ascii=False, sort_keys=sort_keys) + "\n" for record in records)
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP "CSV injection"), quoted or not.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+CSV_GUARD = "'"  # what neutralises such a cell: shown as text, and stripped again by our CSV readers
+
+
+def formula_safe(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: a string starting like a formula gets CSV_GUARD in front (so does one
+    that already starts with the guard and then such a character, so `unguarded` restores every string exactly);
+    numbers, and strings that are plain numbers (-0.5), are left as they are."""
+    if not isinstance(value, str) or not (value.startswith(FORMULA_START) or _looks_guarded(value)):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return CSV_GUARD + value
+
+
+def unguarded(value: str) -> str:
+    """A cell read from a CSV file as it was before formula_safe."""
+    return value[1:] if _looks_guarded(value) else value
+
+
+def _looks_guarded(value: str) -> bool:
+    return value.startswith(CSV_GUARD) and value[1:2] in (*FORMULA_START, CSV_GUARD) and len(value) > 1
+
+
+def csv_text(frame: pd.DataFrame, **options: Any) -> str:
+    """A frame as CSV text (no index, `\n` line ends) with every text cell formula_safe: the one way rankbench
+    writes a CSV file a person may open in a spreadsheet."""
+    safe = frame.copy()
+    for column in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[column]):
+            safe[column] = safe[column].map(formula_safe)
+    return safe.to_csv(index=False, lineterminator="\n", **options)
 
 
 def write_jsonl(records: Iterable[Mapping[str, Any]], path: str | Path, sort_keys: bool = False) -> None:

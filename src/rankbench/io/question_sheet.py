@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rankbench.errors import InputError
+from rankbench.io.files import unguarded
 from rankbench.io.loaders import check_id, read_jsonl
 
 SHEET_COLUMNS = ("qid", "question", "document", "section", "grade", "kind", "audience", "as_of")
@@ -52,7 +53,7 @@ def _csv_rows(path: Path, delimiter: str) -> Iterator[tuple[int, dict[str, str]]
                 if len(cells) > len(header):
                     raise InputError(path, f"line {start}", f"has {len(cells)} cells, the header {len(header)}",
                                      "Remove the extra cells, or quote a cell that holds the delimiter.")
-                yield start, dict(zip(header, cells))
+                yield start, dict(zip(header, map(unguarded, cells)))
             start = reader.line_num + 1
     except csv.Error as error:
         raise InputError(path, f"line {reader.line_num}", f"cannot be read as CSV ({error})",

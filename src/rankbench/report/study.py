@@ -4,7 +4,6 @@ CSV and tidy tables, and a forest plot per headline metric."""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +13,7 @@ import pandas as pd
 from rankbench.analysis.meta import paired_effect, random_effects, sign_test, wilcoxon_p
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.io.files import csv_text
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.plots import colors, house_style, new_figure
 from rankbench.report.runs import DRAFT_MARK
@@ -317,9 +317,7 @@ def study_csv(cells: pd.DataFrame, pooled: pd.DataFrame, plan: Mapping[str, Any]
                      "cell": pooled_cell(p, plan["alpha"]), "note": p["note"]})
     frame = pd.DataFrame(rows, columns=["method", "metric", "k", "column", "value", "ci_low", "ci_high", "p", "cell",
                                         "note"])
-    buffer = io.StringIO()
-    frame.to_csv(buffer, index=False, float_format="%.6f", lineterminator="\n")
-    return buffer.getvalue()
+    return csv_text(frame, float_format="%.6f")
 
 
 @house_style

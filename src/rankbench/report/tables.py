@@ -3,7 +3,6 @@ question's worth), best values, and the same table as Markdown, LaTeX (booktabs)
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ from rankbench.evaluation.marks import legend as legend
 from rankbench.evaluation.marks import marked as marked
 from rankbench.evaluation.marks import wide as wide
 from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, metric_label
+from rankbench.io.files import csv_text
 
 TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
 POLLUTION_LEGEND = ("docs@k: distinct documents among the top k chunks; top-doc@k: the share of the top k held by its "
@@ -136,6 +136,4 @@ def csv_table(table: pd.DataFrame, metrics: Sequence[tuple[str, int]], ci: bool)
     rows["cell"] = [cell(row, ci).replace("**", "") for _, row in rows.iterrows()]
     rows["below_one_question"] = rows["near"]
     rows = rows.sort_values(["grain", "kind", "metric", "k", "method"], ignore_index=True)[CSV_COLUMNS]
-    buffer = io.StringIO()
-    rows.to_csv(buffer, index=False, float_format="%.6f", lineterminator="\n")
-    return buffer.getvalue()
+    return csv_text(rows, float_format="%.6f")
