@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -80,3 +81,42 @@ def test_init_never_writes_into_a_folder_with_content(tmp_path: Path, sources: t
     (tmp_path / "empty").mkdir()
     init_project(tmp_path / "empty", *sources)
     assert (tmp_path / "empty" / "config.yaml").is_file()
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"version": "../../x"}, r"^rankbench init, --version: '\.\./\.\./x' does not match .*Names become folder and "
+                             r"file names"),
+    ({"name": "../../../x"}, r"^rankbench init, --name: '\.\./\.\./\.\./x' does not match "),
+    ({"version": "cache"}, r"^rankbench init, --version: 'cache' is reserved: rankbench writes results/proj/cache "),
+    ({"name": "history.jsonl"}, r"^rankbench init, --name: 'history\.jsonl' is reserved"),
+    ({"language": "klingon"}, r"^rankbench init, --language: is 'klingon', which the BM25 analyzer does not know"),
+])
+def test_init_applies_the_workflows_name_and_path_rules_before_reading_anything(
+        tmp_path: Path, options: dict, says: str) -> None:
+    """Before: `--version ../../x` wrote the question file outside the project and `--name ../../../x` (or an
+    unknown language) wrote a config that `rankbench run` refused. Now the option is named, before the documents are
+    read (here they do not even exist), and nothing is written."""
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    with pytest.raises(InputError, match=says):
+        init_project(work / "proj", tmp_path / "no-documents", tmp_path / "no-sheet.csv", **options)
+    assert [path for path in tmp_path.rglob("*") if path.is_file()] == []
+
+
+def test_a_folder_whose_name_is_reserved_is_refused_naming_the_default(tmp_path: Path,
+                                                                       sources: tuple[Path, Path]) -> None:
+    with pytest.raises(InputError, match=r"--name \(default: the project folder's name\): 'history\.jsonl' is "
+                                         r"reserved.*Choose another name"):
+        init_project(tmp_path / "history.jsonl", *sources)
+
+
+@pytest.mark.parametrize("kind, says", [
+    ("all", r"kind: 'all' should not be valid"), ("a|b", r"kind 'a\|b' cannot name a table row")])
+def test_a_kind_the_version_loader_refuses_names_the_sheets_line(tmp_path: Path, sources: tuple[Path, Path],
+                                                                 kind: str, says: str) -> None:
+    """Before: the error named the version file in init's temporary folder, which is gone when it is read."""
+    documents, sheet = sources
+    sheet.write_text(f"question,document,kind\nHow?,guide.html,ok\nWhy?,guide.html,{kind}\n", encoding="utf-8")
+    with pytest.raises(InputError, match=rf"^{re.escape(str(sheet))}, line 3: {says}") as error:
+        init_project(tmp_path / "proj", documents, sheet)
+    assert ".tmp" not in str(error.value) and not (tmp_path / "proj").exists()

@@ -172,13 +172,8 @@ def load_questions(path: Path, schema: Mapping[str, Any] | None = None) -> tuple
     validator = jsonschema.Draft202012Validator(schema or record_schema("questions"))
     for number, record in read_jsonl(path):
         where = f"line {number} (qid {record.get('qid')!r})"
-        check_record(record, validator, path, where)
-        check_id(record["qid"], path, where, "qid")
-        _check_question_text(record["question"], path, where)
-        if "kind" in record:
-            _check_kind(record["kind"], path, where)
+        check_question(record, validator, path, where)
         kinds.append((where, "kind" in record))
-        _check_date(record.get("as_of"), path, where, "as_of")
         questions.append({
             "qid": record["qid"], "question": record["question"], "kind": record.get("kind") or DEFAULT_KIND,
             "audience": record.get("audience") or "public", "as_of": record.get("as_of"),
@@ -198,6 +193,18 @@ def load_questions(path: Path, schema: Mapping[str, Any] | None = None) -> tuple
     frame = pd.DataFrame(labels, columns=LABEL_COLUMNS)
     frame["grade"] = check_grades(frame["grade"].tolist(), path, label_where)
     return pd.DataFrame(questions, columns=QUESTION_COLUMNS), frame
+
+
+def check_question(record: Mapping[str, Any], validator: jsonschema.Draft202012Validator, path: Path,
+                   where: str) -> None:
+    """One question record's own fields (schema, qid, text, kind, as_of), as every reader of questions checks them:
+    a version file, or a questions sheet (then `where` is the sheet's line)."""
+    check_record(record, validator, path, where)
+    check_id(record["qid"], path, where, "qid")
+    _check_question_text(record["question"], path, where)
+    if "kind" in record:
+        _check_kind(record["kind"], path, where)
+    _check_date(record.get("as_of"), path, where, "as_of")
 
 
 def _check_question_text(text: str, path: Path, where: str) -> None:

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+
 from rankbench.errors import InputError
 from rankbench.io.files import unguarded
-from rankbench.io.loaders import check_id, read_jsonl
+from rankbench.io.loaders import check_id, check_question, read_jsonl, record_schema
 
 SHEET_COLUMNS = ("qid", "question", "document", "section", "grade", "kind", "audience", "as_of")
 DEFAULT_GRADE = 1
@@ -166,6 +168,9 @@ def read_question_sheet(path: Path, resolve: Resolver) -> list[SheetQuestion]:
         raise InputError(path, None, "holds no question", "Write one row per label under a header row "
                          f"({', '.join(SHEET_COLUMNS)}).")
     _number_questions(list(questions.values()))
+    validator = jsonschema.Draft202012Validator(record_schema("questions"))
+    for question in questions.values():  # as the version file will be read: any refusal names the sheet's line
+        check_question(question.record, validator, path, f"line {question.lines[0]}")
     return list(questions.values())
 
 

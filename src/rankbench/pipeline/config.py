@@ -112,8 +112,10 @@ def check_grids(methods: Mapping[str, Mapping[str, Any]], schema: Mapping[str, A
                                      "Grid values become file names: letters, digits and _ . + - only.")
 
 
-def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: str) -> dict[str, dict[str, Any]]:
-    """Every check that can fail on the config alone, in order, at start: the methods with grids expanded."""
+def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: str, inputs: bool = True
+                 ) -> dict[str, dict[str, Any]]:
+    """Every check that can fail on the config alone, in order, at start: the methods with grids expanded. Without
+    `inputs`, the files it reads need not exist yet (`rankbench init` checks the config it will write first)."""
     validate_config(config, schema, source)
     check_reserved_names(config, source)
     check_grids(config["methods"], schema, source)
@@ -124,7 +126,8 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     check_llm(expanded, source)
     check_endpoints(expanded, source)
     check_paths(expanded, schema, source)
-    check_inputs(expanded, source)
+    if inputs:
+        check_inputs(expanded, source)
     return methods
 
 

@@ -48,7 +48,7 @@ def is_draft(config: Mapping[str, Any], version: str, lock: Mapping[str, str]) -
     return config["qsets"][version].get("draft") is True and version not in lock
 
 
-def _rooted(config: Mapping[str, Any], root: Path) -> dict[str, Any]:
+def rooted(config: Mapping[str, Any], root: Path) -> dict[str, Any]:
     """The config with its dataset and version paths taken from `root` (the project folder), as the workflow does."""
     def under(path: str) -> str:
         return path if Path(path).is_absolute() else str(root / path)
@@ -64,7 +64,7 @@ def _project(config_path: Path, root: Path | None) -> dict[str, Any]:
     config = load_config_file(config_path)
     if not isinstance(config.get("dataset"), dict) or not isinstance(config.get("qsets"), dict):
         raise InputError(config_path, None, "has no `dataset` and `qsets` blocks", "Give the project's config.yaml.")
-    return _rooted(config, root if root is not None else Path())
+    return rooted(config, root if root is not None else Path())
 
 
 def _check_known(config: Mapping[str, Any], version: str, config_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -18,11 +19,13 @@ from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.documents import document_id, load_documents_from, native_records
 from rankbench.corpus.sections import slugify, split_sections
 from rankbench.errors import InputError
+from rankbench.io.config_file import load_config_file
 from rankbench.io.files import jsonl_text, write_folder_atomically
+from rankbench.io.loaders import record_schema
 from rankbench.io.question_sheet import read_question_sheet
-from rankbench.pipeline.config import expand_methods
+from rankbench.pipeline.config import check_config, expand_methods
 from rankbench.pipeline.defaults import config_yaml, effective_config
-from rankbench.pipeline.drafts import check_version
+from rankbench.pipeline.drafts import check_version, rooted
 
 CORPUS_FILE = "corpus.jsonl"
 LOCK_FILE = "questions/frozen.lock"
@@ -98,6 +101,23 @@ def project_config(name: str, version: str, language: str) -> dict[str, Any]:
     return effective_config(config, expand_methods(methods, "config"))
 
 
+def check_options(config: Mapping[str, Any], schema: Mapping[str, Any], version: str, from_folder: bool) -> None:
+    """The config init will write passes the workflow's checks (names that become folders: no separator, no `..`,
+    none rankbench writes itself; the language; every path rule) before any document is read; an error names the
+    option behind the key."""
+    options = {"dataset.name": "--name (default: the project folder's name)" if from_folder else "--name",
+               "dataset.language": "--language", "qsets": "--version", f"qsets.{version}": "--version"}
+    try:
+        check_config(config, schema, "rankbench init", inputs=False)
+    except InputError as error:
+        where = error.where or ""
+        option = next((options[key] for key in sorted(options, key=len, reverse=True)
+                       if where == key or where.startswith(key + ".")), None)
+        if option is None:
+            raise
+        raise InputError("rankbench init", option, error.problem, error.fix) from None
+
+
 CONFIG_HEADER = """\
 # Written by `rankbench init`, with every default spelled out: change what you like (config/README.md says what each
 # key does). A version with `draft: true` may be edited and run again; `rankbench check` validates it against the
@@ -113,12 +133,14 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise InputError(folder, None, "already exists and is not an empty folder",
                          "Give a new folder: init never overwrites a project.")
+    schema = record_schema("config")
+    config = project_config(name or dataset_name(folder), version, language)
+    check_options(config, schema, version, name is None)
     name = name or dataset_name(folder)
     frame, skipped = load_documents_from(documents)
     check_chunkable(frame, ChunkerSpec(kind="sections"), documents, "the sections chunker")
     questions = read_question_sheet(sheet, _Resolver(frame, sheet, documents))
     records = [question.record for question in questions]
-    config = project_config(name, version, language)
 
     def write(staging: Path) -> None:
         (staging / "questions").mkdir()
@@ -127,7 +149,10 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
         (staging / LOCK_FILE).write_text("{}\n", encoding="utf-8")
         (staging / "config.yaml").write_text(CONFIG_HEADER + config_yaml(config), encoding="utf-8")
         (staging / ".gitignore").write_text("results/\nlogs/\n.snakemake/\n", encoding="utf-8")
-        check_version(staging / "config.yaml", version, staging)  # what init writes passes `rankbench check`
+        # what init writes passes `rankbench check` and the checks `rankbench run` starts with
+        check_version(staging / "config.yaml", version, staging)
+        check_config(rooted(load_config_file(staging / "config.yaml"), staging), schema,
+                     f"the config init would write to {folder / 'config.yaml'}")
 
     write_folder_atomically(folder, write)
     labels = sum(len(record["labels"]) for record in records)
