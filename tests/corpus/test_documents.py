@@ -68,6 +68,22 @@ def test_a_broken_pdf_is_refused_naming_the_file(tmp_path: Path) -> None:
         pdf_document(path)
 
 
+def test_an_encrypted_pdf_is_one_plain_message(tmp_path: Path) -> None:
+    """Before: the message was nested in a reader failure ("cannot be read as a PDF (…: is an encrypted PDF. …)")."""
+    from pypdf import PdfReader, PdfWriter
+
+    plain = tmp_path / "plain.pdf"
+    plain.write_bytes(minimal_pdf(["Secret page."]))
+    writer = PdfWriter(clone_from=PdfReader(plain))
+    writer.encrypt("owner-and-user", algorithm="RC4-128")
+    path = tmp_path / "locked.pdf"
+    with path.open("wb") as handle:
+        writer.write(handle)
+    with pytest.raises(InputError) as error:
+        pdf_document(path)
+    assert str(error.value) == f"{path}: is an encrypted PDF. Save an unencrypted copy of it."
+
+
 def test_a_folder_gives_ids_from_relative_paths(tmp_path: Path) -> None:
     folder = write_documents(tmp_path / "docs")
     (folder / "logo.png").write_bytes(b"\x89PNG")

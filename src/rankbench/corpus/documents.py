@@ -169,6 +169,8 @@ def pdf_document(path: Path) -> tuple[str, str]:
             raise InputError(path, None, "is an encrypted PDF", "Save an unencrypted copy of it.")
         pages = [page.extract_text() or "" for page in reader.pages]
         title = str(reader.metadata.get("/Title") or "") if reader.metadata else ""
+    except InputError:  # a ValueError too: it is already the message, not a reader failure to wrap
+        raise
     except (PyPdfError, OSError, ValueError, KeyError) as error:
         raise InputError(path, None, f"cannot be read as a PDF ({error})", "Check the file, or export it again as "
                          "PDF.") from None
