@@ -84,6 +84,16 @@ def test_query_and_passage_files_of_different_dimensions_are_named() -> None:
     check_same_dimension(np.zeros((4, 2), np.float32), 2, "q.npy", "flat.faiss")
 
 
+def test_an_existing_collection_of_another_dimension_is_never_to_be_deleted() -> None:
+    """Before: the fix said to delete "both files", for a collection that is the team's database."""
+    with pytest.raises(InputError) as error:
+        check_same_dimension(np.zeros((4, 3), np.float32), 2, "q.npy", "collection 'docs' of /data/lancedb",
+                             existing_collection="methods.team.collection")
+    message = str(error.value)
+    assert "delete both files" not in message and "Do not delete the collection" in message
+    assert "set the method's `encoder` to the model that built it, or point methods.team.collection at a " in message
+
+
 def test_checked_vectors_covers_every_case_in_one_place() -> None:
     good = np.array([[3.0, 4.0], [1.0, 0.0]])
     assert checked_vectors(good, 2, "enc").dtype == np.float32

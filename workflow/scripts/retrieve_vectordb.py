@@ -34,7 +34,7 @@ def main(snakemake):
         queries = np.load(snakemake.input.queries)
         table = open_table(collection, source)
         check_same_dimension(queries, table_dimension(table, collection.vector_field), snakemake.input.queries,
-                             source)
+                             source, f"methods.{method}.collection" if existing else None)
     logging.info("searching %s, table version %d, %d rows", source, table.version, table.count_rows())
     index, depth = VectorIndex(**snakemake.params.vector_index), snakemake.params.depth
     found = timing.each(questions["qid"].tolist(), lambda i: search_table(table, queries[i:i + 1], depth, index,

@@ -50,11 +50,17 @@ def checked_vectors(vectors: Any, texts: int, source: str, dimension: int | None
 
 
 def check_same_dimension(queries: np.ndarray, passages_dimension: int, queries_source: str,
-                         passages_source: str) -> None:
-    """Query vectors have the passage vectors' dimension (FAISS would stop on a bare assert, numpy on a shape)."""
+                         passages_source: str, existing_collection: str | None = None) -> None:
+    """Query vectors have the passage vectors' dimension (FAISS would stop on a bare assert, numpy on a shape).
+    `existing_collection` is the config key of a collection rankbench did not build (a team's database): the fix
+    then never says to delete it."""
     dimension = queries.shape[1] if queries.ndim == 2 else 0
     if dimension != passages_dimension:
+        fix = ("Queries and passages must be encoded by one model: check the encoder (an API server may have changed "
+               "models between the two jobs), then delete both files to encode them again.")
+        if existing_collection:
+            fix = (f"The collection was embedded by another model: set the method's `encoder` to the model that built "
+                   f"it, or point {existing_collection} at a collection embedded with this encoder (a new collection "
+                   "name). Do not delete the collection: rankbench only reads it, and it may be your team's database.")
         raise InputError(queries_source, None, f"holds {dimension}-dimensional query vectors, but the passage vectors "
-                         f"of {passages_source} have {passages_dimension} dimensions",
-                         "Queries and passages must be encoded by one model: check the encoder (an API server may "
-                         "have changed models between the two jobs), then delete both files to encode them again.")
+                         f"of {passages_source} have {passages_dimension} dimensions", fix)
