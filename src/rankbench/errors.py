@@ -1,10 +1,21 @@
-"""The one error type for bad user input: it names the file, the record and the fix, with any secret redacted."""
+"""The one error type for bad user input: it names the file, the record and the fix, with any secret redacted and
+every number written plainly."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rankbench.redaction import redact
+
+# numpy >= 2 writes a scalar's repr as its type and value (`np.float64(nan)`, `np.int64(3)`, `np.str_('a')`,
+# `np.True_`): a value taken from a frame or an array and shown with !r reads so in a message.
+_NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint|complex|str_|bytes_)\d*\((-?[^()]*)\)|\bnp\.(True|False)_")
+
+
+def plain_numbers(text: str) -> str:
+    """text with every numpy scalar's repr written as the plain value (`nan`, `3`, `'a'`, `True`)."""
+    return _NUMPY_SCALAR.sub(lambda match: match[1] if match[1] is not None else match[2], text)
 
 
 class InputError(ValueError):
@@ -13,8 +24,8 @@ class InputError(ValueError):
 
     def __init__(self, path: str | Path | None, where: str | None, problem: str, fix: str) -> None:
         self.path = redact(str(path)) if isinstance(path, str) else path
-        self.where = redact(where) if where else where
-        self.problem, self.fix = redact(problem), redact(fix)
+        self.where = plain_numbers(redact(where)) if where else where
+        self.problem, self.fix = plain_numbers(redact(problem)), plain_numbers(redact(fix))
         location = str(self.path) if self.path is not None else "input"
         if self.where:
             location = f"{location}, {self.where}"

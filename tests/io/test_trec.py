@@ -198,3 +198,28 @@ def test_trec_run_text_refuses_an_id_with_whitespace_naming_it(column: str, bad:
     run.loc[2, column] = bad
     with pytest.raises(InputError, match=re.escape(f"{column} {bad!r}: contains whitespace")):
         trec_run_text(run, "t")
+
+
+@pytest.mark.parametrize("score", [np.nan, np.inf])
+def test_a_score_that_is_no_number_is_named_plainly_not_as_a_numpy_repr(tmp_path: Path, score: float) -> None:
+    """Before: `score np.float64(nan) is not a finite number` (numpy 2's repr of a value taken from a frame)."""
+    frame = pd.DataFrame({"qid": ["q1", "q1"], "doc_id": ["d1", "d2"], "score": [1.0, score]})
+    path = tmp_path / "run.parquet"
+    frame.to_parquet(path)
+    says = rf"\(question 'q1', id 'd2'\): score {score} is not a finite number\."
+    with pytest.raises(InputError, match=says) as error:
+        read_run(path)
+    assert "np." not in str(error.value)
+
+
+def test_every_numpy_scalar_repr_in_a_message_reads_as_its_value() -> None:
+    values = [np.float64("nan"), np.int64(3), np.str_("a b"), np.True_, np.float32(-1.5), [np.float64(2.5)]]
+    error = InputError("f.csv", f"row {np.int64(7)!r}", "has " + ", ".join(map(repr, values)), f"Use {np.uint8(1)!r}.")
+    assert str(error) == "f.csv, row 7: has nan, 3, 'a b', True, -1.5, [2.5]. Use 1."
+
+
+def test_a_grade_that_is_no_integer_is_named_plainly_by_the_metrics() -> None:
+    run = pd.DataFrame({"qid": ["q1"], "item_id": ["d1"], "rank": [1], "score": [1.0]})
+    qrels = pd.DataFrame({"qid": ["q1"], "item_id": ["d1"], "grade": [1.5]})
+    with pytest.raises(ValueError, match=r"question 'q1', item 'd1' has 1\.5$"):
+        per_query_metrics(run, qrels, [10])

@@ -25,6 +25,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rankbench.errors import plain_numbers
 from rankbench.evaluation.metric_names import (
     EXTRA_METRICS_AT_K,
     EXTRA_METRICS_FULL,
@@ -145,7 +146,7 @@ def _integers(frame: pd.DataFrame, column: str, what: str) -> np.ndarray:
     bad = ~np.isfinite(numeric) | (numeric != np.round(numeric)) | (values.dtype.kind == "b")
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{what} {column} must be an integer: {_row_name(frame, i)} has {values[i]!r}")
+        raise ValueError(plain_numbers(f"{what} {column} must be an integer: {_row_name(frame, i)} has {values[i]!r}"))
     return numeric.astype(np.int64)
 
 
