@@ -123,3 +123,14 @@ def test_the_api_key_comes_from_the_named_environment_variable(server: ChatServe
     server.answer((200, completion("ok"), 0.0))
     assert chat_from_spec(spec).text(MESSAGES, 1) == "ok"
     assert server.headers_seen[0]["Authorization"] == "Bearer sk-test"
+
+
+def test_a_reply_echoing_the_key_is_masked_before_it_is_cached_or_used(server: ChatServer, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: the reply was cached (a file) and returned as it came, key included."""
+    key = "ck/9f8e7d6c+5b4a3210"
+    monkeypatch.setenv("RANKBENCH_TEST_CHAT_KEY", key)
+    server.answer((200, completion(f"your key is {key} ({key.replace('/', '%2F')})"), 0.0))
+    text = chat(server, tmp_path, api_key=key).text(MESSAGES, 20)
+    assert text == "your key is *** (***)"
+    assert not [path for path in (tmp_path / "cache").rglob("*.json") if "9f8e7d6c" in path.read_text()]

@@ -221,3 +221,19 @@ def test_the_path_selector_reads_lists_keys_and_positions() -> None:
         select({"a": [{"b": {}}]}, "a[*].b.c")
     with pytest.raises(PathError, match="not a list"):
         select({"a": {"b": 1}}, "a[*].b")
+
+
+def test_an_answer_echoing_the_key_in_any_form_is_masked_before_it_is_cached(
+        scripted: ScriptedServer, questions: pd.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: a 200 answer that echoed the header's key (plainly or as JSON writes it) was cached as it came."""
+    key = "st/0a1b2c3d+4e5f6789"
+    monkeypatch.setenv(TOKEN_VARIABLE, key)
+    scripted.answer((200, {"Server": f"search/2.1 ({key})"},
+                     b'{"debug": {"auth": "' + key.replace("/", "\\/").encode() + b'", "plain": "' + key.encode()
+                     + b'"}, "hits": [{"id": "returns-2025", "score": 2.0}]}'))
+    method = {**omega_method(scripted.origin + "/s", params={"q": "{query}"}, concurrency=1),
+              "version_header": "Server", "headers": {"X-Api-Key": TOKEN_VARIABLE}}
+    run, record, _ = search_run(http_spec(method, 10), questions.head(1), 10, tmp_path / "cache", "svc")
+    assert list(run["doc_id"]) == ["returns-2025"]
+    stored = "".join(path.read_text() for path in (tmp_path / "cache").iterdir()) + json.dumps(record)
+    assert "0a1b2c3d" not in stored and '"auth": "***"' in stored and "search/2.1 (***)" in stored

@@ -18,7 +18,7 @@ from rankbench.errors import InputError
 from rankbench.io.files import write_text
 from rankbench.io.http import api_key, check_base_url, post_json
 from rankbench.llm.model_file import INSTALL_HINT, default_cache_dir, packaged_model
-from rankbench.redaction import excerpt
+from rankbench.redaction import excerpt, redact
 
 Messages = Sequence[Mapping[str, str]]
 BACKEND_DEFAULTS: dict[str, Any] = {
@@ -132,7 +132,8 @@ class Chat:
                 logging.warning("cached response %s is corrupt (%s): removed; the request is sent again", path,
                                 corrupt.problem)
                 path.unlink(missing_ok=True)
-        response = self.backend.send(body)
+        # masked before it is kept or used: the cache is a file, and replies reach pages and question files
+        response = json.loads(redact(json.dumps(self.backend.send(body), ensure_ascii=False)))
         self.sent += 1
         billed = (response.get("usage") or {}).get("total_tokens")
         self.tokens = None if billed is None or self.tokens is None else self.tokens + int(billed)

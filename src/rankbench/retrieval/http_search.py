@@ -222,14 +222,15 @@ class HttpSearch:
         except InputError as error:
             raise InputError(self.where, f"question {values['qid']}", error.problem, error.fix) from None
         latency = (time.perf_counter() - started) * 1000
-        try:
-            response = json.loads(raw)
+        try:  # masked before anything is kept: the cache is a file, and the run's provenance a record
+            response = json.loads(redact(raw.decode(json.detect_encoding(raw), "replace")))
         except ValueError:
             raise InputError(self.where, f"question {values['qid']}", f"answered with a body that is not JSON "
                              f"({excerpt(raw, 120)!r})", f"Point {self.setting}.url at the "
                              "search API (e.g. …/_search, …/select?wt=json), not a page.") from None
         entry = {"response": response, "latency_ms": round(latency, 3),
-                 "server": headers.get(self.spec.version_header),
+                 "server": redact(headers[self.spec.version_header]) if headers.get(self.spec.version_header)
+                 else None,
                  "received": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         answer = self._parse(entry, values["qid"])  # a response that does not map is never cached
         write_text(json.dumps(entry, sort_keys=True), path)
