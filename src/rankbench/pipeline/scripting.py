@@ -22,6 +22,7 @@ def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
         handlers.append(logging.FileHandler(snakemake.log[0], mode="w", encoding="utf-8"))
     for handler in handlers:
         handler.addFilter(RedactingFilter())
+        handler.setLevel(logging.INFO)  # a library that sets its own logger to DEBUG (bm25s does) stays quiet
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers,
                         force=True)
     try:
