@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,60 @@ def test_the_module_way_plans_every_rule_under_a_prefix(tmp_path: Path) -> None:
                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rankbench_comparison_table" in result.stdout and "rankbench_retrieve_bm25" in result.stdout
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is pid (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int, group: bool = False) -> bool:
+    """Whether the process (or any process of the group) pid still runs (a zombie of it counts as gone)."""
+    try:
+        os.killpg(pid, 0) if group else os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return group or not (stat.is_file() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_kill_9_of_rankbench_run_stops_snakemake_and_the_next_run_works(tmp_path: Path) -> None:
+    """Issue 42: a killed `rankbench run` left Snakemake orphaned and writing; the next run met incomplete files."""
+    project = tmp_path / "p"
+    project.mkdir()
+    config = yaml.safe_load((BEIR_TINY / "config.yaml").read_text())
+    config["dataset"]["path"] = os.path.relpath(BEIR_TINY, project)
+    config["qsets"] = {"test": config["qsets"]["test"]}
+    config["methods"] = {"bm25": config["methods"]["bm25"]}
+    config.pop("diffs")
+    (project / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    command = [sys.executable, "-m", "rankbench.cli", "run", "--quick", "--cores", "1"]
+    running = subprocess.Popen(command, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = project / "logs" / "rankbench-run.log"
+    deadline = time.monotonic() + 300
+    while not (log.is_file() and "Finished jobid" in log.read_text()) and time.monotonic() < deadline:
+        assert running.poll() is None, "rankbench run ended before it could be killed"
+        time.sleep(0.2)
+    snakemake, = _children(running.pid)
+    running.kill()  # SIGKILL: rankbench gets no chance to forward anything
+    running.wait()
+    deadline = time.monotonic() + 20
+    while (_alive(snakemake) or _alive(snakemake, group=True)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(snakemake) and not _alive(snakemake, group=True), "Snakemake or a job outlived rankbench"
+    text = log.read_text()
+    assert "Terminating processes on user request" in text and "steps (100%) done" not in text
+    result = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.stdout.rstrip().endswith(f"open {project / 'results' / 'beir-tiny' / 'index.html'}")
