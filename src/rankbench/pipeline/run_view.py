@@ -126,7 +126,7 @@ class RunView:
         self._show()
 
     def _show(self) -> None:
-        if not self.terminal:
+        if not self.terminal or (self.total is None and not self.running):  # Snakemake is still planning
             return
         width = max(shutil.get_terminal_size((100, 20)).columns - 1, 20)
         text = self.status()[:width]
