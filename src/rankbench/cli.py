@@ -26,7 +26,7 @@ from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
 from rankbench.io.runs import collapse_to_documents
 from rankbench.io.trec import read_qrels, read_run, trec_run_tag
-from rankbench.pipeline.launch import run_workflow
+from rankbench.pipeline.launch import PROJECT_INSTALL, run_workflow
 from rankbench.pipeline.options import whole_number
 from rankbench.pipeline.run_commands import RUN_COMMANDS, add_run_commands
 from rankbench.redaction import redact_uncaught
@@ -215,7 +215,7 @@ def init_command(args: argparse.Namespace) -> int:
         from rankbench.pipeline.project_init import init_project, summary_text
     except ModuleNotFoundError as error:
         raise InputError(None, "rankbench init", f"needs {error.name}, which is not installed",
-                         "Install what a project needs: `pip install 'rankbench[workflow,bm25,dense,documents]'`."
+                         f"Install what a project needs: `pip install '{PROJECT_INSTALL}'`."
                          ) from None
 
     print(summary_text(init_project(args.folder, args.documents, args.questions, args.version, args.language,
@@ -226,9 +226,14 @@ def init_command(args: argparse.Namespace) -> int:
 def check_command(args: argparse.Namespace) -> int:
     """`rankbench check`: every (or the given) version of a project against its corpus; warnings are printed."""
     from rankbench.io.config_file import load_config_file
+    from rankbench.pipeline.config import expand_methods
     from rankbench.pipeline.drafts import check_version
+    from rankbench.pipeline.software import check_installed
 
-    versions = args.version or sorted(load_config_file(args.config).get("qsets") or {})
+    config = load_config_file(args.config)
+    if isinstance(config.get("methods"), dict):  # what the methods need, before the versions' records
+        check_installed({**config, "methods": expand_methods(config["methods"], str(args.config))}, args.config)
+    versions = args.version or sorted(config.get("qsets") or {})
     for version in versions:
         result = check_version(args.config, version, args.directory)
         for warning in result.warnings:

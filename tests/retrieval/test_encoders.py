@@ -3,6 +3,7 @@ rankbench.retrieval.dense (real FAISS)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from pathlib import Path
@@ -69,6 +70,15 @@ def test_minilm_vectors(minilm: SentenceTransformerEncoder) -> None:
                                       "Bikes are delivered in five working days in mainland France."])
     scores = queries @ english.T
     assert scores[0, 0] > scores[0, 1]
+
+
+def test_a_short_corpus_logs_its_tenths(minilm: SentenceTransformerEncoder, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 42: a corpus of a few hundred passages (a minute on the CPU) logged one line, at 100%."""
+    caplog.set_level(logging.INFO)
+    vectors = minilm.encode_passages([f"passage {i}: " + "word " * (i % 7) for i in range(40)])  # batches of 4
+    check_unit_float32(vectors, 40)
+    lines = [record.getMessage() for record in caplog.records if "encode 40 texts" in record.getMessage()]
+    assert len(lines) == 10 and "4/40 texts (10%)" in lines[0] and "ETA" in lines[0]
 
 
 def test_minilm_empty_input(minilm: SentenceTransformerEncoder) -> None:

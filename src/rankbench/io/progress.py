@@ -1,6 +1,7 @@
-"""Progress of a long job where users look: a tqdm bar on the terminal and, about every 10%, a line in the job's log
-(`embed passages: 4,000/40,000 (10%), 59.1/s, ETA 0:10:09`), written through `logging` (run_script sends it to the
-rule's log file)."""
+"""Progress of a long job where users look: a tqdm bar on the terminal and, at every tenth of the work or every 10 s
+(whichever comes first), a line in the job's log (`embed passages: 4,000/40,000 (10%), 59.1/s, ETA 0:10:09`),
+written through `logging` (run_script sends it to the rule's log file; `rankbench run` shows the running job's last
+line)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 LOG_STEPS = 10  # log lines per job: one at each tenth of the work
+LOG_EVERY = 10.0  # seconds: a slow tenth still gets a line this often (at its next update)
 BAR_FROM = 2000  # units of work: smaller jobs show no terminal bar (their log lines still come)
 
 
@@ -40,12 +42,14 @@ def _bar(total: int, desc: str, unit: str, show: bool) -> Any:
 
 
 class Progress:
-    """Counts done units of a job of `total` units; logs a line each time another tenth is done, and at the end."""
+    """Counts done units of a job of `total` units; logs a line each time another tenth is done, LOG_EVERY seconds
+after the last line, and at the end."""
 
     def __init__(self, total: int, desc: str, unit: str = "items", bar: bool | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.total, self.desc, self.unit, self.clock = max(int(total), 0), desc, unit, clock
         self.done, self.started, self.logged_steps = 0, clock(), 0
+        self.logged_at = self.started
         show = self.total >= BAR_FROM if bar is None else bar
         self.bar = _bar(self.total, desc, unit, show)
 
@@ -63,8 +67,9 @@ class Progress:
         self.done += count
         self.bar.update(count)
         steps = LOG_STEPS if not self.total else min(LOG_STEPS, math.floor(LOG_STEPS * self.done / self.total))
-        if steps > self.logged_steps:
-            self.logged_steps = steps
+        now = self.clock()
+        if steps > self.logged_steps or now - self.logged_at >= LOG_EVERY:
+            self.logged_steps, self.logged_at = steps, now
             logging.info("%s", self.line())
 
     def close(self) -> None:

@@ -19,6 +19,7 @@ from rankbench.io.http import api_key, check_base_url
 from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.pipeline.defaults import DATASET_DEFAULTS, DATASET_ENTRIES, RESULTS, RESULTS_ENTRIES
 from rankbench.pipeline.models import check_model_names
+from rankbench.pipeline.software import check_installed
 from rankbench.retrieval.bm25 import LANGUAGES
 from rankbench.retrieval.encoders.api import ApiEncoderSpec
 from rankbench.retrieval.encoders.base import EncoderSpec
@@ -122,6 +123,7 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     methods = expand_methods(config["methods"], source)
     expanded = {**config, "methods": methods}
     check_methods(expanded, source)
+    check_installed(expanded, source)
     check_settings(expanded, source)
     check_llm(expanded, source)
     check_endpoints(expanded, source)

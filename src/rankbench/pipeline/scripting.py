@@ -12,6 +12,9 @@ from rankbench.errors import InputError
 from rankbench.pipeline.threads import limit_threads
 from rankbench.redaction import RedactingFilter, redact_uncaught
 
+# Libraries whose INFO lines are chatter in a job's log (FAISS names each CPU build it tried to load).
+QUIET_LOGGERS = ("faiss.loader",)
+
 
 def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
     """Call main(snakemake) with every thread pool sized from the job's threads; an InputError becomes a message
@@ -23,9 +26,12 @@ def run_script(main: Callable[[Any], None], snakemake: Any) -> None:
         handlers.append(logging.FileHandler(snakemake.log[0], mode="w", encoding="utf-8"))
     for handler in handlers:
         handler.addFilter(RedactingFilter())
+        handler.setLevel(logging.INFO)  # a library that sets its own logger to DEBUG (bm25s does) stays quiet
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", handlers=handlers,
                         force=True)
     logging.captureWarnings(True)  # a warning's text is redacted like every other line
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
     try:
         main(snakemake)
     except InputError as error:

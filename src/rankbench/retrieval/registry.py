@@ -74,7 +74,9 @@ class MethodType:
     to an index the method only reads (an existing vector-database collection): the workflow then builds no index
     and encodes no corpus for it. `engine`, "module:function", names the engine that answers a type's questions (a
     search engine, a database, a service) from the provenance its run file holds (called with that mapping; it
-    returns the page header's and the history's entry, `methods.<name>.engine`)."""
+    returns the page header's and the history's entry, `methods.<name>.engine`). `modules` are what its jobs
+    import, from the package extra `extra` (None: the extra of its encoders' kind, which brings them too);
+    `rankbench check` and the workflow's start refuse a method whose modules are not installed."""
 
     family: str
     keys: Mapping[str, Any] = field(default_factory=dict)
@@ -89,6 +91,8 @@ class MethodType:
     check: str | None = None
     existing_index: str | None = None
     engine: str | None = None
+    modules: tuple[str, ...] = ()
+    extra: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -103,7 +107,8 @@ METHOD_TYPES: dict[str, MethodType] = {
                                    "backend": LIBRARY, "prf": OPTIONAL, **_FIRST_STAGE},
                        settings="rankbench.retrieval.rm3:bm25_settings", run_rule="retrieve_bm25",
                        index=IndexStage("bm25_index", ("chunker", "method")),
-                       check="rankbench.retrieval.bm25:check_bm25_method"),
+                       check="rankbench.retrieval.bm25:check_bm25_method", modules=("bm25s", "Stemmer"),
+                       extra="bm25"),
     # Lucene's own BM25 (and RM3) through Anserini's jar (retrieval/lucene.py).
     "lucene": MethodType("lexical", {"k1": LIBRARY, "b": LIBRARY, "analyzer": LIBRARY, "stemmer": LIBRARY,
                                      "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
@@ -115,7 +120,7 @@ METHOD_TYPES: dict[str, MethodType] = {
                          engine="rankbench.retrieval.lucene:engine_entry"),
     "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings", run_rule="retrieve_dense",
-                        index=IndexStage("faiss_index", ("chunker", "encoder", "index"))),
+                        index=IndexStage("faiss_index", ("chunker", "encoder", "index")), modules=("faiss",)),
     "sparse": MethodType("sparse", {"encoder": REQUIRED, **_FIRST_STAGE}, sparse_encoders=True,
                          run_rule="retrieve_sparse", index=IndexStage("sparse_index", ("chunker", "encoder")),
                          encoding=SPARSE_ENCODING),
@@ -124,7 +129,8 @@ METHOD_TYPES: dict[str, MethodType] = {
                            settings="rankbench.retrieval.vectordb:vectordb_settings", run_rule="retrieve_vectordb",
                            index=IndexStage("vectordb_collection", ("chunker", "encoder", "index")),
                            check="rankbench.retrieval.vectordb:check_vectordb_method", existing_index="collection",
-                           engine="rankbench.retrieval.vectordb:engine_entry"),
+                           engine="rankbench.retrieval.vectordb:engine_entry", modules=("lancedb",),
+                           extra="vectordb"),
     "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs", run_rule="fuse"),
     "combsum": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs",
                           run_rule="fuse"),

