@@ -1,4 +1,4 @@
-"""`rankbench freeze` on bad arguments: one `rankbench:` line naming what is wrong, exit 2 (bad usage or input), the lock untouched."""
+"""`rankbench freeze` on bad arguments: one `rankbench:` line naming what is wrong, exit 2, the lock untouched."""
 
 from __future__ import annotations
 

@@ -45,6 +45,7 @@ from rankbench.pipeline.provenance import (
     config_hash,
     diff_pairs,
     qset_config,
+    margin_settings,
     report_settings,
 )
 from rankbench.pipeline.dataset_formats import (
@@ -87,6 +88,8 @@ if workflow.is_main_process:
     check_dataset(config, SCHEMA_FOLDER, R)
 
 EVALUATION = evaluation_settings(config)
+# Non-inferiority margins of the metrics evaluation.margin names: [[metric, k, δ], ...] (the pairs' margin tests).
+MARGINS = margin_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
