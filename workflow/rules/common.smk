@@ -10,6 +10,7 @@ from rankbench.pipeline.config import check_config, check_outputs, method_chunke
 from rankbench.pipeline.defaults import (
     CHAT_DEFAULTS,
     DATASET_DEFAULTS,
+    DECISION_DEFAULTS,
     ENCODER_SHARDS,
     HISTORY_FILE,
     LLM_DEFAULTS,
@@ -25,6 +26,7 @@ from rankbench.retrieval.registry import (
     engine_key,
     index_rule,
     method_grains,
+    method_inputs,
     method_setting,
 )
 from rankbench.retrieval.dense import IndexSpec
@@ -90,6 +92,8 @@ if workflow.is_main_process:
 EVALUATION = evaluation_settings(config)
 # Non-inferiority margins of the metrics evaluation.margin names: [[metric, k, δ], ...] (the pairs' margin tests).
 MARGINS = margin_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
+# Thresholds of the comparison page's "What to do" rules (docs/concepts/report.md).
+DECISION = {**DECISION_DEFAULTS, **config.get("decision", {})}
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}

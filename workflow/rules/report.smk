@@ -50,6 +50,8 @@ rule comparison_table:
         config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
         config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        method_inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
+        decision=DECISION,
         cards=method_cards(EXPANDED_CONFIG),
         reranked_methods=methods_of_rule("rerank"),
         models=resolved_models(),
@@ -464,6 +466,7 @@ rule robustness:
 rule index_page:
     input:
         aggregates=expand(f"{R}/{{qset}}/aggregate.parquet", qset=QSETS),
+        pairs=expand(f"{R}/{{qset}}/pairs.parquet", qset=QSETS),
         manifests=expand(f"{R}/{{qset}}/qset.json", qset=QSETS),
         pages=[f"{R}/{qset}/{page}" for qset in QSETS for page in index_pages()],
         diffs=[] if QUICK else [f"{R}/diffs/{a}-vs-{b}.html" for a, b in DIFFS],
@@ -486,5 +489,8 @@ rule index_page:
         history=not QUICK,
         report=REPORT,
         baseline=EVALUATION["baseline"],
+        method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        method_inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
+        decision=DECISION,
     script:
         "../scripts/index_page.py"

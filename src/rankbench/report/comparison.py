@@ -1,5 +1,5 @@
-"""The comparison page of one question-set version: header with provenance, headline table with cost, findings,
-full tables per grain and per kind, label findings and the exact config."""
+"""The comparison page of one question-set version: the answer and what to do first, then the headline table,
+findings, full tables per grain and per kind, label findings, provenance and the exact config."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pandas as pd
 from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
+from rankbench.report.decision import decision_lines
 from rankbench.report.findings import findings
 from rankbench.report.headline_marks import comparison_family, family_legend, footnote_lines, headline_grid
 from rankbench.report.tables import (
@@ -174,7 +175,8 @@ class ComparisonInputs:
     quick: the page of a quick run (no explorer link; it says what the full run adds). software: package -> version
     of rankbench and its main dependencies (pipeline.software.software_versions); commit: the git commit of
     rankbench's source (None off a checkout). cards: method -> {type, description, models}
-    (pipeline.models.method_cards), the table's legend of methods.
+    (pipeline.models.method_cards), the table's legend of methods. decision: the `decision` block (thresholds of the
+    "What to do" rules); method_inputs: method -> the runs it consumes (a reranker's first stage, a fusion's inputs).
     """
 
     aggregate: pd.DataFrame
@@ -202,6 +204,8 @@ class ComparisonInputs:
     software: Mapping[str, str] | None = None
     commit: str | None = None
     cards: Mapping[str, Mapping[str, Any]] | None = None
+    decision: Mapping[str, Any] | None = None
+    method_inputs: Mapping[str, Sequence[str]] | None = None
 
 
 def headline_table(inputs: ComparisonInputs) -> tuple[pd.DataFrame, dict[int, str]]:
@@ -234,28 +238,35 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     evaluated = int(aggregate[(aggregate["kind"] == ALL_KINDS) & (aggregate["grain"] == "document")]["n"].max())
     experiment = json.loads(config_json).get("experiment", {})
     baseline = evaluation.get("baseline")
-    lines = [
-        f"# {dataset} — question-set version {manifest['version']}",
-        "",
+    provenance = [
         f"- dataset: `{dataset}`; question-set version: `{manifest['version']}` (sha256 `{manifest['sha256']}`)",
         f"- questions: {len(questions)}; with a relevant label (evaluated): {evaluated}; "
         f"excluded (no relevant label, counted apart): {len(questions) - evaluated}",
         f"{DATE_PREFIX}{date}",
         f"- config: sha256 `{config_sha256}` (the config as written; the effective config, every default filled "
         "in, is at the end of this page)",
-        QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
-        "[explorer.html](explorer.html)",
         *models_lines(models or {}),
         *software_lines(software or {}, inputs.commit),
     ]
     if experiment:
-        lines.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
-                     + (f" — {markdown_literal(experiment['note'])}" if experiment.get("note") else ""))
-    lines += [
-        f"- relevant when grade >= {evaluation['relevance_threshold']}; nDCG gain {evaluation['gain']}; "
-        f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 (trec_eval -c); "
-        f"baseline: {baseline or 'none'}",
+        provenance.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
+                          + (f" — {markdown_literal(experiment['note'])}" if experiment.get("note") else ""))
+    provenance.append(f"- relevant when grade >= {evaluation['relevance_threshold']}; nDCG gain {evaluation['gain']}; "
+                      f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 "
+                      f"(trec_eval -c); baseline: {baseline or 'none'}")
+    lines = [
+        f"# {dataset} — question-set version {manifest['version']}",
         "",
+        f"{evaluated} of {len(questions)} questions evaluated (with a relevant label); provenance (versions, hashes, "
+        "models, date) at the end of the page.",
+        "",
+        QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
+        "[explorer.html](explorer.html)",
+        "",
+        *decision_lines(aggregate, pairs, grain, headline, alpha, method_types, inputs.method_inputs or {},
+                        inputs.decision or {}),
+    ]
+    lines += [
         f"## Headline ({grain} grain, all questions)",
         "",
         markdown_grid(grid),
@@ -320,6 +331,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     lines += ["## Labels", "", *labels_section(validation)]
     if judged:
         lines += judge_section(judge_agreement)
+    lines += ["## Provenance", "", *provenance, ""]
     lines += ["## Effective config", "", "The config as this run used it: every default filled in, grids expanded "
               "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
               "```", ""]
