@@ -69,6 +69,7 @@ rule comparison_table:
 rule cost_page:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
+        pairs=f"{R}/{{qset}}/pairs.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         benchmarks=lambda wildcards: sorted(
@@ -98,6 +99,9 @@ rule cost_page:
         cost_plan=cost_plan,
         api_usage=api_usage,
         timings=timing_records,
+        method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        method_inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
+        decision=DECISION,
     script:
         "../scripts/cost_page.py"
 

@@ -23,7 +23,9 @@ def main(snakemake):
     usage = {bench: json.loads(Path(path).read_text()) for bench, path in p.api_usage.items()}
     timings = {bench: read_timing(path) for bench, path in p.timings.items()}
     cost = cost_table(p.cost_plan, seconds, len(questions), usage, timings)
-    costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
+    decision = {"types": p.method_types, "inputs": p.method_inputs, "settings": p.decision}
+    costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"],
+                                               pd.read_parquet(snakemake.input.pairs), decision)
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
     write_text(costs, snakemake.output.cost)
 

@@ -34,9 +34,11 @@ HOW_SURE = ("How sure is this table: `budget.md` says how many questions would s
             "shifted labels, and the metric bounds for unjudged items.")
 
 
-def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str
-              ) -> str:
-    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted.
+def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str,
+              pairs: pd.DataFrame | None = None, decision: Mapping[str, Any] | None = None) -> str:
+    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted;
+    with the pairs and `decision` (types, inputs, settings), the comparison page's "What to do" with this run's
+    ms/question in its evidence.
 
     Timings change from run to run, so they live on this page and not on the comparison page, which stays
     byte-identical across runs apart from its date.
@@ -78,7 +80,10 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         "some questions came from the cache (encoded by an earlier run or version), so their encoding is not "
         "counted and the figures understate a fresh question; `timings/` says how many. – : a job wrote no timing "
         "record.", "",
-        *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else [])])
+        *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else []),
+        *(decision_lines(aggregate, pairs, grain, headline, report["alpha"], decision["types"], decision["inputs"],
+                         decision["settings"], cost=by_method[["p50_ms", "p95_ms"]].to_dict("index"))[4:]
+          if pairs is not None and decision is not None else [])])
 
 
 def _seconds(value: float, digits: int) -> str:

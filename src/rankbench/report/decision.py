@@ -65,7 +65,8 @@ def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]]
                 "production.")
     if item.rule == "dense_close_to_hybrid":
         return (f"**Dense ≈ hybrid**: {names[0]} is shown no worse than {names[1]} by more than "
-                f"{item.figures['margin']:g} (one-sided p = {c.p_noninferior:.3f}; {evidence(c)}). → The simpler "
+                f"{item.figures['margin']:g} (one-sided {_p(c.p_noninferior).removeprefix('Holm ')}; "
+                f"{evidence(c)}). → The simpler "
                 f"one will do: {names[0]} (one index, one query encoding).")
     if item.rule == "lexical_above_dense":
         return (f"**Lexical clearly above dense**: {names[0]} over {names[1]}, {evidence(c)}. → The embeddings do not "
