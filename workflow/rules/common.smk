@@ -609,6 +609,27 @@ def cost_plan(wildcards):
     return plan
 
 
+def index_files(wildcards=None):
+    """Per method: the corpus-side files it searches (its index rule's outputs, the merged embeddings of each encoder
+    it embeds the corpus with), for the frontier's index bytes and dimensions."""
+    files = {}
+    for method in METHODS:
+        paths = set()
+        for stage, side, values in method_stages(
+            METHOD_SPECS, method, chunker_of, index_name
+        ):
+            if side != "index":
+                continue
+            producer = (
+                rules.merge_embeddings
+                if stage == "embed_corpus"
+                else getattr(rules, stage)
+            )
+            paths.update(str(path).format(**values) for path in producer.output)
+        files[method] = sorted(paths)
+    return files
+
+
 def api_usage(wildcards):
     """Benchmark file -> usage file (texts sent, tokens billed) of each embedding job of an API encoder that the
     cost plan counts."""

@@ -77,8 +77,15 @@ rule cost_page:
         ),
         api_usage=lambda wildcards: sorted(api_usage(wildcards).values()),
         timings=lambda wildcards: sorted(timing_records(wildcards).values()),
+        runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
+        chunks=sorted({corpus_path(m, "chunks.parquet") for m in METHODS}),
+        index_files=lambda wildcards: sorted(
+            {path for paths in index_files().values() for path in paths}
+        ),
     output:
         cost=f"{R}/{{qset}}/cost.md",
+        frontier_png=f"{R}/{{qset}}/frontier.png",
+        frontier_svg=f"{R}/{{qset}}/frontier.svg",
         cost_html=report(
             f"{R}/{{qset}}/cost.html",
             category="Comparison",
@@ -102,6 +109,10 @@ rule cost_page:
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
         method_inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
         decision=DECISION,
+        methods=METHODS,
+        chunks={m: corpus_path(m, "chunks.parquet") for m in METHODS},
+        index_files=lambda wildcards: index_files(),
+        margins=MARGINS,
     script:
         "../scripts/cost_page.py"
 

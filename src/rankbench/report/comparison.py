@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankbench.analysis.frontier import cheapest_as_good
 from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
@@ -35,10 +36,12 @@ HOW_SURE = ("How sure is this table: `budget.md` says how many questions would s
 
 
 def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str,
-              pairs: pd.DataFrame | None = None, decision: Mapping[str, Any] | None = None) -> str:
+              pairs: pd.DataFrame | None = None, decision: Mapping[str, Any] | None = None,
+              frontier: pd.DataFrame | None = None, margin: float | None = None, image: str | None = None) -> str:
     """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted;
-    with the pairs and `decision` (types, inputs, settings), the comparison page's "What to do" with this run's
-    ms/question in its evidence.
+    with `frontier` (analysis.frontier.frontier on the first headline metric, its margin and plot file), the
+    quality-cost frontier; with the pairs and `decision` (types, inputs, settings), the comparison page's "What to
+    do" with this run's ms/question in its evidence.
 
     Timings change from run to run, so they live on this page and not on the comparison page, which stays
     byte-identical across runs apart from its date.
@@ -81,9 +84,45 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         "counted and the figures understate a fresh question; `timings/` says how many. – : a job wrote no timing "
         "record.", "",
         *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else []),
+        *(frontier_lines(frontier, metric_label(*headline[0]), headline[0][1], margin, image)
+          if frontier is not None and len(frontier) else []),
         *(decision_lines(aggregate, pairs, grain, headline, report["alpha"], decision["types"], decision["inputs"],
                          decision["settings"], cost=by_method[["p50_ms", "p95_ms"]].to_dict("index"))[4:]
           if pairs is not None and decision is not None else [])])
+
+
+def frontier_lines(table: pd.DataFrame, label: str, k: int, margin: float | None, image: str | None) -> list[str]:
+    """The quality-cost frontier as a section: the table (Pareto set starred), the cheapest method shown as good as
+    the best, and the plot."""
+    frame = pd.DataFrame({
+        "method": [markdown_literal(m) + (" ★" if front else "") for m, front in zip(table["method"], table["pareto"])],
+        f"{label} [95% CI]": [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in
+                              zip(table["mean"], table["ci_low"], table["ci_high"])],
+        "ms/question p95": table["p95_ms"].map(lambda v: "–" if pd.isna(v) else f"{v:.1f}"),
+        "index MB (disk)": table["index_bytes"].map(lambda v: "–" if pd.isna(v) else f"{v / 1e6:.2f}"),
+        "dimensions": table["dimensions"].map(lambda v: "–" if pd.isna(v) else f"{int(v)}"),
+        f"prompt characters at k={k}": table["prompt_chars"].map(lambda v: "–" if pd.isna(v) else f"{v:,.0f}"),
+        "no worse than the best (Holm p)": [
+            "(best)" if i == 0 else ("yes " if ok else "not shown ") + f"({p:.3f})" if margin is not None else "–"
+            for i, (ok, p) in enumerate(zip(table["no_worse_than_best"], table["p_no_worse_holm"]))],
+    })
+    cheapest = cheapest_as_good(table)
+    best = table["method"].iloc[0]
+    if margin is None:
+        verdict = (f"No `evaluation.margin` on {label}: no method can be shown as good as the best ({best}), so "
+                   "none is named as the cheapest equivalent (not shown different is not as good).")
+    elif cheapest == best or cheapest is None:
+        verdict = (f"No cheaper method is shown no worse than the best ({best}) by more than {margin:g}: the best "
+                   "is also the cheapest choice the numbers support.")
+    else:
+        verdict = (f"**{markdown_literal(cheapest)}** is the cheapest method shown no worse than the best "
+                   f"({markdown_literal(best)}) by more than {margin:g} (one-sided tests, Holm over the pairs with the "
+                   "best): choose it unless the last few points of quality matter more than its cost.")
+    return ["## Quality against cost", "", markdown_grid(frame.set_index("method")), "",
+            f"★ Pareto set of quality against ms/question p95: no other method is both better and faster. Index MB: "
+            "the corpus-side files the method searches (embeddings, index) on disk; dimensions: of its dense vectors; "
+            f"prompt characters: the mean length of its top {k} chunks, what a RAG prompt would carry. "
+            + verdict, "", *([f"![quality against cost]({image})", ""] if image else [])]
 
 
 def _seconds(value: float, digits: int) -> str:
