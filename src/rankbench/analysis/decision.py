@@ -16,8 +16,8 @@ from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.evaluation.stats import holm, holm_versus_best
 from rankbench.retrieval.registry import METHOD_TYPES
 
-RULES = ("low_scores", "hybrid_above_dense", "dense_close_to_hybrid", "lexical_above_dense", "reranker_gains",
-         "wide_intervals")
+RULES = ("low_scores", "hybrid_above_dense", "dense_close_to_hybrid", "needs_margin", "lexical_above_dense",
+         "reranker_gains", "wide_intervals")
 
 
 @dataclass(frozen=True)
@@ -173,6 +173,8 @@ def advice(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str
             if close is not None and close.p_noninferior < alpha:
                 found.append(Advice("dense_close_to_hybrid", [close], {"margin": _margin(scope)},
                                     methods=[dense, hybrid]))
+            elif close is not None and np.isnan(_margin(scope)):  # why "dense ≈ hybrid" cannot be said
+                found.append(Advice("needs_margin", [close], methods=[dense, hybrid]))
     if lexical and dense:
         above = compare(scope, lexical, dense, adjusted[(lexical, dense)])
         if above is not None and above.diff > 0 and above.p_holm < alpha:

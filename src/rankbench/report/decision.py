@@ -68,6 +68,10 @@ def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]]
                 f"{item.figures['margin']:g} (one-sided {_p(c.p_noninferior).removeprefix('Holm ')}; "
                 f"{evidence(c)}). → The simpler "
                 f"one will do: {names[0]} (one index, one query encoding).")
+    if item.rule == "needs_margin":
+        return (f"**Dense vs hybrid undecided**: neither {names[0]} nor {names[1]} is clearly above the other "
+                f"({evidence(c)}), and without `evaluation.margin` on {label} “the simpler one will do” cannot be "
+                "shown. → Set a margin (the loss you would accept for a simpler system) to test it.")
     if item.rule == "lexical_above_dense":
         return (f"**Lexical clearly above dense**: {names[0]} over {names[1]}, {evidence(c)}. → The embeddings do not "
                 "fit this domain: fine-tune them on your documents, or keep full-text search (alone or fused).")
