@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 import rankbench
-from rankbench.errors import InputError
+from rankbench.errors import EXIT_USAGE, InputError
 from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
 from rankbench.evaluation.metric_names import MetricNameError, known_metrics_text, parse_metrics, rbp_persistence
 from rankbench.evaluation.metrics import GAINS
@@ -393,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.handler(args))
     except InputError as error:
         print(f"rankbench: {error}", file=sys.stderr)
-        return 1
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@ def plain_numbers(text: str) -> str:
     """text with every numpy scalar's repr written as the plain value (`nan`, `3`, `'a'`, `True`)."""
     return _NUMPY_SCALAR.sub(lambda match: match[1] if match[1] is not None else match[2], text)
 
+# Exit codes of every `rankbench` command (docs/reference/eval-cli.md): success or a passed gate, a failed check (a
+# regression shown), bad usage or input (an InputError, argparse's own errors), and a gate that cannot tell.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+
 
 class InputError(ValueError):
     """Bad input that the user must fix; the message is a one-paragraph explanation, never a traceback, and holds no

@@ -98,7 +98,7 @@ def test_metric_names_and_errors(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.trec"
     bad.write_text("q1 Q0 d1 1 1.0 x\nq1 Q0 d1 2 0.5 x\n")
     out = tmp_path / "never.parquet"
-    assert main(["eval", "--qrels", str(qrels), "--run", str(bad), "--output", str(out)]) == 1
+    assert main(["eval", "--qrels", str(qrels), "--run", str(bad), "--output", str(out)]) == 2
     message = capsys.readouterr().err
     assert "bad.trec, lines 1 and 2" in message and "'q1' lists id 'd1' twice" in message
     assert not out.exists()
@@ -161,7 +161,7 @@ def test_parity_metrics_by_trec_eval_names_equal_pytrec_eval(tmp_path: Path, cap
     with pytest.raises(SystemExit):
         main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", "rbp", "--rbp-p", "1"])
     qrels.write_text(qrels.read_text() + "q0 0 d99 5\n")
-    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", "err@10"]) == 1
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--metrics", "err@10"]) == 2
     assert "ERR takes grades up to 4" in capsys.readouterr().err
 
 
@@ -202,7 +202,7 @@ def test_qrels_that_evaluate_nothing_are_a_clear_error(tmp_path: Path, capsys, c
     _, runs = write_case(tmp_path)
     qrels = tmp_path / "nothing.qrels"
     qrels.write_text(content)
-    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0])]) == 1
+    assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0])]) == 2
     message = capsys.readouterr().err
     assert "nothing.qrels" in message and fragment in message and "Traceback" not in message
 
@@ -224,9 +224,9 @@ def test_a_run_that_matches_no_label_is_warned_about_or_refused(tmp_path: Path, 
     assert "warning: run base" not in warnings
     out = tmp_path / "never.parquet"
     assert main(["eval", "--qrels", str(qrels), "--run", str(runs[0]), "--run", str(chunky), "--strict",
-                 "--output", str(out)]) == 1
+                 "--output", str(out)]) == 2
     assert "chunky.trec" in capsys.readouterr().err and not out.exists()
     foreign = tmp_path / "foreign.trec"
     foreign.write_text("x1 Q0 d1 1 1.0 f\n")
-    assert main(["eval", "--qrels", str(qrels), "--run", str(foreign), "--strict"]) == 1
+    assert main(["eval", "--qrels", str(qrels), "--run", str(foreign), "--strict"]) == 2
     assert "question id" in capsys.readouterr().err

@@ -33,9 +33,9 @@ def test_a_typo_is_refused_by_check_and_freeze_and_burns_no_name(proj: Path,
     version.write_text(good.replace('"section": "charging"', '"section": "chargin"'), encoding="utf-8")
     expected = ("rankbench: questions/v1.jsonl, line 2 (qid 'q2'): labels section 'chargin' of 'guide.html', which "
                 "has no such section (it has: battery-guide, charging, storage)")
-    assert main(["check"]) == 1
+    assert main(["check"]) == 2
     assert capsys.readouterr().err.startswith(expected)
-    assert main(["freeze", "--version", "v1"]) == 1
+    assert main(["freeze", "--version", "v1"]) == 2
     assert capsys.readouterr().err.startswith(expected)
     assert json.loads((proj / "questions" / "frozen.lock").read_text()) == {}
     assert "draft: true" in (proj / "config.yaml").read_text()
@@ -51,7 +51,7 @@ def test_a_typo_is_refused_by_check_and_freeze_and_burns_no_name(proj: Path,
     assert main(["check"]) == 0
     assert capsys.readouterr().out == "v1: 5 questions, 5 labels: ok\n"
     version.write_text(good, encoding="utf-8")
-    assert main(["check"]) == 1
+    assert main(["check"]) == 2
     assert "changed after it was frozen" in capsys.readouterr().err
 
 
@@ -64,9 +64,9 @@ def test_check_warns_about_staff_only_evidence_with_the_line(proj: Path, capsys:
 
 
 def test_freeze_takes_a_file_with_a_lock_or_neither(proj: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["freeze", "questions/v1.jsonl", "--version", "v1"]) == 1
+    assert main(["freeze", "questions/v1.jsonl", "--version", "v1"]) == 2
     assert "takes a version file with --lock, or neither" in capsys.readouterr().err
-    assert main(["check", "--version", "v9"]) == 1
+    assert main(["check", "--version", "v9"]) == 2
     assert "config.yaml, qsets: has no version 'v9' (it has: v1)" in capsys.readouterr().err
 
 
@@ -75,7 +75,7 @@ def test_init_refuses_a_bad_sheet_without_traceback(tmp_path: Path, monkeypatch:
     write_documents(tmp_path / "docs")
     (tmp_path / "q.csv").write_text("question,document,grade\nHow?,guide.html,high\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    assert main(["init", "proj", "--documents", "docs", "--questions", "q.csv"]) == 1
+    assert main(["init", "proj", "--documents", "docs", "--questions", "q.csv"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rankbench: q.csv, line 2: has grade 'high'") and "Traceback" not in err
     assert not (tmp_path / "proj").exists()

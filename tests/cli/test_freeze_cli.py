@@ -1,4 +1,4 @@
-"""`rankbench freeze` on bad arguments: one `rankbench:` line naming what is wrong, exit 1, the lock untouched."""
+"""`rankbench freeze` on bad arguments: one `rankbench:` line naming what is wrong, exit 2, the lock untouched."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_bad_arguments_are_refused_without_traceback(tmp_path: Path, version_fil
     else:
         version = "../x y" if case == "path as version" else ".."
     code, err = freeze_cli(path, version, lock, capsys)
-    assert code == 1 and err.startswith("rankbench: ") and "Traceback" not in err
+    assert code == 2 and err.startswith("rankbench: ") and "Traceback" not in err
     for fragment in expected:
         assert fragment in err, (fragment, err)
     assert not lock.exists()

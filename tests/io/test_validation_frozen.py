@@ -268,7 +268,7 @@ def test_cli_freeze_return_codes(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert content_hash([path]) in out and read_lock(lock) == {"v1": content_hash([path])}
 
     path.write_text('{"qid": "q2"}\n', encoding="utf-8")
-    assert main(["freeze", str(path), "--version", "v1", "--lock", str(lock)]) == 1
+    assert main(["freeze", str(path), "--version", "v1", "--lock", str(lock)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("rankbench: ") and "already frozen" in err and "Traceback" not in err
 

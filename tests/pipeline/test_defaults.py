@@ -10,6 +10,7 @@ import pytest
 import yaml
 from workflow_helpers import REPO
 
+from rankbench.errors import InputError
 from rankbench.io.config_file import read_configs
 from rankbench.pipeline.config import check_config, validate_config
 from rankbench.pipeline.defaults import config_defaults, config_yaml, effective_config
@@ -97,3 +98,16 @@ def test_the_effective_config_is_a_valid_config_and_its_yaml_is_stable(demo_effe
     text = config_yaml(effective)
     assert yaml.safe_load(text) == effective
     assert config_yaml(yaml.safe_load(text)) == text
+
+
+def test_margins_are_parsed_and_checked_against_the_metrics_and_ks() -> None:
+    from rankbench.pipeline.provenance import margin_settings
+
+    config = {"evaluation": {"margin": {"ndcg@10": 0.02, "MRR@5": 0.01}}}
+    assert margin_settings(config, [5, 10], "c.yaml") == [["rr", 5, 0.01], ["ndcg", 10, 0.02]]
+    assert margin_settings({}, [10], "c.yaml") == []
+    for name, problem in (("ndcg@7", "cut-off 7, not in evaluation.ks"), ("nope@10", "is not one metric"),
+                          ("ndcg@10,rr@10", "is not one metric")):
+        with pytest.raises(InputError, match=problem) as error:
+            margin_settings({"evaluation": {"margin": {name: 0.02}}}, [10], "c.yaml")
+        assert error.value.where == f"evaluation.margin.{name}"

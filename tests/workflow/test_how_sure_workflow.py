@@ -82,7 +82,7 @@ def test_the_budget_page_is_short_and_its_lead_table_is_budget_parquet(demo: Pat
 
 
 def test_findings_and_tiers_name_the_same_methods_as_tied_with_the_best(demo: Path) -> None:
-    """The findings' 'cannot be told apart from the best' and tier a are one family (Holm over the pairs with the
+    """The findings' 'not shown different from the best' and tier a are one family (Holm over the pairs with the
     best): on the demo page they name the same methods."""
     tiers = pd.read_parquet(demo / V1 / "tiers.parquet").query(
         "grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10")
@@ -90,8 +90,8 @@ def test_findings_and_tiers_name_the_same_methods_as_tied_with_the_best(demo: Pa
     tier_a = set(tiers.loc[tiers["tier"] == "a", "method"]) - {best}
     page = (demo / V1 / "comparison.md").read_text()
     sentence = next(line for line in page.splitlines() if line.startswith("- On nDCG@10, ")
-                    and ("cannot be told apart" in line or "every other method" in line))
-    named = sentence.split(" cannot be told apart")[0] if "cannot be told apart" in sentence else ""
+                    and ("not shown different" in line or "every other method" in line))
+    named = sentence.split(" not shown different")[0] if "not shown different" in sentence else ""
     assert {m for m in tiers["method"] if f" {m} (Holm" in f" {named.removeprefix('- On nDCG@10, ')}"} == tier_a
 
 

@@ -10,6 +10,7 @@ from rankbench.pipeline.config import check_config, check_outputs, method_chunke
 from rankbench.pipeline.defaults import (
     CHAT_DEFAULTS,
     DATASET_DEFAULTS,
+    DECISION_DEFAULTS,
     ENCODER_SHARDS,
     HISTORY_FILE,
     LLM_DEFAULTS,
@@ -25,6 +26,7 @@ from rankbench.retrieval.registry import (
     engine_key,
     index_rule,
     method_grains,
+    method_inputs,
     method_setting,
 )
 from rankbench.retrieval.dense import IndexSpec
@@ -45,6 +47,7 @@ from rankbench.pipeline.provenance import (
     config_hash,
     diff_pairs,
     qset_config,
+    margin_settings,
     report_settings,
 )
 from rankbench.pipeline.dataset_formats import (
@@ -87,6 +90,10 @@ if workflow.is_main_process:
     check_dataset(config, SCHEMA_FOLDER, R)
 
 EVALUATION = evaluation_settings(config)
+# Non-inferiority margins of the metrics evaluation.margin names: [[metric, k, δ], ...] (the pairs' margin tests).
+MARGINS = margin_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
+# Thresholds of the comparison page's "What to do" rules (docs/concepts/report.md).
+DECISION = {**DECISION_DEFAULTS, **config.get("decision", {})}
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
@@ -600,6 +607,27 @@ def cost_plan(wildcards):
             )
         ]
     return plan
+
+
+def index_files(wildcards=None):
+    """Per method: the corpus-side files it searches (its index rule's outputs, the merged embeddings of each encoder
+    it embeds the corpus with), for the frontier's index bytes and dimensions."""
+    files = {}
+    for method in METHODS:
+        paths = set()
+        for stage, side, values in method_stages(
+            METHOD_SPECS, method, chunker_of, index_name
+        ):
+            if side != "index":
+                continue
+            producer = (
+                rules.merge_embeddings
+                if stage == "embed_corpus"
+                else getattr(rules, stage)
+            )
+            paths.update(str(path).format(**values) for path in producer.output)
+        files[method] = sorted(paths)
+    return files
 
 
 def api_usage(wildcards):

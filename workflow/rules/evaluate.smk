@@ -84,6 +84,7 @@ rule aggregate:
         resamples=EVALUATION["bootstrap_resamples"],
         seed=EVALUATION["seed"],
         baseline=EVALUATION["baseline"],
+        margins=MARGINS,
         headline=REPORT["headline"],
         alpha=REPORT["alpha"],
     script:

@@ -50,6 +50,8 @@ rule comparison_table:
         config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
         config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        method_inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
+        decision=DECISION,
         cards=method_cards(EXPANDED_CONFIG),
         reranked_methods=methods_of_rule("rerank"),
         models=resolved_models(),
@@ -67,6 +69,7 @@ rule comparison_table:
 rule cost_page:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
+        pairs=f"{R}/{{qset}}/pairs.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         benchmarks=lambda wildcards: sorted(
@@ -74,8 +77,15 @@ rule cost_page:
         ),
         api_usage=lambda wildcards: sorted(api_usage(wildcards).values()),
         timings=lambda wildcards: sorted(timing_records(wildcards).values()),
+        runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
+        chunks=sorted({corpus_path(m, "chunks.parquet") for m in METHODS}),
+        index_files=lambda wildcards: sorted(
+            {path for paths in index_files().values() for path in paths}
+        ),
     output:
         cost=f"{R}/{{qset}}/cost.md",
+        frontier_png=f"{R}/{{qset}}/frontier.png",
+        frontier_svg=f"{R}/{{qset}}/frontier.svg",
         cost_html=report(
             f"{R}/{{qset}}/cost.html",
             category="Comparison",
@@ -96,6 +106,13 @@ rule cost_page:
         cost_plan=cost_plan,
         api_usage=api_usage,
         timings=timing_records,
+        method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        method_inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
+        decision=DECISION,
+        methods=METHODS,
+        chunks={m: corpus_path(m, "chunks.parquet") for m in METHODS},
+        index_files=lambda wildcards: index_files(),
+        margins=MARGINS,
     script:
         "../scripts/cost_page.py"
 
@@ -464,6 +481,7 @@ rule robustness:
 rule index_page:
     input:
         aggregates=expand(f"{R}/{{qset}}/aggregate.parquet", qset=QSETS),
+        pairs=expand(f"{R}/{{qset}}/pairs.parquet", qset=QSETS),
         manifests=expand(f"{R}/{{qset}}/qset.json", qset=QSETS),
         pages=[f"{R}/{qset}/{page}" for qset in QSETS for page in index_pages()],
         diffs=[] if QUICK else [f"{R}/diffs/{a}-vs-{b}.html" for a, b in DIFFS],
@@ -486,5 +504,8 @@ rule index_page:
         history=not QUICK,
         report=REPORT,
         baseline=EVALUATION["baseline"],
+        method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        method_inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
+        decision=DECISION,
     script:
         "../scripts/index_page.py"

@@ -15,7 +15,8 @@ def main(snakemake):
     per_query = {method: pd.read_parquet(path) for method, path in zip(params.methods, snakemake.input.metrics)}
     questions = pd.read_parquet(snakemake.input.questions)
     table, pairs = aggregate(per_query, questions, params.dataset, snakemake.wildcards.qset,
-                             n_resamples=params.resamples, seed=params.seed, baseline=params.baseline)
+                             n_resamples=params.resamples, seed=params.seed, baseline=params.baseline,
+                             margins={(metric, int(k)): delta for metric, k, delta in params.margins})
     tiers = tier_table(per_query, table, pairs, [tuple(item) for item in params.headline], params.alpha,
                        n_resamples=params.resamples, seed=params.seed)
     tiers = tiers.assign(dataset=params.dataset, qset=snakemake.wildcards.qset)[TIERS_COLUMNS]

@@ -58,7 +58,8 @@ def page_inputs(snakemake) -> ComparisonInputs:
         judged=agreement is not None, tiers=pd.read_parquet(given.tiers),
         how_sure=how_sure(given, p.quick), quick=p.quick,
         models=model_provenance(p.models, dict(zip(p.engine_methods, given.engine_runs))),
-        software=software_versions(), commit=source_commit(), cards=p.cards)
+        software=software_versions(), commit=source_commit(), cards=p.cards, decision=p.decision,
+        method_inputs=p.method_inputs)
 
 
 def main(snakemake):

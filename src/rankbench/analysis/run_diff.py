@@ -11,8 +11,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankbench.analysis.budget import normal_n
 from rankbench.analysis.runs import config_changes
-from rankbench.evaluation.stats import TIE_TOLERANCE, paired_randomization_test, win_tie_loss
+from rankbench.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
+from rankbench.evaluation.stats import (
+    TIE_TOLERANCE,
+    noninferiority_p_values,
+    paired_randomization_test,
+    win_tie_loss,
+)
 from rankbench.io.markdown import natural_order
 
 METHOD_COLUMNS = ["method", "metric", "k", "inputs_changed", "n", "before", "after", "delta", "p", "wins", "ties",
@@ -76,34 +83,77 @@ def by_size(moved: pd.DataFrame, worst_first: bool) -> pd.DataFrame:
                                    kind="stable")]
 
 
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+GATE_EXIT_CODES = {PASS: EXIT_OK, FAIL: EXIT_FAILED, INCONCLUSIVE: EXIT_INCONCLUSIVE}
+
+
 @dataclass(frozen=True)
 class GateVerdict:
-    """The gate's answer: fail (exit 1) or pass, why, and the row and questions it rests on."""
+    """The gate's answer: pass, fail or inconclusive (exit 0, 1, 3), why, the row and questions it rests on, the
+    one-sided non-inferiority p at the margin (with --margin, or when every changed question lost), and about how many
+    questions would decide when the data cannot (NaN when more questions would not help)."""
 
-    failed: bool
+    outcome: str
     reason: str
     row: dict[str, Any] | None
     worst: pd.DataFrame
+    p_margin: float = np.nan
+    needed: float = np.nan
+
+    @property
+    def exit_code(self) -> int:
+        return GATE_EXIT_CODES[self.outcome]
+
+
+def _differences(moved: pd.DataFrame, n: int) -> np.ndarray:
+    """The n shared questions' differences after - before: the moved ones, and 0 for the questions that tied."""
+    return np.concatenate([moved["delta"].to_numpy(dtype=np.float64), np.zeros(n - len(moved))])
 
 
 def gate_verdict(diff: RunDiff, method: str, metric: str, k: int, max_drop: float, alpha: float,
-                 worst: int = 5) -> GateVerdict:
-    """Fail when the method is missing from either run, the runs share no question it answered, or its mean dropped
-    by more than max_drop and the drop is significant (paired randomization p < alpha) on the shared questions; pass
-    otherwise."""
+                 margin: float | None = None, worst: int = 5) -> GateVerdict:
+    """The gate's verdict on one method's metric between two runs (docs/how-to/runs.md).
+
+    With a margin δ: pass when the change is shown non-inferior (one-sided test of mean loss < δ at alpha), fail when
+    it is shown worse (significant drop, randomization p < alpha) and not shown within δ, inconclusive otherwise.
+    Without: fail on a drop beyond max_drop that is significant; a drop beyond it that is not significant passes as
+    noise only when the test could have reached alpha (2**(1 - m) < alpha with m changed questions: with 5 changed
+    questions p cannot go below 0.0625); a drop within max_drop where every changed question lost passes only when
+    its loss is shown within max_drop. Always fail when the method is missing from either run."""
     empty = pd.DataFrame(columns=QUESTION_COLUMNS)
-    if method in diff.removed:
-        return GateVerdict(True, "missing", None, empty)
     rows = diff.methods[(diff.methods["method"] == method) & (diff.methods["metric"] == metric)
                         & (diff.methods["k"] == k)]
-    if rows.empty:
-        return GateVerdict(True, "no shared question" if diff.shared_questions.get(method) == 0 else "missing", None,
-                           empty)
+    if method in diff.removed or rows.empty:
+        shares_none = method not in diff.removed and diff.shared_questions.get(method) == 0
+        return GateVerdict(FAIL, "no shared question" if shares_none else "missing", None, empty)
     row = rows.iloc[0].to_dict()
     moved = diff.questions[(diff.questions["method"] == method) & (diff.questions["metric"] == metric)
                            & (diff.questions["k"] == k)]
-    regressed = by_size(moved[moved["delta"] < 0], worst_first=True).head(worst)
-    dropped, significant = -row["delta"] > max_drop, row["p"] < alpha
-    reason = ("regression" if dropped and significant else "not significant" if dropped
-              else "within tolerance")
-    return GateVerdict(dropped and significant, reason, row, regressed.reset_index(drop=True))
+    regressed = by_size(moved[moved["delta"] < 0], worst_first=True).head(worst).reset_index(drop=True)
+    d = _differences(moved, int(row["n"]))
+    sd = float(d.std(ddof=1)) if len(d) > 1 else 0.0
+    delta, changed = float(row["delta"]), int(row["wins"]) + int(row["losses"])
+    shown_worse = delta < 0 and row["p"] < alpha
+    if margin is not None:
+        if not changed:  # the same values on every question: nothing to infer
+            return GateVerdict(PASS, "unchanged", row, regressed)
+        p_margin = float(noninferiority_p_values(d[None, :], margin)[0])
+        if p_margin < alpha:
+            return GateVerdict(PASS, "non-inferior", row, regressed, p_margin)
+        if shown_worse:
+            return GateVerdict(FAIL, "worse", row, regressed, p_margin)
+        needed = normal_n(delta + margin, sd, 2 * alpha) if delta + margin > 0 else np.nan
+        return GateVerdict(INCONCLUSIVE, "inconclusive", row, regressed, p_margin, needed)
+    if -delta > max_drop:
+        if shown_worse:
+            return GateVerdict(FAIL, "regression", row, regressed)
+        if 2.0 ** (1 - changed) >= alpha:
+            return GateVerdict(INCONCLUSIVE, "too few changed", row, regressed, needed=normal_n(delta, sd, alpha))
+        return GateVerdict(PASS, "not significant", row, regressed)
+    if int(row["wins"]) == 0 and int(row["losses"]) > 0:
+        p_margin = float(noninferiority_p_values(d[None, :], max_drop)[0])
+        if p_margin >= alpha:
+            needed = normal_n(delta + max_drop, sd, 2 * alpha) if delta + max_drop > 0 else np.nan
+            return GateVerdict(INCONCLUSIVE, "only losses", row, regressed, p_margin, needed)
+        return GateVerdict(PASS, "within tolerance", row, regressed, p_margin)
+    return GateVerdict(PASS, "within tolerance", row, regressed)

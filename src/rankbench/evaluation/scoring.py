@@ -21,8 +21,10 @@ from rankbench.evaluation.metrics import (
 from rankbench.evaluation.stats import (
     COMPARISON_COLUMNS,
     bootstrap_ci,
+    equivalence_p_values,
     holm,
     method_pairs,
+    noninferiority_p_values,
     paired_comparison,
     rank_intervals,
     tiers,
@@ -44,7 +46,11 @@ BASELINE_DTYPES = {"baseline": object, "diff": np.float64, "diff_low": np.float6
                    "ties": "Int64", "losses": "Int64", "below_one_question": "boolean"}
 AGGREGATE_COLUMNS = ["dataset", "qset", "method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_high",
                      "n", "n_excluded"] + BASELINE_COLUMNS
-PAIRS_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k"] + list(COMPARISON_COLUMNS)
+# Beside the superiority tests, at the metric's margin δ (evaluation.margin; NaN without one): one-sided
+# non-inferiority p of method_a no worse than method_b by more than δ, of method_b no worse than method_a, and the
+# TOST equivalence p (|diff| < δ); raw p, Holm is the reader's (over the family the finding speaks for).
+MARGIN_COLUMNS = ["margin", "p_noninferior_a", "p_noninferior_b", "p_equivalent"]
+PAIRS_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k"] + list(COMPARISON_COLUMNS) + MARGIN_COLUMNS
 GRADES_COLUMNS = ["grain", "kind", "rank", "grade", "count", "share", "n"]
 # Per headline metric, grain and kind: the method's tier (a = not significantly worse than the best, Holm over the
 # pairs with the best; b = the same among the rest, ...), its rank by mean and the 95% bootstrap interval of that
@@ -150,16 +156,32 @@ def _baseline_view(pairs: pd.DataFrame, by: Sequence[str], baseline: str) -> pd.
     return view[["method"] + family + BASELINE_COLUMNS]
 
 
+def _margin_tests(differences: np.ndarray, margins: np.ndarray) -> dict[str, np.ndarray]:
+    """MARGIN_COLUMNS of each row of [rows, n_queries] differences a - b at its margin (NaN where there is none)."""
+    has = ~np.isnan(margins)
+    columns = {name: np.full(len(margins), np.nan) for name in MARGIN_COLUMNS}
+    columns["margin"] = margins
+    if has.any():
+        d = differences[has]
+        columns["p_noninferior_a"][has] = noninferiority_p_values(d, margins[has])
+        columns["p_noninferior_b"][has] = noninferiority_p_values(0.0 - d, margins[has])
+        columns["p_equivalent"][has] = equivalence_p_values(d, margins[has])
+    return columns
+
+
 def summarize(per_query: pd.DataFrame, by: Sequence[str], baseline: str | None, n_resamples: int = 10_000,
-              seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+              seed: int = 0, margins: Mapping[tuple[str, int], float] | None = None
+              ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Means with bootstrap CIs, and every pair of methods compared, per (by..., metric, k) of a long table.
 
     ``per_query`` has columns method, qid, metric, k, value and the ``by`` columns. Returns the summary (one row
     per method, by..., metric, k: mean, ci_low, ci_high, n and, against the baseline, BASELINE_COLUMNS) and the
     pairs (one row per pair of methods, COMPARISON_COLUMNS; p_holm over all pairs of one (by..., metric, k)).
     A pair is compared on the questions both methods evaluate; resamples depend on the seed and the questions
-    only, so all pairs over the same questions are computed in one vectorized call.
+    only, so all pairs over the same questions are computed in one vectorized call. ``margins`` maps a (metric, k) to
+    its non-inferiority margin δ (MARGIN_COLUMNS; NaN for the others).
     """
+    margins = margins or {}
     means, pairs = [], []
     keys = list(by) + ["metric", "k"]
     grouped = per_query.groupby(list(by), sort=True) if by else [((), per_query)]
@@ -186,6 +208,8 @@ def summarize(per_query: pd.DataFrame, by: Sequence[str], baseline: str | None, 
             b = np.concatenate([cube[index[y]][:, mask] for _, y, _ in members])
             result = paired_comparison(a, b, n_resamples=n_resamples, seed=seed)
             n_rows = len(metric_index)
+            result.update(_margin_tests(a - b, np.tile([margins.get((m, int(k)), np.nan) for m, k in metric_index],
+                                                       len(members))))
             pairs.append(pd.DataFrame({
                 **labels,
                 "metric": np.tile(metric_index.get_level_values(0), len(members)),
@@ -197,10 +221,11 @@ def summarize(per_query: pd.DataFrame, by: Sequence[str], baseline: str | None, 
             }))
     summary = pd.concat(means, ignore_index=True) if means else pd.DataFrame(columns=["method"] + keys)
     pair_table = (pd.concat(pairs, ignore_index=True) if pairs
-                  else pd.DataFrame(columns=keys + [c for c in COMPARISON_COLUMNS]))
+                  else pd.DataFrame(columns=keys + list(COMPARISON_COLUMNS) + MARGIN_COLUMNS))
     pair_table["p_holm"] = (pair_table.groupby(keys, sort=False)["p_randomization"]
                             .transform(lambda p: holm(p.to_numpy())) if len(pair_table) else [])
-    pair_table = pair_table[keys + list(COMPARISON_COLUMNS)].sort_values(keys, kind="stable", ignore_index=True)
+    pair_table = pair_table[keys + list(COMPARISON_COLUMNS) + MARGIN_COLUMNS].sort_values(keys, kind="stable",
+                                                                                          ignore_index=True)
     if baseline is not None and len(pair_table):
         summary = summary.merge(_baseline_view(pair_table, by, baseline), on=["method"] + keys, how="left")
     for column in BASELINE_COLUMNS:
@@ -219,15 +244,15 @@ def _batches(masks: Mapping[Any, np.ndarray]) -> list[tuple[np.ndarray, list]]:
 
 
 def aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, dataset: str, qset: str,
-              n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None
-              ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The tidy aggregate (AGGREGATE_COLUMNS) and all pairs of methods (PAIRS_COLUMNS), per (grain, kind incl.
-    'all')."""
+              n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None,
+              margins: Mapping[tuple[str, int], float] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tidy aggregate (AGGREGATE_COLUMNS) and all pairs of methods (PAIRS_COLUMNS, with the margin tests of the
+    metrics `margins` names), per (grain, kind incl. 'all')."""
     kind_sizes = questions["kind"].value_counts().to_dict()
     kind_sizes[ALL_KINDS] = len(questions)
     long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())], ignore_index=True)
     long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True)
-    summary, pairs = summarize(long, ["grain", "kind"], baseline, n_resamples=n_resamples, seed=seed)
+    summary, pairs = summarize(long, ["grain", "kind"], baseline, n_resamples=n_resamples, seed=seed, margins=margins)
     summary = summary.assign(dataset=dataset, qset=qset,
                              n_excluded=summary["kind"].map(kind_sizes).fillna(0).astype(np.int64) - summary["n"])
     return summary[AGGREGATE_COLUMNS], pairs.assign(dataset=dataset, qset=qset)[PAIRS_COLUMNS]

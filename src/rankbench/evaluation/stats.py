@@ -415,6 +415,54 @@ def t_test_p_values(differences: np.ndarray) -> np.ndarray:
     return p
 
 
+def noninferiority_p_values(differences: np.ndarray, margins: np.ndarray | float) -> np.ndarray:
+    """One-sided paired test p of H0: mean <= -margin against H1: mean > -margin, for each row of [rows, n_queries]
+    differences a - b with its margin δ >= 0: a small p shows a no worse than b by more than δ (non-inferiority).
+
+    Hall's (1992) skewness-corrected t-test on the shifted differences x = d + δ: with r = x̄ / s and γ = μ3 / s³
+    (μ3 the third central moment), T = √n (r + γ r² / 3 + γ² r³ / 27 + γ / (6 n)) against t(n - 1): Johnson's (1978)
+    correction made monotone in r. Not the sign-flip test of the superiority marks: shifted by δ, the differences are
+    not symmetric about 0 under H0 (every tied question becomes +δ), which sign flips assume; and a few large losses
+    among many ties skew them, which makes the plain t-test too eager to show non-inferiority (tests/evaluation/
+    test_margins.py measures the size: at most α from about 100 questions on skewed, tie-heavy differences; fewer
+    questions can exceed it, e.g. 0.06 at 43 and 0.11 at 20).
+    Symmetric differences (γ = 0) give scipy.stats.ttest_1samp(d, -δ, alternative='greater'). Rows that do not vary
+    (within TIE_TOLERANCE) give p = 0 when their common value is above -δ, else 1, but NaN when every difference is 0:
+    questions that all tie say nothing about how large a rare loss could be. A single question gives NaN.
+    """
+    from scipy.special import stdtr
+
+    d = _as_finite_float(differences, "differences")
+    if d.ndim != 2 or d.shape[1] == 0:
+        raise ValueError(f"differences must be a [rows, n_queries] array with n_queries >= 1, got {d.shape}")
+    margin = np.broadcast_to(_as_finite_float(np.atleast_1d(margins), "margins"), (len(d),))
+    if np.any(margin < 0.0):
+        raise ValueError("margins must be >= 0")
+    n = d.shape[1]
+    p = np.full(len(d), np.nan)
+    if n < 2:
+        return p
+    shifted = d.mean(axis=1) + margin
+    varied = np.ptp(d, axis=1) > TIE_TOLERANCE
+    x = d[varied] + margin[varied, None]
+    mean, sd = shifted[varied], x.std(axis=1, ddof=1)
+    gamma = ((x - x.mean(axis=1, keepdims=True)) ** 3).mean(axis=1) / sd**3
+    ratio = mean / sd
+    t_stat = np.sqrt(n) * (ratio + gamma * ratio**2 / 3.0 + gamma**2 * ratio**3 / 27.0 + gamma / (6.0 * n))
+    p[varied] = stdtr(n - 1, -t_stat)
+    tied = ~varied & (np.abs(d).max(axis=1) <= TIE_TOLERANCE)
+    p[~varied] = np.where(shifted[~varied] > TIE_TOLERANCE, 0.0, 1.0)
+    p[tied] = np.nan
+    return p
+
+
+def equivalence_p_values(differences: np.ndarray, margins: np.ndarray | float) -> np.ndarray:
+    """TOST p of each row of [rows, n_queries] differences: the larger of the two one-sided p (a no worse than b by
+    more than δ, and b no worse than a by more than δ); a small p shows |mean| < δ (equivalence)."""
+    d = _as_finite_float(differences, "differences")
+    return np.maximum(noninferiority_p_values(d, margins), noninferiority_p_values(-d, margins))
+
+
 # Relative distance from the critical |t| beyond which t_test_rejects decides a row by |t| alone: there p is on its
 # side of alpha by about this share of alpha or more, orders of magnitude beyond stdtr's rounding (about 1e-15).
 _CRITICAL_BAND = 1e-4

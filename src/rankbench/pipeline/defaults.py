@@ -36,6 +36,9 @@ REPORT_DEFAULTS: dict[str, Any] = {
     "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",
     "ci": False, "alpha": 0.05, "columns": [], "comparisons": "baseline",
 }
+# Thresholds of the "What to do" rules (analysis/decision.py; docs/concepts/report.md has the rule table). No latency
+# budget by default: the reranker rule then cites the cost and leaves the budget to the reader.
+DECISION_DEFAULTS: dict[str, Any] = {"latency_budget_ms": None, "low_score": 0.3, "rerank_gain": 0.05}
 LLM_DEFAULTS: dict[str, dict[str, Any]] = {"generate": {"count": 20, "seed": 0, "qid_prefix": "g"},
                                            "judge": {"depth": 5}}
 # A chat block names its backend (the schema requires it); the rest defaults to the library's.
@@ -101,7 +104,7 @@ def config_defaults() -> dict[str, Any]:
                                if value is not dataclasses.MISSING})
     return {"results": RESULTS, "dataset": DATASET_DEFAULTS, "chunkers": {"*": CHUNKER_DEFAULTS},
             "encoders": {"*": ENCODER_DEFAULTS}, "methods": {"*": methods}, "evaluation": EVALUATION_DEFAULTS,
-            "report": REPORT_DEFAULTS, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}
+            "report": REPORT_DEFAULTS, "decision": DECISION_DEFAULTS, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}
 
 
 def effective_config(config: Mapping[str, Any], methods: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -114,6 +117,7 @@ def effective_config(config: Mapping[str, Any], methods: Mapping[str, Mapping[st
                  "dataset": {**DATASET_DEFAULTS, **config["dataset"]},
                  "evaluation": evaluation_settings(config),
                  "report": {**REPORT_DEFAULTS, **config.get("report", {})},
+                 "decision": {**DECISION_DEFAULTS, **config.get("decision", {})},
                  "chunkers": {name: {**CHUNKER_DEFAULTS, **spec} for name, spec in config["chunkers"].items()},
                  "encoders": {name: encoder_settings(spec) for name, spec in config.get("encoders", {}).items()},
                  "methods": {name: method_settings(spec) for name, spec in methods.items()}}

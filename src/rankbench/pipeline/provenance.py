@@ -70,6 +70,22 @@ def report_settings(config: Mapping[str, Any], ks: list[int], source: str) -> di
     return dict(sorted(settings.items()))
 
 
+def margin_settings(config: Mapping[str, Any], ks: list[int], source: str) -> list[list[Any]]:
+    """`evaluation.margin` as sorted [metric, k, δ] triples (aliases resolved), each metric at a configured k."""
+    margins = []
+    for name, delta in sorted(config.get("evaluation", {}).get("margin", {}).items()):
+        try:
+            (metric, k), = parse_metrics(name)
+        except (MetricNameError, ValueError) as error:
+            raise InputError(source, f"evaluation.margin.{name}", f"is not one metric ({error})",
+                             "Write one metric as name@k, e.g. ndcg@10: 0.02.") from None
+        if k and k not in ks:
+            raise InputError(source, f"evaluation.margin.{name}", f"uses the cut-off {k}, not in evaluation.ks",
+                             f"Use one of the configured ks: {ks}.")
+        margins.append([metric, k, float(delta)])
+    return margins
+
+
 def table_columns(names: list[str], requested: set[str], ks: list[int], source: str) -> list[list[Any]]:
     """`report.columns` as [metric, k] pairs (aliases such as map resolved): name@k at that k, a bare name at every
     configured k."""

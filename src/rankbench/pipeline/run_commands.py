@@ -1,5 +1,5 @@
 """`rankbench runs`, `rankbench diff-runs` and `rankbench gate`: the recorded runs of a version, what changed
-between two of them, and a regression gate for CI (exit 1 on a significant drop beyond the tolerance)."""
+between two of them, and a regression gate for CI (exit 0 pass, 1 fail, 3 inconclusive; docs/how-to/runs.md)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from rankbench.evaluation.metric_names import parse_metrics
 from rankbench.pipeline.defaults import RESULTS
 from rankbench.pipeline.options import finite_number, whole_number
 from rankbench.report.runs import diff_markdown, gate_paragraph, runs_table
+
+DEFAULT_MAX_DROP = 0.01
 
 
 def _only(found: list[str], what: str, flag: str, where: Path) -> str:
@@ -86,7 +88,9 @@ def diff_runs_command(args: argparse.Namespace) -> int:
 
 
 def gate_command(args: argparse.Namespace) -> int:
-    """Exit 1 when the method's run is missing or its metric dropped beyond the tolerance, significantly."""
+    """Exit 0 (pass), 1 (fail: the method's run is missing, or its metric dropped significantly beyond the tolerance
+    or, with --margin, is shown worse and not within the margin) or 3 (inconclusive); bad usage is an InputError
+    (exit 2)."""
     folder = store_folder(args)
     runs = stored_runs(folder)
     if args.pin:
@@ -97,6 +101,9 @@ def gate_command(args: argparse.Namespace) -> int:
         raise InputError("rankbench gate", None, "needs --method and --metric (or --pin RUN)",
                          "e.g. rankbench gate --method bm25 --metric ndcg@10")
     after = find_run(runs, "last", str(folder))
+    if args.margin is not None and args.max_drop is not None:
+        raise InputError("rankbench gate", "--margin", "replaces --max-drop (a tested margin instead of a tolerated "
+                         "drop)", "Give one of them.")
     recorded = [f"{m}@{k}" if k else m for m, k in after.meta["recorded"]]
     try:
         (metric, k), = parse_metrics(args.metric)
@@ -111,10 +118,15 @@ def gate_command(args: argparse.Namespace) -> int:
         before = find_run(runs, "last~1" if args.against == "last" else args.against, str(folder))
     if not args.across_question_sets:
         same_questions(before, after, folder)
+    if not any(args.method in run.meta.get("methods", {}) for run in (before, after)):
+        known = sorted(set(before.meta.get("methods", {})) | set(after.meta.get("methods", {})))
+        raise InputError("rankbench gate", "--method", f"{args.method!r} is in neither run ({before.run_id}, "
+                         f"{after.run_id})", f"Use one of: {', '.join(known)}.")
     diff = _diff(before, after, args.resamples, args.seed)
-    verdict = gate_verdict(diff, args.method, metric, k, args.max_drop, args.alpha)
-    print(gate_paragraph(verdict, diff, args.method, metric, k, args.max_drop, args.alpha, _texts(folder)))
-    return 1 if verdict.failed else 0
+    max_drop = DEFAULT_MAX_DROP if args.max_drop is None else args.max_drop
+    verdict = gate_verdict(diff, args.method, metric, k, max_drop, args.alpha, args.margin)
+    print(gate_paragraph(verdict, diff, args.method, metric, k, max_drop, args.alpha, _texts(folder), args.margin))
+    return verdict.exit_code
 
 
 SCOPE = (("dataset", "datasets"), ("qset", "question-set versions"), ("qset_sha256", "question-set contents (sha256)"))
@@ -154,13 +166,18 @@ def add_run_commands(commands: argparse._SubParsersAction) -> None:
     diff.add_argument("b", nargs="?", help="later run (default: last)")
     _where(diff)
     _resampling(diff)
-    gate = commands.add_parser("gate", help="exit 1 when a method's metric dropped significantly (for CI)")
+    gate = commands.add_parser("gate", help="exit 0 pass, 1 fail (a significant drop), 2 bad usage, 3 inconclusive "
+                                            "(for CI)")
     gate.add_argument("--method", help="method to check, e.g. bm25")
     gate.add_argument("--metric", help="recorded metric, e.g. ndcg@10")
     gate.add_argument("--against", default="last",
                       help="reference: last (the run before the latest, default), a RUN, or pinned")
-    gate.add_argument("--max-drop", type=finite_number(0), default=0.01,
-                      help="tolerated drop of the mean, a finite number >= 0 (default: 0.01)")
+    gate.add_argument("--max-drop", type=finite_number(0),
+                      help=f"tolerated drop of the mean, a finite number >= 0 (default: {DEFAULT_MAX_DROP})")
+    gate.add_argument("--margin", type=finite_number(0, open_low=True),
+                      help="non-inferiority margin δ (a finite number above 0) instead of --max-drop: pass "
+                           "only when the loss is shown within δ, fail when shown worse, else inconclusive "
+                           "(exit 3)")
     gate.add_argument("--alpha", type=finite_number(0, 1, open_low=True, open_high=True), default=0.05,
                       help="significance level, strictly between 0 and 1 (default: 0.05)")
     gate.add_argument("--across-question-sets", action="store_true",

@@ -1,5 +1,5 @@
-"""The comparison page of one question-set version: header with provenance, headline table with cost, findings,
-full tables per grain and per kind, label findings and the exact config."""
+"""The comparison page of one question-set version: the answer and what to do first, then the headline table,
+findings, full tables per grain and per kind, label findings, provenance and the exact config."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rankbench.analysis.frontier import cheapest_as_good
 from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
+from rankbench.report.decision import decision_lines
 from rankbench.report.findings import findings
 from rankbench.report.headline_marks import comparison_family, family_legend, footnote_lines, headline_grid
 from rankbench.report.tables import (
@@ -33,9 +35,13 @@ HOW_SURE = ("How sure is this table: `budget.md` says how many questions would s
             "shifted labels, and the metric bounds for unjudged items.")
 
 
-def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str
-              ) -> str:
-    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted.
+def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str,
+              pairs: pd.DataFrame | None = None, decision: Mapping[str, Any] | None = None,
+              frontier: pd.DataFrame | None = None, margin: float | None = None, image: str | None = None) -> str:
+    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted;
+    with `frontier` (analysis.frontier.frontier on the first headline metric, its margin and plot file), the
+    quality-cost frontier; with the pairs and `decision` (types, inputs, settings), the comparison page's "What to
+    do" with this run's ms/question in its evidence.
 
     Timings change from run to run, so they live on this page and not on the comparison page, which stays
     byte-identical across runs apart from its date.
@@ -77,7 +83,46 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         "some questions came from the cache (encoded by an earlier run or version), so their encoding is not "
         "counted and the figures understate a fresh question; `timings/` says how many. – : a job wrote no timing "
         "record.", "",
-        *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else [])])
+        *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else []),
+        *(frontier_lines(frontier, metric_label(*headline[0]), headline[0][1], margin, image)
+          if frontier is not None and len(frontier) else []),
+        *(decision_lines(aggregate, pairs, grain, headline, report["alpha"], decision["types"], decision["inputs"],
+                         decision["settings"], cost=by_method[["p50_ms", "p95_ms"]].to_dict("index"))[4:]
+          if pairs is not None and decision is not None else [])])
+
+
+def frontier_lines(table: pd.DataFrame, label: str, k: int, margin: float | None, image: str | None) -> list[str]:
+    """The quality-cost frontier as a section: the table (Pareto set starred), the cheapest method shown as good as
+    the best, and the plot."""
+    frame = pd.DataFrame({
+        "method": [markdown_literal(m) + (" ★" if front else "") for m, front in zip(table["method"], table["pareto"])],
+        f"{label} [95% CI]": [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in
+                              zip(table["mean"], table["ci_low"], table["ci_high"])],
+        "ms/question p95": table["p95_ms"].map(lambda v: "–" if pd.isna(v) else f"{v:.1f}"),
+        "index MB (disk)": table["index_bytes"].map(lambda v: "–" if pd.isna(v) else f"{v / 1e6:.2f}"),
+        "dimensions": table["dimensions"].map(lambda v: "–" if pd.isna(v) else f"{int(v)}"),
+        f"prompt characters at k={k}": table["prompt_chars"].map(lambda v: "–" if pd.isna(v) else f"{v:,.0f}"),
+        "no worse than the best (Holm p)": [
+            "(best)" if i == 0 else ("yes " if ok else "not shown ") + f"({p:.3f})" if margin is not None else "–"
+            for i, (ok, p) in enumerate(zip(table["no_worse_than_best"], table["p_no_worse_holm"]))],
+    })
+    cheapest = cheapest_as_good(table)
+    best = table["method"].iloc[0]
+    if margin is None:
+        verdict = (f"No `evaluation.margin` on {label}: no method can be shown as good as the best ({best}), so "
+                   "none is named as the cheapest equivalent (not shown different is not as good).")
+    elif cheapest == best or cheapest is None:
+        verdict = (f"No cheaper method is shown no worse than the best ({best}) by more than {margin:g}: the best "
+                   "is also the cheapest choice the numbers support.")
+    else:
+        verdict = (f"**{markdown_literal(cheapest)}** is the cheapest method shown no worse than the best "
+                   f"({markdown_literal(best)}) by more than {margin:g} (one-sided tests, Holm over the pairs with the "
+                   "best): choose it unless the last few points of quality matter more than its cost.")
+    return ["## Quality against cost", "", markdown_grid(frame.set_index("method")), "",
+            f"★ Pareto set of quality against ms/question p95: no other method is both better and faster. Index MB: "
+            "the corpus-side files the method searches (embeddings, index) on disk; dimensions: of its dense vectors; "
+            f"prompt characters: the mean length of its top {k} chunks, what a RAG prompt would carry. "
+            + verdict, "", *([f"![quality against cost]({image})", ""] if image else [])]
 
 
 def _seconds(value: float, digits: int) -> str:
@@ -174,7 +219,8 @@ class ComparisonInputs:
     quick: the page of a quick run (no explorer link; it says what the full run adds). software: package -> version
     of rankbench and its main dependencies (pipeline.software.software_versions); commit: the git commit of
     rankbench's source (None off a checkout). cards: method -> {type, description, models}
-    (pipeline.models.method_cards), the table's legend of methods.
+    (pipeline.models.method_cards), the table's legend of methods. decision: the `decision` block (thresholds of the
+    "What to do" rules); method_inputs: method -> the runs it consumes (a reranker's first stage, a fusion's inputs).
     """
 
     aggregate: pd.DataFrame
@@ -202,6 +248,8 @@ class ComparisonInputs:
     software: Mapping[str, str] | None = None
     commit: str | None = None
     cards: Mapping[str, Mapping[str, Any]] | None = None
+    decision: Mapping[str, Any] | None = None
+    method_inputs: Mapping[str, Sequence[str]] | None = None
 
 
 def headline_table(inputs: ComparisonInputs) -> tuple[pd.DataFrame, dict[int, str]]:
@@ -234,28 +282,35 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     evaluated = int(aggregate[(aggregate["kind"] == ALL_KINDS) & (aggregate["grain"] == "document")]["n"].max())
     experiment = json.loads(config_json).get("experiment", {})
     baseline = evaluation.get("baseline")
-    lines = [
-        f"# {dataset} — question-set version {manifest['version']}",
-        "",
+    provenance = [
         f"- dataset: `{dataset}`; question-set version: `{manifest['version']}` (sha256 `{manifest['sha256']}`)",
         f"- questions: {len(questions)}; with a relevant label (evaluated): {evaluated}; "
         f"excluded (no relevant label, counted apart): {len(questions) - evaluated}",
         f"{DATE_PREFIX}{date}",
         f"- config: sha256 `{config_sha256}` (the config as written; the effective config, every default filled "
         "in, is at the end of this page)",
-        QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
-        "[explorer.html](explorer.html)",
         *models_lines(models or {}),
         *software_lines(software or {}, inputs.commit),
     ]
     if experiment:
-        lines.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
-                     + (f" — {markdown_literal(experiment['note'])}" if experiment.get("note") else ""))
-    lines += [
-        f"- relevant when grade >= {evaluation['relevance_threshold']}; nDCG gain {evaluation['gain']}; "
-        f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 (trec_eval -c); "
-        f"baseline: {baseline or 'none'}",
+        provenance.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
+                          + (f" — {markdown_literal(experiment['note'])}" if experiment.get("note") else ""))
+    provenance.append(f"- relevant when grade >= {evaluation['relevance_threshold']}; nDCG gain {evaluation['gain']}; "
+                      f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 "
+                      f"(trec_eval -c); baseline: {baseline or 'none'}")
+    lines = [
+        f"# {dataset} — question-set version {manifest['version']}",
         "",
+        f"{evaluated} of {len(questions)} questions evaluated (with a relevant label); provenance (versions, hashes, "
+        "models, date) at the end of the page.",
+        "",
+        QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
+        "[explorer.html](explorer.html)",
+        "",
+        *decision_lines(aggregate, pairs, grain, headline, alpha, method_types, inputs.method_inputs or {},
+                        inputs.decision or {}),
+    ]
+    lines += [
         f"## Headline ({grain} grain, all questions)",
         "",
         markdown_grid(grid),
@@ -320,6 +375,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     lines += ["## Labels", "", *labels_section(validation)]
     if judged:
         lines += judge_section(judge_agreement)
+    lines += ["## Provenance", "", *provenance, ""]
     lines += ["## Effective config", "", "The config as this run used it: every default filled in, grids expanded "
               "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
               "```", ""]

@@ -8,7 +8,7 @@ import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
-from rankbench.evaluation.stats import format_p, holm_versus_best
+from rankbench.evaluation.stats import format_p, holm, holm_versus_best
 from rankbench.report.tables import pair_row
 from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
 
@@ -99,8 +99,9 @@ def kind_patterns(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metr
 
 def within_noise(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int,
                  alpha: float, resamples: int) -> str | None:
-    """Which methods the best one cannot be told apart from, and which are significantly behind it (Holm over the
-    pairs with the best, as the tiers: the methods it cannot be told apart from are exactly tier a's)."""
+    """Which methods are not shown different from the best, and which are significantly behind it (Holm over the
+    pairs with the best, as the tiers: the methods not shown different are exactly tier a's). Never worded as
+    equivalence: that takes a margin (margin_finding)."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)
                      & (aggregate["metric"] == metric) & (aggregate["k"] == k)]
     rows = rows.sort_values(["mean", "method"], ascending=[False, True])
@@ -116,21 +117,62 @@ def within_noise(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metri
             p = _p(p_best, pair["p_randomization"], resamples)
             (behind if p_best < alpha else noise).append(f"{other} (Holm {p})")
     parts = [f"On {metric_label(metric, k)}, "
-             + (f"{', '.join(noise)} cannot be told apart from {best}" if noise
+             + (f"{', '.join(noise)} {'is' if len(noise) == 1 else 'are'} not shown different from {best}" if noise
                 else f"every other method is significantly behind {best}")]
     if noise and behind:
         parts.append(f"; {', '.join(behind)} {'is' if len(behind) == 1 else 'are'} significantly behind it")
     return "".join(parts) + (f" (Holm over the pairs with {best}, as the tiers; → {grain} grain, all questions, "
-                             f"{metric_label(metric, k)}).")
+                             f"{metric_label(metric, k)})." + (" Not shown different is not equivalent: only a "
+                                                               "margin (evaluation.margin) can show “no worse”."
+                                                               if noise else ""))
+
+
+def margin_finding(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int,
+                   alpha: float) -> str | None:
+    """At the metric's margin δ (evaluation.margin), which methods are shown no worse than the best by more than δ
+    (one-sided test, Holm over the pairs with the best) and which of them equivalent to it (TOST, same family); None
+    without a margin."""
+    rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)
+                     & (aggregate["metric"] == metric) & (aggregate["k"] == k)]
+    rows = rows.sort_values(["mean", "method"], ascending=[False, True])
+    scope = pairs[(pairs["grain"] == grain) & (pairs["kind"] == ALL_KINDS) & (pairs["metric"] == metric)
+                  & (pairs["k"] == k)]
+    if len(rows) < 2 or "margin" not in scope or scope["margin"].isna().all():
+        return None
+    best, others = rows.iloc[0]["method"], rows["method"].iloc[1:].tolist()
+    delta = float(scope["margin"].dropna().iloc[0])
+    no_worse, equivalent = {}, {}
+    for other in others:
+        pair = pair_row(pairs, grain, ALL_KINDS, metric, k, other, best)
+        no_worse[other] = 1.0 if pair is None or pd.isna(pair["p_noninferior_a"]) else pair["p_noninferior_a"]
+        equivalent[other] = 1.0 if pair is None or pd.isna(pair["p_equivalent"]) else pair["p_equivalent"]
+    shown = {m: p for m, p in zip(others, holm(list(no_worse.values()))) if p < alpha}
+    alike = {m: p for m, p in zip(others, holm(list(equivalent.values()))) if p < alpha}
+    label = metric_label(metric, k)
+    where = f"(one-sided tests at δ = {delta:g}, Holm over the pairs with {best}; → {grain} grain, all questions)"
+    if not shown:
+        return (f"On {label}, no method is shown no worse than {best} by more than {delta:g} {where}: the questions "
+                f"cannot show it, whatever the other findings say.")
+    text = ", ".join(f"{m} (Holm {'p < 0.001' if p < 0.001 else f'p = {p:.3f}'})" for m, p in shown.items())
+    sentence = f"On {label}, {text} {'is' if len(shown) == 1 else 'are'} no worse than {best} by more than {delta:g}"
+    if alike:
+        sentence += (f"; {', '.join(alike)} {'is' if len(alike) == 1 else 'are'} also equivalent to it within "
+                     f"±{delta:g} (TOST)")
+    rest = [m for m in others if m not in shown]
+    if rest:
+        sentence += f"; for {', '.join(rest)} that is not shown"
+    return f"{sentence} {where}."
 
 
 def findings(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
              types: Mapping[str, str], alpha: float, resamples: int) -> list[str]:
-    """Best method per headline metric, significant per-kind patterns, methods within noise of the best.
+    """Best method per headline metric, significant per-kind patterns, methods within noise of the best, and per
+    headline metric with a margin the methods shown no worse than the best.
 
     resamples: of the randomization test, whose floor 1/(resamples + 1) makes a p there a bound.
     """
     sentences = [best_method(aggregate, pairs, grain, m, k, types, alpha, resamples) for m, k in headline]
     sentences += kind_patterns(aggregate, pairs, grain, headline, types, alpha, resamples)
     sentences.append(within_noise(aggregate, pairs, grain, *headline[0], alpha, resamples))
+    sentences += [margin_finding(aggregate, pairs, grain, m, k, alpha) for m, k in headline]
     return [s for s in sentences if s]

@@ -12,6 +12,7 @@ import pandas as pd
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
+from rankbench.report.decision import decision_lines
 from rankbench.report.pages import markdown_html
 
 # Each version's pages in reading order: file name beside the version's folder -> what it answers.
@@ -36,6 +37,7 @@ class VersionEntry:
     aggregate: pd.DataFrame
     pages: Sequence[str]
     draft: bool = False
+    pairs: pd.DataFrame | None = None
 
 
 def headline_rows(aggregate: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
@@ -62,19 +64,24 @@ def evaluated(aggregate: pd.DataFrame, grain: str) -> int:
 
 
 def index_page(dataset: str, versions: Sequence[VersionEntry], diffs: Sequence[str], history: bool,
-               report: Mapping[str, Any], baseline: str | None) -> str:
-    """The entry page as a standalone HTML document (relative links only, nothing loaded from the network)."""
+               report: Mapping[str, Any], baseline: str | None, decision: Mapping[str, Any] | None = None) -> str:
+    """The entry page as a standalone HTML document (relative links only, nothing loaded from the network); with a
+    version's pairs and `decision` (types, inputs, settings: the comparison page's), its answer and what to do
+    first."""
     grain = str(report["grain"])
     headline = [(str(m), int(k)) for m, k in report["headline"]]
     lines = [f"# {markdown_literal(dataset)}: results", "",
-             f"Every question-set version of this dataset, its headline ({grain} grain, all questions: the method "
-             "with the highest mean per metric beside the baseline; whether a lead is real, the comparison page "
-             "tests) and the pages this run wrote for it.", ""]
+             f"Every question-set version of this dataset: the answer (the best method or the methods tied with it, "
+             f"how sure) and what to do, its headline ({grain} grain, all questions: the method with the highest "
+             "mean per metric beside the baseline) and the pages this run wrote for it.", ""]
     for entry in versions:
         draft = " (draft: not frozen)" if entry.draft else ""
         lines += [f"## Question-set version {markdown_literal(entry.qset)}{draft}", "",
                   f"{entry.questions} questions, {evaluated(entry.aggregate, grain)} with a relevant label "
                   f"(evaluated); sha256 `{entry.sha256[:12]}`.", ""]
+        if entry.pairs is not None and decision is not None:
+            lines += decision_lines(entry.aggregate, entry.pairs, grain, headline, float(report["alpha"]),
+                                    decision["types"], decision["inputs"], decision["settings"], level=3)
         table = headline_rows(entry.aggregate, grain, headline, baseline)
         if len(table):
             lines += [markdown_grid(table), ""]

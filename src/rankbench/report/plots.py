@@ -14,6 +14,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
@@ -248,4 +249,30 @@ def history_plot(history: pd.DataFrame, metric: str, title: str) -> Figure:
         axis.grid(alpha=0.3)
         axis.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     figure.suptitle(title, fontsize=10)
+    return figure
+
+
+@house_style
+def frontier_plot(table: pd.DataFrame, label: str, title: str) -> Figure:
+    """Quality (with its 95% CI) against ms/question p95, one point per method with a timing, the Pareto set joined
+    by a line and its points filled; other points hollow. A log x axis when the timings span more than 20×."""
+    rows = table[table["p95_ms"].notna() & (table["p95_ms"] > 0)].sort_values("p95_ms")
+    palette = colors(table["method"])
+    figure, axis = new_figure(figsize=(7.5, 5.0))
+    front = rows[rows["pareto"]]
+    axis.plot(front["p95_ms"], front["mean"], color=BASELINE_COLOR, linestyle="--", linewidth=1, zorder=1,
+              label="Pareto set (nothing both better and cheaper)")
+    for position, row in enumerate(rows.itertuples(index=False)):
+        color = palette[row.method]
+        axis.errorbar(row.p95_ms, row.mean, yerr=[[row.mean - row.ci_low], [row.ci_high - row.mean]], fmt="o",
+                      color=color, markerfacecolor=color if row.pareto else "white", capsize=3, zorder=2)
+        # neighbours in x get labels at staggered heights, so that close points stay readable
+        axis.annotate(row.method, (row.p95_ms, row.mean), textcoords="offset points",
+                      xytext=(5, (4, -12, 14, -22)[position % 4]), fontsize=8, color=color)
+    if len(rows) and rows["p95_ms"].max() > 20 * rows["p95_ms"].min():
+        axis.set_xscale("log")
+        axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set(xlabel="ms of query-side work per question, p95 (this run's timings)",
+             ylabel=f"{label}, 95% CI", title=title)
+    axis.legend(loc="lower right", fontsize=8, frameon=False)
     return figure

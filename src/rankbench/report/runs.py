@@ -125,10 +125,18 @@ def since_last_run_section(diff: RunDiff | None, headline: Sequence[tuple[str, i
     return diff_markdown(diff, headline, texts, "Since the last run")
 
 
+def _needed(needed: float, n: int) -> str:
+    """About how many questions like these would decide, or why more would not."""
+    if needed != needed:  # NaN
+        return "more questions like these would not decide it"
+    return f"about {int(needed)} questions like these would decide it (you have {n})"
+
+
 def gate_paragraph(verdict: GateVerdict, diff: RunDiff, method: str, metric: str, k: int, max_drop: float,
-                   alpha: float, texts: Mapping[str, str]) -> str:
-    """One paragraph: pass or fail, the means, the drop against the tolerance, p against alpha, the worst questions,
-    and which of the two runs was made from a draft version (it does not change the verdict)."""
+                   alpha: float, texts: Mapping[str, str], margin: float | None = None) -> str:
+    """One paragraph: PASS, FAIL or INCONCLUSIVE, the means, the drop against the tolerance or the margin, the p
+    against alpha, the questions needed when the data cannot tell, the worst questions, and which of the two runs was
+    made from a draft version (it does not change the verdict)."""
     name = metric_label(metric, k)
     drafts = f" {draft_runs_line(diff.drafts)}" if diff.drafts else ""  # said, never a reason to fail
     if verdict.reason == "no shared question":
@@ -142,14 +150,29 @@ def gate_paragraph(verdict: GateVerdict, diff: RunDiff, method: str, metric: str
     stats = (f"{method} {name} {row['before']:.4f} → {row['after']:.4f} (Δ {row['delta']:+.4f}) over "
              f"{row['n']} shared questions, paired randomization p = {row['p']:.4f}, W/T/L {row['wins']}/"
              f"{row['ties']}/{row['losses']}, run {diff.before} → {diff.after}")
-    if verdict.reason == "regression":
-        head = (f"FAIL: {stats}: the drop exceeds the tolerance {max_drop:g} and is significant "
-                f"(p < {alpha:g}).")
-    elif verdict.reason == "not significant":
-        head = (f"PASS: {stats}: the drop exceeds the tolerance {max_drop:g} but is not significant "
-                f"(p ≥ {alpha:g}), so it may be noise.")
-    else:
-        head = f"PASS: {stats}: no drop beyond the tolerance {max_drop:g}."
+    margin = max_drop if margin is None else margin
+    within = f"one-sided p = {verdict.p_margin:.4f} that the loss is within"
+    needed = _needed(verdict.needed, int(row["n"]))
+    heads = {
+        "non-inferior": f"PASS: {stats}: shown no worse than before by more than the margin {margin:g} "
+                        f"({within} it, < {alpha:g}).",
+        "worse": f"FAIL: {stats}: the drop is significant (p < {alpha:g}) and not shown within the margin "
+                 f"{margin:g} ({within} it).",
+        "inconclusive": f"INCONCLUSIVE: {stats}: neither shown worse (p ≥ {alpha:g}) nor shown within the margin "
+                        f"{margin:g} ({within} it); {needed}.",
+        "regression": f"FAIL: {stats}: the drop exceeds the tolerance {max_drop:g} and is significant "
+                      f"(p < {alpha:g}).",
+        "not significant": f"PASS: {stats}: the drop exceeds the tolerance {max_drop:g} but is not significant "
+                           f"(p ≥ {alpha:g}), so it may be noise.",
+        "too few changed": f"INCONCLUSIVE: {stats}: the drop exceeds the tolerance {max_drop:g}, but with "
+                           f"{row['wins'] + row['losses']} changed questions the test cannot reach p < {alpha:g} "
+                           f"whatever the changes; {needed}.",
+        "only losses": f"INCONCLUSIVE: {stats}: every changed question lost and the loss is not shown within the "
+                       f"tolerance {max_drop:g} ({within} it); {needed}.",
+        "unchanged": f"PASS: {stats}: no question changed.",
+        "within tolerance": f"PASS: {stats}: no drop beyond the tolerance {max_drop:g}.",
+    }
+    head = heads[verdict.reason]
     if verdict.worst.empty:
         return head + " No question regressed." + drafts
     worst = "; ".join(f"{r.qid} ({_shorten(texts.get(r.qid, ''))}) {r.before:.3f} → {r.after:.3f}"

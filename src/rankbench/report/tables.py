@@ -104,6 +104,8 @@ def pair_row(pairs: pd.DataFrame, grain: str, kind: str, metric: str, k: int, x:
     if "d_z" in row:
         row["d_z"], row["d_z_low"], row["d_z_high"] = -row["d_z"], -row["d_z_high"], -row["d_z_low"]
     row["wins"], row["losses"] = row["losses"], row["wins"]
+    if "p_noninferior_a" in row:
+        row["p_noninferior_a"], row["p_noninferior_b"] = row["p_noninferior_b"], row["p_noninferior_a"]
     return row
 
 

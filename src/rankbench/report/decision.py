@@ -1,0 +1,106 @@
+"""The verdict and "What to do" in words: the opening of the comparison page and of index.html (the rules and
+their evidence computed in analysis/decision.py; the rule table is docs/concepts/report.md's)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rankbench.analysis.budget import PRACTICAL_TIE
+from rankbench.analysis.decision import Advice, Comparison, Verdict, advice, verdict
+from rankbench.evaluation.metric_names import metric_label
+from rankbench.io.markdown import markdown_literal
+
+
+def _p(p: float) -> str:
+    return "Holm p < 0.001" if p < 0.001 else f"Holm p = {p:.3f}"
+
+
+def evidence(c: Comparison) -> str:
+    """Δ with its CI, the Holm p and W/T/L of one comparison, in one parenthesis-free clause."""
+    return (f"Δ {c.diff:+.3f} (95% CI {c.diff_low:+.3f} to {c.diff_high:+.3f}), {_p(c.p_holm)}, W/T/L "
+            f"{c.wins}/{c.ties}/{c.losses} over {c.n} questions")
+
+
+def _needed(needed: float, n: int) -> str:
+    if not np.isfinite(needed):
+        return "more questions would not settle it"
+    if needed > PRACTICAL_TIE * n:
+        return f"about {int(needed):,} questions would settle it, more than {PRACTICAL_TIE} times the {n} you have: " \
+               "treat them as tied"
+    return f"about {int(needed):,} questions would settle it (you have {n}; `budget.md`)"
+
+
+def verdict_text(result: Verdict | None) -> str:
+    """The answer in one paragraph: the best method or the tied group, by how much, how sure."""
+    if result is None:
+        return "No method was evaluated on this metric."
+    label = metric_label(result.metric, result.k)
+    head = (f"**{markdown_literal(result.best)}** has the highest {label}, {result.mean:.3f} (95% CI "
+            f"{result.ci_low:.3f}–{result.ci_high:.3f})")
+    lead = result.lead
+    if lead is None:
+        return head + "; it is the only method."
+    if not result.tied:
+        return (f"{head}, clearly ahead of every other method: its lead over the runner-up {markdown_literal(lead.b)} "
+                f"is {evidence(lead)}.")
+    tied = ", ".join(markdown_literal(m) for m in result.tied)
+    return (f"{head}, but it is **not shown better** than {tied} (tier a: not significantly behind it). Its lead "
+            f"over the runner-up {markdown_literal(lead.b)}: {evidence(lead)}; {_needed(result.needed, lead.n)}.")
+
+
+def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]] | None) -> str:
+    """One rule as a bullet: the pattern with its evidence, then the suggested action."""
+    names = [markdown_literal(m) for m in item.methods]
+    if item.rule == "low_scores":
+        return (f"**Every method scores low** (the best, {names[0]}, reaches {label} {item.figures['best']:.3f}, below "
+                f"`decision.low_score` {item.figures['low_score']:g}). → Check the data and the labels first "
+                "(the label findings below, the unjudged share in `robustness.md`) before choosing a method.")
+    c = item.evidence[0]  # every rule but low_scores rests on one comparison
+    if item.rule == "hybrid_above_dense":
+        return (f"**Hybrid clearly above dense**: {names[0]} over {names[1]}, {evidence(c)}. → Use {names[0]} in "
+                "production.")
+    if item.rule == "dense_close_to_hybrid":
+        return (f"**Dense ≈ hybrid**: {names[0]} is shown no worse than {names[1]} by more than "
+                f"{item.figures['margin']:g} (one-sided {_p(c.p_noninferior).removeprefix('Holm ')}; "
+                f"{evidence(c)}). → The simpler "
+                f"one will do: {names[0]} (one index, one query encoding).")
+    if item.rule == "needs_margin":
+        return (f"**Dense vs hybrid undecided**: neither {names[0]} nor {names[1]} is clearly above the other "
+                f"({evidence(c)}), and without `evaluation.margin` on {label} “the simpler one will do” cannot be "
+                "shown. → Set a margin (the loss you would accept for a simpler system) to test it.")
+    if item.rule == "lexical_above_dense":
+        return (f"**Lexical clearly above dense**: {names[0]} over {names[1]}, {evidence(c)}. → The embeddings do not "
+                "fit this domain: fine-tune them on your documents, or keep full-text search (alone or fused).")
+    if item.rule == "reranker_gains":
+        budget = item.figures.get("latency_budget_ms", np.nan)
+        timing = (cost or {}).get(item.methods[0])
+        latency = (f"; it costs {timing['p50_ms']:.1f} ms/question p50, {timing['p95_ms']:.1f} p95"
+                   if timing and np.isfinite(timing.get("p95_ms", np.nan)) else "; its ms/question: `cost.md`")
+        if np.isfinite(budget):
+            fits = (" — within" if timing and timing["p95_ms"] <= budget else " — over") if timing else " against"
+            latency += f"{fits} `decision.latency_budget_ms` {budget:g}"
+        return (f"**The reranker gains a lot**: {names[0]} over its first stage {names[1]}, {evidence(c)} (at least "
+                f"`decision.rerank_gain` {item.figures['rerank_gain']:g}){latency}. → Turn it on if its p95 fits "
+                "your latency budget.")
+    return (f"**Wide intervals**: {names[0]} vs {names[1]}, {evidence(c)}; {_needed(item.figures['needed'], c.n)}. "
+            "→ Not enough questions to choose between them: add questions (or choose on cost, `cost.md`).")
+
+
+def decision_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
+                   alpha: float, types: Mapping[str, str], inputs: Mapping[str, Sequence[str]],
+                   settings: Mapping[str, Any], cost: Mapping[str, Mapping[str, float]] | None = None,
+                   level: int = 2) -> list[str]:
+    """"The answer" and "What to do" sections (Markdown lines, headings of `level`) on the first headline metric."""
+    metric, k = headline[0]
+    label = metric_label(metric, k)
+    answer = verdict(aggregate, pairs, grain, metric, k, alpha)
+    lines = [f"{'#' * level} The answer ({label}, {grain} grain, all questions)", "", verdict_text(answer), "",
+             f"{'#' * level} What to do", ""]
+    rules = advice(aggregate, pairs, grain, metric, k, alpha, types, inputs, settings)
+    lines += [f"- {_rule_line(item, label, cost)}" for item in rules] or [
+        "- No rule of the decision table applies on these numbers (docs/concepts/report.md, *What to do*)."]
+    return lines + [""]
