@@ -72,4 +72,5 @@ def test_init_run_edit_freeze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
     version.write_text(good.replace('"grade": 2', '"grade": 1'), encoding="utf-8")
     result = snakemake(proj, "--dry-run")
-    assert result.returncode != 0 and "changed after it was frozen" in result.stdout + result.stderr
+    assert result.returncode == 2 and "changed after it was frozen" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and '  File "' not in result.stderr, result.stderr[-2000:]
