@@ -54,7 +54,7 @@ from rankbench.pipeline.dataset_formats import (
     version_source,
 )
 from rankbench.pipeline.start_checks import check_dataset
-from rankbench.pipeline.drafts import is_draft
+from rankbench.pipeline.drafts import is_draft, record_frozen_results
 from rankbench.analysis.runs import RUNS_FOLDER
 from rankbench.pipeline.mlflow import mlflow_settings
 
@@ -95,6 +95,12 @@ DRAFTS = [qset for qset in QSETS if is_draft(config, qset, LOCK)]
 REWRITES = sorted(
     {name for q in config["qsets"].values() for name in q.get("rewrites", {})}
 )
+
+
+# A draft frozen after its results were made keeps them (freezing changes no content): its record of what they were made
+# from is written when the run starts, not while the Snakefile is parsed (dry runs write nothing).
+onstart:
+    record_frozen_results(config, R)
 
 
 def drafts_of(*qsets):
