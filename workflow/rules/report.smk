@@ -271,6 +271,7 @@ rule run_record:
     input:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
+        labels=f"{R}/{{qset}}/labels.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
         engine_runs=engine_runs,
     output:

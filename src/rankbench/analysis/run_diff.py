@@ -1,6 +1,7 @@
 """What changed between two recorded runs of a version, and the regression gate built on it: per method present in
 both, the paired difference of each recorded metric over the shared questions (randomization test and W/T/L from
-evaluation.stats), the questions that moved, the methods added or removed and the config keys that changed."""
+evaluation.stats), the questions that moved, the methods added or removed, the config keys and the questions (text,
+labels, added, removed) that changed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.analysis.runs import config_changes
+from rankbench.analysis.runs import config_changes, question_changes
 from rankbench.evaluation.stats import TIE_TOLERANCE, paired_randomization_test, win_tie_loss
 from rankbench.io.markdown import natural_order
 
@@ -33,6 +34,9 @@ class RunDiff:
     config_changes: list[dict[str, Any]]
     # The runs (of before and after) made from a draft question-set version, not frozen: its labels may change.
     drafts: list[str] = field(default_factory=list)
+    # The questions whose text, labels or fields changed, added or removed (runs.question_changes; None: the question
+    # set changed, but the earlier record cannot name its questions).
+    questions_changed: dict[str, list[str]] | None = field(default_factory=dict)
 
 
 def diff_runs(before: pd.DataFrame, after: pd.DataFrame, before_meta: Mapping[str, Any],
@@ -63,7 +67,8 @@ def diff_runs(before: pd.DataFrame, after: pd.DataFrame, before_meta: Mapping[st
     return RunDiff(before_meta["run_id"], after_meta["run_id"], pd.DataFrame(rows, columns=METHOD_COLUMNS),
                    moved[QUESTION_COLUMNS].reset_index(drop=True), sorted(new_methods - old_methods),
                    sorted(old_methods - new_methods), config_changes(before_meta["config"], after_meta["config"]),
-                   [meta["run_id"] for meta in (before_meta, after_meta) if meta.get("draft")])
+                   [meta["run_id"] for meta in (before_meta, after_meta) if meta.get("draft")],
+                   question_changes(before_meta, after_meta))
 
 
 def by_size(moved: pd.DataFrame, worst_first: bool) -> pd.DataFrame:
