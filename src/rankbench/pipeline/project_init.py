@@ -1,7 +1,7 @@
 """`rankbench init`: a project folder (config, corpus, a draft question-set version) from documents and a sheet.
 
-Everything is checked and written into a temporary folder beside the target, then renamed: a bad file
-or row stops init with its file and line, and leaves nothing behind.
+Everything is checked and written into a temporary folder beside the target, then renamed: bad files and rows
+stop init with every mistake's file and line (all of them in one pass), and leave nothing behind.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pandas as pd
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.documents import document_id, load_documents_from, native_records
 from rankbench.corpus.sections import slugify, split_sections
-from rankbench.errors import InputError
+from rankbench.errors import InputError, raise_all
 from rankbench.io.files import jsonl_text, write_folder_atomically
 from rankbench.io.question_sheet import read_question_sheet
 from rankbench.pipeline.config import expand_methods
@@ -75,6 +75,11 @@ class _Resolver:
                          "empty to label the whole document.")
 
 
+def _unchecked_label(document: str, section: str, where: str) -> tuple[str, str | None]:
+    """A label as the sheet gives it, when the documents could not be read to check it against."""
+    return document, section or None
+
+
 def dataset_name(folder: Path) -> str:
     """A dataset name from the project folder's name (letters, digits and `_ . + -`)."""
     return _NAME.sub("-", folder.resolve().name).strip(".+-") or "project"
@@ -114,9 +119,19 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
         raise InputError(folder, None, "already exists and is not an empty folder",
                          "Give a new folder: init never overwrites a project.")
     name = name or dataset_name(folder)
-    frame, skipped = load_documents_from(documents)
-    check_chunkable(frame, ChunkerSpec(kind="sections"), documents, "the sections chunker")
-    questions = read_question_sheet(sheet, _Resolver(frame, sheet, documents))
+    errors: list[InputError] = []  # the documents' and the sheet's mistakes, told together
+    try:
+        frame, skipped = load_documents_from(documents)
+        check_chunkable(frame, ChunkerSpec(kind="sections"), documents, "the sections chunker")
+    except InputError as error:
+        errors.append(error)
+        frame, skipped = None, []
+    try:  # without the documents, the sheet's own mistakes (its labels cannot be checked)
+        questions = read_question_sheet(sheet, _Resolver(frame, sheet, documents) if frame is not None
+                                        else _unchecked_label)
+    except InputError as error:
+        errors.append(error)
+    raise_all(errors)
     records = [question.record for question in questions]
     config = project_config(name, version, language)
 
