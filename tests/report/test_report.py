@@ -386,6 +386,7 @@ def test_calibration_with_perfect_separation_finds_a_threshold_without_error() -
     page = calibration_markdown(top1, table, "v")
     assert "Fewest errors: 0 of 22 questions, with a threshold of 0.5000." in page
     assert "| 0.5000 | 0% | 0% | **0** |" in page
+    assert "[the plot](plots/calibration.svg)" in page
     assert page.count("\n| 0.") + page.count("\n| 1.") <= 11  # a page of rows, not one per score
 
 

@@ -427,7 +427,7 @@ HOW_SURE_PAGES = ("budget", "robustness")
 
 
 def index_pages():
-    """Each version's pages the index links: the comparison alone in a quick run."""
+    """Each version's pages and plots the index links: the comparison alone in a quick run."""
     if QUICK:
         return ["comparison.html"]
     return [
@@ -437,6 +437,10 @@ def index_pages():
         *[f"{page}.html" for page in HOW_SURE_PAGES],
         "calibration.html",
         "cost.html",
+        *[
+            f"plots/{figure}.svg"
+            for figure in ("bars", "recall", "kinds", "grades", "calibration")
+        ],
     ]
 
 

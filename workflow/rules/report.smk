@@ -485,6 +485,7 @@ rule index_page:
         pages=index_pages(),
         diffs=[] if QUICK else [f"{a}-vs-{b}.html" for a, b in DIFFS],
         history=not QUICK,
+        quick=QUICK,
         report=REPORT,
         baseline=EVALUATION["baseline"],
     script:

@@ -17,7 +17,7 @@ def main(snakemake):
         record = json.loads(Path(manifest).read_text())
         versions.append(VersionEntry(qset, record["sha256"], int(record["questions"]), pd.read_parquet(aggregate),
                                      p.pages, qset in p.drafts))
-    page = index_page(p.dataset, versions, p.diffs, p.history, p.report, p.baseline)
+    page = index_page(p.dataset, versions, p.diffs, p.history, p.report, p.baseline, p.quick)
     write_text(page, snakemake.output.html)
 
 

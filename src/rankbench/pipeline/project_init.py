@@ -104,9 +104,10 @@ def project_config(name: str, version: str, language: str) -> dict[str, Any]:
 
 
 CONFIG_HEADER = """\
-# Written by `rankbench init`, with every default spelled out: change what you like (config/README.md says what each
-# key does). A version with `draft: true` may be edited and run again; `rankbench check` validates it against the
-# corpus, and `rankbench freeze --version NAME` freezes it for good (and removes its `draft: true`).
+# Written by `rankbench init`, with every default spelled out: change what you like (rankbench's documentation says
+# what each key does: Reference > Configuration, docs/reference/config.md in its source). A version with
+# `draft: true` may be edited and run again; `rankbench check` validates it against the corpus, and
+# `rankbench freeze --version NAME` freezes it for good (and removes its `draft: true`).
 """
 
 

@@ -40,6 +40,7 @@ def calibration_markdown(top1: pd.DataFrame, table: pd.DataFrame, qset: str) -> 
              "top-1 score beats an unanswerable one's (0.5 = the score carries no signal).", "",
              markdown_grid(summary.rename(columns={"median_answerable": "median top-1 (answerable)",
                                                    "median_unanswerable": "median top-1 (unanswerable)"})), ""]
+    lines += ["Each method's top-1 scores, answerable against unanswerable: [the plot](plots/calibration.svg).", ""]
     lines += ["Every distinct top-1 score is tried as a threshold (`calibration/thresholds.parquet` has them all); "
               f"each method's table shows {SHOWN_THRESHOLDS} of them evenly spaced and the lowest and highest with the "
               "fewest errors (in bold).", ""]
