@@ -20,13 +20,15 @@ def values_of(per_method: dict[str, np.ndarray], metric: str = "ndcg", k: int = 
 
 
 def meta_of(values: pd.DataFrame, config: dict = CONFIG, note: str | None = None, qset: str = "v1",
-            draft: bool = False) -> dict:
-    meta = {"dataset": "d", "qset": qset, "qset_sha256": "0" * 64, "config_sha256": "1" * 64, "config": config,
+            draft: bool = False, qset_sha256: str = "0" * 64, questions: dict | None = None) -> dict:
+    meta = {"dataset": "d", "qset": qset, "qset_sha256": qset_sha256, "config_sha256": "1" * 64, "config": config,
             "label": None, "note": note, "grain": "document", "recorded": [["ndcg", 10]],
             "headline": [["ndcg", 10]], "plot_metric": ["ndcg", 10], "rankbench_version": "0.1.0", "commit": None,
             "methods": {m: {"identity": m, "type": "bm25", "models": {}} for m in sorted(set(values["method"]))}}
     if draft:  # as record_run.py writes it: only a draft version's record has the key
         meta["draft"] = True
+    if questions is not None:  # per-question fingerprints (a record made before them has none)
+        meta["questions"] = questions
     return {**meta, "content_sha256": content_sha256(values, meta)}
 
 

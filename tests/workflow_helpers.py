@@ -62,3 +62,21 @@ def edit_config(workdir: Path, edit, name: str = "config.yaml") -> str:
     edit(config)
     (workdir / name).write_text(yaml.safe_dump(config, sort_keys=False))
     return name
+
+
+_LINK = re.compile(r'(?:href|src)="([^"]*)"')
+
+
+def broken_links(results: Path) -> list[str]:
+    """Every link and image of every HTML page under a results folder whose target does not exist (`page: target`);
+    anchors within a page and links the explorer's script builds (`${...}`) are not files."""
+    broken = []
+    for page in sorted(results.rglob("*.html")):
+        for target in _LINK.findall(page.read_text(encoding="utf-8")):
+            path = target.split("#")[0].split("?")[0]
+            if not path or "${" in target:
+                continue
+            assert "://" not in path and not path.startswith("/"), (page, target)  # nothing from the network
+            if not (page.parent / path).exists():
+                broken.append(f"{page.relative_to(results)}: {target}")
+    return broken

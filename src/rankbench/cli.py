@@ -218,8 +218,12 @@ def init_command(args: argparse.Namespace) -> int:
                          f"Install what a project needs: `pip install '{PROJECT_INSTALL}'`."
                          ) from None
 
-    print(summary_text(init_project(args.folder, args.documents, args.questions, args.version, args.language,
-                                    args.name)))
+    try:
+        summary = init_project(args.folder, args.documents, args.questions, args.version, args.language, args.name)
+    except InputError as error:  # the documents' and the sheet's mistakes, all of them: exit 2, an input error
+        print(f"rankbench: {error}", file=sys.stderr)
+        return 2
+    print(summary_text(summary))
     return 0
 
 

@@ -34,3 +34,26 @@ class InputError(ValueError):
         if self.where:
             location = f"{location}, {self.where}"
         super().__init__(f"{location}: {self.problem}. {self.fix}")
+
+
+class InputErrors(InputError):
+    """Every mistake one pass over the input found (each an InputError), reported together so that one round trip
+    fixes them all: the first SHOWN in full, then how many more."""
+
+    SHOWN = 20
+
+    def __init__(self, errors: list[InputError]) -> None:
+        self.errors = list(errors)
+        shown = "\n".join(f"- {error}" for error in self.errors[:self.SHOWN])
+        more = f"\n- ... and {len(self.errors) - self.SHOWN} more" if len(self.errors) > self.SHOWN else ""
+        super().__init__(None, None, f"{len(self.errors)} mistakes", "Fix them all, then run the command again.")
+        self.args = (f"{len(self.errors)} mistakes, each with its file and line:\n{shown}{more}\n{self.fix}",)
+
+
+def raise_all(errors: list[InputError]) -> None:
+    """Raise the mistakes found in one pass: none, nothing; one, itself; several, InputErrors (nested ones flat)."""
+    flat = [inner for error in errors for inner in (error.errors if isinstance(error, InputErrors) else [error])]
+    if len(flat) == 1:
+        raise flat[0]
+    if flat:
+        raise InputErrors(flat)

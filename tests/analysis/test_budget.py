@@ -197,3 +197,21 @@ def test_quantiles_equal_scipy_stats_bit_for_bit():
             expected = (sps.norm.ppf(1 - alpha / 2) + sps.norm.ppf(0.8) if n < 2 or n > 1_000_000
                         else sps.t.ppf(1 - alpha / 2, n - 1) + sps.t.ppf(0.8, n - 1))
             assert _quantiles(alpha, 0.8, n) == float(expected)
+
+
+@pytest.mark.parametrize("baseline", ["good", "best"])
+def test_a_pair_that_matters_twice_gets_one_count(baseline: str) -> None:
+    """The runner-up (or the best) is the baseline: best vs runner-up and the vs-baseline row are the same pair, so
+    the page gives one count for it (it gave 55 and 57: each row had its own simulation seed)."""
+    per_query, aggregate = toy_metrics(0)
+    aggregate = aggregate.assign(mean=aggregate["mean"].where(aggregate["method"] != "best", 0.9))
+    table = plan_budget(per_query, aggregate, "document", [("hit", 1)], baseline, 0.05, seed=0)
+    for _, rows in table.groupby("kind"):
+        top = rows[rows["pair"] == "best vs runner-up"].iloc[0]
+        same = rows[(rows["pair"] == "vs baseline") & (rows[["method_a", "method_b"]].apply(set, axis=1)
+                                                       == {top["method_a"], top["method_b"]})]
+        assert len(same) == 1
+        twin = same.iloc[0]
+        for column in ("n_needed", "power_at_needed", "mdd", "simulated"):
+            assert twin[column] == top[column] or (np.isnan(twin[column]) and np.isnan(top[column]))
+        assert twin["diff"] == (top["diff"] if twin["method_a"] == top["method_a"] else -top["diff"])

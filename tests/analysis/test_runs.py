@@ -17,7 +17,15 @@ import scipy.stats
 from runs_helpers import BASE, CONFIG, meta_of, pending, values_of
 
 from rankbench.analysis.run_diff import diff_runs, gate_verdict
-from rankbench.analysis.runs import config_changes, find_run, previous_run, store_run, stored_runs
+from rankbench.analysis.runs import (
+    config_changes,
+    find_run,
+    previous_run,
+    question_changes,
+    question_fingerprints,
+    store_run,
+    stored_runs,
+)
 from rankbench.cli import main
 from rankbench.errors import InputError
 from rankbench.pipeline.provenance import method_identities
@@ -361,3 +369,69 @@ def test_gate_with_a_margin(tmp_path: Path, capsys, after: np.ndarray, options, 
     assert _gate(tmp_path, BASE, after, *options) == code
     out = capsys.readouterr().out
     assert says in out and len(out.strip().splitlines()) == 1
+
+
+def _version(texts: dict[str, str], labels: dict[str, list[tuple[str, int]]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    questions = pd.DataFrame({"qid": list(texts), "question": list(texts.values()), "kind": "k", "audience": "public",
+                              "as_of": None})
+    rows = [{"qid": q, "doc_id": d, "section": None, "grade": g} for q, ls in labels.items() for d, g in ls]
+    return questions, pd.DataFrame(rows, columns=["qid", "doc_id", "section", "grade"])
+
+
+BEFORE = _version({"q1": "How?", "q2": "Why?", "q3": "When?", "q10": "Who?"},
+                  {"q1": [("d1", 2)], "q2": [("d2", 1), ("d3", 2)], "q3": [("d3", 1)], "q10": []})
+# q2's text edited, q3's labels edited, q10 removed, q4 added; q1 as it was (its label rows in another order too)
+AFTER = _version({"q1": "How?", "q2": "Why not?", "q3": "When?", "q4": "Where?"},
+                 {"q1": [("d1", 2)], "q2": [("d3", 2), ("d2", 1)], "q3": [("d3", 2)], "q4": [("d4", 1)]})
+
+
+def test_question_fingerprints_name_the_questions_whose_text_or_labels_changed() -> None:
+    before = {"qset_sha256": "a" * 64, "questions": question_fingerprints(*BEFORE)}
+    after = {"qset_sha256": "b" * 64, "questions": question_fingerprints(*AFTER)}
+    assert question_changes(before, after) == {"text": ["q2"], "labels": ["q3"], "fields": [], "added": ["q4"],
+                                               "removed": ["q10"]}
+    assert not any(question_changes(after, {**after}).values())
+    assert question_changes({"qset_sha256": "a" * 64}, after) is None  # a record from before the fingerprints
+    kind = AFTER[0].assign(kind=["k", "k", "other", "k"])
+    assert question_changes(after, {"qset_sha256": "c" * 64, "questions": question_fingerprints(kind, AFTER[1])})[
+        "fields"] == ["q3"]
+
+
+def test_runs_and_diff_runs_say_which_questions_changed_and_runs_lists_every_version(tmp_path: Path,
+                                                                                    capsys) -> None:
+    """Before: after editing one question's text and another's labels, both said "no config change" and every
+    method "same"; and `runs` refused to list two versions ("Choose one with --qset")."""
+    store = tmp_path / "d" / "v2" / "runs-history"
+    values = values_of({"bm25": BASE, "dense": np.full(len(BASE), 0.5)})
+    store_run(store, pending(tmp_path, values, "a", qset="v2", qset_sha256="a" * 64,
+                             questions=question_fingerprints(*BEFORE)), "20261201T090000Z")
+    moved = values_of({"bm25": REGRESSION, "dense": np.full(len(BASE), 0.5)})
+    store_run(store, pending(tmp_path, moved, "b", qset="v2", qset_sha256="b" * 64,
+                             questions=question_fingerprints(*AFTER)), "20261201T090100Z")
+    store_run(tmp_path / "d" / "v1" / "runs-history", pending(tmp_path, values, "c"), "20261201T090200Z")
+    where = ["--results", str(tmp_path)]
+    assert main(["diff-runs", *where, "--qset", "v2"]) == 0
+    text = capsys.readouterr().out
+    said = "Questions: text changed `q2`; labels changed `q3`; added `q4`; removed `q10`."
+    assert "Config: no config change. " + said in text
+    assert "| bm25 | questions changed | 30 |" in text and "| dense | questions changed |" in text
+    assert main(["runs", *where]) == 0
+    listing = capsys.readouterr().out
+    assert "# d, question-set version v1" in listing and "# d, question-set version v2" in listing
+    assert "| no config change; questions: text changed `q2`; labels changed `q3`; added `q4`; removed `q10` |" \
+        in listing
+    assert main(["runs", *where, "--qset", "v1"]) == 0
+    assert "question-set version" not in capsys.readouterr().out  # one version: one table, as before
+    chart = history_html("d", {"v2": run_means(stored_runs(store), [["ndcg", 10]])}, [["ndcg", 10]])
+    assert "labels changed `q3`" in chart
+
+
+def test_a_record_without_fingerprints_says_the_question_set_changed(tmp_path: Path, capsys) -> None:
+    store = tmp_path / "d" / "v1" / "runs-history"
+    values = values_of({"bm25": BASE})
+    store_run(store, pending(tmp_path, values, "a"), "20261201T090000Z")
+    store_run(store, pending(tmp_path, values, "b", qset_sha256="b" * 64, questions=question_fingerprints(*AFTER)),
+              "20261201T090100Z")
+    assert main(["diff-runs", "--results", str(tmp_path)]) == 0
+    text = capsys.readouterr().out
+    assert "Questions: question set changed (its sha256 differs;" in text and "| bm25 | questions changed |" in text

@@ -79,3 +79,32 @@ def test_init_refuses_a_bad_sheet_without_traceback(tmp_path: Path, monkeypatch:
     err = capsys.readouterr().err
     assert err.startswith("rankbench: q.csv, line 2: has grade 'high'") and "Traceback" not in err
     assert not (tmp_path / "proj").exists()
+
+
+def test_init_reports_every_mistake_in_one_pass(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: init stopped at the first mistake, so two mistakes took two round trips."""
+    write_documents(tmp_path / "docs")
+    rows = ["question,document,section,grade", "How?,guide.html,,high", "Why?,guide.html,chargin,",
+            "When?,guid.html,,1", ",guide.html,,1", "Fine?,guide.html,,2"]
+    rows += [f"Q{i}?,missing-{i}.md,," for i in range(25)]
+    (tmp_path / "q.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "proj", "--documents", "docs", "--questions", "q.csv"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rankbench: 29 mistakes, each with its file and line:\n")
+    for told in ("q.csv, line 2: has grade 'high'", "q.csv, line 3: names section 'chargin'",
+                 "q.csv, line 4: names document 'guid.html'", "q.csv, line 5: has no question text",
+                 "q.csv, line 7: names document 'missing-0.md'", "- ... and 9 more"):
+        assert told in err, told
+    assert "line 6" not in err and "Traceback" not in err
+    assert err.count("\n- ") == 21  # the first 20 in full, then the count
+    assert not (tmp_path / "proj").exists()
+
+    # a document that cannot be read and the sheet's own mistakes, together (labels are checked once it reads)
+    (tmp_path / "docs" / "empty.md").write_text("  \n", encoding="utf-8")
+    assert main(["init", "proj", "--documents", "docs", "--questions", "q.csv"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rankbench: 3 mistakes") and "empty.md: holds no text" in err
+    assert "line 2: has grade 'high'" in err and "line 5: has no question text" in err
+    assert not (tmp_path / "proj").exists()

@@ -272,8 +272,8 @@ def test_a_trec_config_with_bad_grades_fails_at_start_naming_the_qrels_line(tmp_
                          {"test": {"topics": files["topics"], "qrels": files["qrels"]}})
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     result = snakemake(tmp_path, "--dry-run")
-    assert result.returncode != 0
-    assert f"{files['qrels']}, line 15 (question '1', id '2'): grade 'x' is not an integer" in result.stdout
+    assert result.returncode == 2
+    assert f"{files['qrels']}, line 15 (question '1', id '2'): grade 'x' is not an integer" in result.stderr
     assert not (tmp_path / "results").exists()
 
 

@@ -460,8 +460,8 @@ def test_a_missing_input_stops_the_run_even_when_results_exist(mini: Path) -> No
         os.utime(path, (1_700_000_000 + age, 1_700_000_000 + age))
     (mini / "tests/fixtures/mini/corpus.jsonl").unlink()
     result = snakemake(mini, "--dry-run")
-    assert result.returncode != 0
-    assert "config.yaml, dataset.corpus: 'tests/fixtures/mini/corpus.jsonl' is not an existing file" in result.stdout
+    assert result.returncode == 2  # an input error, told at start on stderr
+    assert "config.yaml, dataset.corpus: 'tests/fixtures/mini/corpus.jsonl' is not an existing file" in result.stderr
 
 
 def test_numba_backend_without_numba_stops_at_start(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,7 +6,7 @@ import re
 
 import pandas as pd
 
-from rankbench.report.index_page import VERSION_PAGES, VersionEntry, index_page
+from rankbench.report.index_page import VERSION_PAGES, VERSION_PLOTS, VersionEntry, index_page
 
 REPORT = {"grain": "chunk", "headline": [["ndcg", 10], ["hit", 1]]}
 
@@ -20,12 +20,14 @@ def aggregate(shift: float) -> pd.DataFrame:
 
 
 def test_each_version_has_its_headline_at_the_report_grain_and_links_to_its_pages() -> None:
-    versions = [VersionEntry("v1", "a" * 64, 50, aggregate(0.0), list(VERSION_PAGES)),
+    versions = [VersionEntry("v1", "a" * 64, 50, aggregate(0.0), [*VERSION_PAGES, *VERSION_PLOTS]),
                 VersionEntry("v2", "b" * 64, 52, aggregate(0.05), ["comparison.html"], draft=True)]
     page = index_page("demo", versions, ["v1-vs-v2.html"], True, REPORT, "bm25")
     links = re.findall(r'href="([^"]+)"', page)
-    assert links == [f"v1/{name}" for name in VERSION_PAGES] + ["v2/comparison.html", "diffs/v1-vs-v2.html",
-                                                                "history.html"]
+    assert links == [f"v1/{name}" for name in [*VERSION_PAGES, *VERSION_PLOTS]] + [
+        "v2/comparison.html", "diffs/v1-vs-v2.html", "history.html"]
+    assert '<a href="v1/plots/bars.svg">bars</a> (the plot metric of each method with its 95% CI)' in page
+    assert "quick run" not in page
     assert "chunk grain, all questions" in page and "50 questions, 40 with a relevant label" in page
     v1 = page.split("Question-set version v1")[1].split("Question-set version v2")[0]
     row = re.search(r"<td>nDCG@10</td>\s*<td>([^<]*)</td>\s*<td[^>]*>([^<]*)</td>\s*<td[^>]*>([^<]*)</td>", v1)
@@ -36,6 +38,8 @@ def test_each_version_has_its_headline_at_the_report_grain_and_links_to_its_page
 
 def test_a_quick_run_without_baseline_diffs_or_history_links_the_comparison_pages_only() -> None:
     versions = [VersionEntry("v1", "a" * 64, 50, aggregate(0.0), ["comparison.html"])]
-    page = index_page("demo", versions, [], False, REPORT, None)
+    page = index_page("demo", versions, [], False, REPORT, None, quick=True)
     assert re.findall(r'href="([^"]+)"', page) == ["v1/comparison.html"]
-    assert "Between versions" not in page and "history" not in page and ">baseline</th>" in page
+    assert "the plots, the diffs between versions and the history are absent" in page
+    assert "<code>rankbench run</code> (without <code>--quick</code>) builds them" in page
+    assert "Between versions" not in page and "history.html" not in page and ">baseline</th>" in page

@@ -335,13 +335,59 @@ def test_calibration_thresholds_count_shares_of_each_side() -> None:
     questions = pd.DataFrame({"qid": ["a1", "a2", "a3", "u1", "u2"], "kind": "k"})
     top1 = top1_scores({"m": run}, questions, {"a1", "a2", "a3"})
     assert np.isnan(top1.set_index("qid").loc["u2", "score"])
-    table = thresholds(top1, steps=3).set_index("threshold")
-    # quantiles 25/50/75% of [0.3, 0.5, 0.8, 0.9] = 0.45, 0.65, 0.825
-    assert table.index.tolist() == pytest.approx([0.45, 0.65, 0.825])
-    assert table["answerable_below"].tolist() == pytest.approx([1 / 3, 1 / 3, 2 / 3])
-    assert table["unanswerable_above"].tolist() == pytest.approx([0.5, 0.0, 0.0])
-    assert table["errors"].tolist() == [2, 1, 2]
+    table = thresholds(top1).set_index("threshold")
+    # every distinct score: 0.3, 0.5, 0.8, 0.9
+    assert table.index.tolist() == pytest.approx([0.3, 0.5, 0.8, 0.9])
+    assert table["answerable_below"].tolist() == pytest.approx([0, 1 / 3, 1 / 3, 2 / 3])
+    assert table["unanswerable_above"].tolist() == pytest.approx([0.5, 0.5, 0.0, 0.0])
+    assert table["errors"].tolist() == [1, 2, 1, 2]
     assert separation(top1).iloc[0]["auc"] == pytest.approx(5 / 6)  # 6 pairs; a3 (0.3) loses to u1 (0.5)
+
+
+def _brute_force_errors(scores: np.ndarray, answerable: np.ndarray, threshold: float) -> int:
+    """Errors of one threshold counted question by question (an empty result is below every threshold)."""
+    return sum(1 for score, good in zip(scores, answerable)
+               if (good and (np.isnan(score) or score < threshold))
+               or (not good and not np.isnan(score) and score >= threshold))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_calibration_tries_every_distinct_score_as_a_brute_force_search_would(seed: int) -> None:
+    """On random scores with ties and empty results, the table has every distinct score, its counts equal a
+    question-by-question count, and its fewest errors equal the best of any threshold at all (scores, midpoints
+    and beyond both ends)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 60))
+    scores = rng.integers(0, 12, n).astype(float) / 4  # ties
+    scores[rng.random(n) < 0.1] = np.nan
+    answerable = rng.random(n) < 0.6
+    answerable[:2] = [True, False]
+    top1 = pd.DataFrame({"method": "m", "qid": [f"q{i}" for i in range(n)], "kind": "k", "answerable": answerable,
+                         "score": scores})
+    table = thresholds(top1)
+    distinct = np.unique(scores[~np.isnan(scores)])
+    assert table["threshold"].tolist() == distinct.tolist()
+    assert table["errors"].tolist() == [_brute_force_errors(scores, answerable, t) for t in distinct]
+    assert table["answerable_below"].tolist() == pytest.approx(
+        [np.mean([np.isnan(s) or s < t for s in scores[answerable]]) for t in distinct])
+    candidates = np.concatenate([distinct, (distinct[1:] + distinct[:-1]) / 2, [distinct[0] - 1]])
+    assert table["errors"].min() == min(_brute_force_errors(scores, answerable, t) for t in candidates)
+
+
+def test_calibration_with_perfect_separation_finds_a_threshold_without_error() -> None:
+    """AUC 1: some threshold makes no error (a decile grid could miss the gap between the two sides)."""
+    answerable = np.array([True] * 19 + [False] * 3)
+    scores = np.concatenate([np.linspace(0.50, 0.95, 19), [0.10, 0.48, 0.49]])
+    top1 = pd.DataFrame({"method": "m", "qid": [f"q{i}" for i in range(22)], "kind": "k", "answerable": answerable,
+                         "score": scores})
+    assert separation(top1).iloc[0]["auc"] == 1.0
+    table = thresholds(top1)
+    assert table["errors"].min() == 0
+    page = calibration_markdown(top1, table, "v")
+    assert "Fewest errors: 0 of 22 questions, with a threshold of 0.5000." in page
+    assert "| 0.5000 | 0% | 0% | **0** |" in page
+    assert "[the plot](plots/calibration.svg)" in page
+    assert page.count("\n| 0.") + page.count("\n| 1.") <= 11  # a page of rows, not one per score
 
 
 def _per_query(values):

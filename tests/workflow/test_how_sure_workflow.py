@@ -49,8 +49,9 @@ def test_budget_and_robustness_pages_parquet_and_findings(demo: Path) -> None:
     page = (demo / V1 / "comparison.md").read_text()
     findings = page.split("## Findings")[1].split("## All questions")[0]
     assert "you need about" in findings or "tie on" in findings or "are practically tied on" in findings
-    assert "Label noise — nDCG@10: the winner" in findings and "More in `robustness.md`." in findings
-    assert "`budget.md`" in page and "`robustness.md`" in page
+    assert "Label noise — nDCG@10: the winner" in findings
+    assert "More on the [robustness page](robustness.html)." in findings
+    assert "[budget page](budget.html)" in page and "[robustness page](robustness.html)" in page
     for name in ("budget", "robustness"):
         assert (demo / V1 / f"{name}.md").read_text().startswith("# demo — question-set version v1")
         assert (demo / V1 / f"{name}.html").exists()

@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 import yaml
 from document_helpers import QUESTIONS_CSV, write_documents
-from workflow_helpers import snakemake
+from workflow_helpers import planned_jobs, snakemake
 
 from rankbench.cli import main
+from rankbench.io.frozen import content_hash
+
+# Jobs of a version's questions, runs and metrics (every rule of queries.smk, retrieve.smk and evaluate.smk that the
+# project runs): freezing a draft unchanged must leave their outputs up to date.
+QUESTION_SIDE = {"prepare_questions", "validate_labels", "embed_queries", "qrels", "retrieve_bm25", "retrieve_dense",
+                 "fuse", "rerank", "evaluate", "aggregate"}
 
 
 def comparison_first_line(proj: Path) -> str:
@@ -37,7 +43,7 @@ def test_init_run_edit_freeze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert result.returncode == 0, result.stderr[-3000:]
     assert comparison_first_line(proj).startswith("**DRAFT**: question-set version v1 not frozen")
     v1 = proj / "results" / "proj" / "v1"
-    for page in ("validation.md", "failures.md", "budget.md", "robustness.md", "calibration.md", "cost.md"):
+    for page in ("failures.md", "budget.md", "robustness.md", "calibration.md", "cost.md"):
         assert (v1 / page).read_text().startswith("**DRAFT**"), page
     assert "<body>\n<p><strong>DRAFT</strong>" in (v1 / "explorer.html").read_text()
     assert not (v1 / ".frozen-sha256").exists()
@@ -50,7 +56,7 @@ def test_init_run_edit_freeze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
                        encoding="utf-8")
     result = snakemake(proj, "--cores", "2")  # an edited draft runs again
     assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads((v1 / "qset.json").read_text())["draft"] is True
+    assert json.loads((v1 / "qset.json").read_text())["sha256"] == content_hash([version])
     labels = json.loads(version.read_text().splitlines()[0])["labels"]
     assert labels[0]["grade"] == 3
 
@@ -61,9 +67,13 @@ def test_init_run_edit_freeze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         result.stderr
 
     version.write_text(good, encoding="utf-8")
+    assert snakemake(proj, "--cores", "2").returncode == 0
     monkeypatch.chdir(proj)
     assert main(["freeze", "--version", "v1"]) == 0
     assert "draft" not in config.read_text()
+    # Freezing changed no content: no question-side job reruns, only the pages that said DRAFT (and the run record).
+    planned = set(planned_jobs(proj))
+    assert planned and not planned & QUESTION_SIDE, planned
     result = snakemake(proj, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     assert comparison_first_line(proj) == "# proj — question-set version v1"
@@ -72,4 +82,5 @@ def test_init_run_edit_freeze(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
     version.write_text(good.replace('"grade": 2', '"grade": 1'), encoding="utf-8")
     result = snakemake(proj, "--dry-run")
-    assert result.returncode != 0 and "changed after it was frozen" in result.stdout + result.stderr
+    assert result.returncode == 2 and "changed after it was frozen" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and '  File "' not in result.stderr, result.stderr[-2000:]

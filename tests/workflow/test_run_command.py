@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from document_helpers import QUESTIONS_CSV, write_documents
-from workflow_helpers import REPO
+from workflow_helpers import REPO, broken_links
 
 BEIR_TINY = REPO / "tests" / "fixtures" / "beir-tiny"
 
@@ -37,6 +37,11 @@ def test_a_project_outside_the_repository_runs_quick(tmp_path: Path) -> None:
     page = (version / "comparison.md").read_text()
     assert "quick run (`rankbench run --quick`)" in page and "| bm25 |" in page.replace("`", "")
     assert not (version / "explorer.html").exists() and not (version / "budget.html").exists()
+    # every link of the quick run's pages leads to a file; the pages it lacks are said to be absent, with the command
+    assert broken_links(project / "results") == []
+    index = (project / "results" / "beir-tiny" / "index.html").read_text()
+    assert "This quick run (<code>rankbench run --quick</code>)" in index and "without <code>--quick</code>" in index
+    assert "are absent from a quick run" in page and "budget.html" not in page and "cost.html" not in page
     assert sorted(BEIR_TINY.rglob("*")) == fixture_files  # nothing written beside the dataset
 
 

@@ -57,7 +57,7 @@ from rankbench.pipeline.dataset_formats import (
     version_source,
 )
 from rankbench.pipeline.start_checks import check_dataset
-from rankbench.pipeline.drafts import is_draft
+from rankbench.pipeline.drafts import is_draft, record_frozen_results
 from rankbench.analysis.runs import RUNS_FOLDER
 from rankbench.pipeline.mlflow import mlflow_settings
 
@@ -102,6 +102,12 @@ DRAFTS = [qset for qset in QSETS if is_draft(config, qset, LOCK)]
 REWRITES = sorted(
     {name for q in config["qsets"].values() for name in q.get("rewrites", {})}
 )
+
+
+# A draft frozen after its results were made keeps them (freezing changes no content): its record of what they were made
+# from is written when the run starts, not while the Snakefile is parsed (dry runs write nothing).
+onstart:
+    record_frozen_results(config, R)
 
 
 def drafts_of(*qsets):
@@ -428,7 +434,7 @@ HOW_SURE_PAGES = ("budget", "robustness")
 
 
 def index_pages():
-    """Each version's pages the index links: the comparison alone in a quick run."""
+    """Each version's pages and plots the index links: the comparison alone in a quick run."""
     if QUICK:
         return ["comparison.html"]
     return [
@@ -438,6 +444,10 @@ def index_pages():
         *[f"{page}.html" for page in HOW_SURE_PAGES],
         "calibration.html",
         "cost.html",
+        *[
+            f"plots/{figure}.svg"
+            for figure in ("bars", "recall", "kinds", "grades", "calibration")
+        ],
     ]
 
 

@@ -23,9 +23,8 @@ rule prepare_questions:
     params:
         format=DATASET["format"],
         source=lambda wildcards: version_source(config, wildcards.qset),
-        expected_sha256=lambda wildcards: LOCK.get(wildcards.qset),
+        # not whether the version is a draft: freezing it unchanged reruns nothing (the job reads the lock)
         lock=DATASET.get("lock", ""),
-        draft=lambda wildcards: bool(drafts_of(wildcards.qset)),
     script:
         "../scripts/prepare_questions.py"
 
@@ -52,7 +51,6 @@ rule validate_labels:
     threads: 1
     params:
         chunkers=LABEL_CHUNKERS,
-        drafts=lambda wildcards: drafts_of(wildcards.qset),
     script:
         "../scripts/validate_labels.py"
 

@@ -288,6 +288,7 @@ rule run_record:
     input:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
+        labels=f"{R}/{{qset}}/labels.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
         engine_runs=engine_runs,
     output:
@@ -502,6 +503,7 @@ rule index_page:
         pages=index_pages(),
         diffs=[] if QUICK else [f"{a}-vs-{b}.html" for a, b in DIFFS],
         history=not QUICK,
+        quick=QUICK,
         report=REPORT,
         baseline=EVALUATION["baseline"],
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},

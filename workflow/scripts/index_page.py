@@ -19,7 +19,7 @@ def main(snakemake):
         versions.append(VersionEntry(qset, record["sha256"], int(record["questions"]), pd.read_parquet(aggregate),
                                      p.pages, qset in p.drafts, pd.read_parquet(pairs)))
     decision = {"types": p.method_types, "inputs": p.method_inputs, "settings": p.decision}
-    page = index_page(p.dataset, versions, p.diffs, p.history, p.report, p.baseline, decision)
+    page = index_page(p.dataset, versions, p.diffs, p.history, p.report, p.baseline, decision, p.quick)
     write_text(page, snakemake.output.html)
 
 

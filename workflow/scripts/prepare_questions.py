@@ -1,5 +1,9 @@
 """Check a question-set version against its frozen hash (a draft has none) and normalize it to Parquet, from its
-files alone (the corpus is validate_labels' business, so editing a document never re-embeds the questions)."""
+files alone (the corpus is validate_labels' business, so editing a document never re-embeds the questions).
+
+Whether the version is frozen is read from the lock here, not passed as a param: freezing an unchanged draft changes
+nothing these outputs hold, so it must not rerun this job and every question-side job after it (the start checks
+have already held the files to the lock)."""
 
 import json
 from pathlib import Path
@@ -12,6 +16,7 @@ from rankbench.io.frozen import (
     check_results_record,
     content_hash,
     guard_results,
+    read_lock,
     results_record,
 )
 from rankbench.io.ir_datasets_source import records_digest
@@ -23,21 +28,20 @@ from rankbench.pipeline.scripting import run_script
 def main(snakemake):
     files = [Path(path) for path in snakemake.input.files]
     version, fmt, source = snakemake.wildcards.qset, snakemake.params.format, snakemake.params.source
-    draft = snakemake.params.draft
+    frozen = read_lock(snakemake.params.lock).get(version) if fmt == "native" else None
     if fmt == "native":
-        digest = content_hash(files) if draft else \
-            check_frozen(version, files, snakemake.params.expected_sha256, snakemake.params.lock)
+        digest = check_frozen(version, files, frozen, snakemake.params.lock) if frozen else content_hash(files)
     questions, labels = load_version(fmt, files, source, yaml.safe_load(Path(snakemake.input.schema).read_text()))
     if fmt != "native":
         # ir_datasets versions have no file of their own: what they were made from is their records.
         digest = content_hash(files) if files else records_digest(questions, labels)
     manifest = {"version": version, "sha256": digest, "files": [str(path) for path in files],
                 "questions": len(questions), "labels": len(labels),
-                "labels_from": str(files[-1]) if files else ir_source(source["id"], "qrels"), **source,
-                **({"draft": True} if draft else {})}
+                "labels_from": str(files[-1]) if files else ir_source(source["id"], "qrels"), **source}
     record = results_record(Path(snakemake.output.manifest).parent)
     # A draft changes as it is edited: it records nothing (a version once frozen and run keeps its record).
-    check_results_record(version, digest, record) if draft else guard_results(version, digest, record)
+    check_results_record(version, digest, record) if fmt == "native" and not frozen else \
+        guard_results(version, digest, record)
     write_text(json.dumps(manifest, indent=2) + "\n", snakemake.output.manifest)
     write_parquet(labels, snakemake.output.labels)
     write_parquet(questions, snakemake.output.questions)

@@ -1,7 +1,8 @@
-"""Write this run's pending record (per-question values, effective config, method identities, provenance) and what
-changed since the last recorded run: the comparison page's section and the questions that moved (the explorer's
-filter). The history job stores the record once the run is complete. Beside them, the effective config as YAML (the
-config as the run used it, every default filled in and grids expanded; the comparison page shows it too)."""
+"""Write this run's pending record (per-question values, effective config, method identities, provenance, each
+question's fingerprints) and what changed since the last recorded run: the comparison page's section and the
+questions that moved (the explorer's filter). The history job stores the record once the run is complete. Beside
+them, the effective config as YAML (the config as the run used it, every default filled in and grids expanded; the
+comparison page shows it too)."""
 
 import json
 from pathlib import Path
@@ -10,7 +11,13 @@ import pandas as pd
 
 import rankbench
 from rankbench.analysis.run_diff import QUESTION_COLUMNS, diff_runs
-from rankbench.analysis.runs import content_sha256, per_question_values, previous_run, write_record
+from rankbench.analysis.runs import (
+    content_sha256,
+    per_question_values,
+    previous_run,
+    question_fingerprints,
+    write_record,
+)
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.defaults import config_yaml, effective_config
@@ -44,11 +51,14 @@ def main(snakemake):
             "rankbench_version": rankbench.__version__, "commit": source_commit(), "software": software_versions()}
     if p.draft:  # a record without the key is of a frozen version (records before it was kept, too)
         meta["draft"] = True
+    questions = pd.read_parquet(inputs.questions)
+    # per question: what a later run needs to name the questions whose text or labels changed (not in the content
+    # hash: the question set's sha256 already is)
+    meta["questions"] = question_fingerprints(questions, pd.read_parquet(inputs.labels))
     meta["content_sha256"] = content_sha256(values, meta)
     previous = previous_run(p.store, meta["content_sha256"])
     diff = diff_runs(previous.values(), values, previous.meta, {**meta, "run_id": "this run"}, p.resamples,
                      p.seed) if previous else None
-    questions = pd.read_parquet(inputs.questions, columns=["qid", "question"])
     texts = dict(zip(questions["qid"], questions["question"]))
     headline = [tuple(item) for item in p.report["headline"]]
     write_record(values, meta, snakemake.output.record)

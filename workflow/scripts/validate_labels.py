@@ -13,7 +13,6 @@ from rankbench.corpus.label_checks import (
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.labels import findings_markdown
-from rankbench.report.pages import draft_banner
 
 
 def main(snakemake):
@@ -25,9 +24,9 @@ def main(snakemake):
     chunks = {chunker: pd.read_parquet(path, columns=["chunk_id", "doc_id", "sections"])
               for chunker, path in zip(snakemake.params.chunkers, snakemake.input.chunks, strict=True)}
     findings = label_findings(questions, labels, documents, chunks)
-    write_text(draft_banner(snakemake.params.drafts) + findings_markdown(findings, f"question-set version "
-                                                                         f"{manifest['version']}"),
-               snakemake.output.validation)
+    # No draft banner: labels.parquet, which every question-side job reads, must not be remade by freezing; the
+    # comparison page that shows these findings carries the banner.
+    write_text(findings_markdown(findings, f"question-set version {manifest['version']}"), snakemake.output.validation)
     write_parquet(labels, snakemake.output.labels)
 
 

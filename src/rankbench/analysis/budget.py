@@ -122,8 +122,9 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
 
     alpha is divided by the size of the pair's Holm family, m - 1 pairs either way (the pairs with the best for best
     vs runner-up, as the tiers and the findings; the methods against the baseline otherwise): the threshold of
-    Holm's first step, which the strongest difference of a family must meet. Each pair's simulation is seeded by
-    (seed, its row number), so the table is deterministic.
+    Holm's first step, which the strongest difference of a family must meet. A pair listed twice (best vs runner-up
+    and vs baseline) is planned once, so both rows give the same count. Each planned pair's simulation is seeded by
+    (seed, its number), so the table is deterministic.
     """
     long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())],
                      ignore_index=True)
@@ -131,6 +132,7 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
     long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True)
     methods = sorted(per_query)
     rows: list[dict[str, Any]] = []
+    seeded = 0  # pairs planned so far: each one's simulation seed
     kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
     kinds = [ALL_KINDS] + (kinds if len(kinds) > 1 else [])  # one kind: its rows would repeat "all"
     for metric, k in headline:
@@ -143,13 +145,20 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
             wide = values.pivot_table(index="qid", columns="method", values="value", aggfunc="first")
             # each method's values (NaN: no value for that question) as arrays, not a frame indexed per pair
             columns = dict(zip(wide.columns, wide.to_numpy(dtype=np.float64).T))
+            planned: dict[tuple[str, str], dict[str, Any]] = {}
             for label, a, b in pairs_that_matter(means, baseline):
                 both = ~(np.isnan(columns[a]) | np.isnan(columns[b]))
                 if not both.any():
                     continue
                 family = len(methods) - 1
-                differences = columns[a][both] - columns[b][both]
-                plan = plan_pair(differences, alpha / family, seed + len(rows), simulations=simulations)
+                # A pair that matters twice (the runner-up is the baseline) is planned once: one count per pair.
+                first, second = sorted((a, b))
+                if (first, second) not in planned:
+                    planned[first, second] = plan_pair(columns[first][both] - columns[second][both],
+                                                       alpha / family, seed + seeded, simulations=simulations)
+                    seeded += 1
+                plan = planned[first, second]
+                plan = plan if a == first else {**plan, "diff": -plan["diff"]}
                 rows.append({"grain": grain, "kind": kind, "metric": metric, "k": k, "pair": label, "method_a": a,
                              "method_b": b, "family_size": family, **plan})
     table = pd.DataFrame(rows, columns=[c for c in BUDGET_COLUMNS if c not in ("dataset", "qset")])

@@ -20,7 +20,8 @@ def _text(values: pd.Series) -> pd.Series:
     return values.map(lambda v: "" if pd.isna(v) else str(v))
 
 
-def _labels_text(labels: pd.DataFrame) -> pd.Series:
+def labels_text(labels: pd.DataFrame) -> pd.Series:
+    """Each question's labels as one canonical line (`doc#section=grade, ...`, sorted), by qid."""
     rows = labels.sort_values(["qid", "doc_id", "section", "grade"], na_position="first")
     text = rows["doc_id"] + rows["section"].map(lambda s: f"#{s}" if isinstance(s, str) and s else "") \
         + "=" + rows["grade"].astype(str)
@@ -41,7 +42,7 @@ def question_changes(questions_a: pd.DataFrame, labels_a: pd.DataFrame, question
         changed = common[(before != after).to_numpy()]
         rows += [{"qid": q, "change": "text" if field == "question" else field, "before": before[q],
                   "after": after[q]} for q in changed]
-    la, lb = _labels_text(labels_a).reindex(common).fillna(""), _labels_text(labels_b).reindex(common).fillna("")
+    la, lb = labels_text(labels_a).reindex(common).fillna(""), labels_text(labels_b).reindex(common).fillna("")
     rows += [{"qid": q, "change": "labels", "before": la[q], "after": lb[q]} for q in common[(la != lb).to_numpy()]]
     return pd.DataFrame(rows, columns=CHANGE_COLUMNS).sort_values(["qid", "change"], key=natural_order,
                                                                    ignore_index=True)

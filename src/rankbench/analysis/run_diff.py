@@ -1,6 +1,7 @@
 """What changed between two recorded runs of a version, and the regression gate built on it: per method present in
 both, the paired difference of each recorded metric over the shared questions (randomization test and W/T/L from
-evaluation.stats), the questions that moved, the methods added or removed and the config keys that changed."""
+evaluation.stats), the questions that moved, the methods added or removed, the config keys and the questions (text,
+labels, added, removed) that changed."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.analysis.budget import normal_n
-from rankbench.analysis.runs import config_changes
+from rankbench.analysis.runs import config_changes, question_changes
 from rankbench.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
 from rankbench.evaluation.stats import (
     TIE_TOLERANCE,
@@ -42,6 +43,9 @@ class RunDiff:
     drafts: list[str] = field(default_factory=list)
     # Per method in both runs, the questions both evaluated (0: nothing to compare, e.g. runs of other questions).
     shared_questions: dict[str, int] = field(default_factory=dict)
+    # The questions whose text, labels or fields changed, added or removed (runs.question_changes; None: the question
+    # set changed, but the earlier record cannot name its questions).
+    questions_changed: dict[str, list[str]] | None = field(default_factory=dict)
 
 
 def diff_runs(before: pd.DataFrame, after: pd.DataFrame, before_meta: Mapping[str, Any],
@@ -73,7 +77,8 @@ def diff_runs(before: pd.DataFrame, after: pd.DataFrame, before_meta: Mapping[st
                    moved[QUESTION_COLUMNS].reset_index(drop=True), sorted(new_methods - old_methods),
                    sorted(old_methods - new_methods), config_changes(before_meta["config"], after_meta["config"]),
                    [meta["run_id"] for meta in (before_meta, after_meta) if meta.get("draft")],
-                   {method: int(joined.loc[joined["method"] == method, "qid"].nunique()) for method in shared})
+                   {method: int(joined.loc[joined["method"] == method, "qid"].nunique()) for method in shared},
+                   question_changes(before_meta, after_meta))
 
 
 def by_size(moved: pd.DataFrame, worst_first: bool) -> pd.DataFrame:

@@ -21,8 +21,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rankbench.analysis.history import locked
+from rankbench.analysis.qset_diff import FIELDS, labels_text
 from rankbench.errors import InputError
 from rankbench.io.files import sweep_temporaries, write_atomically, write_text
+from rankbench.io.markdown import natural_key
 
 RUNS_FOLDER = "runs-history"
 PIN_FILE = "pinned.json"
@@ -80,6 +82,46 @@ def config_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -
     old, new = flatten(before), flatten(after)
     return [{"key": key, "before": old.get(key), "after": new.get(key)}
             for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+
+
+# What a question can change between two runs of a version, in the order they are told; `fields` are its kind,
+# audience and as_of.
+QUESTION_CHANGES = ("text", "labels", "fields", "added", "removed")
+
+
+def _short_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def question_fingerprints(questions: pd.DataFrame, labels: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """Per question (qid): short sha256 of its text, of its other fields and of its labels. A run record keeps them,
+    so a later run names the questions whose text or labels changed (the version's sha256 only says that some did)."""
+    label_lines = labels_text(labels.astype({"qid": str})) if len(labels) else pd.Series(dtype=str)
+    prints = {}
+    for row in questions.astype({"qid": str}).to_dict("records"):
+        fields = json.dumps([None if pd.isna(row.get(f)) else str(row.get(f)) for f in FIELDS[1:]])
+        prints[row["qid"]] = {"text": _short_sha256(str(row["question"])), "fields": _short_sha256(fields),
+                              "labels": _short_sha256(label_lines.get(row["qid"], ""))}
+    return dict(sorted(prints.items()))
+
+
+def question_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, list[str]] | None:
+    """The questions whose text, labels or fields changed, were added or removed between two run records (QUESTION_
+    CHANGES -> qids in natural order; all empty when both used the same question set); None when the question set
+    changed but a record predates the fingerprints, so the questions cannot be named."""
+    changes: dict[str, list[str]] = {name: [] for name in QUESTION_CHANGES}
+    if before.get("qset_sha256") == after.get("qset_sha256"):
+        return changes
+    old, new = before.get("questions"), after.get("questions")
+    if old is None or new is None:
+        return None
+    changes["added"] = sorted(set(new) - set(old), key=natural_key)
+    changes["removed"] = sorted(set(old) - set(new), key=natural_key)
+    for qid in sorted(set(old) & set(new), key=natural_key):
+        for name in ("text", "labels", "fields"):
+            if old[qid][name] != new[qid][name]:
+                changes[name].append(qid)
+    return changes
 
 
 def content_sha256(values: pd.DataFrame, meta: Mapping[str, Any]) -> str:

@@ -17,7 +17,7 @@ import pandas as pd
 from markdown_it import MarkdownIt
 
 from rankbench.corpus.sections import heading_text
-from rankbench.errors import InputError
+from rankbench.errors import InputError, raise_all
 from rankbench.io.loaders import DOCUMENT_COLUMNS, load_beir_corpus, load_corpus, read_jsonl
 from rankbench.io.trec_topics import load_trec_documents
 
@@ -196,27 +196,39 @@ def _visible_files(folder: Path) -> Iterator[Path]:
             yield path
 
 
+def _folder_document(folder: Path, path: Path, reader: Callable[[Path], tuple[str, str]],
+                     first: dict[str, Path]) -> dict[str, object]:
+    """One file of a documents folder as a row (its id noted in `first`), or its mistake raised."""
+    doc_id = document_id(PurePosixPath(path.relative_to(folder).as_posix()))
+    if doc_id in first:
+        raise InputError(path, None, f"has the document id {doc_id!r} of {first[doc_id]} (blanks become `_`)",
+                         "Rename one of the two files.")
+    first[doc_id] = path
+    title, text = reader(path)
+    if not text.strip():
+        raise InputError(path, None, "holds no text", "Remove the file, or write its content.")
+    return {"doc_id": doc_id, "title": title or path.stem, "text": text, "version": None, "valid_from": None,
+            "valid_to": None, "audience": "public", "lang": None,
+            "metadata": json.dumps({"source": path.relative_to(folder).as_posix()})}
+
+
 def folder_documents(folder: Path) -> tuple[pd.DataFrame, list[Path]]:
-    """The documents of a folder (DOCUMENT_COLUMNS, in path order) and the files skipped for their type."""
+    """The documents of a folder (DOCUMENT_COLUMNS, in path order) and the files skipped for their type; every file
+    is read, and the mistakes of all of them raised together."""
     rows: list[dict[str, object]] = []
     skipped: list[Path] = []
     first: dict[str, Path] = {}
+    errors: list[InputError] = []
     for path in _visible_files(folder):
         reader = _READERS.get(path.suffix.lower())
         if reader is None:
             skipped.append(path)
             continue
-        doc_id = document_id(PurePosixPath(path.relative_to(folder).as_posix()))
-        if doc_id in first:
-            raise InputError(path, None, f"has the document id {doc_id!r} of {first[doc_id]} (blanks become `_`)",
-                             "Rename one of the two files.")
-        first[doc_id] = path
-        title, text = reader(path)
-        if not text.strip():
-            raise InputError(path, None, "holds no text", "Remove the file, or write its content.")
-        rows.append({"doc_id": doc_id, "title": title or path.stem, "text": text, "version": None,
-                     "valid_from": None, "valid_to": None, "audience": "public", "lang": None,
-                     "metadata": json.dumps({"source": path.relative_to(folder).as_posix()})})
+        try:  # every file is read: the mistakes of all of them are told at once
+            rows.append(_folder_document(folder, path, reader, first))
+        except InputError as error:
+            errors.append(error)
+    raise_all(errors)
     if not rows:
         raise InputError(folder, None, "holds no Markdown, HTML, text or PDF file",
                          f"Put documents ({', '.join(SUPPORTED_SUFFIXES)}) in the folder, or give a JSONL, BEIR or "

@@ -16,7 +16,7 @@ from typing import Any
 
 import jsonschema
 
-from rankbench.errors import InputError
+from rankbench.errors import InputError, raise_all
 from rankbench.io.files import unguarded
 from rankbench.io.loaders import check_id, check_question, read_jsonl, record_schema
 
@@ -137,33 +137,45 @@ def _merge(question: SheetQuestion, cells: dict[str, str], path: Path, number: i
             record.setdefault(name, cells[name])
 
 
+def _add_row(questions: dict[str, SheetQuestion], label_lines: dict[tuple[str, str, str | None], int],
+             cells: dict[str, str], number: int, path: Path, resolve: Resolver) -> None:
+    """One row into its question (and its label), or the row's first mistake raised."""
+    where = f"line {number}"
+    _check_fields(cells, path, where)
+    key = "qid:" + cells["qid"] if cells.get("qid") else "text:" + cells["question"]
+    if key not in questions:
+        questions[key] = SheetQuestion({"qid": cells.get("qid", "")})
+    question = questions[key]
+    _merge(question, cells, path, number)
+    question.lines.append(number)
+    labels = question.record.setdefault("labels", [])
+    if not cells.get("document"):
+        return
+    doc_id, section = resolve(cells["document"], cells.get("section", ""), where)
+    label_key = (key, doc_id, section)
+    if label_key in label_lines:
+        raise InputError(path, f"lines {label_lines[label_key]} and {number}", f"label {doc_id!r}"
+                         + (f" section {section!r}" if section else "") + " twice for one question",
+                         "Keep one row per document and section, with one grade.")
+    grade = _grade(cells.get("grade", ""), path, where)
+    label_lines[label_key] = number
+    labels.append({"doc_id": doc_id, **({"section": section} if section else {}), "grade": grade})
+
+
 def read_question_sheet(path: Path, resolve: Resolver) -> list[SheetQuestion]:
     """The questions of a sheet in order of first row; `resolve(document, section, where)` names each label's
-    doc_id and section id (raising an InputError for the sheet's line). Qids left empty are q1, q2... in order."""
+    doc_id and section id (raising an InputError for the sheet's line). Qids left empty are q1, q2... in order.
+    Every row is read: the mistakes of all rows are raised together (errors.InputErrors)."""
     path = Path(path)
     questions: dict[str, SheetQuestion] = {}
     label_lines: dict[tuple[str, str, str | None], int] = {}
+    errors: list[InputError] = []
     for number, cells in sheet_rows(path):
-        where = f"line {number}"
-        _check_fields(cells, path, where)
-        key = "qid:" + cells["qid"] if cells.get("qid") else "text:" + cells["question"]
-        if key not in questions:
-            questions[key] = SheetQuestion({"qid": cells.get("qid", "")})
-        question = questions[key]
-        _merge(question, cells, path, number)
-        question.lines.append(number)
-        labels = question.record.setdefault("labels", [])
-        if not cells.get("document"):
-            continue
-        doc_id, section = resolve(cells["document"], cells.get("section", ""), where)
-        label_key = (key, doc_id, section)
-        if label_key in label_lines:
-            raise InputError(path, f"lines {label_lines[label_key]} and {number}", f"label {doc_id!r}"
-                             + (f" section {section!r}" if section else "") + " twice for one question",
-                             "Keep one row per document and section, with one grade.")
-        label_lines[label_key] = number
-        labels.append({"doc_id": doc_id, **({"section": section} if section else {}),
-                       "grade": _grade(cells.get("grade", ""), path, where)})
+        try:
+            _add_row(questions, label_lines, cells, number, path, resolve)
+        except InputError as error:  # every row is read: all its mistakes are told at once
+            errors.append(error)
+    raise_all(errors)
     if not questions:
         raise InputError(path, None, "holds no question", "Write one row per label under a header row "
                          f"({', '.join(SHEET_COLUMNS)}).")

@@ -19,7 +19,7 @@ import yaml
 from rankbench.corpus.label_checks import check_label_targets, label_findings, question_lines
 from rankbench.errors import InputError
 from rankbench.io.config_file import load_config_file
-from rankbench.io.frozen import check_frozen, check_version_name, freeze, read_lock
+from rankbench.io.frozen import check_frozen, check_version_name, freeze, guard_results, read_lock, results_record
 from rankbench.pipeline.dataset_formats import (
     corpus_files,
     corpus_source,
@@ -101,6 +101,19 @@ def check_version(config_path: Path, version: str, root: Path | None = None) -> 
         check_frozen(version, [Path(file) for file in files], lock[version], dataset["lock"])
     warnings = _findings(questions, labels, documents, path) if fmt == "native" else []
     return VersionCheck(version, is_draft(config, version, lock), len(questions), len(labels), warnings)
+
+
+def record_frozen_results(config: Mapping[str, Any], results: str) -> None:
+    """When a run starts: each frozen native version that has results records the content they are made from (the
+    record prepare_questions writes, see io.frozen.guard_results). A draft frozen unchanged is not recomputed, as
+    nothing its results hold changed, so this is where its record is written."""
+    dataset = config["dataset"]
+    if dataset["format"] != "native":
+        return
+    lock = read_lock(dataset["lock"])
+    for version in sorted(config["qsets"]):
+        if version in lock and Path(results, version).is_dir():
+            guard_results(version, lock[version], results_record(Path(results, version)))
 
 
 def drop_draft_line(config_path: Path, version: str) -> bool:

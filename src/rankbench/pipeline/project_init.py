@@ -1,7 +1,7 @@
 """`rankbench init`: a project folder (config, corpus, a draft question-set version) from documents and a sheet.
 
-Everything is checked and written into a temporary folder beside the target, then renamed: a bad file
-or row stops init with its file and line, and leaves nothing behind.
+Everything is checked and written into a temporary folder beside the target, then renamed: bad files and rows
+stop init with every mistake's file and line (all of them in one pass), and leave nothing behind.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pandas as pd
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.documents import document_id, load_documents_from, native_records
 from rankbench.corpus.sections import slugify, split_sections
-from rankbench.errors import InputError
+from rankbench.errors import InputError, raise_all
 from rankbench.io.config_file import load_config_file
 from rankbench.io.files import jsonl_text, write_folder_atomically
 from rankbench.io.loaders import record_schema
@@ -78,6 +78,11 @@ class _Resolver:
                          "empty to label the whole document.")
 
 
+def _unchecked_label(document: str, section: str, where: str) -> tuple[str, str | None]:
+    """A label as the sheet gives it, when the documents could not be read to check it against."""
+    return document, section or None
+
+
 def dataset_name(folder: Path) -> str:
     """A dataset name from the project folder's name (letters, digits and `_ . + -`)."""
     return _NAME.sub("-", folder.resolve().name).strip(".+-") or "project"
@@ -120,9 +125,10 @@ def check_options(config: Mapping[str, Any], schema: Mapping[str, Any], version:
 
 
 CONFIG_HEADER = """\
-# Written by `rankbench init`, with every default spelled out: change what you like (config/README.md says what each
-# key does). A version with `draft: true` may be edited and run again; `rankbench check` validates it against the
-# corpus, and `rankbench freeze --version NAME` freezes it for good (and removes its `draft: true`).
+# Written by `rankbench init`, with every default spelled out: change what you like (rankbench's documentation says
+# what each key does: Reference > Configuration, docs/reference/config.md in its source). A version with
+# `draft: true` may be edited and run again; `rankbench check` validates it against the corpus, and
+# `rankbench freeze --version NAME` freezes it for good (and removes its `draft: true`).
 """
 
 
@@ -138,9 +144,19 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
     config = project_config(name or dataset_name(folder), version, language)
     check_options(config, schema, version, name is None)
     name = name or dataset_name(folder)
-    frame, skipped = load_documents_from(documents)
-    check_chunkable(frame, ChunkerSpec(kind="sections"), documents, "the sections chunker")
-    questions = read_question_sheet(sheet, _Resolver(frame, sheet, documents))
+    errors: list[InputError] = []  # the documents' and the sheet's mistakes, told together
+    try:
+        frame, skipped = load_documents_from(documents)
+        check_chunkable(frame, ChunkerSpec(kind="sections"), documents, "the sections chunker")
+    except InputError as error:
+        errors.append(error)
+        frame, skipped = None, []
+    try:  # without the documents, the sheet's own mistakes (its labels cannot be checked)
+        questions = read_question_sheet(sheet, _Resolver(frame, sheet, documents) if frame is not None
+                                        else _unchecked_label)
+    except InputError as error:
+        errors.append(error)
+    raise_all(errors)
     records = [question.record for question in questions]
 
     def write(staging: Path) -> None:

@@ -63,15 +63,26 @@ def _diff(before: StoredRun, after: StoredRun, resamples: int, seed: int) -> Run
     return diff_runs(before.values(), after.values(), before.meta, after.meta, resamples, seed)
 
 
+def store_folders(args: argparse.Namespace) -> list[Path]:
+    """Every runs-history folder under --results matching --dataset and --qset (each: all when not given)."""
+    found = sorted(path for path in Path(args.results).glob(f"{args.dataset or '*'}/{args.qset or '*'}/{RUNS_FOLDER}")
+                   if path.is_dir())
+    return found or [store_folder(args)]  # none: store_folder says what is missing
+
+
 def runs_command(args: argparse.Namespace) -> int:
-    """List the recorded runs of a version."""
-    folder = store_folder(args)
-    runs = stored_runs(folder)
-    headline = [tuple(item) for item in runs[-1].meta["headline"]] if runs else [("ndcg", 10)]
-    metric, k = headline[0]
-    means = {run.run_id: headline_means(run.values(), metric, int(k)) for run in runs}
-    print(f"{len(runs)} run(s) recorded in {folder}\n\n{runs_table(runs, headline, means)}" if runs
-          else f"No run recorded in {folder}.")
+    """List the recorded runs of every version (of --dataset and --qset when given), one table per version."""
+    folders = store_folders(args)
+    for number, folder in enumerate(folders):
+        runs = stored_runs(folder)
+        headline = [tuple(item) for item in runs[-1].meta["headline"]] if runs else [("ndcg", 10)]
+        metric, k = headline[0]
+        means = {run.run_id: headline_means(run.values(), metric, int(k)) for run in runs}
+        heading = f"# {folder.parents[1].name}, question-set version {folder.parent.name}\n\n" \
+            if len(folders) > 1 else ""
+        print(("\n" if number else "") + heading + (
+            f"{len(runs)} run(s) recorded in {folder}\n\n{runs_table(runs, headline, means)}" if runs
+            else f"No run recorded in {folder}."))
     return 0
 
 

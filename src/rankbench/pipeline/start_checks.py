@@ -8,7 +8,9 @@ alone can be skipped. The same loaders run again inside the jobs as a second lin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,17 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.defaults import evaluation_settings
 from rankbench.pipeline.drafts import is_draft
+
+
+@contextmanager
+def stop_on_input_error() -> Iterator[None]:
+    """Around the Snakefile's parse: bad input found at start (config, dataset files, frozen hashes) ends Snakemake
+    with its one paragraph on stderr and exit status 2, not followed by the frames Snakemake lists after an error."""
+    try:
+        yield
+    except InputError as error:
+        print(f"rankbench: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def checked_documents(config: Mapping[str, Any], schemas: Path, results: str) -> pd.DataFrame:

@@ -38,7 +38,8 @@ def headline_findings(table: pd.DataFrame) -> list[str]:
     """The comparison page's sentence: the first headline metric's best against its runner-up, all questions (none
     with a single method)."""
     rows = table[(table["kind"] == ALL_KINDS) & (table["pair"] == "best vs runner-up")]
-    return [f"{finding(row)} Per kind and against the baseline: `budget.md`." for _, row in rows.head(1).iterrows()]
+    return [f"{finding(row)} Per kind and against the baseline: the [budget page](budget.html)."
+            for _, row in rows.head(1).iterrows()]
 
 
 def needed_cell(row: pd.Series) -> str:

@@ -3,10 +3,21 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from rankbench.analysis.calibration import separation
 from rankbench.io.markdown import markdown_grid
+
+SHOWN_THRESHOLDS = 9  # evenly spaced rows of a method's table, besides its fewest-errors ones
+
+
+def shown_thresholds(group: pd.DataFrame) -> pd.DataFrame:
+    """The rows of one method's thresholds (ascending) a page shows: SHOWN_THRESHOLDS evenly spaced, and the lowest
+    and highest with the fewest errors."""
+    positions = set(np.linspace(0, len(group) - 1, min(SHOWN_THRESHOLDS, len(group))).round().astype(int))
+    best = np.flatnonzero(group["errors"].to_numpy() == group["errors"].min())
+    return group.iloc[sorted(positions | {int(best[0]), int(best[-1])})]
 
 
 def calibration_markdown(top1: pd.DataFrame, table: pd.DataFrame, qset: str) -> str:
@@ -29,13 +40,23 @@ def calibration_markdown(top1: pd.DataFrame, table: pd.DataFrame, qset: str) -> 
              "top-1 score beats an unanswerable one's (0.5 = the score carries no signal).", "",
              markdown_grid(summary.rename(columns={"median_answerable": "median top-1 (answerable)",
                                                    "median_unanswerable": "median top-1 (unanswerable)"})), ""]
+    lines += ["Each method's top-1 scores, answerable against unanswerable: [the plot](plots/calibration.svg).", ""]
+    lines += ["Every distinct top-1 score is tried as a threshold (`calibration/thresholds.parquet` has them all); "
+              f"each method's table shows {SHOWN_THRESHOLDS} of them evenly spaced and the lowest and highest with the "
+              "fewest errors (in bold).", ""]
     for method, group in table.groupby("method", sort=True):
         best = group["errors"].min()
+        winners = group[group["errors"] == best]["threshold"]
+        reach = (f"a threshold of {winners.iloc[0]:.4f}" if len(winners) == 1 else
+                 f"{len(winners)} of the {len(group)} thresholds tried, from {winners.iloc[0]:.4f} to "
+                 f"{winners.iloc[-1]:.4f}")
+        group = shown_thresholds(group)
         frame = pd.DataFrame({
             "threshold": group["threshold"].map("{:.4f}".format),
             "answerable below": group["answerable_below"].map("{:.0%}".format),
             "unanswerable at or above": group["unanswerable_above"].map("{:.0%}".format),
             "errors (questions)": [f"**{e}**" if e == best else str(e) for e in group["errors"]],
         }).set_index("threshold")
-        lines += [f"## {method}", "", markdown_grid(frame), ""]
+        lines += [f"## {method}", "", f"Fewest errors: {best} of {len(top1[top1['method'] == method])} questions, "
+                  f"with {reach}.", "", markdown_grid(frame), ""]
     return "\n".join(lines)

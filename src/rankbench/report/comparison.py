@@ -30,9 +30,15 @@ from rankbench.report.tables import (
 )
 
 DATE_PREFIX = "- date: "
-HOW_SURE = ("How sure is this table: `budget.md` says how many questions would separate the best method from the "
-            "runner-up and each method from the baseline; `robustness.md` whether the verdict survives dropped or "
-            "shifted labels, and the metric bounds for unjudged items.")
+HOW_SURE = ("How sure is this table: the [budget page](budget.html) says how many questions would separate the best "
+            "method from the runner-up and each method from the baseline; the [robustness page](robustness.html) "
+            "whether the verdict survives dropped or shifted labels, and the metric bounds for unjudged items.")
+HOW_SURE_QUICK = ("How sure is this table: the budget page (how many questions would separate the methods) and the "
+                  "robustness page (whether the verdict survives label noise) are absent from a quick run; "
+                  "`rankbench run` (without `--quick`) builds them.")
+# The version's plots, linked from the header where the page names them (the quick run draws none).
+PLOTS_LINE = ("- plots: [bars](plots/bars.svg), [recall@k](plots/recall.svg), [by question kind](plots/kinds.svg), "
+              "[mean grade by rank](plots/grades.svg), [calibration](plots/calibration.svg)")
 
 
 def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str,
@@ -306,6 +312,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "",
         QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
         "[explorer.html](explorer.html)",
+        *([] if quick else [PLOTS_LINE]),
         "",
         *decision_lines(aggregate, pairs, grain, headline, alpha, method_types, inputs.method_inputs or {},
                         inputs.decision or {}),
@@ -320,10 +327,12 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         " ".join(filter(None, [legend(alpha, baseline) if comparisons == "baseline" else
                                "Bold: best value of the column.", family_legend(comparisons, alpha, baseline)]))
         + " Cost per method (ms of query-side work per question, p50 and p95, and one-time seconds) beside these "
-        "numbers: `cost.md` (timings vary from run to run, so they are kept off this page).",
+        + ("numbers: the cost page, absent from a quick run (`rankbench run` without `--quick` builds it)"
+           if quick else "numbers: the [cost page](cost.html)")
+        + " (timings vary from run to run, so they are kept off this page).",
         "",
         *methods_legend(inputs.cards or {}),
-        HOW_SURE,
+        HOW_SURE_QUICK if quick else HOW_SURE,
         "",
     ]
     notes = [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]

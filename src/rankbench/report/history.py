@@ -12,7 +12,7 @@ import pandas as pd
 from rankbench.analysis.runs import StoredRun, headline_means
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_grid, markdown_literal
-from rankbench.report.runs import DRAFT_MARK, change_text
+from rankbench.report.runs import DRAFT_MARK, previous_of, run_change_text
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 320, 56, 200, 16, 40
 COLOURS = ("#1b6ca8", "#d1495b", "#00798c", "#edae49", "#66a182", "#8d5a97", "#30343f", "#e07a5f", "#3d405b",
@@ -77,12 +77,12 @@ def _chart(means: pd.DataFrame, labels: Sequence[str], runs: Sequence[str], colo
 
 
 def run_means(runs: Sequence[StoredRun], headline: Sequence[Sequence]) -> pd.DataFrame:
-    """One row per (run, method, headline metric): run, run_number, label (its config change, and (draft) when
-    made from a draft version), method, metric, k, mean."""
+    """One row per (run, method, headline metric): run, run_number, label (its config and question changes, and
+    (draft) when made from a draft version), method, metric, k, mean."""
     rows = []
     for run in runs:
         values = run.values()
-        label = change_text(run.meta.get("config_changes", []), 3) if run.meta.get("previous_run") else "first run"
+        label = run_change_text(run, previous_of(run, runs))
         label += f" {DRAFT_MARK}" if run.meta.get("draft") else ""
         for metric, k in headline:
             for method, mean in headline_means(values, metric, int(k)).items():

@@ -25,6 +25,17 @@ VERSION_PAGES = {
     "calibration.html": "calibration: can a score threshold tell answerable questions apart",
     "cost.html": "cost: seconds per question beside quality",
 }
+# Each version's plots (SVG), linked on one line under its pages: file -> what it shows.
+VERSION_PLOTS = {
+    "plots/bars.svg": "bars: the plot metric of each method with its 95% CI",
+    "plots/recall.svg": "recall: recall@k of each method as k grows",
+    "plots/kinds.svg": "kinds: the plot metric by method and question kind",
+    "plots/grades.svg": "grades: the mean grade at each rank",
+    "plots/calibration.svg": "calibration: top-1 scores of answerable and unanswerable questions",
+}
+QUICK_NOTE = ("This quick run (`rankbench run --quick`) built each version's comparison page only: the explorer, "
+              "failures, budget, robustness, calibration and cost pages, the plots, the diffs between versions and the "
+              "history are absent. `rankbench run` (without `--quick`) builds them.")
 
 
 @dataclass(frozen=True)
@@ -64,10 +75,11 @@ def evaluated(aggregate: pd.DataFrame, grain: str) -> int:
 
 
 def index_page(dataset: str, versions: Sequence[VersionEntry], diffs: Sequence[str], history: bool,
-               report: Mapping[str, Any], baseline: str | None, decision: Mapping[str, Any] | None = None) -> str:
+               report: Mapping[str, Any], baseline: str | None, decision: Mapping[str, Any] | None = None,
+               quick: bool = False) -> str:
     """The entry page as a standalone HTML document (relative links only, nothing loaded from the network); with a
     version's pairs and `decision` (types, inputs, settings: the comparison page's), its answer and what to do
-    first."""
+    first; a quick run's says which pages it lacks and how to build them."""
     grain = str(report["grain"])
     headline = [(str(m), int(k)) for m, k in report["headline"]]
     lines = [f"# {markdown_literal(dataset)}: results", "",
@@ -87,7 +99,12 @@ def index_page(dataset: str, versions: Sequence[VersionEntry], diffs: Sequence[s
             lines += [markdown_grid(table), ""]
         lines += [f"- [{VERSION_PAGES[page].split(':')[0]}]({entry.qset}/{page}):"
                   f"{VERSION_PAGES[page].split(':', 1)[1]}" for page in VERSION_PAGES if page in entry.pages]
+        plots = [f"[{VERSION_PLOTS[plot].split(':')[0]}]({entry.qset}/{plot}) ({VERSION_PLOTS[plot].split(': ', 1)[1]})"
+                 for plot in VERSION_PLOTS if plot in entry.pages]
+        lines += [f"- plots: {'; '.join(plots)}"] if plots else []
         lines.append("")
+    if quick:
+        lines += [QUICK_NOTE, ""]
     if diffs:
         lines += ["## Between versions", ""]
         lines += [f"- [{markdown_literal(name.removesuffix('.html'))}](diffs/{name}): questions, labels and "

@@ -59,7 +59,8 @@ def headline_findings(survival: pd.DataFrame, bounds: pd.DataFrame) -> list[str]
     metric, k = survival["metric"].iloc[0], survival["k"].iloc[0]
     rows = survival[(survival["metric"] == metric) & (survival["k"] == k)]
     limits = bounds[(bounds["metric"] == metric) & (bounds["k"] == k)]
-    return [f"Label noise — {survival_sentence(rows)} {bounds_sentence(limits)} More in `robustness.md`."]
+    return [f"Label noise — {survival_sentence(rows)} {bounds_sentence(limits)} More on the "
+            "[robustness page](robustness.html)."]
 
 
 def corrected_section(corrected: pd.DataFrame | None) -> list[str]:

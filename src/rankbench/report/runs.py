@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from rankbench.analysis.run_diff import GateVerdict, RunDiff, by_size
-from rankbench.analysis.runs import StoredRun
+from rankbench.analysis.runs import QUESTION_CHANGES, StoredRun, question_changes
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_grid
 
@@ -35,6 +35,45 @@ def change_text(changes: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
     return "; ".join(shown) + more
 
 
+QUESTION_CHANGE_NAMES = {"text": "text changed", "labels": "labels changed",
+                         "fields": "kind, audience or as_of changed", "added": "added", "removed": "removed"}
+
+
+def question_change_text(changes: Mapping[str, Sequence[str]] | None, limit: int = 6) -> str:
+    """Question-set changes in one line: per kind of change (text, labels, ...), the qids (the first few, then how many
+    more)."""
+    if changes is None:
+        return ("question set changed (its sha256 differs; the earlier run's record, older than rankbench's "
+                "per-question fingerprints, cannot name the questions)")
+    parts = []
+    for name in QUESTION_CHANGES:
+        qids = list(changes.get(name, []))
+        if qids:
+            more = f" and {len(qids) - limit} more" if len(qids) > limit else ""
+            parts.append(f"{QUESTION_CHANGE_NAMES[name]} {', '.join(f'`{q}`' for q in qids[:limit])}{more}")
+    return "; ".join(parts) if parts else "no question change"
+
+
+def previous_of(run: StoredRun, runs: Sequence[StoredRun]) -> StoredRun | None:
+    """The run stored before this one (its `previous_run`), when it is among these."""
+    return next((other for other in runs if other.run_id == run.meta.get("previous_run")), None)
+
+
+def run_change_text(run: StoredRun, previous: StoredRun | None, limit: int = 3) -> str:
+    """What changed in a stored run against the run stored before it: its config keys and questions ("first run"
+    when there was none); the question change is said only when there is one."""
+    if not run.meta.get("previous_run"):
+        return "first run"
+    text = change_text(run.meta.get("config_changes", []), limit)
+    if previous is not None:
+        changes = question_changes(previous.meta, run.meta)
+        if changes is None:
+            text += "; " + question_change_text(changes, limit)
+        elif any(changes.values()):
+            text += "; questions: " + question_change_text(changes, limit)
+    return text
+
+
 def draft_runs_line(drafts: Sequence[str]) -> str:
     """The sentence naming the runs made from a draft question-set version ('' when none was)."""
     if not drafts:
@@ -45,8 +84,8 @@ def draft_runs_line(drafts: Sequence[str]) -> str:
 
 
 def runs_table(runs: Sequence[StoredRun], headline: Sequence[tuple[str, int]], means: Mapping[str, pd.Series]) -> str:
-    """One row per run: id (marked when made from a draft version), date, label, note, what changed in the config,
-    each method's first headline mean."""
+    """One row per run: id (marked when made from a draft version), date, label, note, what changed in the config
+    and the questions, each method's first headline mean."""
     metric, k = headline[0]
     rows = []
     for run in runs:
@@ -54,8 +93,7 @@ def runs_table(runs: Sequence[StoredRun], headline: Sequence[tuple[str, int]], m
         rows.append({"run": f"{run.run_id} {DRAFT_MARK}" if run.meta.get("draft") else run.run_id,
                      "date": run.meta["date"], "label": run.meta.get("label") or "",
                      "note": run.meta.get("note") or "",
-                     "config change": change_text(run.meta.get("config_changes", []), 3)
-                     if run.meta.get("previous_run") else "first run",
+                     "what changed": run_change_text(run, previous_of(run, runs)),
                      f"{metric_label(metric, k)} by method": ", ".join(f"{m} {v:.3f}" for m, v in values.items())})
     frame = pd.DataFrame(rows).set_index("run")
     return markdown_grid(frame)
@@ -82,7 +120,8 @@ def diff_markdown(diff: RunDiff, headline: Sequence[tuple[str, int]], texts: Map
     Δ (p) of each headline metric and W/T/L on the first, then the questions that got worse or better on it."""
     hashes = "#" * level
     lines = [f"{hashes} {heading}", "", f"Run `{diff.before}` → run `{diff.after}`. Config: "
-             f"{change_text(diff.config_changes)}." + (f" {draft_runs_line(diff.drafts)}" if diff.drafts else "")]
+             f"{change_text(diff.config_changes)}. Questions: {question_change_text(diff.questions_changed)}."
+             + (f" {draft_runs_line(diff.drafts)}" if diff.drafts else "")]
     if diff.added or diff.removed:
         lines.append(f"Methods added: {', '.join(diff.added) or 'none'}; removed: {', '.join(diff.removed) or 'none'}.")
     keys = {(m, int(k)) for m, k in headline}
@@ -93,11 +132,14 @@ def diff_markdown(diff: RunDiff, headline: Sequence[tuple[str, int]], texts: Map
     metric, k = headline[0]
     lines += ["", "Δ = after − before on the questions both runs evaluate (n), with the paired randomization test's "
               f"p; W/T/L on {metric_label(metric, int(k))}: questions where the later run wins, ties, loses. Inputs: "
-              "whether the method's settings, chunker, encoders or input methods changed.", ""]
+              "whether the method's settings, chunker, encoders or input methods changed, or else the questions "
+              "(text, labels, added or removed).", ""]
     grid = pd.DataFrame(index=pd.Index(sorted(set(table["method"])), name="method"))
     by_method = table.set_index(["method", "metric", "k"])
     first = by_method.xs((metric, int(k)), level=["metric", "k"])
-    grid["inputs"] = first["inputs_changed"].map({True: "changed", False: "same"})
+    asked = "same" if diff.questions_changed is not None and not any(diff.questions_changed.values()) \
+        else "questions changed"
+    grid["inputs"] = first["inputs_changed"].map({True: "changed", False: asked})
     grid["n"] = first["n"].astype(str)
     for name, cut in headline:
         rows = by_method.xs((name, int(cut)), level=["metric", "k"])
