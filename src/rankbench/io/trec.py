@@ -9,9 +9,7 @@ reorder them (trec_scores), so trec_eval, ranx, ir_measures and fusion over expo
 
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
@@ -21,7 +19,8 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.io.adapters import adapted_qrels, adapted_run
-from rankbench.io.files import write_parquet, write_text
+from rankbench.io.files import file_bytes, write_parquet, write_text
+from rankbench.io.loaders import read_qrels_tsv
 from rankbench.io.qrels import check_qrels, first_repeat, two_rows
 from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_rule
 
@@ -39,17 +38,8 @@ def file_format(path: str | Path) -> str:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
-    """(line number, whitespace-separated fields) of each non-blank line of a text file, gunzipped when it is gzip."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as error:
-        raise InputError(path, None, f"cannot be read ({error.strerror})", "Check the path.") from None
-    if raw.startswith(b"\x1f\x8b"):
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as error:
-            raise InputError(path, None, f"is a damaged gzip file ({error})", "Compress it again, or give it "
-                             "uncompressed.") from None
+    """(line number, whitespace-separated fields) of each non-blank line of a text file (gzipped or not)."""
+    raw = file_bytes(path)
     for number, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
         try:
             fields = line.decode("utf-8").split()
@@ -97,9 +87,9 @@ def read_trec_qrels(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     lines = list(_lines(path))
     if lines and tuple(field.lower() for field in lines[0][1]) == BEIR_QRELS_HEADER:
-        rows = [(n, f[0], f[1], f[2]) for n, f in _counted(path, lines[1:], 3, "\t".join(BEIR_QRELS_HEADER))]
-    else:
-        rows = [(n, f[0], f[2], f[3]) for n, f in _counted(path, lines, 4, "qid iteration docno grade")]
+        labels = read_qrels_tsv(path)
+        return labels.rename(columns={"doc_id": "item_id"})[["qid", "item_id", "grade"]]
+    rows = [(n, f[0], f[2], f[3]) for n, f in _counted(path, lines, 4, "qid iteration docno grade")]
     frame = pd.DataFrame(rows, columns=["line", "qid", "item_id", "grade"])
     return check_qrels(frame[["qid", "item_id", "grade"]], path, [f"line {n}" for n in frame["line"]])
 
