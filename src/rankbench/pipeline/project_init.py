@@ -15,14 +15,14 @@ from typing import Any
 import pandas as pd
 
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
-from rankbench.corpus.documents import document_id, load_documents_from, native_records
+from rankbench.corpus.documents import FolderNotes, document_id, load_documents_from, native_records
 from rankbench.corpus.sections import slugify, split_sections
 from rankbench.errors import InputError
 from rankbench.io.files import jsonl_text, write_folder_atomically
 from rankbench.io.question_sheet import read_question_sheet
 from rankbench.pipeline.config import expand_methods
-from rankbench.pipeline.defaults import config_yaml, effective_config
-from rankbench.pipeline.drafts import check_version
+from rankbench.pipeline.defaults import config_yaml, effective_config, evaluation_settings
+from rankbench.pipeline.drafts import check_evaluable, check_version
 
 CORPUS_FILE = "corpus.jsonl"
 LOCK_FILE = "questions/frozen.lock"
@@ -43,7 +43,7 @@ class InitSummary:
     questions: int
     labels: int
     unanswerable: int
-    skipped: list[Path]
+    notes: FolderNotes
 
 
 class _Resolver:
@@ -114,11 +114,14 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
         raise InputError(folder, None, "already exists and is not an empty folder",
                          "Give a new folder: init never overwrites a project.")
     name = name or dataset_name(folder)
-    frame, skipped = load_documents_from(documents)
+    frame, notes = load_documents_from(documents)
     check_chunkable(frame, ChunkerSpec(kind="sections"), documents, "the sections chunker")
     questions = read_question_sheet(sheet, _Resolver(frame, sheet, documents))
     records = [question.record for question in questions]
     config = project_config(name, version, language)
+    labels = pd.DataFrame([(record["qid"], label["doc_id"], label["grade"]) for record in records
+                           for label in record["labels"]], columns=["qid", "doc_id", "grade"])
+    check_evaluable(labels, evaluation_settings(config), sheet)  # `run` refuses such a version: init too, first
 
     def write(staging: Path) -> None:
         (staging / "questions").mkdir()
@@ -132,7 +135,7 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
     write_folder_atomically(folder, write)
     labels = sum(len(record["labels"]) for record in records)
     unanswerable = sum(not any(label["grade"] > 0 for label in record["labels"]) for record in records)
-    return InitSummary(folder, name, version, len(frame), len(records), labels, unanswerable, skipped)
+    return InitSummary(folder, name, version, len(frame), len(records), labels, unanswerable, notes)
 
 
 def summary_text(summary: InitSummary) -> str:
@@ -140,10 +143,18 @@ def summary_text(summary: InitSummary) -> str:
     lines = [f"{summary.folder}: {summary.documents} documents, {summary.questions} questions ({summary.labels} "
              f"labels, {summary.unanswerable} unanswerable) as draft version {summary.version} of dataset "
              f"{summary.dataset}."]
-    if summary.skipped:
-        lines.append(f"Skipped {len(summary.skipped)} file(s) of another type: "
-                     + ", ".join(str(path) for path in summary.skipped[:10])
-                     + (" ..." if len(summary.skipped) > 10 else ""))
+    notes = summary.notes
+    for paths, what in ((notes.other_type, "Skipped {} file(s) of another type"),
+                        (notes.project_files, "Left out {} folder(s) or file(s) of a rankbench project (its config, "
+                                              "corpus, questions and result pages are no documents)"),
+                        (notes.hidden, "Left out {} hidden file(s) or folder(s)"),
+                        (notes.linked_folders, "Did not follow {} link(s) to a folder (copy the folder in, or give "
+                                               "it as --documents)"),
+                        (notes.outside, "Read {} file(s) through a link leaving the documents folder (check that "
+                                        "you meant to include them)")):
+        if paths:
+            lines.append(what.format(len(paths)) + ": " + ", ".join(str(path) for path in paths[:10])
+                         + (" ..." if len(paths) > 10 else ""))
     lines += ["Next:", f"  cd {summary.folder} && rankbench run --cores 2",
               f"then read results/{summary.dataset}/{summary.version}/comparison.md"]
     return "\n".join(lines)
