@@ -55,7 +55,8 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         self.server.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
                                  "body": body})
         status, headers, body = self.server.script.pop(0) if len(self.server.script) > 1 else self.server.script[0]
-        head = f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        kind = "" if "Content-Type" in headers else "Content-Type: application/json\r\n"  # scripted one wins
+        head = f"HTTP/1.1 {status} X\r\n{kind}Content-Length: {len(body)}\r\n"
         head += "".join(f"{name}: {value}\r\n" for name, value in headers.items()) + "\r\n"
         if not self.server.trickle:
             self.wfile.write(head.encode() + body)
@@ -76,7 +77,7 @@ class ScriptedHandler(BaseHTTPRequestHandler):
             pass  # the client gave up
         self.close_connection = True
 
-    do_GET = do_POST = _answer  # noqa: N815 (http.server's naming)
+    do_GET = do_POST = do_PUT = _answer  # noqa: N815 (http.server's naming)
 
     def log_message(self, *args: object) -> None:
         pass

@@ -127,6 +127,11 @@ def trec_eval_command(args: argparse.Namespace, qrels_path: Path, paths: list[Pa
     measures = parse_trec_measures(args.measures or list(OFFICIAL))
     qrels = read_qrels(qrels_path)
     runs = {name: collapse_to_documents(read_run(path)) for name, path in zip(run_names(paths), paths)}
+    for path, run in zip(paths, runs.values()):
+        if not set(run["qid"]) & set(qrels["qid"]):  # trec_eval stops here too, printing nothing
+            raise InputError(path, None, f"shares no topic with the qrels {qrels_path} (trec_eval: \"No queries "
+                             "with both results and relevance info\")", "Check that the run and the qrels are of the "
+                             "same topics (the first column of both).")
     lines = trec_eval_lines(qrels, runs, measures, per_query=args.q, complete=args.c, summary=not args.n,
                             max_depth=args.M, relevance_level=args.l, zero_topics=args.zero_topics)
     print("\n".join(lines))

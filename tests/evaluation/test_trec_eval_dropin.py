@@ -164,3 +164,72 @@ def test_version_and_the_default_table_stays(small: tuple[Path, Path], capsys: p
     assert "95% CI" in out and "tagged" in out  # the table, the run named by its tag
     assert main(["eval", str(qrels), str(run), "--zero-topics", "include"]) == 2  # the table cannot include them
     assert "applies to trec_eval's output only" in capsys.readouterr().err
+
+
+def random_case(folder: Path, seed: int) -> tuple[Path, Path]:
+    """Random graded qrels (-1..3, some topics with no grade >= 2 or 3 but positive ones) and a run with tied
+    scores (multiples of 1/4, exact in trec_eval's 32-bit floats) over partly shared topics and documents."""
+    import random
+
+    rng = random.Random(seed)
+    docs = [f"d{i:02d}" for i in range(30)]
+    qrels, run = [], []
+    for topic in range(rng.randint(1, 8)):
+        top = rng.choice([0, 1, 2, 3])  # the topic's highest grade: some topics have none at -l 2 or 3
+        for doc in rng.sample(docs, rng.randint(1, 12)):
+            qrels.append(f"t{topic} 0 {doc} {rng.randint(-1, top)}")
+        if rng.random() < 0.8:
+            for rank, doc in enumerate(rng.sample(docs, rng.randint(1, 25)), 1):
+                run.append(f"t{topic} Q0 {doc} {rank} {rng.randint(0, 8) / 4} r{seed}")
+    run.append(f"unjudged Q0 d00 1 1.0 r{seed}")
+    return write(folder / f"qrels{seed}", qrels), write(folder / f"run{seed}", run)
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_random_graded_cases_equal_pytrec_eval_at_every_level(tmp_path: Path, level: int,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Per topic and `all`, on 40 random cases: with -l N a topic with positive labels but none >= N keeps its
+    graded nDCG (trec_eval's ndcg reads every positive grade), where it used to score 0."""
+    graded_topics_without_relevant = 0
+    for seed in range(40):
+        qrels, run = random_case(tmp_path, seed)
+        reference = pytrec(qrels, run, level)
+        if not reference:
+            continue
+        lines = lines_of(capsys, "-q", "-l", str(level), *[f"-m{m}" for m in MEASURES], str(qrels), str(run))
+        got = {(name.strip(), qid): value for name, qid, value in lines}
+        for qid, values in reference.items():
+            graded_topics_without_relevant += values["num_rel"] == 0 and values["ndcg"] > 0
+            for ours, theirs in COMMON.items():
+                expected = values[theirs]
+                assert got[(ours, qid)] == (str(int(expected)) if ours.startswith("num_") else f"{expected:.4f}"), \
+                    (seed, ours, qid)
+        for ours, theirs in COMMON.items():
+            column = [v[theirs] for v in reference.values()]
+            expected = sum(column) if ours.startswith("num_") else sum(column) / len(column)
+            assert got[(ours, "all")] == (str(int(expected)) if ours.startswith("num_") else f"{expected:.4f}"), \
+                (seed, ours)
+    assert graded_topics_without_relevant > 0 if level > 1 else graded_topics_without_relevant == 0
+
+
+def test_measures_print_in_trec_eval_order_whatever_the_order_of_m(small: tuple[Path, Path],
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """trec_eval prints its measure table's order (runid, num_q, ..., map, Rprec, bpref, recip_rank, P, recall,
+    ndcg, ndcg_cut, map_cut, success), cutoffs ascending: a plain diff against its output passes."""
+    lines = lines_of(capsys, "-m", "success.10,1", "-m", "ndcg_cut.10,5", "-m", "P.10,5", "-m", "map", "-m", "ndcg",
+                     "-m", "recall.5", "-m", "num_rel", "-m", "runid", "-m", "bpref", *map(str, small))
+    assert [name.strip() for name, _, _ in lines] == [
+        "runid", "num_rel", "map", "bpref", "P_5", "P_10", "recall_5", "ndcg", "ndcg_cut_5", "ndcg_cut_10",
+        "success_1", "success_10"]
+
+
+@pytest.mark.parametrize("run_lines", [["q9 Q0 a 1 1.0 other"], []])
+def test_a_run_sharing_no_topic_is_refused_as_trec_eval_refuses_it(small: tuple[Path, Path], run_lines: list[str],
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """trec_eval: "No queries with both results and relevance info", nothing printed; it used to be a KeyError."""
+    qrels, _ = small
+    run = write(qrels.with_name("elsewhere.run"), run_lines)
+    assert main(["eval", "-q", "-m", "ndcg_cut.10", str(qrels), str(run)]) != 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert "elsewhere.run" in captured.err and "No queries with both results and relevance info" in captured.err

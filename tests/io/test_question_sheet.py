@@ -68,6 +68,19 @@ def test_a_quoted_multiline_cell_keeps_later_line_numbers_right(tmp_path: Path) 
         records(sheet)
 
 
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\x1c", "\x1d", "\x1e", "\x85", "\x0b", "\x0c"])
+def test_unicode_line_separators_in_a_cell_are_text_and_lines_count_real_newlines(tmp_path: Path,
+                                                                                  separator: str) -> None:
+    """str.splitlines() broke lines at these: the cell was split and errors named a later line than the real one."""
+    for suffix, delimiter in ((".csv", ","), (".tsv", "\t")):
+        text = (f"question{delimiter}document{delimiter}grade\nWhat{separator}is it?{delimiter}a.md{delimiter}1\n"
+                f"Next?{delimiter}a.md{delimiter}lots\n")
+        with pytest.raises(InputError, match=rf"q{suffix}, line 3: has grade 'lots'"):
+            records(write(tmp_path, f"q{suffix}", text))
+        good = write(tmp_path, f"q{suffix}", text.replace("lots", "2"))
+        assert records(good)[0]["question"] == f"What{separator}is it?"
+
+
 @pytest.mark.parametrize("text, expected", [
     ("question,documnet\nHow?,a.md\n", r"line 1: has unknown column\(s\) 'documnet'"),
     ("document\na.md\n", "line 1: has no `question` column"),

@@ -223,3 +223,49 @@ def test_a_grade_that_is_no_integer_is_named_plainly_by_the_metrics() -> None:
     qrels = pd.DataFrame({"qid": ["q1"], "item_id": ["d1"], "grade": [1.5]})
     with pytest.raises(ValueError, match=r"question 'q1', item 'd1' has 1\.5$"):
         per_query_metrics(run, qrels, [10])
+
+
+def test_a_pyterrier_frame_with_tied_scores_scores_as_pt_evaluate(tmp_path: Path) -> None:
+    """pt.Evaluate hands {qid: {docno: score}} to pytrec_eval (score desc, docno desc) and never reads `rank`: a
+    PyTerrier frame whose rank column breaks ties otherwise (here docno ascending, as a stable sort of the retrieved
+    order gives) scores as pytrec_eval scores its scores; it used to follow the rank column."""
+    import rankbench
+
+    frame = tied_run(3).rename(columns={"doc_id": "docno"})
+    frame = frame.sort_values(["qid", "score", "docno"], ascending=[True, False, True])
+    frame["rank"] = frame.groupby("qid").cumcount()  # PyTerrier's ranks start at 0
+    qrels = random_qrels(3)
+    nested_qrels: dict[str, dict[str, int]] = {}
+    for qid, item, grade in qrels.itertuples(index=False):
+        nested_qrels.setdefault(qid, {})[item] = int(grade)
+    nested_run: dict[str, dict[str, float]] = {}
+    for qid, docno, score in frame[["qid", "docno", "score"]].itertuples(index=False):
+        nested_run.setdefault(qid, {})[docno] = score
+    reference = pytrec_eval.RelevanceEvaluator(nested_qrels, {"ndcg_cut_10", "P_5"}).evaluate(nested_run)
+    relevant = [q for q, items in nested_qrels.items() if max(items.values()) >= 1 and q in reference]
+    means = rankbench.evaluate(qrels, frame, ["ndcg@10", "P@5"]).means
+    assert means["ndcg@10"] == pytest.approx(np.mean([reference[q]["ndcg_cut_10"] for q in relevant]), abs=1e-12)
+    assert means["P@5"] == pytest.approx(np.mean([reference[q]["P_5"] for q in relevant]), abs=1e-12)
+
+
+def test_gzipped_runs_and_qrels_and_beir_qrels_tsv_are_read(tmp_path: Path) -> None:
+    """A .gz run or qrels (known by its magic bytes) reads as the plain file; BEIR's qrels/test.tsv
+    (`query-id corpus-id score` under that header, tab-separated) reads as the TREC qrels of the same labels."""
+    import gzip
+
+    run_lines = ["q1 Q0 a 1 2.5 tag", "q1 Q0 b 2 1.5 tag", "q2 Q0 c 1 0.5 tag"]
+    qrels_lines = ["q1 0 a 2", "q1 0 c 0", "q2 0 c 1"]
+    plain_run, plain_qrels = write_lines(tmp_path / "run", run_lines), write_lines(tmp_path / "qrels", qrels_lines)
+    (tmp_path / "run.gz").write_bytes(gzip.compress(plain_run.read_bytes()))
+    (tmp_path / "qrels.gz").write_bytes(gzip.compress(plain_qrels.read_bytes()))
+    pd.testing.assert_frame_equal(read_run(tmp_path / "run.gz"), read_run(plain_run))
+    pd.testing.assert_frame_equal(read_qrels(tmp_path / "qrels.gz"), read_qrels(plain_qrels))
+    beir = write_lines(tmp_path / "test.tsv", ["query-id\tcorpus-id\tscore", "q1\ta\t2", "q1\tc\t0", "q2\tc\t1"])
+    pd.testing.assert_frame_equal(read_qrels(beir), read_qrels(plain_qrels))
+    (tmp_path / "beir.tsv.gz").write_bytes(gzip.compress(beir.read_bytes()))
+    pd.testing.assert_frame_equal(read_qrels(tmp_path / "beir.tsv.gz"), read_qrels(plain_qrels))
+    with pytest.raises(InputError, match=r"test.tsv, line 3: has 2 fields, expected 3.*query-id"):
+        read_qrels(write_lines(beir, ["query-id\tcorpus-id\tscore", "q1\ta\t2", "q1\tc"]))
+    (tmp_path / "broken.gz").write_bytes(gzip.compress(b"q1 0 a 1\n")[:12])
+    with pytest.raises(InputError, match=r"broken.gz: is a damaged gzip file"):
+        read_qrels(tmp_path / "broken.gz")

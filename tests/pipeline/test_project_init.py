@@ -16,7 +16,7 @@ from rankbench.io.config_file import load_config_file
 from rankbench.pipeline.config import expand_methods
 from rankbench.pipeline.defaults import effective_config
 from rankbench.pipeline.drafts import check_version
-from rankbench.pipeline.project_init import init_project
+from rankbench.pipeline.project_init import init_project, summary_text
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -121,3 +121,42 @@ def test_a_kind_the_version_loader_refuses_names_the_sheets_line(tmp_path: Path,
     with pytest.raises(InputError, match=rf"^{re.escape(str(sheet))}, line 3: {says}") as error:
         init_project(tmp_path / "proj", documents, sheet)
     assert ".tmp" not in str(error.value) and not (tmp_path / "proj").exists()
+
+
+def test_a_sheet_without_an_answerable_question_is_refused_as_run_refuses_it(
+        tmp_path: Path, sources: tuple[Path, Path]) -> None:
+    """init wrote it, `run` refused it at start; init now refuses it first, with run's message naming the sheet,
+    and `rankbench check` (check_version) refuses such a version too."""
+    documents, sheet = sources
+    sheet.write_text("question,document,grade\nDo you sell cars?,,\nAnd boats?,guide.html,0\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"q\.csv: has no question with a relevant label \(grade >= 1, "
+                                         r"evaluation\.relevance_threshold\): there is nothing to evaluate"):
+        init_project(tmp_path / "proj", documents, sheet)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs", "q.csv"]
+    sheet.write_text(QUESTIONS_CSV, encoding="utf-8")
+    init_project(tmp_path / "proj", documents, sheet)
+    version = tmp_path / "proj" / "questions" / "v1.jsonl"
+    version.write_text("".join(line for line in version.read_text().splitlines(keepends=True)
+                               if '"labels": []' in line), encoding="utf-8")
+    with pytest.raises(InputError, match=r"v1\.jsonl: has no question with a relevant label"):
+        check_version(tmp_path / "proj" / "config.yaml", "v1", tmp_path / "proj")
+
+
+def test_the_summary_names_what_init_left_out_or_read_from_outside(tmp_path: Path,
+                                                                    sources: tuple[Path, Path]) -> None:
+    """A project inside the documents folder (its result pages were read as documents) and a link leaving the
+    folder (read without a word) are named in init's summary."""
+    documents, sheet = sources
+    old = documents / "old-project"
+    (old / "results" / "old" / "v1").mkdir(parents=True)
+    (old / "config.yaml").write_text("dataset: {name: old}\n", encoding="utf-8")
+    (old / "results" / "old" / "v1" / "comparison.md").write_text("# old v1\n\nbm25 0.7\n", encoding="utf-8")
+    (tmp_path / "outside.md").write_text("# Outside\n\nfar away\n", encoding="utf-8")
+    (documents / "outside.md").symlink_to(tmp_path / "outside.md")
+    summary = init_project(tmp_path / "proj", documents, sheet)
+    assert summary.documents == 5  # the four documents and the link's target, not the old project's page
+    text = summary_text(summary)
+    assert f"Left out 1 folder(s) or file(s) of a rankbench project (its config, corpus, questions and result pages " \
+           f"are no documents): {old}" in text
+    assert f"Read 1 file(s) through a link leaving the documents folder (check that you meant to include them): " \
+           f"{documents / 'outside.md'}" in text

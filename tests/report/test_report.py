@@ -433,6 +433,17 @@ def test_history_appends_only_records_that_changed(tmp_path) -> None:
         ("day 1", 1, "c1"), ("day 3", 2, "c2"), ("day 4", 3, "c1")]
 
 
+def test_a_note_with_a_unicode_line_separator_reads_back(tmp_path) -> None:
+    """Records are written as UTF-8 JSON lines (U+2028 unescaped): read_history split them at it (str.splitlines)
+    and refused the file on every later run."""
+    path = tmp_path / "history.jsonl"
+    record = {"dataset": "d", "qset": "v1", "method": "bm25", "config_sha256": "c1", "metrics": {"ndcg@10": 0.5},
+              "note": "first line\u2028second\x1cthird\x85"}
+    assert append_records(path, [record], "day 1") == 1
+    assert append_records(path, [{**record, "config_sha256": "c2"}], "day 2") == 1
+    assert [r["note"] for r in read_history(path)] == [record["note"]] * 2
+
+
 def test_canonical_config_ignores_key_order_and_report_settings_check_metrics() -> None:
     assert canonical_config({"b": 1, "a": [2, 1]}) == canonical_config({"a": [2, 1], "b": 1}) == '{"a":[2,1],"b":1}'
     assert config_hash('{"a":1}') == "015abd7f5cc57a2dd94b7590f04ad8084273905ee33ec5cebeae62276a97f862"

@@ -8,7 +8,7 @@ from pathlib import Path
 from rankbench.analysis.history import record_run
 from rankbench.analysis.runs import store_run, stored_runs
 from rankbench.io.files import write_text
-from rankbench.pipeline.mlflow import export_run
+from rankbench.pipeline.mlflow import export_version
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.history import history_html, history_markdown, run_means
 from rankbench.report.plots import history_plot, save
@@ -33,11 +33,7 @@ def main(snakemake):
                output.html)
     if p.mlflow:
         for store, version_runs in zip(p.stores, runs.values()):
-            folder = Path(store).parent
-            artifacts = [folder / name for name in ("comparison.md", "comparison.html", "aggregate.parquet",
-                                                    "pairs.parquet")]
-            mlflow_id = export_run(p.mlflow, version_runs[-1], artifacts + [version_runs[-1].path])
-            logging.info("run %s exported to MLflow run %s", version_runs[-1].run_id, mlflow_id)
+            export_version(p.mlflow, Path(store).parent, version_runs)
 
 
 run_script(main, snakemake)

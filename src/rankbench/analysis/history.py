@@ -62,7 +62,10 @@ def read_history(path: str | Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     records = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    # Records end at "\n" only: a note may hold U+2028 and the like, which str.splitlines() would break at.
+    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+        if not line.strip():
+            continue
         try:
             records.append(json.loads(line))
         except ValueError:

@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import pandas as pd
+import yaml
 from markdown_it import MarkdownIt
 
-from rankbench.corpus.sections import heading_text
+from rankbench.corpus.sections import heading_text, text_lines
 from rankbench.errors import InputError, raise_all
 from rankbench.io.loaders import DOCUMENT_COLUMNS, load_beir_corpus, load_corpus, read_jsonl
 from rankbench.io.trec_topics import load_trec_documents
@@ -29,6 +32,7 @@ SUPPORTED_SUFFIXES = MARKDOWN_SUFFIXES + HTML_SUFFIXES + TEXT_SUFFIXES + PDF_SUF
 PDF_EXTRA_FIX = "PDF files need pypdf: `pip install 'rankbench[documents]'` (or `pip install pypdf`)."
 _BLANKS = re.compile(r"\s")
 _SPACES = re.compile(r"[ \t\r\f\v\xa0]+")
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?\r?\n)?(?:---|\.\.\.)[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 
 def document_id(relative: PurePosixPath) -> str:
@@ -57,11 +61,28 @@ def _heading(level: int, text: str) -> str:
     return "#" * level + " " + " ".join(text.split())
 
 
+def front_matter(source: str) -> tuple[dict[str, Any], str]:
+    """A Markdown file's YAML front matter (Jekyll, Hugo, MkDocs: a `---` first line, a mapping, a `---` or `...`
+    line) and the text after it; ({}, source) when it has none. Front matter is metadata, never a section."""
+    match = _FRONT_MATTER.match(source)
+    if not match:
+        return {}, source
+    try:
+        fields = yaml.safe_load(match.group(1) or "")
+    except yaml.YAMLError:
+        return {}, source
+    if not isinstance(fields, dict) and fields is not None:
+        return {}, source
+    return fields or {}, source[match.end():]
+
+
 def markdown_document(source: str) -> tuple[str, str]:
     """(title, text) of a Markdown file, its headings found by markdown-it (ATX and setext, not `#` lines inside code)
-    and written as ATX lines; the title is the first level-1 heading (else the first heading, else empty)."""
+    and written as ATX lines; the title is the front matter's `title` (else the first level-1 heading, else the
+    first heading, else empty). YAML front matter is left out of the text (setext rules would make it a heading)."""
+    fields, source = front_matter(source)
     tokens = MarkdownIt("commonmark").parse(source)
-    lines = source.splitlines()
+    lines = [line.rstrip("\r\n") for line in text_lines(source)]  # markdown-it's lines (its token maps)
     headings: dict[int, tuple[int, int, str]] = {}
     for index, token in enumerate(tokens):
         if token.type == "heading_open" and token.map and tokens[index + 1].content.strip():
@@ -78,16 +99,22 @@ def markdown_document(source: str) -> tuple[str, str]:
             number += 1
     ordered = [headings[start] for start in sorted(headings)]
     title = next((text for _, level, text in ordered if level == 1), ordered[0][2] if ordered else "")
+    if isinstance(fields.get("title"), str) and fields["title"].strip():
+        title = fields["title"]
     return " ".join(title.split()), "\n".join(out).strip("\n") + "\n"
 
 
 class _HtmlText(HTMLParser):
-    """Visible text of an HTML page as lines, h1-h6 as Markdown headings; script, style and the head are skipped."""
+    """Visible text of an HTML page as lines, h1-h6 as Markdown headings; script, style and the head are skipped.
+
+    The head ends where a browser ends it (HTML5's tree construction): at `</head>`, at `<body>`, or at the first
+    tag or text that cannot be in a head, since HTML5 lets a page omit `</head>` (and `<head>`, `<body>`)."""
 
     BLOCKS = frozenset({"address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
                         "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p", "pre", "section", "table",
                         "td", "th", "tr", "ul"})
-    HIDDEN = frozenset({"head", "script", "style", "template", "noscript", "svg"})
+    HIDDEN = frozenset({"script", "style", "template", "noscript", "svg"})
+    HEAD_CONTENT = frozenset({"base", "link", "meta", "title", "script", "style", "template", "noscript"})
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -96,6 +123,7 @@ class _HtmlText(HTMLParser):
         self.heading_level = 0
         self.hidden = 0
         self.in_title = False
+        self.in_head = False
         self.page_title = ""
         self.headings: list[tuple[int, str]] = []
 
@@ -111,6 +139,10 @@ class _HtmlText(HTMLParser):
             self.lines.append(_body_line(text))
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "head":
+            self.in_head = True
+        elif self.in_head and tag not in self.HEAD_CONTENT:
+            self.in_head = False  # <body>, or any body content: the head ended without its end tag
         if tag == "title":
             self.in_title = True
         elif tag in self.HIDDEN:
@@ -122,7 +154,9 @@ class _HtmlText(HTMLParser):
             self._flush()
 
     def handle_endtag(self, tag: str) -> None:
-        if tag == "title":
+        if tag == "head":
+            self.in_head = False
+        elif tag == "title":
             self.in_title = False
         elif tag in self.HIDDEN:
             self.hidden = max(0, self.hidden - 1)
@@ -135,7 +169,9 @@ class _HtmlText(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.in_title:
             self.page_title += data
-        elif not self.hidden:
+        elif self.in_head and not self.hidden and data.strip():
+            self.in_head = False  # text cannot be in a head: a browser shows it in the body
+        if not self.in_title and not self.in_head and not self.hidden:
             self.current.append(data.replace("\n", " "))
 
 
@@ -152,7 +188,7 @@ def html_document(source: str) -> tuple[str, str]:
 
 def text_document(source: str) -> tuple[str, str]:
     """(title, text) of a plain-text file: no title, the text as is (one section, no heading)."""
-    return "", "\n".join(_body_line(line.rstrip()) for line in source.splitlines()).strip("\n") + "\n"
+    return "", "\n".join(_body_line(line.rstrip()) for line in text_lines(source)).strip("\n") + "\n"
 
 
 def pdf_document(path: Path) -> tuple[str, str]:
@@ -174,7 +210,7 @@ def pdf_document(path: Path) -> tuple[str, str]:
     except (PyPdfError, OSError, ValueError, KeyError) as error:
         raise InputError(path, None, f"cannot be read as a PDF ({error})", "Check the file, or export it again as "
                          "PDF.") from None
-    parts = [f"## Page {number}\n\n" + "\n".join(_body_line(line.rstrip()) for line in text.strip().splitlines())
+    parts = [f"## Page {number}\n\n" + "\n".join(_body_line(line.rstrip()) for line in text_lines(text.strip()))
              for number, text in enumerate(pages, start=1) if text.strip()]
     if not parts:
         raise InputError(path, None, "holds no text (a scanned PDF?)", "Give a PDF with a text layer (run OCR on it).")
@@ -189,10 +225,50 @@ _READERS: dict[str, Callable[[Path], tuple[str, str]]] = {
 }
 
 
-def _visible_files(folder: Path) -> Iterator[Path]:
-    """The files under a folder in path order, hidden files and folders (`.git`, `.DS_Store`) left out."""
+# A rankbench project's own files: what `init` and the workflow write beside the documents it was made from.
+PROJECT_OUTPUTS = ("config.yaml", "corpus.jsonl", "questions", "results", "logs", "benchmarks")
+
+
+def is_project(folder: Path) -> bool:
+    """A folder holding a rankbench project (its config beside the results, the workflow's state or a lock)."""
+    return (folder / "config.yaml").is_file() and any(
+        (folder / name).exists() for name in ("results", ".snakemake", "questions/frozen.lock"))
+
+
+@dataclass
+class FolderNotes:
+    """What reading a documents folder left out, or reached outside it: init's summary names each."""
+
+    other_type: list[Path] = field(default_factory=list)  # files of a type rankbench does not read
+    hidden: list[Path] = field(default_factory=list)  # hidden files and folders (`.git`, `.snakemake`, `.DS_Store`)
+    project_files: list[Path] = field(default_factory=list)  # a rankbench project's own files and result pages
+    outside: list[Path] = field(default_factory=list)  # links to files outside the folder (read)
+    linked_folders: list[Path] = field(default_factory=list)  # links to folders (not followed)
+
+
+def _document_files(folder: Path, notes: FolderNotes) -> Iterator[Path]:
+    """The files under a folder in path order, hidden files and folders (`.git`, `.snakemake`) and rankbench
+    projects' own files (a project inside the folder whole, the folder's own config, corpus, questions and results
+    when it is one) left out and noted; a link to a folder is not followed."""
+    root = folder.resolve()
+    projects = sorted({config.parent for config in folder.rglob("config.yaml") if is_project(config.parent)} |
+                      ({folder} if is_project(folder) else set()), key=lambda project: -len(project.parts))
     for path in sorted(folder.rglob("*")):
-        if path.is_file() and not any(part.startswith(".") for part in path.relative_to(folder).parts):
+        parts = path.relative_to(folder).parts
+        owner = next((project for project in projects if project in path.parents), None)  # the innermost
+        hidden = next((n for n, part in enumerate(parts) if part.startswith(".")), None)
+        if owner is not None and (owner != folder or parts[0] in PROJECT_OUTPUTS):
+            top = owner if owner != folder else folder / parts[0]
+            if top not in notes.project_files:
+                notes.project_files.append(top)
+        elif hidden is not None:
+            if hidden == len(parts) - 1:  # the hidden file or folder itself, not each file in it
+                notes.hidden.append(path)
+        elif path.is_symlink() and path.is_dir():
+            notes.linked_folders.append(path)
+        elif path.is_file():
+            if not path.resolve().is_relative_to(root):
+                notes.outside.append(path)
             yield path
 
 
@@ -212,17 +288,17 @@ def _folder_document(folder: Path, path: Path, reader: Callable[[Path], tuple[st
             "metadata": json.dumps({"source": path.relative_to(folder).as_posix()})}
 
 
-def folder_documents(folder: Path) -> tuple[pd.DataFrame, list[Path]]:
-    """The documents of a folder (DOCUMENT_COLUMNS, in path order) and the files skipped for their type; every file
-    is read, and the mistakes of all of them raised together."""
+def folder_documents(folder: Path) -> tuple[pd.DataFrame, FolderNotes]:
+    """The documents of a folder (DOCUMENT_COLUMNS, in path order) and what was left out or read from outside it;
+    every file is read, and the mistakes of all of them raised together."""
     rows: list[dict[str, object]] = []
-    skipped: list[Path] = []
+    notes = FolderNotes()
     first: dict[str, Path] = {}
     errors: list[InputError] = []
-    for path in _visible_files(folder):
+    for path in _document_files(folder, notes):
         reader = _READERS.get(path.suffix.lower())
         if reader is None:
-            skipped.append(path)
+            notes.other_type.append(path)
             continue
         try:  # every file is read: the mistakes of all of them are told at once
             rows.append(_folder_document(folder, path, reader, first))
@@ -233,7 +309,7 @@ def folder_documents(folder: Path) -> tuple[pd.DataFrame, list[Path]]:
         raise InputError(folder, None, "holds no Markdown, HTML, text or PDF file",
                          f"Put documents ({', '.join(SUPPORTED_SUFFIXES)}) in the folder, or give a JSONL, BEIR or "
                          "TREC collection.")
-    return pd.DataFrame(rows, columns=DOCUMENT_COLUMNS), skipped
+    return pd.DataFrame(rows, columns=DOCUMENT_COLUMNS), notes
 
 
 def collection_documents(path: Path) -> pd.DataFrame:
@@ -247,16 +323,16 @@ def collection_documents(path: Path) -> pd.DataFrame:
     return load_trec_documents(path)
 
 
-def load_documents_from(path: Path) -> tuple[pd.DataFrame, list[Path]]:
-    """Documents from `rankbench init --documents`: a folder of files (BEIR when it holds corpus.jsonl) or a
-    collection file; also the files skipped for their type."""
+def load_documents_from(path: Path) -> tuple[pd.DataFrame, FolderNotes]:
+    """Documents from `rankbench init --documents`: a folder of files (BEIR when it holds corpus.jsonl and is no
+    rankbench project) or a collection file; also what was left out of a folder or read from outside it."""
     path = Path(path)
     if not path.exists():
         raise InputError(path, None, "does not exist", "Give a folder of documents or a JSONL, BEIR or TREC "
                          "collection.")
-    if path.is_dir() and not (path / "corpus.jsonl").is_file():
+    if path.is_dir() and (is_project(path) or not (path / "corpus.jsonl").is_file()):
         return folder_documents(path)
-    return collection_documents(path), []
+    return collection_documents(path), FolderNotes()
 
 
 def native_records(documents: pd.DataFrame) -> list[dict[str, object]]:

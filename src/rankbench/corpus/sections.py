@@ -7,6 +7,14 @@ import unicodedata
 from dataclasses import dataclass
 
 INTRO_SECTION = "_intro"
+# A line and its end, where Markdown (and markdown-it) ends lines: \r\n, \r or \n. Not str.splitlines(), which also
+# breaks at U+2028, U+2029, U+001C-U+001E, U+0085, \v and \f: text inside a line, never the start of a heading.
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of a text with their ends (as str.splitlines(keepends=True), but ending at \r\n, \r, \n only)."""
+    return _LINE.findall(text)
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ def split_sections(text: str) -> list[Section]:
         if body or section_id != INTRO_SECTION:
             sections.append(Section(section_id, heading, body, start, end))
 
-    for line in text.splitlines(keepends=True):
+    for line in text_lines(text):
         found = heading_text(line.rstrip("\n"))
         if found is not None:
             close(offset)

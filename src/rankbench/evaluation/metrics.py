@@ -44,6 +44,9 @@ INFAP_EPSILON = 0.00001  # trec_eval's smoothing in infAP
 # retrieved-but-unlabelled, then nothing retrieved there.
 GRADE_LABELS = ("0", "1", "2", "3", "unjudged", "none")
 GAINS = ("linear", "exponential")
+# Metrics that read every positive grade whatever the relevance threshold (trec_eval's ndcg, ndcg_cut): a question
+# with a positive label but none at the threshold has a value for them, as trec_eval gives it under -l.
+GRADED_METRICS = ("dcg", "ndcg", "ndcg_condensed")
 
 
 _GRADES = np.int32  # dtype of the grade matrix: its two lowest values, below every grade, are codes

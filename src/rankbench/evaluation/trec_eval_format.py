@@ -2,9 +2,11 @@
 three-column output (measure, qid or `all`, value), with its -q, -c, -n, -M and -l and its handling of topics.
 
 As trec_eval: a topic is evaluated when the run and the qrels both have it (-c: every qrels topic, 0 where the run
-lacks it); topics whose labels are all below the relevance level count, scoring 0 (``zero_topics="include"``; the
-rankbench default, "exclude", leaves them out as the workflow's tables do). Values print with 4 decimals, counts as
-integers, as trec_eval prints them.
+lacks it); topics whose labels are all below the relevance level count (``zero_topics="include"``; the rankbench
+default, "exclude", leaves them out as the workflow's tables do), scoring 0 except on the graded measures (ndcg,
+ndcg_cut), which read every positive grade whatever -l. Measures print in trec_eval's order (its measure table,
+cutoffs ascending), whatever the order of -m, so the output diffs clean against trec_eval's. Values print with 4
+decimals, counts as integers, as trec_eval prints them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rankbench.evaluation.metric_names import MetricNameError, parse_metrics
+from rankbench.evaluation.metrics import GRADED_METRICS
 from rankbench.evaluation.scoring import runs_per_query
 
 # trec_eval's default cutoffs of its parameterized measures (P, recall, ndcg_cut, map_cut; success: 1, 5, 10).
@@ -27,6 +30,9 @@ COUNTS = ("num_q", "num_ret", "num_rel", "num_rel_ret")
 OFFICIAL = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank",
             "P.5,10,15,20,30,100,200,500,1000")
 ZERO_TOPICS = ("include", "exclude")
+# The order trec_eval prints its measures in (its te_trec_measures table); rankbench's own names follow, as given.
+TREC_ORDER = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "bpref", "recip_rank", "P",
+              "recall", "infAP", "ndcg", "ndcg_cut", "map_cut", "success")
 
 
 @dataclass(frozen=True)
@@ -58,7 +64,7 @@ def parse_trec_measures(items: Sequence[str]) -> list[Measure]:
         elif item == "runid" or item in COUNTS:
             measures.append(Measure(item, None))
         elif family in _FAMILIES:
-            ks = [int(k) for k in cutoffs.split(",") if k.strip().isdigit()] if dot else \
+            ks = [int(k) for k in cutoffs.split(",") if k.strip().isdigit() and int(k) > 0] if dot else \
                 ([1, 5, 10] if family == "success" else list(CUTOFFS))
             if not ks or (dot and len(ks) != len(cutoffs.split(","))):
                 raise MetricNameError(f"cannot read measure {item!r}: cutoffs are whole numbers, e.g. "
@@ -68,7 +74,17 @@ def parse_trec_measures(items: Sequence[str]) -> list[Measure]:
             measures.append(Measure(item, _WHOLE[item]))
         else:  # a rankbench / ir_measures name (ndcg@10, RR@10, judged@10): printed under trec_eval's name if any
             measures += [Measure(trec_name(*key), key) for key in parse_metrics(item)]
-    return list({measure.name: measure for measure in measures}.values())
+    unique = list({measure.name: measure for measure in measures}.values())
+    return sorted(unique, key=_trec_position)
+
+
+def _trec_position(measure: Measure) -> tuple[int, int]:
+    """Where trec_eval prints a measure: its family's place in TREC_ORDER, then its cutoff (rankbench's own names
+    after every trec_eval measure; sorted() keeps their given order)."""
+    family, _, cutoff = measure.name.rpartition("_") if measure.name[-1].isdigit() else (measure.name, "", "0")
+    if family in TREC_ORDER and cutoff.isdigit():
+        return TREC_ORDER.index(family), int(cutoff)
+    return len(TREC_ORDER), 0
 
 
 def _counts(run: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str], level: int) -> pd.DataFrame:
@@ -97,13 +113,16 @@ def trec_eval_lines(qrels: pd.DataFrame, runs: Mapping[str, pd.DataFrame], measu
         if zero_topics == "exclude":
             topics &= labelled
         qids = sorted(topics)
-        values = pd.DataFrame(index=pd.Index(qids, name="qid"))
-        if metrics and qids:
-            long = runs_per_query({tag: run}, qrels, metrics, relevance_threshold=relevance_level)
-            wide = long.pivot_table(index="qid", columns=["metric", "k"], values="value", aggfunc="first")
-            for key in metrics:
-                column = wide[key] if key in wide.columns else pd.Series(dtype=float)
-                values[key] = column.reindex(qids).fillna(0.0).to_numpy()  # unlabelled topics: 0, as trec_eval
+        values = {key: pd.Series(0.0, index=qids, dtype=float) for key in metrics}  # unlabelled topics: 0
+        # trec_eval's graded measures read every positive grade whatever -l: scored at level 1, the others at -l
+        for level, keys in ((1, [k for k in metrics if k[0] in GRADED_METRICS]),
+                            (relevance_level, [k for k in metrics if k[0] not in GRADED_METRICS])):
+            if keys and qids:
+                long = runs_per_query({tag: run}, qrels, keys, relevance_threshold=level)
+                wide = long.pivot_table(index="qid", columns=["metric", "k"], values="value", aggfunc="first")
+                for key in keys:
+                    column = wide[key] if key in wide.columns else pd.Series(dtype=float)
+                    values[key] = column.reindex(qids).fillna(0.0)
         counts = _counts(run, qrels, qids, relevance_level)
         rows = [(qid, qid) for qid in qids] if per_query else []
         for qid, label in rows + ([(None, "all")] if summary else []):

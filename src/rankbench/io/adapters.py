@@ -77,6 +77,10 @@ def adapted_run(source: object, name: str) -> str | Path | pd.DataFrame | Mappin
     if plain is not None:
         return plain
     if isinstance(source, pd.DataFrame):
+        if "docno" in source.columns and "doc_id" not in source.columns and "rank" in source.columns:
+            # PyTerrier's frame: pt.Evaluate hands {qid: {docno: score}} to pytrec_eval, which orders by score then
+            # docno desc (trec_eval's rule) and never reads `rank`; ties ranked otherwise would score differently
+            source = source.drop(columns="rank")
         return _checked_frame(_renamed(source, _RUN_COLUMNS), ("qid", "doc_id", "score"), "a run", RUN_FORMS, name)
     if isinstance(source, Iterable) and not isinstance(source, bytes):
         frame = _renamed(_records(source, ["qid", "doc_id", "score"]), _RUN_COLUMNS)

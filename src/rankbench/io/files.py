@@ -1,13 +1,16 @@
-"""Atomic writes: every output goes to a temporary file in the same folder, then is renamed into place; and the
-text formats rankbench writes (JSONL, CSV safe to open in a spreadsheet)."""
+"""Atomic writes: every output goes to a temporary file in the same folder, then is renamed into place; the
+text formats rankbench writes (JSONL, CSV safe to open in a spreadsheet); and the one reader of text files that may
+come gzipped (runs, qrels)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from rankbench.errors import InputError
 
 PARQUET_METADATA = b"rankbench"  # the schema metadata key of what write_parquet stores beside a table
 
@@ -154,3 +159,19 @@ def write_npz(arrays: Mapping[str, np.ndarray], path: str | Path) -> None:
                 with archive.open(info, "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, np.ascontiguousarray(arrays[name]), allow_pickle=False)
     write_atomically(path, save)
+
+
+def file_bytes(path: str | Path) -> bytes:
+    """A text file's bytes, gunzipped when it is gzip (known by its magic bytes, whatever its name); an unreadable
+    or damaged file is an InputError."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise InputError(path, None, f"cannot be read ({error.strerror})", "Check the path.") from None
+    if not raw.startswith(b"\x1f\x8b"):
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as error:
+        raise InputError(path, None, f"is a damaged gzip file ({error})", "Compress it again, or give it "
+                         "uncompressed.") from None

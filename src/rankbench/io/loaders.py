@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -19,6 +20,7 @@ import pandas as pd
 import yaml
 
 from rankbench.errors import InputError
+from rankbench.io.files import file_bytes
 from rankbench.io.qrels import check_grades, check_qrels, judged_qids
 
 # The JSON schemas of corpus and question-set records, in the workflow's one schema folder, which the package ships
@@ -269,11 +271,11 @@ def load_beir_questions(queries_path: Path, qrels_path: Path) -> tuple[pd.DataFr
 
 
 def read_qrels_tsv(path: Path) -> pd.DataFrame:
-    """BEIR qrels TSV (`query-id`, `corpus-id`, `score`, with a header line) as labels, checked by check_qrels as
-    every qrels reader is (exact repeats kept once, two grades for one pair refused)."""
+    """BEIR qrels TSV (`query-id`, `corpus-id`, `score`, with a header line; gzipped or not) as labels, checked by
+    check_qrels as every qrels reader is (exact repeats kept once, two grades for one pair refused)."""
     rows, where = [], []
     try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
+        with io.StringIO(file_bytes(path).decode("utf-8-sig"), newline="") as handle:
             for number, fields in enumerate(csv.reader(handle, delimiter="\t"), start=1):
                 if not fields or (number == 1 and fields[0] == "query-id"):
                     continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,10 @@ def _csv_rows(path: Path, delimiter: str) -> Iterator[tuple[int, dict[str, str]]
     except UnicodeDecodeError as error:
         raise InputError(path, None, f"is not valid UTF-8 (byte {error.start})", "Save the sheet as UTF-8 "
                          "(spreadsheets: CSV UTF-8).") from None
-    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter, strict=True)
+    # Lines end at \n, \r\n or \r only (a file object with newline=""), never at the other characters
+    # str.splitlines() breaks at (U+2028, U+2029, U+001C-U+001E, U+0085, \v, \f): inside a cell they are text, and
+    # line numbers in messages count real lines.
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     try:
         header = [name.strip().lower() for name in next(reader, [])]
         _check_header(header, path)

@@ -1,9 +1,10 @@
 """TREC and Parquet runs and qrels in and out: validated with file and line, ordered as trec_eval orders them.
 
-TREC qrels: `qid iter docno grade` (iter ignored). TREC runs: `qid Q0 docno rank score tag`; trec_eval ignores
-the rank column and orders each question by score desc, then docno desc, and so do we. A run we write carries the
-method's own scores at full precision, nudged only where trec_eval (which reads 32-bit scores) would reorder them
-(trec_scores), so trec_eval, ranx, ir_measures and fusion over exported runs see our scores and our order.
+TREC qrels: `qid iter docno grade` (iter ignored), or BEIR's qrels TSV (`query-id corpus-id score` under that
+header). TREC runs: `qid Q0 docno rank score tag`. Either may be gzipped (known by its magic bytes). trec_eval
+ignores the rank column and orders each question by score desc, then docno desc, and so do we. A run we write
+carries the method's own scores at full precision, nudged only where trec_eval (which reads 32-bit scores) would
+reorder them (trec_scores), so trec_eval, ranx, ir_measures and fusion over exported runs see our scores and our order.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pandas as pd
 
 from rankbench.errors import InputError
 from rankbench.io.adapters import adapted_qrels, adapted_run
-from rankbench.io.files import write_parquet, write_text
+from rankbench.io.files import file_bytes, write_parquet, write_text
+from rankbench.io.loaders import read_qrels_tsv
 from rankbench.io.qrels import check_qrels, first_repeat, two_rows
 from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_rule
 
@@ -27,6 +29,7 @@ from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_
 RunSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, float]] | Iterable[Any] | object
 QrelsSource: TypeAlias = str | Path | pd.DataFrame | Mapping[str, Mapping[str, int]] | Iterable[Any] | object
 _WHITESPACE = re.compile(r"\s")
+BEIR_QRELS_HEADER = ("query-id", "corpus-id", "score")  # the first line of BEIR's qrels/<split>.tsv
 
 
 def file_format(path: str | Path) -> str:
@@ -34,24 +37,32 @@ def file_format(path: str | Path) -> str:
     return "parquet" if Path(path).suffix.lower() == ".parquet" else "trec"
 
 
-def _fields(path: Path, expected: int, layout: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number, whitespace-separated fields) of each non-blank line; a wrong field count is an InputError."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as error:
-        raise InputError(path, None, f"cannot be read ({error.strerror})", "Check the path.") from None
+def _lines(path: Path) -> Iterator[tuple[int, list[str]]]:
+    """(line number, whitespace-separated fields) of each non-blank line of a text file (gzipped or not)."""
+    raw = file_bytes(path)
     for number, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").split(b"\n"), start=1):
         try:
             fields = line.decode("utf-8").split()
         except UnicodeDecodeError as error:
             raise InputError(path, f"line {number}", f"is not valid UTF-8 (byte {error.start})",
                              "Save the file as UTF-8.") from None
-        if not fields:
-            continue
+        if fields:
+            yield number, fields
+
+
+def _counted(path: Path, lines: Iterable[tuple[int, list[str]]], expected: int, layout: str
+             ) -> Iterator[tuple[int, list[str]]]:
+    """The lines, each checked to have ``expected`` fields; a wrong field count is an InputError."""
+    for number, fields in lines:
         if len(fields) != expected:
             raise InputError(path, f"line {number}", f"has {len(fields)} fields, expected {expected}",
                              f"Each line must read `{layout}` (whitespace-separated).")
         yield number, fields
+
+
+def _fields(path: Path, expected: int, layout: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, fields) of each non-blank line, each holding ``expected`` fields (else an InputError)."""
+    return _counted(path, _lines(path), expected, layout)
 
 
 def check_run(run: pd.DataFrame, path: str | Path | None, where: Sequence[str], id_column: str) -> None:
@@ -71,9 +82,14 @@ def check_run(run: pd.DataFrame, path: str | Path | None, where: Sequence[str], 
 
 
 def read_trec_qrels(path: str | Path) -> pd.DataFrame:
-    """A TREC qrels file as qid, item_id, grade (validated by check_qrels, errors naming the line)."""
+    """A TREC qrels file, or BEIR's qrels TSV (known by its header), as qid, item_id, grade (validated by
+    check_qrels, errors naming the line)."""
     path = Path(path)
-    rows = [(n, f[0], f[2], f[3]) for n, f in _fields(path, 4, "qid iteration docno grade")]
+    lines = list(_lines(path))
+    if lines and tuple(field.lower() for field in lines[0][1]) == BEIR_QRELS_HEADER:
+        labels = read_qrels_tsv(path)
+        return labels.rename(columns={"doc_id": "item_id"})[["qid", "item_id", "grade"]]
+    rows = [(n, f[0], f[2], f[3]) for n, f in _counted(path, lines, 4, "qid iteration docno grade")]
     frame = pd.DataFrame(rows, columns=["line", "qid", "item_id", "grade"])
     return check_qrels(frame[["qid", "item_id", "grade"]], path, [f"line {n}" for n in frame["line"]])
 

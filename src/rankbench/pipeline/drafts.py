@@ -18,6 +18,7 @@ import yaml
 
 from rankbench.corpus.label_checks import check_label_targets, label_findings, question_lines
 from rankbench.errors import InputError
+from rankbench.evaluation.metrics import ERR_MAX_GRADE, EXP_GAIN_MAX
 from rankbench.io.config_file import load_config_file
 from rankbench.io.frozen import check_frozen, check_version_name, freeze, guard_results, read_lock, results_record
 from rankbench.pipeline.dataset_formats import (
@@ -28,6 +29,7 @@ from rankbench.pipeline.dataset_formats import (
     version_files,
     version_source,
 )
+from rankbench.pipeline.defaults import evaluation_settings
 
 _DRAFT_LINE = re.compile(r"\s*draft\s*:\s*(true|True|TRUE|yes)\s*(#.*)?")
 
@@ -96,6 +98,7 @@ def check_version(config_path: Path, version: str, root: Path | None = None) -> 
     questions, labels = load_version(fmt, files, version_source(config, version))
     path = Path(files[-1]) if files else config_path
     check_label_targets(labels, documents, path)
+    check_evaluable(labels, evaluation_settings(config), path)  # as `run` refuses it at start
     lock = read_lock(dataset["lock"]) if fmt == "native" else {}
     if version in lock:
         check_frozen(version, [Path(file) for file in files], lock[version], dataset["lock"])
@@ -114,6 +117,39 @@ def record_frozen_results(config: Mapping[str, Any], results: str) -> None:
     for version in sorted(config["qsets"]):
         if version in lock and Path(results, version).is_dir():
             guard_results(version, lock[version], results_record(Path(results, version)))
+
+
+def _line_of(path: Path | str, *fields: str) -> str | None:
+    """`line N` of the first line of a labels file holding every field (a label: qid, doc id and grade), None for an
+    ir_datasets source or when none does."""
+    if not Path(path).is_file():
+        return None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for number, line in enumerate(handle, start=1):
+            if all(field in line for field in fields):
+                return f"line {number}"
+    return None
+
+
+def check_evaluable(labels: pd.DataFrame, evaluation: Mapping[str, Any], path: Path | str) -> None:
+    """A version the evaluate jobs can score with these settings, known at start: some question has a relevant
+    label (else every table averages over no question), and the grades fit the exponential gain and ERR."""
+    threshold = evaluation["relevance_threshold"]
+    if not (labels["grade"] >= threshold).any():
+        raise InputError(path, None, f"has no question with a relevant label (grade >= {threshold}, "
+                         "evaluation.relevance_threshold): there is nothing to evaluate",
+                         "Label at least one question with a relevant document, in a new question-set version.")
+    limits = [(EXP_GAIN_MAX, "evaluation.gain: exponential (2^grade - 1 overflows above it)", "use `gain: linear`")
+              ] if evaluation["gain"] == "exponential" else []
+    if "err" in evaluation["metrics"]:
+        limits.append((ERR_MAX_GRADE, "ERR (evaluation.metrics; as gdeval)", "leave err out of evaluation.metrics"))
+    for limit, what, fix in limits:
+        if labels["grade"].max() > limit:
+            row = labels.loc[labels["grade"].idxmax()]
+            raise InputError(path, _line_of(path, row["qid"], row["doc_id"], str(row["grade"])) or
+                             f"qid {row['qid']!r}", f"labels {row['doc_id']!r} with grade {row['grade']}, above the "
+                             f"{limit} that {what} takes", f"Map the grades onto 0..{limit} in a new question-set "
+                             f"version, or {fix}.")
 
 
 def drop_draft_line(config_path: Path, version: str) -> bool:

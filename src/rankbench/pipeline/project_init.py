@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
-from rankbench.corpus.documents import document_id, load_documents_from, native_records
+from rankbench.corpus.documents import FolderNotes, document_id, load_documents_from, native_records
 from rankbench.corpus.sections import slugify, split_sections
 from rankbench.errors import InputError, raise_all
 from rankbench.io.config_file import load_config_file
@@ -24,8 +24,8 @@ from rankbench.io.files import jsonl_text, write_folder_atomically
 from rankbench.io.loaders import record_schema
 from rankbench.io.question_sheet import read_question_sheet
 from rankbench.pipeline.config import check_config, expand_methods
-from rankbench.pipeline.defaults import config_yaml, effective_config
-from rankbench.pipeline.drafts import check_version, rooted
+from rankbench.pipeline.defaults import config_yaml, effective_config, evaluation_settings
+from rankbench.pipeline.drafts import check_evaluable, check_version, rooted
 
 CORPUS_FILE = "corpus.jsonl"
 LOCK_FILE = "questions/frozen.lock"
@@ -46,7 +46,7 @@ class InitSummary:
     questions: int
     labels: int
     unanswerable: int
-    skipped: list[Path]
+    notes: FolderNotes
 
 
 class _Resolver:
@@ -146,11 +146,11 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
     name = name or dataset_name(folder)
     errors: list[InputError] = []  # the documents' and the sheet's mistakes, told together
     try:
-        frame, skipped = load_documents_from(documents)
+        frame, notes = load_documents_from(documents)
         check_chunkable(frame, ChunkerSpec(kind="sections"), documents, "the sections chunker")
     except InputError as error:
         errors.append(error)
-        frame, skipped = None, []
+        frame, notes = None, FolderNotes()
     try:  # without the documents, the sheet's own mistakes (its labels cannot be checked)
         questions = read_question_sheet(sheet, _Resolver(frame, sheet, documents) if frame is not None
                                         else _unchecked_label)
@@ -158,6 +158,9 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
         errors.append(error)
     raise_all(errors)
     records = [question.record for question in questions]
+    label_rows = pd.DataFrame([(record["qid"], label["doc_id"], label["grade"]) for record in records
+                               for label in record["labels"]], columns=["qid", "doc_id", "grade"])
+    check_evaluable(label_rows, evaluation_settings(config), sheet)  # `run` refuses such a version: init too, first
 
     def write(staging: Path) -> None:
         (staging / "questions").mkdir()
@@ -174,7 +177,7 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
     write_folder_atomically(folder, write)
     labels = sum(len(record["labels"]) for record in records)
     unanswerable = sum(not any(label["grade"] > 0 for label in record["labels"]) for record in records)
-    return InitSummary(folder, name, version, len(frame), len(records), labels, unanswerable, skipped)
+    return InitSummary(folder, name, version, len(frame), len(records), labels, unanswerable, notes)
 
 
 def summary_text(summary: InitSummary) -> str:
@@ -182,10 +185,18 @@ def summary_text(summary: InitSummary) -> str:
     lines = [f"{summary.folder}: {summary.documents} documents, {summary.questions} questions ({summary.labels} "
              f"labels, {summary.unanswerable} unanswerable) as draft version {summary.version} of dataset "
              f"{summary.dataset}."]
-    if summary.skipped:
-        lines.append(f"Skipped {len(summary.skipped)} file(s) of another type: "
-                     + ", ".join(str(path) for path in summary.skipped[:10])
-                     + (" ..." if len(summary.skipped) > 10 else ""))
+    notes = summary.notes
+    for paths, what in ((notes.other_type, "Skipped {} file(s) of another type"),
+                        (notes.project_files, "Left out {} folder(s) or file(s) of a rankbench project (its config, "
+                                              "corpus, questions and result pages are no documents)"),
+                        (notes.hidden, "Left out {} hidden file(s) or folder(s)"),
+                        (notes.linked_folders, "Did not follow {} link(s) to a folder (copy the folder in, or give "
+                                               "it as --documents)"),
+                        (notes.outside, "Read {} file(s) through a link leaving the documents folder (check that "
+                                        "you meant to include them)")):
+        if paths:
+            lines.append(what.format(len(paths)) + ": " + ", ".join(str(path) for path in paths[:10])
+                         + (" ..." if len(paths) > 10 else ""))
     lines += ["Next:", f"  cd {summary.folder} && rankbench run --cores 2",
               f"then read results/{summary.dataset}/{summary.version}/comparison.md"]
     return "\n".join(lines)

@@ -20,7 +20,6 @@ import yaml
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.label_checks import check_label_targets
 from rankbench.errors import InputError
-from rankbench.evaluation.metrics import ERR_MAX_GRADE, EXP_GAIN_MAX
 from rankbench.io.files import corpus_record
 from rankbench.io.frozen import (
     check_frozen,
@@ -42,7 +41,7 @@ from rankbench.pipeline.dataset_formats import (
     version_source,
 )
 from rankbench.pipeline.defaults import evaluation_settings
-from rankbench.pipeline.drafts import is_draft
+from rankbench.pipeline.drafts import check_evaluable, is_draft
 
 
 @contextmanager
@@ -119,39 +118,6 @@ def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str
         check_evaluable(labels, evaluation_settings(config), labels_source)
         for path in spec.get("rewrites", {}).values():
             load_rewrites(Path(path), questions)
-
-
-def _line_of(path: Path | str, *fields: str) -> str | None:
-    """`line N` of the first line of a labels file holding every field (a label: qid, doc id and grade), None for an
-    ir_datasets source or when none does."""
-    if not Path(path).is_file():
-        return None
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            if all(field in line for field in fields):
-                return f"line {number}"
-    return None
-
-
-def check_evaluable(labels: pd.DataFrame, evaluation: Mapping[str, Any], path: Path | str) -> None:
-    """A version the evaluate jobs can score with these settings, known at start: some question has a relevant
-    label (else every table averages over no question), and the grades fit the exponential gain and ERR."""
-    threshold = evaluation["relevance_threshold"]
-    if not (labels["grade"] >= threshold).any():
-        raise InputError(path, None, f"has no question with a relevant label (grade >= {threshold}, "
-                         "evaluation.relevance_threshold): there is nothing to evaluate",
-                         "Label at least one question with a relevant document, in a new question-set version.")
-    limits = [(EXP_GAIN_MAX, "evaluation.gain: exponential (2^grade - 1 overflows above it)", "use `gain: linear`")
-              ] if evaluation["gain"] == "exponential" else []
-    if "err" in evaluation["metrics"]:
-        limits.append((ERR_MAX_GRADE, "ERR (evaluation.metrics; as gdeval)", "leave err out of evaluation.metrics"))
-    for limit, what, fix in limits:
-        if labels["grade"].max() > limit:
-            row = labels.loc[labels["grade"].idxmax()]
-            raise InputError(path, _line_of(path, row["qid"], row["doc_id"], str(row["grade"])) or
-                             f"qid {row['qid']!r}", f"labels {row['doc_id']!r} with grade {row['grade']}, above the "
-                             f"{limit} that {what} takes", f"Map the grades onto 0..{limit} in a new question-set "
-                             f"version, or {fix}.")
 
 
 def check_dataset(config: Mapping[str, Any], schemas: Path, results: str) -> None:
