@@ -27,7 +27,7 @@ from rankbench.retrieval.registry import (
     method_grains,
     method_setting,
 )
-from rankbench.retrieval.dense import IndexSpec
+from rankbench.retrieval.dense import IndexSpec, float_twins
 from rankbench.retrieval.vectordb import VectorIndex
 from rankbench.retrieval.encoders.kinds import encoder_kind
 from rankbench.io.config_file import sorted_mappings
@@ -342,10 +342,39 @@ def dense_index_path(method, spec=None):
     return corpus_path(method, "faiss", encoder, f"{spec.name}.faiss")
 
 
+def dense_vectors(method):
+    """The float chunk vectors a method re-scores its quantized index's candidates with (none without `rescore`)."""
+    if not dense_index(method).rescore:
+        return []
+    return corpus_path(method, "embeddings", f"{METHOD_SPECS[method]['encoder']}.npy")
+
+
+def dense_index_stats(method, spec=None):
+    """The size and build-time record of the FAISS index a method searches (see rule faiss_index)."""
+    return dense_index_path(method, spec).removesuffix(".faiss") + ".json"
+
+
 def approximate_methods():
+    """Dense methods whose index is not the exact float one: approximate (HNSW, IVF) or compressed."""
     return [
-        m for m in methods_indexed_by("faiss_index") if dense_index(m).kind != "flat"
+        m
+        for m in methods_indexed_by("faiss_index")
+        if dense_index(m).kind != "flat" or dense_index(m).compressed
     ]
+
+
+# Each dense method with a compressed index -> its float flat twin (None: none configured), for the vector-size page.
+FLOAT_TWINS = float_twins(
+    {
+        m: {**METHOD_SPECS[m], "chunker": chunker_of(m)}
+        for m in methods_indexed_by("faiss_index")
+    }
+)
+
+
+def vector_size_methods():
+    """The methods on the vector-size page: the compressed ones and their twins."""
+    return sorted(set(FLOAT_TWINS) | {t for t in FLOAT_TWINS.values() if t})
 
 
 FAISS_BUILDS = {
@@ -431,6 +460,7 @@ def index_pages():
         *[f"{page}.html" for page in HOW_SURE_PAGES],
         "calibration.html",
         "cost.html",
+        *(["vector-size.html"] if FLOAT_TWINS else []),
     ]
 
 
@@ -478,6 +508,7 @@ def all_outputs():
             f"{R}/{qset}/ann-recall/{m}.md"
             for m in approximate_methods() + approximate_vectordb_methods()
         ]
+        outputs += [f"{R}/{qset}/vector-size.md"] if FLOAT_TWINS else []
         outputs += [
             f"{R}/{qset}/aggregate.parquet",
             f"{R}/{qset}/comparison.md",

@@ -74,6 +74,7 @@ rule cost_page:
         ),
         api_usage=lambda wildcards: sorted(api_usage(wildcards).values()),
         timings=lambda wildcards: sorted(timing_records(wildcards).values()),
+        index_stats=sorted({dense_index_stats(m) for m in methods_indexed_by("faiss_index")}),
     output:
         cost=f"{R}/{{qset}}/cost.md",
         cost_html=report(
@@ -96,6 +97,7 @@ rule cost_page:
         cost_plan=cost_plan,
         api_usage=api_usage,
         timings=timing_records,
+        index_stats={m: dense_index_stats(m) for m in methods_indexed_by("faiss_index")},
     script:
         "../scripts/cost_page.py"
 
@@ -488,3 +490,39 @@ rule index_page:
         baseline=EVALUATION["baseline"],
     script:
         "../scripts/index_page.py"
+
+
+# Index size against quality: each compressed dense index beside its float flat twin (only when a method compresses).
+rule vector_size_page:
+    input:
+        aggregate=f"{R}/{{qset}}/aggregate.parquet",
+        pairs=f"{R}/{{qset}}/pairs.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
+        stats=lambda wildcards: sorted(
+            {dense_index_stats(m) for m in vector_size_methods()}
+        ),
+    output:
+        page=f"{R}/{{qset}}/vector-size.md",
+        html=report(
+            f"{R}/{{qset}}/vector-size.html",
+            category="Comparison",
+            subcategory="{qset}",
+            caption="../report/vector-size.rst",
+        ),
+    log:
+        f"{LOGS}/vector_size_page/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/vector_size_page/{{qset}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
+        dataset=DATASET["name"],
+        report=REPORT,
+        resamples=EVALUATION["bootstrap_resamples"],
+        twins=FLOAT_TWINS,
+        indexes={m: dense_index(m).settings for m in vector_size_methods()},
+        stats={m: dense_index_stats(m) for m in vector_size_methods()},
+    script:
+        "../scripts/vector_size_page.py"

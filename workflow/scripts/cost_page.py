@@ -23,7 +23,8 @@ def main(snakemake):
     usage = {bench: json.loads(Path(path).read_text()) for bench, path in p.api_usage.items()}
     timings = {bench: read_timing(path) for bench, path in p.timings.items()}
     cost = cost_table(p.cost_plan, seconds, len(questions), usage, timings)
-    costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"])
+    indexes = {method: json.loads(Path(path).read_text()) for method, path in p.index_stats.items()}
+    costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"], indexes)
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
     write_text(costs, snakemake.output.cost)
 

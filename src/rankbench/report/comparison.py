@@ -33,9 +33,10 @@ HOW_SURE = ("How sure is this table: `budget.md` says how many questions would s
             "shifted labels, and the metric bounds for unjudged items.")
 
 
-def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str
-              ) -> str:
-    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted.
+def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str,
+              indexes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted;
+    with `indexes` (dense method -> its FAISS index's size record), the index's megabytes and build seconds.
 
     Timings change from run to run, so they live on this page and not on the comparison page, which stays
     byte-identical across runs apart from its date.
@@ -62,6 +63,9 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         for side, name in (("query", "API tokens, query side"), ("index", "API tokens, index side")):
             frame[name] = [_tokens(tokens, sent) for tokens, sent in
                            zip(by_method[f"{side}_tokens"], by_method[f"{side}_sent"])]
+    if indexes:
+        frame["FAISS index MB"] = [f"{indexes[m]['bytes'] / 1e6:,.3f}" if m in indexes else "–" for m in methods]
+        frame["index build s"] = [_seconds(indexes[m]["build_s"], 2) if m in indexes else "–" for m in methods]
     frame["stages counted"] = by_method["stages"].fillna("").to_numpy()
     return "\n".join([
         f"# {dataset} — question-set version {qset}: cost beside quality", "",
@@ -77,7 +81,8 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         "some questions came from the cache (encoded by an earlier run or version), so their encoding is not "
         "counted and the figures understate a fresh question; `timings/` says how many. – : a job wrote no timing "
         "record.", "",
-        *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else [])])
+        *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else []),
+        *([INDEX_NOTE, ""] if indexes else [])])
 
 
 def _seconds(value: float, digits: int) -> str:
@@ -87,6 +92,11 @@ def _seconds(value: float, digits: int) -> str:
 LLM_CALLS_NOTE = ("LLM calls: the requests the method's jobs sent to a chat model in this run (a response in the "
                   "LLM cache is never asked again); LLM tokens: the tokens its `usage` field reported for them, "
                   "? when the server reported none.")
+
+
+INDEX_NOTE = ("FAISS index MB: the size of the index file a dense method searches (what its search job holds in "
+              "memory; a re-scoring method also holds the float vectors, see `vector-size.md`); index build s: the "
+              "seconds building it took, vectors loaded (the FAISS job's other seconds are in index-side s).")
 
 
 API_TOKENS_NOTE = (

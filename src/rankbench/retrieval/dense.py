@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.corpus.filters import ChunkMasks
+from rankbench.errors import InputError
 from rankbench.io.files import write_atomically, write_parquet, write_text
 
 if TYPE_CHECKING:
@@ -110,6 +111,36 @@ def dense_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A dense method's FAISS index settings with the library's defaults filled in, only those its kind reads
     (effective config: a flat index shows no HNSW or IVF parameter)."""
     return {"index": IndexSpec.from_config(spec.get("index")).settings}
+
+
+def float_twins(methods: Mapping[str, Mapping[str, Any]]) -> dict[str, str | None]:
+    """Of the dense methods given (those searching a FAISS index the workflow builds), each with a compressed index
+    -> the method ranking the same texts (chunker, encoder, rewrite, filters) with the exact float index, or None
+    when there is none."""
+
+    def ranks_alike(spec: Mapping[str, Any]) -> tuple:
+        return tuple(repr(spec.get(key)) for key in ("chunker", "encoder", "rewrite", "filters"))
+
+    flat = {ranks_alike(spec): name for name, spec in sorted(methods.items(), reverse=True)
+            if IndexSpec.from_config(spec.get("index")) == IndexSpec()}
+    return {name: flat.get(ranks_alike(spec)) for name, spec in sorted(methods.items())
+            if IndexSpec.from_config(spec.get("index")).compressed}
+
+
+def check_dense_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where: str, source: str) -> None:
+    """At start: the index's keys agree (a known kind and quantization; re-scoring only with codes; binary codes a
+    whole number of bytes; product codes a whole number of sub-vectors)."""
+    try:
+        index = IndexSpec.from_config(spec.get("index"))
+    except ValueError as error:
+        raise InputError(source, f"{where}.index", str(error), "See docs/reference/config.md, `index`.") from None
+    dimensions = index.dimensions
+    if dimensions and index.quantization == "binary" and dimensions % 8:
+        raise InputError(source, f"{where}.index.dimensions", f"is {dimensions}; binary codes need a multiple of 8",
+                         f"Use {dimensions - dimensions % 8 or 8}, or another quantization.")
+    if dimensions and index.quantization == "pq" and dimensions % index.pq_m:
+        raise InputError(source, f"{where}.index.pq_m", f"is {index.pq_m}, which does not divide `dimensions: "
+                         f"{dimensions}`", "Pick pq_m among the divisors of the dimension (e.g. 8, 16, 32).")
 
 
 def truncated(vectors: np.ndarray, dimensions: int | None) -> np.ndarray:

@@ -115,6 +115,7 @@ METHOD_TYPES: dict[str, MethodType] = {
                          engine="rankbench.retrieval.lucene:engine_entry"),
     "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings", run_rule="retrieve_dense",
+                        check="rankbench.retrieval.dense:check_dense_method",
                         index=IndexStage("faiss_index", ("chunker", "encoder", "index"))),
     "sparse": MethodType("sparse", {"encoder": REQUIRED, **_FIRST_STAGE}, sparse_encoders=True,
                          run_rule="retrieve_sparse", index=IndexStage("sparse_index", ("chunker", "encoder")),
