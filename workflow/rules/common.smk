@@ -31,6 +31,7 @@ from rankbench.retrieval.dense import IndexSpec, float_twins
 from rankbench.retrieval.vectordb import VectorIndex
 from rankbench.retrieval.encoders.kinds import encoder_kind
 from rankbench.io.config_file import sorted_mappings
+from rankbench.io.expansions import expansion_lock_key, expansion_record
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
@@ -256,6 +257,22 @@ def corpus_path(method, *parts):
     return f"{R}/corpus/{chunker_of(method)}/" + "/".join(parts)
 
 
+# Document expansions (dataset.expansions): name -> frozen JSONL of each document's likely questions.
+EXPANSIONS = DATASET.get("expansions", {})
+
+
+def index_chunker(method):
+    """The chunks a method's index is built from: its chunker's, or with an expansion `<chunker>~<expansion>` (the
+    same chunk ids, each expanded document's questions appended to its chunks' text)."""
+    expansion = METHOD_SPECS[method].get("expansion")
+    return f"{chunker_of(method)}~{expansion}" if expansion else chunker_of(method)
+
+
+def index_corpus_path(method, *parts):
+    """A file under the chunks a method's index is built from (see index_chunker)."""
+    return f"{R}/corpus/{index_chunker(method)}/" + "/".join(parts)
+
+
 def queries_path(method, qset):
     """The question texts a method sends: the version's questions, or their rewrites from a frozen file."""
     rewrite = METHOD_SPECS[method].get("rewrite")
@@ -281,9 +298,11 @@ def sparse_queries_path(method, qset):
 
 def shared_index_name(method, builder, keys_of):
     """Methods whose index the same keys shape (and of one chunker) share one index, named after the first."""
-    keys = (chunker_of(method), keys_of(method))
+    keys = (index_chunker(method), keys_of(method))
     return next(
-        m for m in methods_indexed_by(builder) if (chunker_of(m), keys_of(m)) == keys
+        m
+        for m in methods_indexed_by(builder)
+        if (index_chunker(m), keys_of(m)) == keys
     )
 
 
@@ -339,14 +358,16 @@ def dense_index(method):
 def dense_index_path(method, spec=None):
     spec = spec or dense_index(method)
     encoder = METHOD_SPECS[method]["encoder"]
-    return corpus_path(method, "faiss", encoder, f"{spec.name}.faiss")
+    return index_corpus_path(method, "faiss", encoder, f"{spec.name}.faiss")
 
 
 def dense_vectors(method):
     """The float chunk vectors a method re-scores its quantized index's candidates with (none without `rescore`)."""
     if not dense_index(method).rescore:
         return []
-    return corpus_path(method, "embeddings", f"{METHOD_SPECS[method]['encoder']}.npy")
+    return index_corpus_path(
+        method, "embeddings", f"{METHOD_SPECS[method]['encoder']}.npy"
+    )
 
 
 def dense_index_stats(method, spec=None):
@@ -366,7 +387,7 @@ def approximate_methods():
 # Each dense method with a compressed index -> its float flat twin (None: none configured), for the vector-size page.
 FLOAT_TWINS = float_twins(
     {
-        m: {**METHOD_SPECS[m], "chunker": chunker_of(m)}
+        m: {**METHOD_SPECS[m], "chunker": index_chunker(m)}
         for m in methods_indexed_by("faiss_index")
     }
 )
@@ -577,7 +598,7 @@ def search_http_inputs(wildcards):
 
 wildcard_constraints:
     qset=choice(QSETS),
-    chunker=choice(config["chunkers"]),
+    chunker=choice(set(config["chunkers"]) | {index_chunker(m) for m in METHODS}),
     encoder=choice(config.get("encoders", {})),
     rewrite=choice(REWRITES),
     index=choice(FAISS_BUILDS | VECTORDB_BUILDS),
@@ -624,7 +645,7 @@ def cost_plan(wildcards):
                 ),
             ]
             for stage, side, values in method_stages(
-                METHOD_SPECS, method, chunker_of, index_name
+                METHOD_SPECS, method, index_chunker, index_name
             )
             for shard in range(
                 encoder_shards(values["encoder"]) if stage == "embed_corpus" else 1
@@ -639,7 +660,7 @@ def api_usage(wildcards):
     usage = {}
     for method in METHODS:
         for stage, side, values in method_stages(
-            METHOD_SPECS, method, chunker_of, index_name
+            METHOD_SPECS, method, index_chunker, index_name
         ):
             encoder = values.get("encoder")
             if not stage.startswith("embed_") or not is_api_encoder(encoder):

@@ -1,6 +1,6 @@
 rule bm25_index:
     input:
-        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
+        chunks=lambda wildcards: index_corpus_path(wildcards.method, "chunks.parquet"),
     output:
         index=f"{R}/corpus/{{chunker}}/bm25/{{method}}.npz",
     log:

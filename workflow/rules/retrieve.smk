@@ -1,6 +1,6 @@
 rule retrieve_bm25:
     input:
-        index=lambda wildcards: corpus_path(
+        index=lambda wildcards: index_corpus_path(
             wildcards.method, "bm25", f"{bm25_index_name(wildcards.method)}.npz"
         ),
         chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),

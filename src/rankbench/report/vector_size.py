@@ -21,7 +21,7 @@ NOTE = ("Index bytes are the FAISS file's size (what a search job loads into mem
         "flat twin's over the same questions, with the paired bootstrap's 95% interval; p: the paired randomization "
         "test, Holm-corrected over every test on this page at that metric (as on the comparison page, where Holm "
         "runs over all pairs). A compressed index without a twin is listed without a test: add a dense method with "
-        "the same encoder, chunker, rewrite and filters and no `index` to test it.")
+        "the same encoder, chunker, expansion, rewrite and filters and no `index` to test it.")
 
 
 def _mb(value: float) -> str:

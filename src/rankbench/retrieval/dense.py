@@ -115,8 +115,8 @@ def dense_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def float_twins(methods: Mapping[str, Mapping[str, Any]]) -> dict[str, str | None]:
     """Of the dense methods given (those searching a FAISS index the workflow builds), each with a compressed index
-    -> the method ranking the same texts (chunker, encoder, rewrite, filters) with the exact float index, or None
-    when there is none."""
+    -> the method ranking the same texts (the chunks indexed, encoder, rewrite, filters) with the exact float
+    index, or None when there is none."""
 
     def ranks_alike(spec: Mapping[str, Any]) -> tuple:
         return tuple(repr(spec.get(key)) for key in ("chunker", "encoder", "rewrite", "filters"))

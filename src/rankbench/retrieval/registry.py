@@ -100,7 +100,7 @@ class MethodType:
 METHOD_TYPES: dict[str, MethodType] = {
     "bm25": MethodType("lexical", {"variant": LIBRARY, "k1": LIBRARY, "b": LIBRARY, "delta": LIBRARY,
                                    "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
-                                   "backend": LIBRARY, "prf": OPTIONAL, **_FIRST_STAGE},
+                                   "backend": LIBRARY, "prf": OPTIONAL, "expansion": OPTIONAL, **_FIRST_STAGE},
                        settings="rankbench.retrieval.rm3:bm25_settings", run_rule="retrieve_bm25",
                        index=IndexStage("bm25_index", ("chunker", "method")),
                        check="rankbench.retrieval.bm25:check_bm25_method"),
@@ -113,7 +113,7 @@ METHOD_TYPES: dict[str, MethodType] = {
                          index=IndexStage("lucene_index", ("chunker", "method")),
                          check="rankbench.retrieval.lucene:check_lucene_method",
                          engine="rankbench.retrieval.lucene:engine_entry"),
-    "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, **_FIRST_STAGE},
+    "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, "expansion": OPTIONAL, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings", run_rule="retrieve_dense",
                         check="rankbench.retrieval.dense:check_dense_method",
                         index=IndexStage("faiss_index", ("chunker", "encoder", "index"))),
