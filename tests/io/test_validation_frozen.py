@@ -18,7 +18,7 @@ from rankbench.corpus.label_checks import (
 )
 from rankbench.corpus.validity import in_force
 from rankbench.errors import InputError
-from rankbench.io.frozen import check_frozen, content_hash, freeze, read_lock
+from rankbench.io.frozen import check_frozen, content_hash, freeze, frozen_digest, read_lock
 from rankbench.io.loaders import load_corpus, load_questions
 from rankbench.report.labels import findings_markdown
 
@@ -281,3 +281,16 @@ def test_fixture_lock_matches_fixture_version() -> None:
     folder = Path(__file__).parents[1] / "fixtures" / "mini" / "questions"
     lock = read_lock(folder / "frozen.lock")
     assert check_frozen("v1", [folder / "v1.jsonl"], lock.get("v1"), folder / "frozen.lock") == lock["v1"]
+
+
+def test_a_frozen_file_is_checked_against_its_lock_when_the_dataset_has_one(tmp_path: Path) -> None:
+    path, lock = tmp_path / "expansions.jsonl", tmp_path / "frozen.lock"
+    path.write_text('{"doc_id": "d1", "questions": ["q"]}\n')
+    digest = freeze(path, "expansions.doc2q", lock)
+    assert frozen_digest("expansions.doc2q", path, digest, lock) == hashlib.sha256(path.read_bytes()).hexdigest()
+    path.write_text('{"doc_id": "d1", "questions": ["another"]}\n')
+    assert frozen_digest("expansions.doc2q", path, None, None) == content_hash([path])  # no lock (BEIR): the hash
+    with pytest.raises(InputError, match="changed after it was frozen"):
+        frozen_digest("expansions.doc2q", path, digest, lock)
+    with pytest.raises(InputError, match="is not registered"):
+        frozen_digest("expansions.other", path, None, lock)

@@ -220,3 +220,24 @@ def test_regex_of_the_judge_prompt_is_stable() -> None:
 
     (system, user) = judge_messages("Q ?", "P")
     assert re.search(r"one digit", system["content"]) and user["content"].endswith("Grade (0-3):")
+
+
+def test_expansion_asks_each_document_for_its_questions_and_writes_a_loadable_file(server: ChatServer,
+                                                                                    tmp_path: Path) -> None:
+    from rankbench.io.expansions import load_expansions
+    from rankbench.llm.expand import expand_documents
+
+    documents = pd.DataFrame({"doc_id": ["d1", "d2", "d3"], "title": ["Returns", "Delivery", "Blank"],
+                              "text": ["Return within 30 days.", "Bikes arrive in five days.", "x"]})
+    replies = {"Returns": "1. How long can I return a bike?\n2) What is the return window?\n- How long can I return "
+                          "a bike?\n\n3. Are refunds fast?\n4. extra", "Delivery": "• When will my bike arrive?",
+               "Blank": "  \n"}
+    server.responder = lambda body: completion(next(v for k, v in replies.items() if f"Title: {k}" in user_text(body)))
+    lines = expand_documents(make_chat(server, tmp_path), documents, 3, "English")
+    assert lines == [{"doc_id": "d1", "questions": ["How long can I return a bike?", "What is the return window?",
+                                                    "Are refunds fast?"]},
+                     {"doc_id": "d2", "questions": ["When will my bike arrive?"]}]  # d3: nothing parsed, left out
+    assert "Write 3 different questions in English" in user_text(server.requests[0])
+    path = tmp_path / "expansions.jsonl"
+    write_jsonl(lines, path)
+    assert load_expansions(path, {"d1", "d2", "d3"})["d2"] == ["When will my bike arrive?"]

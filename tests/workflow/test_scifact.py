@@ -38,3 +38,11 @@ def test_scifact_reproduces_the_published_ndcg_at_10(tmp_path: Path) -> None:
     assert ndcg["dense-minilm"] == pytest.approx(MINILM_MTEB, abs=0.002)
     assert BM25_RANGE[0] - 0.01 <= ndcg["bm25"] <= BM25_RANGE[1] + 0.01
     assert ndcg["hybrid"] > max(ndcg["bm25"], ndcg["dense-minilm"])
+    # The compression grid (docs/how-to/index-size.md): int8 and re-scored binary keep float's nDCG@10, binary alone
+    # and 128 dimensions lose (MiniLM is not Matryoshka-trained); every index is on the vector-size page.
+    assert abs(ndcg["dense-minilm-int8"] - ndcg["dense-minilm"]) < 0.005
+    assert abs(ndcg["dense-minilm-binary-rescore100"] - ndcg["dense-minilm"]) < 0.005
+    assert ndcg["dense-minilm-binary"] < ndcg["dense-minilm"] - 0.03
+    assert ndcg["dense-minilm-d128"] < ndcg["dense-minilm"]
+    page = (tmp_path / "results" / "scifact" / "test" / "vector-size.md").read_text()
+    assert page.count("| dense-minilm-") == 9

@@ -29,10 +29,11 @@ from rankbench.retrieval.registry import (
     method_inputs,
     method_setting,
 )
-from rankbench.retrieval.dense import IndexSpec
+from rankbench.retrieval.dense import IndexSpec, float_twins
 from rankbench.retrieval.vectordb import VectorIndex
 from rankbench.retrieval.encoders.kinds import encoder_kind
 from rankbench.io.config_file import sorted_mappings
+from rankbench.io.expansions import expansion_lock_key, expansion_record
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
@@ -269,6 +270,22 @@ def corpus_path(method, *parts):
     return f"{R}/corpus/{chunker_of(method)}/" + "/".join(parts)
 
 
+# Document expansions (dataset.expansions): name -> frozen JSONL of each document's likely questions.
+EXPANSIONS = DATASET.get("expansions", {})
+
+
+def index_chunker(method):
+    """The chunks a method's index is built from: its chunker's, or with an expansion `<chunker>~<expansion>` (the
+    same chunk ids, each expanded document's questions appended to its chunks' text)."""
+    expansion = METHOD_SPECS[method].get("expansion")
+    return f"{chunker_of(method)}~{expansion}" if expansion else chunker_of(method)
+
+
+def index_corpus_path(method, *parts):
+    """A file under the chunks a method's index is built from (see index_chunker)."""
+    return f"{R}/corpus/{index_chunker(method)}/" + "/".join(parts)
+
+
 def queries_path(method, qset):
     """The question texts a method sends: the version's questions, or their rewrites from a frozen file."""
     rewrite = METHOD_SPECS[method].get("rewrite")
@@ -294,9 +311,9 @@ def sparse_queries_path(method, qset):
 
 def shared_index_name(method, builder, keys_of):
     """Methods whose index the same keys shape (and of one chunker) share one index, named after the first."""
-    keys = (chunker_of(method), keys_of(method))
+    keys = (index_chunker(method), keys_of(method))
     return next(
-        m for m in methods_indexed_by(builder) if (chunker_of(m), keys_of(m)) == keys
+        m for m in methods_indexed_by(builder) if (index_chunker(m), keys_of(m)) == keys
     )
 
 
@@ -352,13 +369,44 @@ def dense_index(method):
 def dense_index_path(method, spec=None):
     spec = spec or dense_index(method)
     encoder = METHOD_SPECS[method]["encoder"]
-    return corpus_path(method, "faiss", encoder, f"{spec.name}.faiss")
+    return index_corpus_path(method, "faiss", encoder, f"{spec.name}.faiss")
+
+
+def dense_vectors(method):
+    """The float chunk vectors a method re-scores its quantized index's candidates with (none without `rescore`)."""
+    if not dense_index(method).rescore:
+        return []
+    return index_corpus_path(
+        method, "embeddings", f"{METHOD_SPECS[method]['encoder']}.npy"
+    )
+
+
+def dense_index_stats(method, spec=None):
+    """The size and build-time record of the FAISS index a method searches (see rule faiss_index)."""
+    return dense_index_path(method, spec).removesuffix(".faiss") + ".json"
 
 
 def approximate_methods():
+    """Dense methods whose index is not the exact float one: approximate (HNSW, IVF) or compressed."""
     return [
-        m for m in methods_indexed_by("faiss_index") if dense_index(m).kind != "flat"
+        m
+        for m in methods_indexed_by("faiss_index")
+        if dense_index(m).kind != "flat" or dense_index(m).compressed
     ]
+
+
+# Each dense method with a compressed index -> its float flat twin (None: none configured), for the vector-size page.
+FLOAT_TWINS = float_twins(
+    {
+        m: {**METHOD_SPECS[m], "chunker": index_chunker(m)}
+        for m in methods_indexed_by("faiss_index")
+    }
+)
+
+
+def vector_size_methods():
+    """The methods on the vector-size page: the compressed ones and their twins."""
+    return sorted(set(FLOAT_TWINS) | {t for t in FLOAT_TWINS.values() if t})
 
 
 FAISS_BUILDS = {
@@ -448,6 +496,7 @@ def index_pages():
             f"plots/{figure}.svg"
             for figure in ("bars", "recall", "kinds", "grades", "calibration")
         ],
+        *(["vector-size.html"] if FLOAT_TWINS else []),
     ]
 
 
@@ -495,6 +544,7 @@ def all_outputs():
             f"{R}/{qset}/ann-recall/{m}.md"
             for m in approximate_methods() + approximate_vectordb_methods()
         ]
+        outputs += [f"{R}/{qset}/vector-size.md"] if FLOAT_TWINS else []
         outputs += [
             f"{R}/{qset}/aggregate.parquet",
             f"{R}/{qset}/comparison.md",
@@ -563,7 +613,7 @@ def search_http_inputs(wildcards):
 
 wildcard_constraints:
     qset=choice(QSETS),
-    chunker=choice(config["chunkers"]),
+    chunker=choice(set(config["chunkers"]) | {index_chunker(m) for m in METHODS}),
     encoder=choice(config.get("encoders", {})),
     rewrite=choice(REWRITES),
     index=choice(FAISS_BUILDS | VECTORDB_BUILDS),
@@ -610,7 +660,7 @@ def cost_plan(wildcards):
                 ),
             ]
             for stage, side, values in method_stages(
-                METHOD_SPECS, method, chunker_of, index_name
+                METHOD_SPECS, method, index_chunker, index_name
             )
             for shard in range(
                 encoder_shards(values["encoder"]) if stage == "embed_corpus" else 1
@@ -646,7 +696,7 @@ def api_usage(wildcards):
     usage = {}
     for method in METHODS:
         for stage, side, values in method_stages(
-            METHOD_SPECS, method, chunker_of, index_name
+            METHOD_SPECS, method, index_chunker, index_name
         ):
             encoder = values.get("encoder")
             if not stage.startswith("embed_") or not is_api_encoder(encoder):

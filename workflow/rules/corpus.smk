@@ -31,6 +31,8 @@ rule chunk:
         f"{LOGS}/chunk/{{chunker}}.log",
     benchmark:
         f"{R}/benchmarks/chunk/{{chunker}}.tsv"
+    wildcard_constraints:
+        chunker=choice(config["chunkers"]),
     # the start of the longest chain (the corpus embedding): see Priorities in common.smk
     priority: 20
     conda:
@@ -44,3 +46,35 @@ rule chunk:
         ),
     script:
         "../scripts/chunk.py"
+
+
+# A chunker's chunks with a document expansion appended (dataset.expansions): what the BM25 and dense indexes of
+# the methods naming the expansion are built from; same chunk ids and order, so their runs rank the plain chunks.
+rule expand_chunks:
+    input:
+        chunks=f"{R}/corpus/{{base}}/chunks.parquet",
+        documents=f"{R}/corpus/documents.parquet",
+        expansion=lambda wildcards: EXPANSIONS[wildcards.expansion],
+    output:
+        chunks=f"{R}/corpus/{{base}}~{{expansion}}/chunks.parquet",
+    log:
+        f"{LOGS}/expand_chunks/{{base}}~{{expansion}}.log",
+    benchmark:
+        f"{R}/benchmarks/expand_chunks/{{base}}~{{expansion}}.tsv"
+    wildcard_constraints:
+        base=choice(config["chunkers"]),
+        expansion=choice(EXPANSIONS),
+    # the start of the longest chain (the corpus embedding): see Priorities in common.smk
+    priority: 20
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        lock_key=lambda wildcards: expansion_lock_key(wildcards.expansion),
+        expected_sha256=lambda wildcards: LOCK.get(
+            expansion_lock_key(wildcards.expansion)
+        ),
+        lock=DATASET.get("lock", ""),
+        record=lambda wildcards: str(expansion_record(R, wildcards.expansion)),
+    script:
+        "../scripts/expand_chunks.py"

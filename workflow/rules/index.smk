@@ -1,6 +1,6 @@
 rule bm25_index:
     input:
-        chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
+        chunks=lambda wildcards: index_corpus_path(wildcards.method, "chunks.parquet"),
     output:
         index=f"{R}/corpus/{{chunker}}/bm25/{{method}}.npz",
     log:
@@ -125,6 +125,8 @@ rule faiss_index:
         embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
     output:
         index=f"{R}/corpus/{{chunker}}/faiss/{{encoder}}/{{index}}.faiss",
+        # Its bytes on disk, build seconds, vectors and dimension (cost and vector-size pages).
+        stats=f"{R}/corpus/{{chunker}}/faiss/{{encoder}}/{{index}}.json",
     log:
         f"{LOGS}/faiss_index/{{chunker}}/{{encoder}}/{{index}}.log",
     benchmark:

@@ -96,3 +96,27 @@ rule llm_rewrite:
         language=llm_language(),
     script:
         "../scripts/llm_rewrite.py"
+
+
+# The questions each document answers (doc2query), to freeze as a document expansion (docs/reference/config.md).
+rule llm_expand:
+    input:
+        documents=f"{R}/corpus/documents.parquet",
+    output:
+        expansions=f"{R}/llm/expansions.jsonl",
+    log:
+        f"{LOGS}/llm_expand.log",
+    benchmark:
+        f"{R}/benchmarks/llm_expand.tsv"
+    conda:
+        "../../environment.yml"
+    threads: llm_threads()
+    resources:
+        mem_mb=4000,
+        runtime=600,
+    params:
+        llm=llm_chat(),
+        questions=lambda wildcards: llm_setting("expand", "questions"),
+        language=llm_language(),
+    script:
+        "../scripts/llm_expand.py"

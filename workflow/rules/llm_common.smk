@@ -54,4 +54,6 @@ def llm_outputs():
         outputs += [f"{R}/{qset}/llm/agreement.md", f"{R}/{qset}/llm/judged.jsonl"]
     for qset in LLM.get("rewrite", {}).get("qsets", []):
         outputs.append(f"{R}/{qset}/llm/rewrites.jsonl")
+    if "expand" in LLM:
+        outputs.append(f"{R}/llm/expansions.jsonl")
     return outputs

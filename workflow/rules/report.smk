@@ -82,6 +82,9 @@ rule cost_page:
         index_files=lambda wildcards: sorted(
             {path for paths in index_files().values() for path in paths}
         ),
+        index_stats=sorted(
+            {dense_index_stats(m) for m in methods_indexed_by("faiss_index")}
+        ),
     output:
         cost=f"{R}/{{qset}}/cost.md",
         frontier_png=f"{R}/{{qset}}/frontier.png",
@@ -113,6 +116,7 @@ rule cost_page:
         chunks={m: corpus_path(m, "chunks.parquet") for m in METHODS},
         index_files=lambda wildcards: index_files(),
         margins=MARGINS,
+        index_stats={m: dense_index_stats(m) for m in methods_indexed_by("faiss_index")},
     script:
         "../scripts/cost_page.py"
 
@@ -511,3 +515,39 @@ rule index_page:
         decision=DECISION,
     script:
         "../scripts/index_page.py"
+
+
+# Index size against quality: each compressed dense index beside its float flat twin (only when a method compresses).
+rule vector_size_page:
+    input:
+        aggregate=f"{R}/{{qset}}/aggregate.parquet",
+        pairs=f"{R}/{{qset}}/pairs.parquet",
+        manifest=f"{R}/{{qset}}/qset.json",
+        stats=lambda wildcards: sorted(
+            {dense_index_stats(m) for m in vector_size_methods()}
+        ),
+    output:
+        page=f"{R}/{{qset}}/vector-size.md",
+        html=report(
+            f"{R}/{{qset}}/vector-size.html",
+            category="Comparison",
+            subcategory="{qset}",
+            caption="../report/vector-size.rst",
+        ),
+    log:
+        f"{LOGS}/vector_size_page/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/vector_size_page/{{qset}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: 1
+    params:
+        drafts=lambda wildcards: drafts_of(wildcards.qset),
+        dataset=DATASET["name"],
+        report=REPORT,
+        resamples=EVALUATION["bootstrap_resamples"],
+        twins=FLOAT_TWINS,
+        indexes={m: dense_index(m).settings for m in vector_size_methods()},
+        stats={m: dense_index_stats(m) for m in vector_size_methods()},
+    script:
+        "../scripts/vector_size_page.py"

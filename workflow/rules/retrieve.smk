@@ -1,6 +1,6 @@
 rule retrieve_bm25:
     input:
-        index=lambda wildcards: corpus_path(
+        index=lambda wildcards: index_corpus_path(
             wildcards.method, "bm25", f"{bm25_index_name(wildcards.method)}.npz"
         ),
         chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
@@ -75,6 +75,7 @@ rule retrieve_lucene:
 rule retrieve_dense:
     input:
         index=lambda wildcards: dense_index_path(wildcards.method),
+        vectors=lambda wildcards: dense_vectors(wildcards.method),
         chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
         queries=lambda wildcards: query_embeddings_path(
             wildcards.qset,
@@ -151,6 +152,7 @@ rule ann_recall:
     input:
         index=lambda wildcards: dense_index_path(wildcards.method),
         exact=lambda wildcards: dense_index_path(wildcards.method, IndexSpec()),
+        vectors=lambda wildcards: dense_vectors(wildcards.method),
         queries=lambda wildcards: query_embeddings_path(
             wildcards.qset,
             METHOD_SPECS[wildcards.method]["encoder"],

@@ -1,4 +1,5 @@
-"""What an approximate FAISS index costs: its recall@k against the exact index on the same queries."""
+"""What an approximate or compressed FAISS index costs: its recall@k against the exact float index on the same
+queries."""
 
 import numpy as np
 
@@ -18,13 +19,17 @@ def main(snakemake):
     spec = IndexSpec(**snakemake.params.index)
     depth = max(snakemake.params.ks)
     index = load_index(snakemake.input.index)
-    check_same_dimension(queries, index.d, snakemake.input.queries, snakemake.input.index)
-    approximate, _ = search(index, queries, depth, spec)
-    exact, _ = search(load_index(snakemake.input.exact), queries, depth)
+    exact_index = load_index(snakemake.input.exact)
+    check_same_dimension(queries, exact_index.d, snakemake.input.queries, snakemake.input.exact)
+    vectors = np.load(snakemake.input.vectors) if spec.rescore else None
+    approximate, _ = search(index, queries, depth, spec, vectors=vectors)
+    exact, _ = search(exact_index, queries, depth)
     write_recall(recall_against_exact(approximate, exact, snakemake.params.ks),
                  f"Recall of {snakemake.wildcards.method} ({spec.name}) against the exact index",
                  f"Question-set version {snakemake.wildcards.qset}; search parameters: ef_search {spec.ef_search} "
-                 f"(HNSW explores max(ef_search, k) candidates), nprobe {spec.nprobe} (IVF).",
+                 f"(HNSW explores max(ef_search, k) candidates), nprobe {spec.nprobe} (IVF); dimensions "
+                 f"{spec.dimensions or 'all'}, codes {spec.quantization or 'float32'}, re-scored depth "
+                 f"{spec.rescore or 'none'}.",
                  snakemake.output.recall, snakemake.output.table)
 
 

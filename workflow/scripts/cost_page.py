@@ -56,8 +56,10 @@ def main(snakemake):
     label = metric_label(metric, k)
     save(frontier_plot(table, label, f"{p.dataset} {manifest['version']}: {label} against cost"),
          snakemake.output.frontier_png, snakemake.output.frontier_svg)
+    indexes = {method: json.loads(Path(path).read_text()) for method, path in p.index_stats.items()}
     costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"], pairs,
-                                               decision, table, margin, Path(snakemake.output.frontier_png).name)
+                                               decision, table, margin, Path(snakemake.output.frontier_png).name,
+                                               indexes)
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
     write_text(costs, snakemake.output.cost)
 

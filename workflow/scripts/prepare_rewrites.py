@@ -6,22 +6,14 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.io.files import write_parquet
-from rankbench.io.frozen import (
-    check_frozen,
-    content_hash,
-    guard_results,
-    results_record,
-)
+from rankbench.io.frozen import frozen_digest, guard_results, results_record
 from rankbench.io.rewrites import load_rewrites
 from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):
     path, key = Path(snakemake.input.rewrites), snakemake.params.lock_key
-    if snakemake.params.lock:
-        digest = check_frozen(key, [path], snakemake.params.expected_sha256, snakemake.params.lock)
-    else:
-        digest = content_hash([path])
+    digest = frozen_digest(key, path, snakemake.params.expected_sha256, snakemake.params.lock)
     # Like a version: the rewrites a run was made from never change under the same name, even with the lock edited.
     version_folder = Path(snakemake.output.queries).parent.parent
     guard_results(key, digest, results_record(version_folder, snakemake.wildcards.rewrite))

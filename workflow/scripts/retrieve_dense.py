@@ -1,4 +1,5 @@
-"""Rank chunks for every question by cosine similarity in a FAISS index (exact or approximate), optionally filtered."""
+"""Rank chunks for every question by cosine similarity in a FAISS index (exact, approximate or compressed, its
+candidates optionally re-scored in float), optionally filtered."""
 
 import numpy as np
 import pandas as pd
@@ -18,14 +19,17 @@ def main(snakemake):
         questions = pd.read_parquet(snakemake.input.questions)
         chunks = pd.read_parquet(snakemake.input.chunks)
         index, queries = load_index(snakemake.input.index), np.load(snakemake.input.queries)
-        check_same_dimension(queries, index.d, snakemake.input.queries, snakemake.input.index)
+        spec, depth = IndexSpec(**snakemake.params.index), snakemake.params.depth
+        # a truncated index holds the first dimensions of the encoder's vectors; its queries are cut alike
+        check_same_dimension(queries[:, :index.d] if spec.dimensions else queries, index.d, snakemake.input.queries,
+                             snakemake.input.index)
         allowed = chunk_masks(questions, chunks, snakemake.params.filters)
-    spec, depth = IndexSpec(**snakemake.params.index), snakemake.params.depth
+        vectors = np.load(snakemake.input.vectors) if spec.rescore else None  # float vectors to re-score with
 
     def answer(i: int):
         """Question i alone (FAISS searches each query independently: the same lists as a batch)."""
         mask = None if allowed is None else ChunkMasks(allowed.group[i:i + 1], allowed.masks)
-        return search(index, queries[i:i + 1], depth, spec, mask)
+        return search(index, queries[i:i + 1], depth, spec, mask, vectors)
 
     found = timing.each(questions["qid"].tolist(), answer)
     width = min(depth, index.ntotal)

@@ -66,6 +66,12 @@ def check_frozen(version: str, paths: Sequence[Path], expected: str | None, lock
     return actual
 
 
+def frozen_digest(key: str, path: Path, expected: str | None, lock_path: Path | str | None) -> str:
+    """A frozen file's content hash: checked against its lock entry when the dataset has a lock (native), else
+    the hash alone (a BEIR or TREC dataset has no lock; its results still remember the hash)."""
+    return check_frozen(key, [path], expected, lock_path) if lock_path else content_hash([path])
+
+
 def rewrite_lock_key(version: str, rewrite: str) -> str:
     """The lock key under which a version's rewrites file is frozen (e.g. `v1.rewrites.llm`)."""
     return f"{version}.rewrites.{rewrite}"

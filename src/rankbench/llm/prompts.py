@@ -93,3 +93,23 @@ def parse_rewrite(text: str) -> str:
         if line:
             return line
     return ""
+
+
+def expansion_messages(title: str, text: str, count: int, language: str) -> list[dict[str, str]]:
+    """Ask for the questions a document answers (doc2query), one a line, in the document's language."""
+    return [
+        {"role": "system", "content": "You write the questions a document answers, as users of a search engine "
+                                      "would ask them. Reply with the questions only, one a line."},
+        {"role": "user", "content": f"Write {count} different questions in {language} that this document answers, "
+                                    f"keeping product names and codes exactly.\nTitle: {title}\n{text}"},
+    ]
+
+
+def parse_questions(text: str, count: int) -> list[str]:
+    """The first `count` non-empty lines of the reply, without list numbers, bullets or quotes, duplicates dropped."""
+    found: list[str] = []
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s*", "", line).strip().strip("\"'«»` ").strip()
+        if line and line not in found:
+            found.append(line)
+    return found[:count]

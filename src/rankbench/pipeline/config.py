@@ -235,6 +235,10 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
         if chunker is not None and chunker not in chunkers:
             raise InputError(source, where, f"uses chunker {chunker!r}, which is not under `chunkers`",
                              f"Use one of: {', '.join(sorted(chunkers))}.")
+        expansion = spec.get("expansion")
+        if expansion is not None and expansion not in config["dataset"].get("expansions", {}):
+            raise InputError(source, where, f"uses expansion {expansion!r}, which is not under `dataset.expansions`",
+                             f"Add `dataset.expansions.{expansion}: PATH` (a JSONL of doc_id/questions lines).")
         rewrite = spec.get("rewrite")
         if rewrite is not None:
             for qset, qset_spec in config["qsets"].items():
@@ -388,6 +392,7 @@ def input_paths(config: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
                  ("dataset.path", f"{root}/queries.jsonl", False)]
         paths += [(f"qsets.{name}.split", f"{root}/qrels/{spec['split']}.tsv", False)
                   for name, spec in config["qsets"].items()]
+    paths += [(f"dataset.expansions.{name}", path, False) for name, path in dataset.get("expansions", {}).items()]
     paths += [(f"qsets.{name}.rewrites.{rewrite}", path, False)
               for name, spec in config["qsets"].items() for rewrite, path in spec.get("rewrites", {}).items()]
     paths += [(f"methods.{name}.path", spec["path"].replace("{qset}", qset), False)

@@ -40,7 +40,7 @@ REPORT_DEFAULTS: dict[str, Any] = {
 # budget by default: the reranker rule then cites the cost and leaves the budget to the reader.
 DECISION_DEFAULTS: dict[str, Any] = {"latency_budget_ms": None, "low_score": 0.3, "rerank_gain": 0.05}
 LLM_DEFAULTS: dict[str, dict[str, Any]] = {"generate": {"count": 20, "seed": 0, "qid_prefix": "g"},
-                                           "judge": {"depth": 5}}
+                                           "judge": {"depth": 5}, "expand": {"questions": 3}}
 # A chat block names its backend (the schema requires it); the rest defaults to the library's.
 CHAT_DEFAULTS: dict[str, Any] = {key: value for key, value in BACKEND_DEFAULTS.items() if key != "backend"}
 # Corpus embedding jobs per encoder (contiguous slices of the chunks).

@@ -20,11 +20,13 @@ import yaml
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.label_checks import check_label_targets
 from rankbench.errors import InputError
+from rankbench.io.expansions import expansion_lock_key, expansion_record, load_expansions
 from rankbench.io.files import corpus_record
 from rankbench.io.frozen import (
     check_frozen,
     check_results_record,
     content_hash,
+    frozen_digest,
     read_lock,
     results_record,
     rewrite_lock_key,
@@ -93,9 +95,12 @@ def check_frozen_files(config: Mapping[str, Any], results: str) -> None:
             check_results_record(version, digest, results_record(f"{results}/{version}"))
         for rewrite, path in sorted(spec.get("rewrites", {}).items()):
             key = rewrite_lock_key(version, rewrite)
-            digest = check_frozen(key, [Path(path)], lock.get(key), dataset["lock"]) if native \
-                else content_hash([Path(path)])
+            digest = frozen_digest(key, Path(path), lock.get(key), dataset["lock"] if native else None)
             check_results_record(key, digest, results_record(f"{results}/{version}", rewrite))
+    for name, path in sorted(dataset.get("expansions", {}).items()):
+        key = expansion_lock_key(name)
+        digest = frozen_digest(key, Path(path), lock.get(key), dataset["lock"] if native else None)
+        check_results_record(key, digest, expansion_record(results, name))
 
 
 def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str) -> None:
@@ -106,6 +111,9 @@ def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str
     question_schema = _schema(schemas, "questions")
     for name, spec in sorted(config["chunkers"].items()):
         check_chunkable(documents, ChunkerSpec(**spec), corpus, f"chunker {name!r}")
+    doc_ids = set(documents["doc_id"])
+    for path in config["dataset"].get("expansions", {}).values():
+        load_expansions(Path(path), doc_ids)
     for version, spec in sorted(config["qsets"].items()):
         files, version_spec = version_files(config, version), version_source(config, version)
         if not files:

@@ -43,9 +43,11 @@ PLOTS_LINE = ("- plots: [bars](plots/bars.svg), [recall@k](plots/recall.svg), [b
 
 def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str,
               pairs: pd.DataFrame | None = None, decision: Mapping[str, Any] | None = None,
-              frontier: pd.DataFrame | None = None, margin: float | None = None, image: str | None = None) -> str:
+              frontier: pd.DataFrame | None = None, margin: float | None = None, image: str | None = None,
+              indexes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted;
-    with `frontier` (analysis.frontier.frontier on the first headline metric, its margin and plot file), the
+    with `indexes` (dense method -> its FAISS index's size record), the index's megabytes and build seconds; with
+    `frontier` (analysis.frontier.frontier on the first headline metric, its margin and plot file), the
     quality-cost frontier; with the pairs and `decision` (types, inputs, settings), the comparison page's "What to
     do" with this run's ms/question in its evidence.
 
@@ -74,6 +76,9 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         for side, name in (("query", "API tokens, query side"), ("index", "API tokens, index side")):
             frame[name] = [_tokens(tokens, sent) for tokens, sent in
                            zip(by_method[f"{side}_tokens"], by_method[f"{side}_sent"])]
+    if indexes:
+        frame["FAISS index MB"] = [f"{indexes[m]['bytes'] / 1e6:,.3f}" if m in indexes else "–" for m in methods]
+        frame["index build s"] = [_seconds(indexes[m]["build_s"], 2) if m in indexes else "–" for m in methods]
     frame["stages counted"] = by_method["stages"].fillna("").to_numpy()
     return "\n".join([
         f"# {dataset} — question-set version {qset}: cost beside quality", "",
@@ -90,6 +95,7 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         "counted and the figures understate a fresh question; `timings/` says how many. – : a job wrote no timing "
         "record.", "",
         *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else []),
+        *([INDEX_NOTE, ""] if indexes else []),
         *(frontier_lines(frontier, metric_label(*headline[0]), headline[0][1], margin, image)
           if frontier is not None and len(frontier) else []),
         *(decision_lines(aggregate, pairs, grain, headline, report["alpha"], decision["types"], decision["inputs"],
@@ -138,6 +144,11 @@ def _seconds(value: float, digits: int) -> str:
 LLM_CALLS_NOTE = ("LLM calls: the requests the method's jobs sent to a chat model in this run (a response in the "
                   "LLM cache is never asked again); LLM tokens: the tokens its `usage` field reported for them, "
                   "? when the server reported none.")
+
+
+INDEX_NOTE = ("FAISS index MB: the size of the index file a dense method searches (what its search job holds in "
+              "memory; a re-scoring method also holds the float vectors, see `vector-size.md`); index build s: the "
+              "seconds building it took, vectors loaded (the FAISS job's other seconds are in index-side s).")
 
 
 API_TOKENS_NOTE = (

@@ -24,6 +24,7 @@ VERSION_PAGES = {
     "robustness.html": "robustness: does the verdict survive label noise",
     "calibration.html": "calibration: can a score threshold tell answerable questions apart",
     "cost.html": "cost: seconds per question beside quality",
+    "vector-size.html": "vector size: how small the dense index can be before quality drops",
 }
 # Each version's plots (SVG), linked on one line under its pages: file -> what it shows.
 VERSION_PLOTS = {

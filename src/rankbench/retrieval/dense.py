@@ -1,5 +1,7 @@
 """Dense retrieval with FAISS inner product over normalized vectors (= cosine): exact (flat) or approximate
-(HNSW, IVF), optionally restricted to allowed chunks, and the recall an approximate index costs."""
+(HNSW, IVF), optionally restricted to allowed chunks, and the recall an approximate index costs. An index may also
+shrink the vectors it holds, all from the same float embeddings: truncated to fewer dimensions (Matryoshka models)
+and quantized to int8, binary or product codes, optionally re-scored in float."""
 
 from __future__ import annotations
 
@@ -12,19 +14,28 @@ import numpy as np
 import pandas as pd
 
 from rankbench.corpus.filters import ChunkMasks
+from rankbench.errors import InputError
 from rankbench.io.files import write_atomically, write_parquet, write_text
 
 if TYPE_CHECKING:
     import faiss
 
 INDEX_KINDS = ("flat", "hnsw", "ivf")
+QUANTIZATIONS = ("int8", "binary", "pq")
 IVF_SEED = 1234
 
 
 @dataclass(frozen=True)
 class IndexSpec:
     """A FAISS index: `flat` (exact), `hnsw` (M, ef_construction; ef_search at query time) or `ivf` (nlist; nprobe
-    at query time). Defaults follow FAISS's usual ones."""
+    at query time). Defaults follow FAISS's usual ones.
+
+    Compression, built from the same float embeddings: `dimensions` keeps the first n of each vector and
+    renormalises it (Matryoshka-trained models; None or the full dimension: the vectors as they are);
+    `quantization` stores int8 codes (FAISS's SQ8: 8 bits a dimension, ranges trained per dimension), binary
+    codes (the sign of each dimension, searched by Hamming distance) or product codes (`pq_m` sub-vectors of
+    `pq_nbits` bits); `rescore` > 0 re-ranks the top max(rescore, k) by the float vectors' inner product.
+    """
 
     kind: str = "flat"
     M: int = 32
@@ -32,10 +43,22 @@ class IndexSpec:
     ef_search: int = 64
     nlist: int = 100
     nprobe: int = 8
+    dimensions: int | None = None
+    quantization: str | None = None
+    pq_m: int = 8
+    pq_nbits: int = 8
+    rescore: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in INDEX_KINDS:
             raise ValueError(f"unknown FAISS index kind {self.kind!r}; use one of {', '.join(INDEX_KINDS)}")
+        if self.quantization not in (None, *QUANTIZATIONS):
+            raise ValueError(f"unknown quantization {self.quantization!r}; use one of {', '.join(QUANTIZATIONS)}")
+        if self.quantization and self.kind == "hnsw":
+            raise ValueError("an hnsw index holds float vectors only: use `kind: flat` or `ivf` with `quantization`")
+        if self.rescore and not self.quantization:
+            raise ValueError("`rescore` re-ranks a quantized index's candidates in float: set `quantization`, or "
+                             "drop `rescore` (a float index has nothing to re-score)")
 
     @classmethod
     def from_config(cls, spec: Mapping[str, Any] | None) -> IndexSpec:
@@ -45,23 +68,38 @@ class IndexSpec:
 
     @property
     def name(self) -> str:
-        """File stem of the built index: build parameters only, so methods differing in ef_search/nprobe share it."""
-        if self.kind == "hnsw":
-            return f"hnsw-M{self.M}-efc{self.ef_construction}"
-        if self.kind == "ivf":
-            return f"ivf-nlist{self.nlist}"
-        return "flat"
+        """File stem of the built index: build parameters only, so methods differing in ef_search/nprobe/rescore
+        share it."""
+        name = {"hnsw": f"hnsw-M{self.M}-efc{self.ef_construction}", "ivf": f"ivf-nlist{self.nlist}"}.get(
+            self.kind, "flat")
+        if self.dimensions:
+            name += f"-d{self.dimensions}"
+        if self.quantization == "pq":
+            return name + f"-pq{self.pq_m}x{self.pq_nbits}"
+        return name + (f"-{self.quantization}" if self.quantization else "")
+
+    @property
+    def compressed(self) -> bool:
+        """Whether the index holds fewer or coarser numbers than the encoder's float vectors."""
+        return bool(self.dimensions or self.quantization)
 
     @property
     def build_params(self) -> dict[str, Any]:
         """What building needs (plain values, for a rule's params)."""
-        return {key: value for key, value in asdict(self).items() if key in BUILD_KEYS[self.kind]}
+        return {key: value for key, value in asdict(self).items() if key in self._keys(BUILD_KEYS)}
 
     @property
     def settings(self) -> dict[str, Any]:
-        """What this kind of index reads, building and searching (a flat index: its kind alone), sorted."""
-        keep = BUILD_KEYS[self.kind] + SEARCH_KEYS[self.kind]
+        """What this index reads, building and searching (a flat float index: its kind alone), sorted."""
+        keep = self._keys(BUILD_KEYS) + self._keys(SEARCH_KEYS)
         return dict(sorted((key, value) for key, value in asdict(self).items() if key in keep))
+
+    def _keys(self, by_kind: Mapping[str, tuple[str, ...]]) -> tuple[str, ...]:
+        """The keys of by_kind this index's kind reads, and those of its compression when it is compressed."""
+        compression = (("dimensions",) if self.dimensions else ()) + (
+            {"pq": ("quantization", "pq_m", "pq_nbits")}.get(self.quantization or "", ("quantization",))
+            if self.quantization else ())
+        return by_kind[self.kind] + (compression if by_kind is BUILD_KEYS else ("rescore",) * bool(self.quantization))
 
 
 # The parameters each kind of index reads when it is built, and when it is searched.
@@ -75,45 +113,131 @@ def dense_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"index": IndexSpec.from_config(spec.get("index")).settings}
 
 
-def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> faiss.Index:
-    """An inner-product index; built single-threaded with a fixed IVF seed, so the same vectors give the same index."""
+def float_twins(methods: Mapping[str, Mapping[str, Any]]) -> dict[str, str | None]:
+    """Of the dense methods given (those searching a FAISS index the workflow builds), each with a compressed index
+    -> the method ranking the same texts (the chunks indexed, encoder, rewrite, filters) with the exact float
+    index, or None when there is none."""
+
+    def ranks_alike(spec: Mapping[str, Any]) -> tuple:
+        return tuple(repr(spec.get(key)) for key in ("chunker", "encoder", "rewrite", "filters"))
+
+    flat = {ranks_alike(spec): name for name, spec in sorted(methods.items(), reverse=True)
+            if IndexSpec.from_config(spec.get("index")) == IndexSpec()}
+    return {name: flat.get(ranks_alike(spec)) for name, spec in sorted(methods.items())
+            if IndexSpec.from_config(spec.get("index")).compressed}
+
+
+def check_dense_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where: str, source: str) -> None:
+    """At start: the index's keys agree (a known kind and quantization; re-scoring only with codes; binary codes a
+    whole number of bytes; product codes a whole number of sub-vectors)."""
+    try:
+        index = IndexSpec.from_config(spec.get("index"))
+    except ValueError as error:
+        raise InputError(source, f"{where}.index", str(error), "See docs/reference/config.md, `index`.") from None
+    dimensions = index.dimensions
+    if dimensions and index.quantization == "binary" and dimensions % 8:
+        raise InputError(source, f"{where}.index.dimensions", f"is {dimensions}; binary codes need a multiple of 8",
+                         f"Use {dimensions - dimensions % 8 or 8}, or another quantization.")
+    if dimensions and index.quantization == "pq" and dimensions % index.pq_m:
+        raise InputError(source, f"{where}.index.pq_m", f"is {index.pq_m}, which does not divide `dimensions: "
+                         f"{dimensions}`", "Pick pq_m among the divisors of the dimension (e.g. 8, 16, 32).")
+
+
+def truncated(vectors: np.ndarray, dimensions: int | None) -> np.ndarray:
+    """The first `dimensions` of each vector, renormalised to unit length (float32); the vectors as they are when
+    nothing is cut (None, or their full dimension), so such an index equals the float one bit for bit."""
+    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    if dimensions is None or dimensions == vectors.shape[1]:
+        return vectors
+    if dimensions > vectors.shape[1]:
+        raise ValueError(f"`dimensions: {dimensions}` exceeds the encoder's {vectors.shape[1]} dimensions; "
+                         f"set at most {vectors.shape[1]}")
+    cut = vectors[:, :dimensions]
+    norms = np.linalg.norm(cut, axis=1, keepdims=True)
+    return np.ascontiguousarray(cut / np.where(norms > 0, norms, 1), dtype=np.float32)
+
+
+def binary_codes(vectors: np.ndarray) -> np.ndarray:
+    """One bit per dimension (1 where the value is positive), packed 8 to a byte, as FAISS's binary indexes read."""
+    return np.packbits(vectors > 0, axis=1)
+
+
+def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
+    """An inner-product index (a Hamming one for binary codes); built single-threaded with a fixed IVF seed, so the
+    same vectors give the same index."""
     import faiss  # here, not at the top: the workflow imports this module (IndexSpec) when it parses
 
-    vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    vectors = truncated(vectors, spec.dimensions)
     dim = vectors.shape[1]
-    index: faiss.Index
+    if spec.quantization == "binary" and dim % 8:
+        raise ValueError(f"binary codes need a dimension divisible by 8; the vectors have {dim}: set `dimensions`")
+    if spec.quantization == "pq" and dim % spec.pq_m:
+        raise ValueError(f"`pq_m: {spec.pq_m}` must divide the vectors' {dim} dimensions")
+    nlist = max(1, min(spec.nlist, len(vectors)))
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)  # HNSW insertion and k-means are order-dependent when multi-threaded
     try:
+        if spec.quantization == "binary":
+            return _binary_index(faiss, binary_codes(vectors), dim, spec.kind, nlist)
+        index: faiss.Index
         if spec.kind == "hnsw":
             index = faiss.IndexHNSWFlat(dim, spec.M, faiss.METRIC_INNER_PRODUCT)
             index.hnsw.efConstruction = spec.ef_construction
-        elif spec.kind == "ivf":
-            nlist = max(1, min(spec.nlist, len(vectors)))
-            index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, nlist, faiss.METRIC_INNER_PRODUCT)
+        elif spec.kind == "ivf" or spec.quantization == "pq":
+            # exhaustive product codes are one inverted list: FAISS's IndexPQ takes no filter (ID selector)
+            nlist = nlist if spec.kind == "ivf" else 1
+            quantizer = faiss.IndexFlatIP(dim)
+            if spec.quantization == "int8":
+                index = faiss.IndexIVFScalarQuantizer(quantizer, dim, nlist, faiss.ScalarQuantizer.QT_8bit,
+                                                      faiss.METRIC_INNER_PRODUCT)
+            elif spec.quantization == "pq":
+                index = faiss.IndexIVFPQ(quantizer, dim, nlist, spec.pq_m, spec.pq_nbits, faiss.METRIC_INNER_PRODUCT)
+                index.pq.cp.seed = IVF_SEED
+                index.pq.cp.min_points_per_centroid = 1
+            else:
+                index = faiss.IndexIVFFlat(quantizer, dim, nlist, faiss.METRIC_INNER_PRODUCT)
             index.cp.seed = IVF_SEED
             index.cp.min_points_per_centroid = 1  # small corpora: no warning spam, same clustering
-            index.train(vectors)
+        elif spec.quantization == "int8":
+            index = faiss.IndexScalarQuantizer(dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT)
         else:
             index = faiss.IndexFlatIP(dim)
+        if not index.is_trained:
+            index.train(vectors)
         index.add(vectors)
     finally:
         faiss.omp_set_num_threads(threads)
     return index
 
 
-def save_index(index: faiss.Index, path: Path) -> None:
-    """Write a FAISS index atomically, so a killed job leaves no half-written index."""
+def _binary_index(faiss: Any, codes: np.ndarray, dim: int, kind: str, nlist: int) -> Any:
+    """A FAISS binary index over packed codes: exhaustive, or inverted lists (`ivf`) trained with the fixed seed."""
+    if kind == "ivf":
+        index = faiss.IndexBinaryIVF(faiss.IndexBinaryFlat(dim), dim, nlist)
+        index.cp.seed = IVF_SEED
+        index.cp.min_points_per_centroid = 1
+        index.train(codes)
+    else:
+        index = faiss.IndexBinaryFlat(dim)
+    index.add(codes)
+    return index
+
+
+def save_index(index: Any, path: Path) -> None:
+    """Write a FAISS index (float or binary) atomically, so a killed job leaves no half-written index."""
     import faiss
 
-    write_atomically(path, lambda tmp: faiss.write_index(index, str(tmp)))
+    write = faiss.write_index_binary if isinstance(index, faiss.IndexBinary) else faiss.write_index
+    write_atomically(path, lambda tmp: write(index, str(tmp)))
 
 
-def load_index(path: Path) -> faiss.Index:
-    """Read a FAISS index written by save_index."""
+def load_index(path: Path) -> Any:
+    """Read a FAISS index written by save_index (a float or a binary one)."""
     import faiss
 
-    return faiss.read_index(str(path))
+    with open(path, "rb") as handle:  # a binary index starts with "IB" (IBxF flat, IBwF inverted lists)
+        binary = handle.read(2) == b"IB"
+    return faiss.read_index_binary(str(path)) if binary else faiss.read_index(str(path))
 
 
 def _search_params(index: faiss.Index, spec: IndexSpec, k: int, selector: Any = None) -> Any:
@@ -124,7 +248,7 @@ def _search_params(index: faiss.Index, spec: IndexSpec, k: int, selector: Any = 
     if isinstance(index, faiss.IndexHNSW):
         params = faiss.SearchParametersHNSW()  # type: ignore[attr-defined]  # absent from faiss's stubs only
         params.efSearch = max(spec.ef_search, k)
-    elif isinstance(index, faiss.IndexIVF):
+    elif isinstance(index, (faiss.IndexIVF, faiss.IndexBinaryIVF)):
         params = faiss.SearchParametersIVF()
         params.nprobe = spec.nprobe
     else:
@@ -134,34 +258,55 @@ def _search_params(index: faiss.Index, spec: IndexSpec, k: int, selector: Any = 
     return params
 
 
-def search(index: faiss.Index, queries: np.ndarray, k: int, spec: IndexSpec = IndexSpec(),
-           allowed: ChunkMasks | None = None) -> tuple[np.ndarray, np.ndarray]:
+def search(index: Any, queries: np.ndarray, k: int, spec: IndexSpec = IndexSpec(),
+           allowed: ChunkMasks | None = None, vectors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Top-k positions and scores per query; -1 where fewer than k vectors qualify.
 
     `allowed` restricts each query to some vectors before ranking (a FAISS ID selector, not a post-filter), so the
-    list still reaches k whenever k vectors pass. Queries sharing a mask are searched together.
+    list still reaches k whenever k vectors pass. Queries sharing a mask are searched together. Queries are cut
+    as the index's vectors were (`dimensions`); binary codes score d − 2·Hamming (the inner product of ±1
+    vectors). With `spec.rescore`, the top max(rescore, k) are re-ranked by their inner product with the float
+    `vectors` (the index's input embeddings, uncut: required then).
     """
     import faiss
 
     k = min(k, index.ntotal)
-    queries = np.ascontiguousarray(queries, dtype=np.float32)
+    depth = min(max(spec.rescore, k), index.ntotal) if spec.rescore else k
+    queries = truncated(queries, spec.dimensions)
+    searched = binary_codes(queries) if isinstance(index, faiss.IndexBinary) else queries
+    positions = np.full((len(queries), depth), -1, dtype=np.int64)
+    scores = np.full((len(queries), depth), -np.inf, dtype=np.float32)
     threads = faiss.omp_get_max_threads()
     faiss.omp_set_num_threads(1)  # one thread: the same results on every run
     try:
-        if allowed is None:
-            scores, positions = index.search(queries, k, params=_search_params(index, spec, k))
-            return positions, scores
-        positions = np.full((len(queries), k), -1, dtype=np.int64)
-        scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
-        for g, mask in enumerate(allowed.masks):
-            rows = allowed.rows(g)
-            if len(rows) and mask.any():
-                selector = faiss.IDSelectorBatch(np.flatnonzero(mask).astype(np.int64))
-                s, p = index.search(queries[rows], k, params=_search_params(index, spec, k, selector))
-                positions[rows], scores[rows] = p, s
-        return positions, scores
+        groups = [(np.arange(len(queries)), None)] if allowed is None else [
+            (allowed.rows(g), faiss.IDSelectorBatch(np.flatnonzero(mask).astype(np.int64)))
+            for g, mask in enumerate(allowed.masks) if len(allowed.rows(g)) and mask.any()]
+        for rows, selector in groups:
+            s, p = index.search(searched[rows], depth, params=_search_params(index, spec, depth, selector))
+            positions[rows], scores[rows] = p, s
     finally:
         faiss.omp_set_num_threads(threads)
+    if isinstance(index, faiss.IndexBinary):
+        scores = np.where(positions >= 0, index.d - 2 * scores.astype(np.float32), -np.inf).astype(np.float32)
+    if not spec.rescore:
+        return positions, scores
+    if vectors is None:
+        raise ValueError("re-scoring needs the float vectors the index was built from")
+    return rescored(positions, queries, truncated(vectors, spec.dimensions), k)
+
+
+def rescored(candidates: np.ndarray, queries: np.ndarray, vectors: np.ndarray, k: int
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The top k of each query's candidates (-1: none) by float inner product, ties broken by position."""
+    positions = np.full((len(queries), k), -1, dtype=np.int64)
+    scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+    for i, row in enumerate(candidates):
+        found = row[row >= 0]
+        exact = vectors[found] @ queries[i]
+        order = np.lexsort((found, -exact))[:k]
+        positions[i, :len(order)], scores[i, :len(order)] = found[order], exact[order]
+    return positions, scores
 
 
 def recall_against_exact(approximate: np.ndarray, exact: np.ndarray, ks: Sequence[int]) -> pd.DataFrame:

@@ -1,0 +1,77 @@
+"""Compressed dense indexes in a real run: one embedding pass feeds every compression, sizes are recorded, and a
+full-depth re-scoring ranks as the float flat index does."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from workflow_helpers import copy_dataset, planned_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+MINI = Path("tests/fixtures/mini")
+METHODS = {
+    "dense": {"type": "dense", "encoder": "minilm"},
+    "dense-d128": {"type": "dense", "encoder": "minilm", "index": {"kind": "flat", "dimensions": 128}},
+    "dense-int8": {"type": "dense", "encoder": "minilm", "index": {"kind": "flat", "quantization": "int8"}},
+    "dense-binary-rescored": {"type": "dense", "encoder": "minilm",
+                              "index": {"kind": "flat", "quantization": "binary", "rescore": 100}},
+    "dense-pq": {"type": "dense", "encoder": "minilm", "index": {"kind": "flat", "quantization": "pq", "pq_m": 48,
+                                                                 "pq_nbits": 2}},
+}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    workdir = copy_dataset(MINI / "config.yaml", [MINI], tmp_path_factory.mktemp("compression"))
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["methods"] = METHODS
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    jobs = planned_jobs(workdir)
+    # one embedding pass per (chunker, encoder), whatever the compressions; one index per compression
+    assert jobs["embed_corpus"] == 1 and jobs["merge_embeddings"] == 1 and jobs["faiss_index"] == 5, jobs
+    result = snakemake(workdir, "--cores", "2")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return workdir
+
+
+def test_every_compression_is_built_from_one_embedding_pass_and_records_its_size(workdir: Path) -> None:
+    corpus = workdir / "results" / "mini" / "corpus" / "sections"
+    assert len(list((corpus / "embeddings").glob("minilm*.npy"))) == 1
+    stats = {path.stem: json.loads(path.read_text()) for path in (corpus / "faiss" / "minilm").glob("*.json")}
+    assert set(stats) == {"flat", "flat-d128", "flat-int8", "flat-binary", "flat-pq48x2"}
+    for name, record in stats.items():
+        assert record["bytes"] == (corpus / "faiss" / "minilm" / f"{name}.faiss").stat().st_size
+    assert stats["flat"]["dimensions"] == 384 and stats["flat-d128"]["dimensions"] == 128
+    assert stats["flat-binary"]["bytes"] < stats["flat-int8"]["bytes"] < stats["flat"]["bytes"]
+
+
+def test_rescoring_deeper_than_the_corpus_ranks_as_flat(workdir: Path) -> None:
+    runs = workdir / "results" / "mini" / "v1" / "runs"
+    flat, rescored = (pd.read_parquet(runs / f"{name}.parquet") for name in ("dense", "dense-binary-rescored"))
+    pd.testing.assert_frame_equal(rescored[["qid", "rank", "chunk_id"]], flat[["qid", "rank", "chunk_id"]])
+    pd.testing.assert_series_equal(rescored["score"], flat["score"], rtol=1e-5)
+    assert (workdir / "results" / "mini" / "v1" / "ann-recall" / "dense-int8.md").exists()
+
+
+def test_a_binary_index_with_a_dimension_not_a_whole_byte_is_refused_at_start(workdir: Path) -> None:
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    config["methods"]["dense-bad"] = {"type": "dense", "encoder": "minilm",
+                                      "index": {"kind": "flat", "dimensions": 100, "quantization": "binary"}}
+    (workdir / "bad.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(workdir, "--dry-run", configfile="bad.yaml")
+    assert result.returncode != 0
+    output = result.stdout + result.stderr  # Snakemake prints an error while parsing on stdout
+    assert "methods.dense-bad.index.dimensions: is 100; binary codes need a multiple of 8" in output
+
+
+def test_the_vector_size_and_cost_pages_show_each_index_against_its_float_twin(workdir: Path) -> None:
+    pages = workdir / "results" / "mini" / "v1"
+    page = (pages / "vector-size.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| dense")]
+    assert [row.split(" | ")[0] for row in rows] == ["| dense", "| dense-binary-rescored", "| dense-d128",
+                                                     "| dense-int8", "| dense-pq"]
+    assert all(" | dense | " in row for row in rows[1:]) and "(itself)" in rows[0]
+    assert "FAISS index MB" in (pages / "cost.md").read_text()
+    assert "vector-size.html" in (workdir / "results" / "mini" / "index.html").read_text()
