@@ -208,6 +208,7 @@ rule failures:
 rule calibration:
     input:
         runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
+        metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
         labels=f"{R}/{{qset}}/labels.parquet",
     output:
@@ -227,6 +228,7 @@ rule calibration:
         svg=f"{R}/{{qset}}/plots/calibration.svg",
         top1=f"{R}/{{qset}}/calibration/top1.parquet",
         thresholds=f"{R}/{{qset}}/calibration/thresholds.parquet",
+        question_zones=f"{R}/{{qset}}/calibration/zones.parquet",
     log:
         f"{LOGS}/calibration/{{qset}}.log",
     benchmark:
@@ -238,6 +240,9 @@ rule calibration:
         drafts=lambda wildcards: drafts_of(wildcards.qset),
         methods=METHODS,
         relevance_threshold=EVALUATION["relevance_threshold"],
+        zones=ABSTENTION_ZONES,
+        grain=REPORT["grain"],
+        k=max(EVALUATION["ks"]),
     script:
         "../scripts/calibrate.py"
 
@@ -289,6 +294,7 @@ rule run_record:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
+        question_zones=f"{R}/{{qset}}/calibration/zones.parquet",
         engine_runs=engine_runs,
     output:
         record=f"{R}/{{qset}}/run-record.parquet",
@@ -316,6 +322,7 @@ rule run_record:
         models=resolved_models(),
         engine_methods=engine_methods(),
         method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
+        zones=ABSTENTION_ZONES,
     script:
         "../scripts/record_run.py"
 
