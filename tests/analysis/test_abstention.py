@@ -168,3 +168,19 @@ def test_the_abstention_gate_refuses_bad_usage(tmp_path: Path, capsys) -> None:
         main(["gate", "--abstention", "--method", "bm25", "--caught-margin", "nan", *where])
     assert raised.value.code == 2
     assert LOST != CAUGHT
+
+
+def test_what_to_do_says_what_the_abstain_zone_catches_and_costs() -> None:
+    from rankbench.report.decision import abstention_rules
+
+    top1 = pd.DataFrame({"method": "m", "qid": [f"q{i}" for i in range(10)], "kind": "k",
+                         "answerable": [True] * 6 + [False] * 4,
+                         "score": [0.1, 0.5, 0.6, 0.7, 0.8, 0.9, 0.1, 0.2, 0.3, 0.7]})
+    zones = {"m": [0.4, 0.65]}
+    hits = pd.DataFrame({"method": "m", "qid": [f"q{i}" for i in range(6)], "hit": 1.0})
+    table = zone_table(question_zones(top1, zones, hits), zones)
+    line, = abstention_rules(table)
+    assert "below t1 = 0.4 catches 75% of the unanswerable questions (3 of 4) at the cost of 17% of the answerable " \
+           "ones (1 of 6). → Keep the zones" in line
+    assert abstention_rules(table.assign(unanswerable_share=np.nan)) == []  # nothing to catch: no rule
+    assert abstention_rules(None) == []

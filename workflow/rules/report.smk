@@ -4,6 +4,7 @@ rule comparison_table:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
+        zone_table=f"{R}/{{qset}}/calibration/zone-table.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
@@ -229,6 +230,7 @@ rule calibration:
         top1=f"{R}/{{qset}}/calibration/top1.parquet",
         thresholds=f"{R}/{{qset}}/calibration/thresholds.parquet",
         question_zones=f"{R}/{{qset}}/calibration/zones.parquet",
+        zone_table=f"{R}/{{qset}}/calibration/zone-table.parquet",
     log:
         f"{LOGS}/calibration/{{qset}}.log",
     benchmark:

@@ -32,6 +32,7 @@ def main(snakemake):
     write_parquet(top1, snakemake.output.top1)
     write_parquet(table, snakemake.output.thresholds)
     write_parquet(per_question, snakemake.output.question_zones)
+    write_parquet(zones, snakemake.output.zone_table)
     page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"calibration {qset}"), snakemake.output.html)
     write_text(page, snakemake.output.markdown)
