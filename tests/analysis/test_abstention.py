@@ -93,7 +93,9 @@ def test_the_page_shows_the_zone_table_or_says_why_it_is_absent() -> None:
     all_answerable = top1.assign(answerable=True)
     absent = calibration_markdown(all_answerable, thresholds(all_answerable), "v1", zones, 10)
     assert "Abstention zones" not in absent
-    assert "no unanswerable question" in absent and "abstention zones table is absent" in absent
+    assert "no unanswerable question" in absent and "abstention zones table (`abstention.zones`) is absent" in absent
+    without_zones = calibration_markdown(all_answerable, thresholds(all_answerable), "v1")
+    assert "abstention zones table (`abstention.zones`) is absent" in without_zones  # SciFact, CACM: no zones set
 
 
 def test_the_abstention_block_is_checked_and_filled_in() -> None:

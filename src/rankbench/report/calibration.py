@@ -20,8 +20,8 @@ def calibration_markdown(top1: pd.DataFrame, table: pd.DataFrame, qset: str, zon
         missing = "unanswerable" if answerable.all() else "answerable"
         return (f"{title}\n\nNot applicable (no {missing} question: every question of this version "
                 f"{'has' if missing == 'unanswerable' else 'lacks'} a relevant label), so no abstention threshold "
-                "can be calibrated" + (" and the abstention zones table is absent" if zones is not None and len(zones)
-                                       else "") + ".\n")
+                "can be calibrated and the abstention zones table (`abstention.zones`) is absent: no zone could "
+                "show what it catches and costs.\n")
     summary = separation(top1).set_index("method")
     for column in ("median_answerable", "median_unanswerable", "auc"):
         summary[column] = summary[column].map(lambda v: "–" if pd.isna(v) else f"{v:.3f}")
