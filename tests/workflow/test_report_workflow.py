@@ -290,6 +290,7 @@ def test_the_calibration_page_has_the_demo_reranker_abstention_zones_and_the_rec
     against the top-1 scores), and the run record holds the per-zone shares and who abstains."""
     from rankbench.analysis.calibration import CAUGHT, LOST
     from rankbench.analysis.runs import read_meta
+    from rankbench.io.markdown import markdown_literal
 
     zones = yaml.safe_load((demo / "config.yaml").read_text())["methods"]["bm25+rerank-e5"]["abstention"]["zones"]
     page = (demo / BASE / "v2/calibration.md").read_text()
@@ -306,6 +307,9 @@ def test_the_calibration_page_has_the_demo_reranker_abstention_zones_and_the_rec
     values = pd.read_parquet(demo / BASE / "v2/run-record.parquet")
     assert values[(values["method"] == RERANK) & (values["metric"] == LOST)]["value"].sum() == lost
     assert values[(values["method"] == RERANK) & (values["metric"] == CAUGHT)]["value"].sum() == caught
+    comparison = (demo / BASE / "v2/comparison.md").read_text().split("## Headline")[0]
+    assert f"**Abstention ({markdown_literal(RERANK)})**" in comparison and f"({caught} of {int((~top1['answerable']).sum())})" \
+        in comparison
 
 
 def test_new_abstention_zones_rerun_no_retrieval(demo: Path) -> None:
