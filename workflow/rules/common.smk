@@ -93,6 +93,12 @@ if workflow.is_main_process:
 EVALUATION = evaluation_settings(config)
 # Methods with graded abstention (calibration page, run record, `rankbench gate --abstention`): name -> [t1, t2].
 ABSTENTION_ZONES = {m: list(spec["abstention"]["zones"]) for m, spec in METHOD_SPECS.items() if "abstention" in spec}
+
+
+def zones_input(wildcards, name):
+    """The calibration rule's abstention output `name` of the version, or nothing when no method sets zones."""
+    return f"{R}/{wildcards.qset}/calibration/{name}" if ABSTENTION_ZONES else []
+
 # Non-inferiority margins of the metrics evaluation.margin names: [[metric, k, δ], ...] (the pairs' margin tests).
 MARGINS = margin_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 # Thresholds of the comparison page's "What to do" rules (docs/concepts/report.md).

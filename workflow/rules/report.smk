@@ -4,7 +4,7 @@ rule comparison_table:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
-        zone_table=f"{R}/{{qset}}/calibration/zone-table.parquet",
+        zone_table=lambda wildcards: zones_input(wildcards, "zone-table.parquet"),
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
@@ -61,6 +61,7 @@ rule comparison_table:
             wildcards.qset, "agreement.parquet"
         ),
         quick=QUICK,
+        zones=ABSTENTION_ZONES,
     script:
         "../scripts/comparison_table.py"
 
@@ -296,7 +297,8 @@ rule run_record:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
-        question_zones=f"{R}/{{qset}}/calibration/zones.parquet",
+        # Only with abstention zones: without, the record (and a quick run) waits for no calibration job.
+        question_zones=lambda wildcards: zones_input(wildcards, "zones.parquet"),
         engine_runs=engine_runs,
     output:
         record=f"{R}/{{qset}}/run-record.parquet",

@@ -32,7 +32,7 @@ def main(snakemake):
     recorded = list(dict.fromkeys(tuple(m) for m in p.report["headline"] + [p.report["plot_metric"]]))
     values = per_question_values({m: pd.read_parquet(path) for m, path in zip(p.methods, inputs.metrics)},
                                  recorded, p.report["grain"])
-    per_question = pd.read_parquet(inputs.question_zones)
+    per_question = pd.read_parquet(inputs.question_zones) if p.zones else pd.DataFrame()
     if len(per_question):  # methods with abstention zones: who abstains, for `rankbench gate --abstention`
         values = pd.concat([values, abstention_values(per_question)], ignore_index=True).sort_values(
             ["method", "metric", "k", "qid"], ignore_index=True)
