@@ -78,6 +78,7 @@ def test_comparison_page_says_not_applicable_instead_of_empty_tables(beir: Path)
 def test_calibration_and_failures_fit_data_without_unanswerable_questions_or_titles(beir: Path) -> None:
     calibration = (beir / BASE / "test/calibration.md").read_text()
     assert "Not applicable (no unanswerable question" in calibration
+    assert "abstention zones table (`abstention.zones`) is absent" in calibration  # says why, zones set or not
     assert "nan%" not in calibration and "**" not in calibration
     failures = (beir / BASE / "test/failures.md").read_text()
     assert "| kind |" not in failures and " — |" not in failures and " — ;" not in failures

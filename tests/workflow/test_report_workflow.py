@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import copy_dataset, demo_grain, edit_config, snakemake
+from workflow_helpers import copy_dataset, demo_grain, edit_config, planned_jobs, snakemake
 
 from rankbench.evaluation.scoring import TIERS_COLUMNS
 from rankbench.io.frozen import freeze
@@ -283,3 +283,40 @@ def test_the_demo_pages_say_what_each_method_used_and_why_a_cell_is_marked(demo:
     bounds = pd.read_parquet(demo / BASE / "v1/robustness-bounds.parquet").dropna(subset=["lower"])
     assert len(bounds) and (bounds["lower"] <= bounds["reported"] + 1e-12).all()
     assert (bounds["reported"] <= bounds["upper"] + 1e-12).all()
+
+
+def test_the_calibration_page_has_the_demo_reranker_abstention_zones_and_the_record_keeps_them(demo: Path) -> None:
+    """The demo's reranker sets `abstention.zones`: its calibration page shows the zone table with its counts (checked
+    against the top-1 scores), and the run record holds the per-zone shares and who abstains."""
+    from rankbench.analysis.calibration import CAUGHT, LOST
+    from rankbench.analysis.runs import read_meta
+    from rankbench.io.markdown import markdown_literal
+
+    zones = yaml.safe_load((demo / "config.yaml").read_text())["methods"]["bm25+rerank-e5"]["abstention"]["zones"]
+    page = (demo / BASE / "v2/calibration.md").read_text()
+    assert "## Abstention zones" in page and f"### {RERANK}" in page
+    top1 = pd.read_parquet(demo / BASE / "v2/calibration/top1.parquet")
+    top1 = top1[top1["method"] == RERANK]
+    caught = int(((top1["score"] < zones[0]) & ~top1["answerable"]).sum())
+    lost = int(((top1["score"] < zones[0]) & top1["answerable"]).sum())
+    section = page.split(f"### {RERANK}")[1]
+    assert f"| abstain (< {zones[0]:.4g}) | {lost} (" in section and f" | {caught} (" in section
+    meta = read_meta(demo / BASE / "v2/run-record.parquet")
+    shares = meta["abstention"]["shares"][RERANK]
+    assert shares["abstain"]["unanswerable"] == pytest.approx(caught / int((~top1["answerable"]).sum()), abs=1e-6)
+    values = pd.read_parquet(demo / BASE / "v2/run-record.parquet")
+    assert values[(values["method"] == RERANK) & (values["metric"] == LOST)]["value"].sum() == lost
+    assert values[(values["method"] == RERANK) & (values["metric"] == CAUGHT)]["value"].sum() == caught
+    comparison = (demo / BASE / "v2/comparison.md").read_text().split("## Headline")[0]
+    unanswerable = int((~top1["answerable"]).sum())
+    assert f"**Abstention ({markdown_literal(RERANK)})**" in comparison
+    assert f"({caught} of {unanswerable})" in comparison
+
+
+def test_new_abstention_zones_rerun_no_retrieval(demo: Path) -> None:
+    """Zones are read by the calibration page and the record only: moving them plans no retrieval or evaluation."""
+    def move(config: dict) -> None:
+        config["methods"]["bm25+rerank-e5"]["abstention"]["zones"] = [0.86, 0.9]
+    edit_config(demo, move, "moved-zones.yaml")
+    jobs = planned_jobs(demo, "moved-zones.yaml")
+    assert jobs.get("calibration") and not {"retrieve_bm25", "retrieve_dense", "rerank", "fuse", "evaluate"} & set(jobs)

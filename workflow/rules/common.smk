@@ -4,6 +4,7 @@ from pathlib import Path
 
 from rankbench.retrieval.bm25 import DEFAULT_BACKEND, index_keys
 from rankbench.retrieval import lucene
+from rankbench.retrieval.registry import REPORT_ONLY_KEYS
 import yaml
 
 from rankbench.pipeline.config import check_config, check_outputs, method_chunker
@@ -91,6 +92,14 @@ if workflow.is_main_process:
     check_dataset(config, SCHEMA_FOLDER, R)
 
 EVALUATION = evaluation_settings(config)
+# Methods with graded abstention (calibration page, run record, `rankbench gate --abstention`): name -> [t1, t2].
+ABSTENTION_ZONES = {m: list(spec["abstention"]["zones"]) for m, spec in METHOD_SPECS.items() if "abstention" in spec}
+
+
+def zones_input(wildcards, name):
+    """The calibration rule's abstention output `name` of the version, or nothing when no method sets zones."""
+    return f"{R}/{wildcards.qset}/calibration/{name}" if ABSTENTION_ZONES else []
+
 # Non-inferiority margins of the metrics evaluation.margin names: [[metric, k, δ], ...] (the pairs' margin tests).
 MARGINS = margin_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 # Thresholds of the comparison page's "What to do" rules (docs/concepts/report.md).
@@ -141,13 +150,13 @@ def chunker_of(method):
 
 
 def method_spec(method):
-    """The method's config with sorted keys, without its description (pages read it from method_cards, and a new
-    description reruns no job): a plain, deterministic params value."""
+    """The method's config with sorted keys, without its description and abstention zones (pages read them, and a
+    new value reruns no job): a plain, deterministic params value."""
     return dict(
         sorted(
             (key, value)
             for key, value in METHOD_SPECS[method].items()
-            if key != "description"
+            if key not in REPORT_ONLY_KEYS
         )
     )
 

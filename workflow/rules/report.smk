@@ -4,6 +4,7 @@ rule comparison_table:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
+        zone_table=lambda wildcards: zones_input(wildcards, "zone-table.parquet"),
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
@@ -60,6 +61,7 @@ rule comparison_table:
             wildcards.qset, "agreement.parquet"
         ),
         quick=QUICK,
+        zones=ABSTENTION_ZONES,
     script:
         "../scripts/comparison_table.py"
 
@@ -212,6 +214,7 @@ rule failures:
 rule calibration:
     input:
         runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
+        metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
         labels=f"{R}/{{qset}}/labels.parquet",
     output:
@@ -231,6 +234,8 @@ rule calibration:
         svg=f"{R}/{{qset}}/plots/calibration.svg",
         top1=f"{R}/{{qset}}/calibration/top1.parquet",
         thresholds=f"{R}/{{qset}}/calibration/thresholds.parquet",
+        question_zones=f"{R}/{{qset}}/calibration/zones.parquet",
+        zone_table=f"{R}/{{qset}}/calibration/zone-table.parquet",
     log:
         f"{LOGS}/calibration/{{qset}}.log",
     benchmark:
@@ -242,6 +247,9 @@ rule calibration:
         drafts=lambda wildcards: drafts_of(wildcards.qset),
         methods=METHODS,
         relevance_threshold=EVALUATION["relevance_threshold"],
+        zones=ABSTENTION_ZONES,
+        grain=REPORT["grain"],
+        k=max(EVALUATION["ks"]),
     script:
         "../scripts/calibrate.py"
 
@@ -294,6 +302,8 @@ rule run_record:
         questions=f"{R}/{{qset}}/questions.parquet",
         labels=f"{R}/{{qset}}/labels.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
+        # Only with abstention zones: without, the record (and a quick run) waits for no calibration job.
+        question_zones=lambda wildcards: zones_input(wildcards, "zones.parquet"),
         engine_runs=engine_runs,
     output:
         record=f"{R}/{{qset}}/run-record.parquet",
@@ -321,6 +331,7 @@ rule run_record:
         models=resolved_models(),
         engine_methods=engine_methods(),
         method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
+        zones=ABSTENTION_ZONES,
     script:
         "../scripts/record_run.py"
 

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from rankbench.analysis.calibration import thresholds, top1_scores
+from rankbench.analysis.calibration import question_zones, thresholds, top1_scores, zone_table
 from rankbench.io.files import write_parquet, write_text
 from rankbench.pipeline.scripting import run_script
 from rankbench.report.calibration import calibration_markdown
@@ -19,11 +19,20 @@ def main(snakemake):
     answerable = set(labels.loc[labels["grade"] >= p.relevance_threshold, "qid"])
     top1 = top1_scores(runs, questions, answerable)
     table = thresholds(top1)
-    page = calibration_markdown(top1, table, qset)
+    # hit@k (k the largest evaluated) of each answerable question, for the methods with abstention zones.
+    hits = pd.concat([pd.read_parquet(path).query("grain == @p.grain and metric == 'hit' and k == @p.k")
+                      .assign(method=method)[["method", "qid", "value"]].rename(columns={"value": "hit"})
+                      for method, path in zip(p.methods, snakemake.input.metrics) if method in p.zones]
+                     + [pd.DataFrame(columns=["method", "qid", "hit"])], ignore_index=True)
+    per_question = question_zones(top1, p.zones, hits)
+    zones = zone_table(per_question, p.zones)
+    page = calibration_markdown(top1, table, qset, zones, p.k)
     save(top1_distributions(top1, f"Top-1 score: answerable vs unanswerable — {qset}"), snakemake.output.png,
          snakemake.output.svg)
     write_parquet(top1, snakemake.output.top1)
     write_parquet(table, snakemake.output.thresholds)
+    write_parquet(per_question, snakemake.output.question_zones)
+    write_parquet(zones, snakemake.output.zone_table)
     page = draft_banner(p.drafts) + page
     write_text(markdown_html(page, f"calibration {qset}"), snakemake.output.html)
     write_text(page, snakemake.output.markdown)

@@ -59,7 +59,7 @@ def page_inputs(snakemake) -> ComparisonInputs:
         how_sure=how_sure(given, p.quick), quick=p.quick,
         models=model_provenance(p.models, dict(zip(p.engine_methods, given.engine_runs))),
         software=software_versions(), commit=source_commit(), cards=p.cards, decision=p.decision,
-        method_inputs=p.method_inputs)
+        method_inputs=p.method_inputs, abstention=pd.read_parquet(given.zone_table) if p.zones else None)
 
 
 def main(snakemake):

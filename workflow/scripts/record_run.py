@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 import rankbench
+from rankbench.analysis.calibration import abstention_values, zone_shares, zone_table
 from rankbench.analysis.run_diff import QUESTION_COLUMNS, diff_runs
 from rankbench.analysis.runs import (
     content_sha256,
@@ -38,6 +39,10 @@ def main(snakemake):
     recorded = list(dict.fromkeys(tuple(m) for m in p.report["headline"] + [p.report["plot_metric"]]))
     values = per_question_values({m: pd.read_parquet(path) for m, path in zip(p.methods, inputs.metrics)},
                                  recorded, p.report["grain"])
+    per_question = pd.read_parquet(inputs.question_zones) if p.zones else pd.DataFrame()
+    if len(per_question):  # methods with abstention zones: who abstains, for `rankbench gate --abstention`
+        values = pd.concat([values, abstention_values(per_question)], ignore_index=True).sort_values(
+            ["method", "metric", "k", "qid"], ignore_index=True)
     models = model_provenance(p.models, dict(zip(p.engine_methods, inputs.engine_runs)))
     identities = method_identities(effective)
     experiment = config.get("experiment", {})
@@ -49,6 +54,9 @@ def main(snakemake):
                             "models": {key: models[key] for key in p.method_models.get(m, []) if key in models}}
                         for m in p.methods},
             "rankbench_version": rankbench.__version__, "commit": source_commit(), "software": software_versions()}
+    if len(per_question):
+        meta["abstention"] = {"zones": {m: list(z) for m, z in sorted(p.zones.items())},
+                              "shares": zone_shares(zone_table(per_question, p.zones))}
     if p.draft:  # a record without the key is of a frozen version (records before it was kept, too)
         meta["draft"] = True
     questions = pd.read_parquet(inputs.questions)

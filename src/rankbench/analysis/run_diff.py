@@ -6,13 +6,14 @@ labels, added, removed) that changed."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from rankbench.analysis.budget import normal_n
+from rankbench.analysis.calibration import CAUGHT, LOST
 from rankbench.analysis.runs import config_changes, question_changes
 from rankbench.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
 from rankbench.evaluation.stats import (
@@ -162,3 +163,73 @@ def gate_verdict(diff: RunDiff, method: str, metric: str, k: int, max_drop: floa
             return GateVerdict(INCONCLUSIVE, "only losses", row, regressed, p_margin, needed)
         return GateVerdict(PASS, "within tolerance", row, regressed, p_margin)
     return GateVerdict(PASS, "within tolerance", row, regressed)
+
+
+@dataclass(frozen=True)
+class AbstentionCheck:
+    """One direction of the abstention gate: answerable questions lost (pushed into the abstain zone; fewer is
+    better) or unanswerable questions caught (more is better). before/after are shares over the n shared questions
+    of that kind, `worse` how much the direction got worse (share points, < 0 when it improved), p the two-sided
+    paired randomization p, p_margin the one-sided p that it got no worse than the margin."""
+
+    direction: str
+    outcome: str
+    reason: str
+    n: int = 0
+    before: float = np.nan
+    after: float = np.nan
+    worse: float = np.nan
+    p: float = np.nan
+    p_margin: float = np.nan
+    needed: float = np.nan
+
+
+@dataclass(frozen=True)
+class AbstentionVerdict:
+    """The two-way abstention gate: fail when either direction is shown worse beyond its margin, inconclusive when
+    either cannot be told, pass when both are shown within their margins (or unchanged)."""
+
+    checks: tuple[AbstentionCheck, ...]
+
+    @property
+    def outcome(self) -> str:
+        outcomes = {check.outcome for check in self.checks}
+        return FAIL if FAIL in outcomes else INCONCLUSIVE if INCONCLUSIVE in outcomes else PASS
+
+    @property
+    def exit_code(self) -> int:
+        return GATE_EXIT_CODES[self.outcome]
+
+
+def _abstention_check(diff: RunDiff, method: str, metric: str, margin: float, alpha: float) -> AbstentionCheck:
+    """One direction's verdict; the recorded values are 1 when the question sits in the abstain zone."""
+    direction = "answerable lost" if metric == LOST else "unanswerable caught"
+    rows = diff.methods[(diff.methods["method"] == method) & (diff.methods["metric"] == metric)]
+    if rows.empty:
+        return AbstentionCheck(direction, INCONCLUSIVE, "no question")
+    row = rows.iloc[0]
+    moved = diff.questions[(diff.questions["method"] == method) & (diff.questions["metric"] == metric)]
+    sign = -1.0 if metric == LOST else 1.0  # goodness: fewer answerable lost, more unanswerable caught
+    gains = sign * _differences(moved, int(row["n"]))
+    unchanged = AbstentionCheck(direction, PASS, "unchanged", int(row["n"]), float(row["before"]),
+                                float(row["after"]), float(-gains.mean()), float(row["p"]))
+    if not len(moved):
+        return unchanged
+    p_margin = float(noninferiority_p_values(gains[None, :], margin)[0])
+    if p_margin < alpha:
+        return replace(unchanged, reason="within margin", p_margin=p_margin)
+    if unchanged.worse > margin and unchanged.p < alpha:
+        return replace(unchanged, outcome=FAIL, reason="worse", p_margin=p_margin)
+    sd = float(gains.std(ddof=1)) if len(gains) > 1 else 0.0
+    needed = normal_n(gains.mean() + margin, sd, 2 * alpha) if gains.mean() + margin > 0 else np.nan
+    return replace(unchanged, outcome=INCONCLUSIVE, reason="inconclusive", p_margin=p_margin, needed=needed)
+
+
+def abstention_verdict(diff: RunDiff, method: str, lost_margin: float, caught_margin: float,
+                       alpha: float) -> AbstentionVerdict:
+    """The two-way abstention gate on one method between two runs (docs/how-to/runs.md): per direction, pass when
+    the one-sided test shows it no worse than its margin (or nothing changed), fail when it got worse by more than
+    the margin and the change is significant (randomization p < alpha), inconclusive otherwise or when the runs share
+    no question of that kind (no unanswerable question: nothing to catch)."""
+    return AbstentionVerdict((_abstention_check(diff, method, LOST, lost_margin, alpha),
+                              _abstention_check(diff, method, CAUGHT, caught_margin, alpha)))

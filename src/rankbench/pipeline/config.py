@@ -213,6 +213,11 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
             raise InputError(source, where, f"has {len(weights)} weights for {len(method_inputs(spec))} inputs",
                              "Give one weight per input, in the order of `inputs`.")
         _check_keys_apply(spec, where, source)
+        zones = spec.get("abstention", {}).get("zones")
+        if zones is not None and not (math.isfinite(zones[0]) and math.isfinite(zones[1]) and zones[0] < zones[1]):
+            raise InputError(source, f"{where}.abstention.zones", f"is {zones}: not two finite thresholds t1 < t2",
+                             "Give [t1, t2] with t1 < t2 on the method's score scale: below t1 it abstains, from "
+                             "t1 to below t2 it answers cautiously (the calibration page lists its top-1 scores).")
         required = [key for key, default in METHOD_TYPES[kind].keys.items() if default is REQUIRED]
         missing = [key for key in required if not spec.get(key)]
         if missing:

@@ -39,6 +39,8 @@ REPORT_DEFAULTS: dict[str, Any] = {
 # Thresholds of the "What to do" rules (analysis/decision.py; docs/concepts/report.md has the rule table). No latency
 # budget by default: the reranker rule then cites the cost and leaves the budget to the reader.
 DECISION_DEFAULTS: dict[str, Any] = {"latency_budget_ms": None, "low_score": 0.3, "rerank_gain": 0.05}
+# A method's `abstention` block (analysis/calibration.py's zones): the score it compares with the zones.
+ABSTENTION_DEFAULTS: dict[str, Any] = {"signal": "top1"}
 LLM_DEFAULTS: dict[str, dict[str, Any]] = {"generate": {"count": 20, "seed": 0, "qid_prefix": "g"},
                                            "judge": {"depth": 5}, "expand": {"questions": 3}}
 # A chat block names its backend (the schema requires it); the rest defaults to the library's.
@@ -85,6 +87,8 @@ def method_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
         settings.update(hook(settings_hook)(spec))
     if isinstance(settings.get("scorer"), Mapping) and "chat" in settings["scorer"]:
         settings["scorer"] = {**settings["scorer"], "chat": chat_settings(settings["scorer"]["chat"])}
+    if "abstention" in spec:
+        settings["abstention"] = {**ABSTENTION_DEFAULTS, **spec["abstention"]}
     return settings
 
 
@@ -99,7 +103,8 @@ def config_defaults() -> dict[str, Any]:
     for name in METHOD_TYPES:
         methods.update(method_settings({"type": name}))
     del methods["type"]
-    methods.update(prf=_spec_defaults(RM3), index=_spec_defaults(IndexSpec), scorer={"chat": CHAT_DEFAULTS},
+    methods.update(prf=_spec_defaults(RM3), abstention=ABSTENTION_DEFAULTS, index=_spec_defaults(IndexSpec),
+                   scorer={"chat": CHAT_DEFAULTS},
                    collection={key: value for key, value in _spec_defaults(Collection).items()
                                if value is not dataclasses.MISSING})
     return {"results": RESULTS, "dataset": DATASET_DEFAULTS, "chunkers": {"*": CHUNKER_DEFAULTS},

@@ -18,6 +18,7 @@ from rankbench.evaluation.metric_names import (
 )
 from rankbench.pipeline.defaults import REPORT_DEFAULTS
 from rankbench.redaction import redact
+from rankbench.retrieval.registry import REPORT_ONLY_KEYS
 
 
 def canonical_config(config: Mapping[str, Any]) -> str:
@@ -139,7 +140,7 @@ def method_identities(effective: Mapping[str, Any]) -> dict[str, str]:
 
     def identity(method: str) -> str:
         if method not in identities:
-            spec = {key: value for key, value in methods[method].items() if key != "description"}  # words only
+            spec = {key: value for key, value in methods[method].items() if key not in REPORT_ONLY_KEYS}
             chunker = spec.get("chunker", effective.get("chunker"))
             inputs = {name: identity(name) for name in method_inputs(spec) if name in methods}
             text = canonical_config({"method": spec, "chunker": effective.get("chunkers", {}).get(chunker),

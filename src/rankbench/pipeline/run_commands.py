@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.analysis.run_diff import RunDiff, diff_runs, gate_verdict
+from rankbench.analysis.run_diff import RunDiff, abstention_verdict, diff_runs, gate_verdict
 from rankbench.analysis.runs import (
     RUNS_FOLDER,
     StoredRun,
@@ -22,9 +22,10 @@ from rankbench.errors import InputError
 from rankbench.evaluation.metric_names import parse_metrics
 from rankbench.pipeline.defaults import RESULTS
 from rankbench.pipeline.options import finite_number, whole_number
-from rankbench.report.runs import diff_markdown, gate_paragraph, runs_table
+from rankbench.report.runs import abstention_paragraph, diff_markdown, gate_paragraph, runs_table
 
 DEFAULT_MAX_DROP = 0.01
+DEFAULT_ABSTENTION_MARGIN = 0.05
 
 
 def _only(found: list[str], what: str, flag: str, where: Path) -> str:
@@ -108,6 +109,11 @@ def gate_command(args: argparse.Namespace) -> int:
         run = find_run(runs, args.pin, str(folder))
         print(f"{run.run_id} pinned as the gate's reference ({pin_run(folder, run)})")
         return 0
+    if args.abstention:
+        return abstention_gate(args, folder, runs)
+    if args.lost_margin is not None or args.caught_margin is not None:
+        raise InputError("rankbench gate", "--lost-margin/--caught-margin", "apply to the abstention gate only",
+                         "Add --abstention, or drop them.")
     if not args.method or not args.metric:
         raise InputError("rankbench gate", None, "needs --method and --metric (or --pin RUN)",
                          "e.g. rankbench gate --method bm25 --metric ndcg@10")
@@ -123,12 +129,7 @@ def gate_command(args: argparse.Namespace) -> int:
     if [metric, k] not in after.meta["recorded"]:
         raise InputError("rankbench gate", "--metric", f"{args.metric!r} is not a recorded metric",
                          f"Use one of: {', '.join(recorded)} (report.headline and report.plot_metric).")
-    if args.against == "pinned":
-        before = pinned_run(folder, runs)
-    else:
-        before = find_run(runs, "last~1" if args.against == "last" else args.against, str(folder))
-    if not args.across_question_sets:
-        same_questions(before, after, folder)
+    before = reference_run(args, folder, runs, after)
     if not any(args.method in run.meta.get("methods", {}) for run in (before, after)):
         known = sorted(set(before.meta.get("methods", {})) | set(after.meta.get("methods", {})))
         raise InputError("rankbench gate", "--method", f"{args.method!r} is in neither run ({before.run_id}, "
@@ -137,6 +138,41 @@ def gate_command(args: argparse.Namespace) -> int:
     max_drop = DEFAULT_MAX_DROP if args.max_drop is None else args.max_drop
     verdict = gate_verdict(diff, args.method, metric, k, max_drop, args.alpha, args.margin)
     print(gate_paragraph(verdict, diff, args.method, metric, k, max_drop, args.alpha, _texts(folder), args.margin))
+    return verdict.exit_code
+
+
+def reference_run(args: argparse.Namespace, folder: Path, runs: list[StoredRun], after: StoredRun) -> StoredRun:
+    """The gate's reference run (--against), checked to be of the same questions as the latest unless told not to."""
+    if args.against == "pinned":
+        before = pinned_run(folder, runs)
+    else:
+        before = find_run(runs, "last~1" if args.against == "last" else args.against, str(folder))
+    if not args.across_question_sets:
+        same_questions(before, after, folder)
+    return before
+
+
+def abstention_gate(args: argparse.Namespace, folder: Path, runs: list[StoredRun]) -> int:
+    """`rankbench gate --abstention`: the method's answerable questions lost to the abstain zone and unanswerable
+    questions caught by it, latest run against the reference, each against its margin (exit 0, 1 or 3)."""
+    if not args.method or args.metric or args.margin is not None or args.max_drop is not None:
+        raise InputError("rankbench gate", "--abstention", "needs --method and gates the abstention zones, not a "
+                         "metric (no --metric, --margin or --max-drop)",
+                         "e.g. rankbench gate --abstention --method bm25 --lost-margin 0.05 --caught-margin 0.05")
+    after = find_run(runs, "last", str(folder))
+    before = reference_run(args, folder, runs, after)
+    for run in (before, after):
+        if args.method not in run.meta.get("abstention", {}).get("zones", {}):
+            zoned = sorted(run.meta.get("abstention", {}).get("zones", {}))
+            raise InputError(run.path, args.method, "has no abstention zones in this run",
+                             f"Use a method with zones ({', '.join(zoned)})" if zoned else
+                             f"Set methods.{args.method}.abstention.zones: [t1, t2] in the config and run the "
+                             "workflow again (the gate compares two runs that both have them)")
+    diff = _diff(before, after, args.resamples, args.seed)
+    lost = DEFAULT_ABSTENTION_MARGIN if args.lost_margin is None else args.lost_margin
+    caught = DEFAULT_ABSTENTION_MARGIN if args.caught_margin is None else args.caught_margin
+    verdict = abstention_verdict(diff, args.method, lost, caught, args.alpha)
+    print(abstention_paragraph(verdict, diff, args.method, lost, caught, args.alpha))
     return verdict.exit_code
 
 
@@ -189,6 +225,16 @@ def add_run_commands(commands: argparse._SubParsersAction) -> None:
                       help="non-inferiority margin δ (a finite number above 0) instead of --max-drop: pass "
                            "only when the loss is shown within δ, fail when shown worse, else inconclusive "
                            "(exit 3)")
+    gate.add_argument("--abstention", action="store_true",
+                      help="gate the method's abstention zones instead of a metric: fail when answerable questions "
+                           "lost to the abstain zone or unanswerable questions caught get worse beyond a margin")
+    share = finite_number(0, 1, open_low=True)
+    gate.add_argument("--lost-margin", type=share,
+                      help="--abstention: tolerated rise of the share of answerable questions in the abstain zone, "
+                           f"in (0, 1] (default: {DEFAULT_ABSTENTION_MARGIN})")
+    gate.add_argument("--caught-margin", type=share,
+                      help="--abstention: tolerated fall of the share of unanswerable questions in the abstain zone, "
+                           f"in (0, 1] (default: {DEFAULT_ABSTENTION_MARGIN})")
     gate.add_argument("--alpha", type=finite_number(0, 1, open_low=True, open_high=True), default=0.05,
                       help="significance level, strictly between 0 and 1 (default: 0.05)")
     gate.add_argument("--across-question-sets", action="store_true",

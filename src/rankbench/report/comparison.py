@@ -267,6 +267,7 @@ class ComparisonInputs:
     cards: Mapping[str, Mapping[str, Any]] | None = None
     decision: Mapping[str, Any] | None = None
     method_inputs: Mapping[str, Sequence[str]] | None = None
+    abstention: pd.DataFrame | None = None  # analysis/calibration.zone_table of the methods with abstention zones
 
 
 def headline_table(inputs: ComparisonInputs) -> tuple[pd.DataFrame, dict[int, str]]:
@@ -326,7 +327,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         *([] if quick else [PLOTS_LINE]),
         "",
         *decision_lines(aggregate, pairs, grain, headline, alpha, method_types, inputs.method_inputs or {},
-                        inputs.decision or {}),
+                        inputs.decision or {}, abstention=inputs.abstention),
     ]
     lines += [
         f"## Headline ({grain} grain, all questions)",

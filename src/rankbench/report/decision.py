@@ -93,14 +93,38 @@ def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]]
 def decision_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
                    alpha: float, types: Mapping[str, str], inputs: Mapping[str, Sequence[str]],
                    settings: Mapping[str, Any], cost: Mapping[str, Mapping[str, float]] | None = None,
-                   level: int = 2) -> list[str]:
-    """"The answer" and "What to do" sections (Markdown lines, headings of `level`) on the first headline metric."""
+                   level: int = 2, abstention: pd.DataFrame | None = None) -> list[str]:
+    """"The answer" and "What to do" sections (Markdown lines, headings of `level`) on the first headline metric;
+    `abstention` (zone_table's rows) adds the abstention rule of each method with zones."""
     metric, k = headline[0]
     label = metric_label(metric, k)
     answer = verdict(aggregate, pairs, grain, metric, k, alpha)
     lines = [f"{'#' * level} The answer ({label}, {grain} grain, all questions)", "", verdict_text(answer), "",
              f"{'#' * level} What to do", ""]
     rules = advice(aggregate, pairs, grain, metric, k, alpha, types, inputs, settings)
-    lines += [f"- {_rule_line(item, label, cost)}" for item in rules] or [
+    lines += [f"- {_rule_line(item, label, cost)}" for item in rules] + abstention_rules(abstention) or [
         "- No rule of the decision table applies on these numbers (docs/concepts/report.md, *What to do*)."]
     return lines + [""]
+
+
+def abstention_rules(zones: pd.DataFrame | None) -> list[str]:
+    """Per method with abstention zones, when the version has unanswerable questions: what its abstain zone catches
+    and costs, and the action (keep the zones when it catches a larger share than it loses, else move t1 or change
+    the signal)."""
+    lines = []
+    for method, group in ([] if zones is None else zones.groupby("method", sort=True)):
+        rows = group.set_index("zone")
+        abstain = rows.loc["abstain"]
+        if not (np.isfinite(abstain["unanswerable_share"]) and np.isfinite(abstain["answerable_share"])):
+            continue  # nothing to catch (or to lose): the calibration page says why
+        caught, lost = float(abstain["unanswerable_share"]), float(abstain["answerable_share"])
+        total_u = int(group["unanswerable"].sum())
+        total_a = int(group["answerable"].sum())
+        action = ("keep the zones; the calibration page lists each zone's questions and hit@k" if caught > lost
+                  else "its top-1 score does not tell them apart at t1: move t1, or take a reranker's score as the "
+                  "signal (calibration page)")
+        lines.append(f"- **Abstention ({markdown_literal(str(method))})**: abstaining below t1 = "
+                     f"{abstain['high']:.4g} catches {caught:.0%} of the unanswerable questions "
+                     f"({int(abstain['unanswerable'])} of {total_u}) at the cost of {lost:.0%} of the answerable "
+                     f"ones ({int(abstain['answerable'])} of {total_a}). → {action[0].upper()}{action[1:]}.")
+    return lines

@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from rankbench.analysis.run_diff import GateVerdict, RunDiff, by_size
+from rankbench.analysis.run_diff import AbstentionVerdict, GateVerdict, RunDiff, by_size
 from rankbench.analysis.runs import QUESTION_CHANGES, StoredRun, question_changes
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_grid
@@ -221,6 +221,32 @@ def gate_paragraph(verdict: GateVerdict, diff: RunDiff, method: str, metric: str
                       if texts.get(r.qid) else f"{r.qid} {r.before:.3f} → {r.after:.3f}"
                       for r in verdict.worst.itertuples())
     return f"{head} Questions that regressed most: {worst}.{drafts}"
+
+
+def abstention_paragraph(verdict: AbstentionVerdict, diff: RunDiff, method: str, lost_margin: float,
+                         caught_margin: float, alpha: float) -> str:
+    """The abstention gate's answer: PASS, FAIL or INCONCLUSIVE, then one line per direction (shares before → after,
+    how much it got worse against its margin, the two p values, the questions needed when the data cannot tell)."""
+    margins = {"answerable lost": lost_margin, "unanswerable caught": caught_margin}
+    lines = [f"{verdict.outcome.upper()}: abstention zones of {method}, run {diff.before} → {diff.after} (alpha "
+             f"{alpha:g}).{' ' + draft_runs_line(diff.drafts) if diff.drafts else ''}"]
+    for check in verdict.checks:
+        margin = margins[check.direction]
+        if check.reason == "no question":
+            kind = check.direction.split()[0]
+            lines.append(f"- {check.direction}: INCONCLUSIVE: the runs share no {kind} question, so this direction "
+                         "cannot be told.")
+            continue
+        stats = (f"{check.before:.1%} → {check.after:.1%} of {check.n} questions in the abstain zone (worse by "
+                 f"{check.worse:+.1%}, margin {margin:g}), randomization p = {check.p:.4f}")
+        within = f"one-sided p = {check.p_margin:.4f} that it got no worse than the margin"
+        says = {"unchanged": "no question changed zone",
+                "within margin": f"shown no worse than the margin ({within})",
+                "worse": f"worse beyond the margin and significant ({within})",
+                "inconclusive": f"neither shown worse beyond the margin nor within it ({within}); "
+                                f"{_needed(check.needed, check.n)}"}
+        lines.append(f"- {check.direction}: {check.outcome.upper()}: {stats}: {says[check.reason]}.")
+    return "\n".join(lines)
 
 
 def with_section(page: str, section: str) -> str:

@@ -19,8 +19,11 @@ from typing import Any
 # Family of a type -> the word the findings use for it ("bm25 (lexical)").
 FAMILIES = {"lexical": "lexical", "dense": "dense", "sparse": "learned sparse", "fusion": "fusion",
             "rerank": "reranked", "external": "external"}
-# Keys every method may set: what it is, what the pages say it is and the grid over its parameters.
-STRUCTURAL_KEYS = ("type", "description", "grid")
+# Keys every method may set: what it is, what the pages say it is, the grid over its parameters and its abstention
+# zones (how the calibration page and the gate read its scores).
+STRUCTURAL_KEYS = ("type", "description", "grid", "abstention")
+# Keys that change no run: a new value reruns no retrieval job and leaves the method's identity as it was.
+REPORT_ONLY_KEYS = ("description", "abstention")
 REQUIRED = object()  # the key has no default: the method must set it
 OPTIONAL = None  # the key has no default: unset means the feature is off (e.g. no rewrite, no weights)
 LIBRARY = object()  # the default is the library spec class's (BM25's k1, b, ...), filled by the type's `settings`
