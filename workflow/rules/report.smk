@@ -4,6 +4,7 @@ rule comparison_table:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
+        breakdowns=f"{R}/{{qset}}/breakdowns.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
