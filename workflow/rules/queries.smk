@@ -26,6 +26,7 @@ rule prepare_questions:
         expected_sha256=lambda wildcards: LOCK.get(wildcards.qset),
         lock=DATASET.get("lock", ""),
         draft=lambda wildcards: bool(drafts_of(wildcards.qset)),
+        audience=REPORT["audience"],
     script:
         "../scripts/prepare_questions.py"
 

@@ -1,11 +1,13 @@
 """Check a question-set version against its frozen hash (a draft has none) and normalize it to Parquet, from its
-files alone (the corpus is validate_labels' business, so editing a document never re-embeds the questions)."""
+files alone (the corpus is validate_labels' business, so editing a document never re-embeds the questions); with
+report.audience, only that audience's questions and their labels."""
 
 import json
 from pathlib import Path
 
 import yaml
 
+from rankbench.io.audience import for_audience
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.frozen import (
     check_frozen,
@@ -31,10 +33,12 @@ def main(snakemake):
     if fmt != "native":
         # ir_datasets versions have no file of their own: what they were made from is their records.
         digest = content_hash(files) if files else records_digest(questions, labels)
+    questions, labels = for_audience(questions, labels, snakemake.params.audience, version)
     manifest = {"version": version, "sha256": digest, "files": [str(path) for path in files],
                 "questions": len(questions), "labels": len(labels),
                 "labels_from": str(files[-1]) if files else ir_source(source["id"], "qrels"), **source,
-                **({"draft": True} if draft else {})}
+                **({"draft": True} if draft else {}),
+                **({"audience": snakemake.params.audience} if snakemake.params.audience != "all" else {})}
     record = results_record(Path(snakemake.output.manifest).parent)
     # A draft changes as it is edited: it records nothing (a version once frozen and run keeps its record).
     check_results_record(version, digest, record) if draft else guard_results(version, digest, record)

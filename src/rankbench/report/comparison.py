@@ -14,6 +14,7 @@ import pandas as pd
 from rankbench.analysis.frontier import cheapest_as_good
 from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.io.audience import audience_line
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.decision import decision_lines
 from rankbench.report.findings import findings
@@ -306,6 +307,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     lines = [
         f"# {dataset} — question-set version {manifest['version']}",
         "",
+        *audience_line(dict(manifest)),
         f"{evaluated} of {len(questions)} questions evaluated (with a relevant label); provenance (versions, hashes, "
         "models, date) at the end of the page.",
         "",
