@@ -277,7 +277,7 @@ def add_project_commands(commands: argparse._SubParsersAction) -> None:
                              help="a folder of .md/.html/.txt/.pdf files, or a JSONL, BEIR or TREC collection")
     init_parser.add_argument("--questions", type=Path, required=True,
                              help="CSV, TSV or JSONL sheet, one row per label: question, document, [qid, section, "
-                                  "grade, kind, audience, as_of]")
+                                  "grade, kind, audience, as_of, tags (;-separated), difficulty]")
     init_parser.add_argument("--version", default="v1", help="name of the draft question-set version (default: v1)")
     init_parser.add_argument("--language", default="english",
                              help="the documents' language, for BM25's analyzer; other than english, the dense "

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from rankbench.errors import InputError
 from rankbench.io.loaders import (
+    BREAKDOWN_COLUMNS,
     DOCUMENT_COLUMNS,
     LABEL_COLUMNS,
     QUESTION_COLUMNS,
@@ -187,7 +188,8 @@ def test_questions_and_labels(tmp_path: Path) -> None:
         question("q2", kind="unanswerable", labels=[]),
     ])
     questions, labels = load_questions(path, QUESTIONS_SCHEMA)
-    assert list(questions.columns) == QUESTION_COLUMNS and list(labels.columns) == LABEL_COLUMNS
+    assert list(questions.columns) == QUESTION_COLUMNS + BREAKDOWN_COLUMNS
+    assert list(labels.columns) == LABEL_COLUMNS
     assert questions["qid"].tolist() == ["q1", "q2"]
     assert questions["kind"].tolist() == ["paraphrase", "unanswerable"]
     assert questions["audience"].tolist() == ["staff", "public"]
@@ -252,6 +254,28 @@ def test_a_kind_left_out_among_kinds_is_refused(tmp_path: Path) -> None:
 def test_kind_all_is_reserved(tmp_path: Path) -> None:
     message = questions_error(tmp_path, [question("q1", kind="all")])
     assert "kind" in message
+
+
+def test_tags_and_difficulty_are_read_when_given(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "v1.jsonl", [question("q1", tags=["billing", "multi-hop"], difficulty="hard"),
+                                               question("q2")])
+    questions = load_questions(path, QUESTIONS_SCHEMA)[0]
+    assert questions["tags"].tolist() == [["billing", "multi-hop"], []]
+    assert questions["difficulty"].iloc[0] == "hard" and questions["difficulty"].isna().iloc[1]
+
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"tags": "billing"}, "tags"),  # a string, not a list
+    ({"tags": ["billing", "billing"]}, "tags"),  # the same tag twice
+    ({"tags": [""]}, "tags"),
+    ({"tags": ["a|b"]}, "tag 'a|b' cannot name a table row"),
+    ({"tags": [" padded"]}, "tag ' padded' cannot name a table row"),
+    ({"difficulty": 3}, "difficulty"),  # a number: difficulty is a label (easy, medium, hard)
+    ({"difficulty": "very\nhard"}, "difficulty 'very\\nhard' cannot name a table row"),
+])
+def test_bad_tags_or_difficulty_name_file_line_and_field(tmp_path: Path, fields: dict, expected: str) -> None:
+    message = questions_error(tmp_path, [question("q1"), question("q2", **fields)])
+    assert "line 2" in message and "'q2'" in message and expected in message, message
 
 
 def test_invalid_as_of(tmp_path: Path) -> None:

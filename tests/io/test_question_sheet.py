@@ -48,6 +48,18 @@ def test_rows_group_by_qid_or_text_and_no_document_is_unanswerable(tmp_path: Pat
     ]
 
 
+def test_tags_split_at_semicolons_and_difficulty_is_kept(tmp_path: Path) -> None:
+    sheet = write(tmp_path, "q.csv", "question,document,tags,difficulty\n"
+                  "How?,a.md,billing; multi-hop,hard\n"
+                  "How?,b.md,,\n"
+                  "Why?,a.md,,\n")
+    assert records(sheet) == [
+        {"qid": "q1", "question": "How?", "kind": "answerable", "tags": ["billing", "multi-hop"], "difficulty": "hard",
+         "labels": [{"doc_id": "a.md", "grade": 1}, {"doc_id": "b.md", "grade": 1}]},
+        {"qid": "q2", "question": "Why?", "kind": "answerable", "labels": [{"doc_id": "a.md", "grade": 1}]},
+    ]
+
+
 def test_tsv_and_jsonl_sheets_read_the_same(tmp_path: Path) -> None:
     rows = [{"qid": "q1", "question": "How?", "document": "a.md", "section": "s1", "grade": 3, "kind": "policy"},
             {"qid": "q2", "question": "Where?", "document": "b.md", "kind": "policy"}]
@@ -94,6 +106,9 @@ def test_unicode_line_separators_in_a_cell_are_text_and_lines_count_real_newline
     ("qid,question,document\nq 1,How?,a.md\n", "line 2: qid 'q 1' is empty or contains whitespace"),
     ("question,document\nHow?,a.md,extra\n", "line 2: has 3 cells, the header 2"),
     ("question,document\n", "holds no question"),
+    ("question,document,tags\nHow?,a.md,a;a\n", "line 2: .*tags"),
+    ("question,document,difficulty\nHow?,a.md,hard\nHow?,b.md,easy\n", "line 3: gives difficulty 'easy'"),
+    ("question,document,difficulty\nHow?,a.md,a|b\n", "line 2: difficulty 'a|b' cannot name a table row"),
 ])
 def test_bad_rows_name_the_file_and_line(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(InputError, match=expected):

@@ -69,6 +69,7 @@ rule aggregate:
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
         leaks=f"{R}/{{qset}}/leaks.parquet",
+        breakdowns=f"{R}/{{qset}}/breakdowns.parquet",
     log:
         f"{LOGS}/aggregate/{{qset}}.log",
     benchmark:

@@ -25,6 +25,7 @@ rule prepare_questions:
         source=lambda wildcards: version_source(config, wildcards.qset),
         # not whether the version is a draft: freezing it unchanged reruns nothing (the job reads the lock)
         lock=DATASET.get("lock", ""),
+        audience=REPORT["audience"],
     script:
         "../scripts/prepare_questions.py"
 

@@ -5,6 +5,7 @@ rule comparison_table:
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
         zone_table=lambda wildcards: zones_input(wildcards, "zone-table.parquet"),
+        breakdowns=f"{R}/{{qset}}/breakdowns.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",

@@ -1,11 +1,11 @@
 """The tidy aggregate of one question-set version (one row per method, grain, kind, metric, k), all pairs, the
-tiers and rank intervals of the headline metrics, and the leak summary (method × leak type × k: mean leaked chunks
-per question and questions with at least one leak)."""
+tiers and rank intervals of the headline metrics, the same per tag and per difficulty (breakdowns), and the leak
+summary (method × leak type × k: mean leaked chunks per question and questions with at least one leak)."""
 
 import pandas as pd
 
 from rankbench.analysis.leaks import leak_summary
-from rankbench.evaluation.scoring import TIERS_COLUMNS, aggregate, tier_table
+from rankbench.evaluation.scoring import TIERS_COLUMNS, aggregate, breakdown_aggregate, tier_table
 from rankbench.io.files import write_parquet
 from rankbench.pipeline.scripting import run_script
 
@@ -23,6 +23,9 @@ def main(snakemake):
     write_parquet(tiers, snakemake.output.tiers)
     write_parquet(pairs, snakemake.output.pairs)
     write_parquet(table, snakemake.output.aggregate)
+    write_parquet(breakdown_aggregate(per_query, questions, params.dataset, snakemake.wildcards.qset,
+                                      n_resamples=params.resamples, seed=params.seed, baseline=params.baseline),
+                  snakemake.output.breakdowns)
     leaks = {method: pd.read_parquet(path) for method, path in zip(params.methods, snakemake.input.leaks)}
     write_parquet(leak_summary(leaks), snakemake.output.leaks)
 

@@ -56,6 +56,7 @@ def page_inputs(snakemake) -> ComparisonInputs:
         staff_documents=int((documents["audience"] == "staff").sum()), degraded=degraded,
         judge_agreement=pd.read_parquet(agreement) if agreement and agreement.exists() else None,
         judged=agreement is not None, tiers=pd.read_parquet(given.tiers),
+        breakdowns=pd.read_parquet(given.breakdowns),
         how_sure=how_sure(given, p.quick), quick=p.quick,
         models=model_provenance(p.models, dict(zip(p.engine_methods, given.engine_runs))),
         software=software_versions(), commit=source_commit(), cards=p.cards, decision=p.decision,

@@ -1,5 +1,6 @@
 """Check a question-set version against its frozen hash (a draft has none) and normalize it to Parquet, from its
-files alone (the corpus is validate_labels' business, so editing a document never re-embeds the questions).
+files alone (the corpus is validate_labels' business, so editing a document never re-embeds the questions); with
+report.audience, only that audience's questions and their labels.
 
 Whether the version is frozen is read from the lock here, not passed as a param: freezing an unchanged draft changes
 nothing these outputs hold, so it must not rerun this job and every question-side job after it (the start checks
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import yaml
 
+from rankbench.io.audience import for_audience
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.frozen import (
     check_frozen,
@@ -35,9 +37,11 @@ def main(snakemake):
     if fmt != "native":
         # ir_datasets versions have no file of their own: what they were made from is their records.
         digest = content_hash(files) if files else records_digest(questions, labels)
+    questions, labels = for_audience(questions, labels, snakemake.params.audience, version)
     manifest = {"version": version, "sha256": digest, "files": [str(path) for path in files],
                 "questions": len(questions), "labels": len(labels),
-                "labels_from": str(files[-1]) if files else ir_source(source["id"], "qrels"), **source}
+                "labels_from": str(files[-1]) if files else ir_source(source["id"], "qrels"), **source,
+                **({"audience": snakemake.params.audience} if snakemake.params.audience != "all" else {})}
     record = results_record(Path(snakemake.output.manifest).parent)
     # A draft changes as it is edited: it records nothing (a version once frozen and run keeps its record).
     check_results_record(version, digest, record) if fmt == "native" and not frozen else \

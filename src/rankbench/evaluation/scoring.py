@@ -258,6 +258,39 @@ def aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, da
     return summary[AGGREGATE_COLUMNS], pairs.assign(dataset=dataset, qset=qset)[PAIRS_COLUMNS]
 
 
+BREAKDOWN_FIELDS = ("tags", "difficulty")
+
+
+def breakdown_groups(questions: pd.DataFrame) -> pd.DataFrame:
+    """qid, breakdown (a BREAKDOWN_FIELDS name), group: each question under each of its tags and its difficulty (no
+    row for a question without them; empty when the questions have neither field, as BEIR and TREC sets)."""
+    frames = []
+    if "tags" in questions:
+        tagged = questions[["qid", "tags"]].explode("tags").dropna(subset=["tags"])
+        frames.append(pd.DataFrame({"qid": tagged["qid"], "breakdown": "tags", "group": tagged["tags"]}))
+    if "difficulty" in questions:
+        rated = questions[questions["difficulty"].notna()]
+        frames.append(pd.DataFrame({"qid": rated["qid"], "breakdown": "difficulty", "group": rated["difficulty"]}))
+    groups = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["qid", "breakdown", "group"])
+    return groups.astype({"qid": object, "breakdown": object, "group": object}).reset_index(drop=True)
+
+
+def breakdown_aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, dataset: str, qset: str,
+                        n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None) -> pd.DataFrame:
+    """The aggregate per tag and per difficulty: AGGREGATE_COLUMNS plus `breakdown` (tags or difficulty), `kind`
+    holding the group (a tag, a difficulty), computed as the per-kind rows are; empty without tags and difficulty."""
+    groups = breakdown_groups(questions)
+    if not len(groups):
+        return pd.DataFrame(columns=["breakdown"] + AGGREGATE_COLUMNS)
+    long = pd.concat([frame.drop(columns="kind").assign(method=method) for method, frame in sorted(per_query.items())],
+                     ignore_index=True).merge(groups.rename(columns={"group": "kind"}), on="qid")
+    summary, _ = summarize(long, ["breakdown", "grain", "kind"], baseline, n_resamples=n_resamples, seed=seed)
+    sizes = groups.groupby(["breakdown", "group"]).size()
+    n_all = [int(sizes.get((b, g), 0)) for b, g in zip(summary["breakdown"], summary["kind"])]
+    summary = summary.assign(dataset=dataset, qset=qset, n_excluded=np.asarray(n_all, dtype=np.int64) - summary["n"])
+    return summary[["breakdown"] + AGGREGATE_COLUMNS]
+
+
 def tier_table(per_query: Mapping[str, pd.DataFrame], summary: pd.DataFrame, pairs: pd.DataFrame,
                metrics: Sequence[tuple[str, int]], alpha: float, n_resamples: int = 10_000, seed: int = 0
                ) -> pd.DataFrame:

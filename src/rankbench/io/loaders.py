@@ -28,6 +28,9 @@ from rankbench.io.qrels import check_grades, check_qrels, judged_qids
 SCHEMA_FOLDER = Path(__file__).parents[1] / "workflow" / "schemas"
 DOCUMENT_COLUMNS = ["doc_id", "title", "text", "version", "valid_from", "valid_to", "audience", "lang", "metadata"]
 QUESTION_COLUMNS = ["qid", "question", "kind", "audience", "as_of"]
+# Optional fields a native version may give its questions, read into breakdown tables (tags: a list of labels, a
+# question counts under each; difficulty: one label such as easy/medium/hard). Absent: an empty list, None.
+BREAKDOWN_COLUMNS = ["tags", "difficulty"]
 LABEL_COLUMNS = ["qid", "doc_id", "section", "grade"]
 BEIR_KIND = "beir"
 DEFAULT_KIND = "answerable"
@@ -179,6 +182,7 @@ def load_questions(path: Path, schema: Mapping[str, Any] | None = None) -> tuple
         questions.append({
             "qid": record["qid"], "question": record["question"], "kind": record.get("kind") or DEFAULT_KIND,
             "audience": record.get("audience") or "public", "as_of": record.get("as_of"),
+            "tags": list(record.get("tags") or []), "difficulty": record.get("difficulty"),
         })
         ids.append((number, record["qid"]))
         pairs = [(label["doc_id"], label.get("section")) for label in record["labels"]]
@@ -194,18 +198,23 @@ def load_questions(path: Path, schema: Mapping[str, Any] | None = None) -> tuple
     _check_kinds_given_throughout(kinds, path)
     frame = pd.DataFrame(labels, columns=LABEL_COLUMNS)
     frame["grade"] = check_grades(frame["grade"].tolist(), path, label_where)
-    return pd.DataFrame(questions, columns=QUESTION_COLUMNS), frame
+    return pd.DataFrame(questions, columns=QUESTION_COLUMNS + BREAKDOWN_COLUMNS), frame
 
 
 def check_question(record: Mapping[str, Any], validator: jsonschema.Draft202012Validator, path: Path,
                    where: str) -> None:
-    """One question record's own fields (schema, qid, text, kind, as_of), as every reader of questions checks them:
+    """One question record's own fields (schema, qid, text, kind, tags, difficulty, as_of), as every reader of
+    questions checks them:
     a version file, or a questions sheet (then `where` is the sheet's line)."""
     check_record(record, validator, path, where)
     check_id(record["qid"], path, where, "qid")
     _check_question_text(record["question"], path, where)
     if "kind" in record:
         _check_kind(record["kind"], path, where)
+    for tag in record.get("tags") or []:
+        _check_kind(tag, path, where, "tag")
+    if "difficulty" in record:
+        _check_kind(record["difficulty"], path, where, "difficulty")
     _check_date(record.get("as_of"), path, where, "as_of")
 
 
@@ -214,11 +223,14 @@ def _check_question_text(text: str, path: Path, where: str) -> None:
         raise InputError(path, where, "has a blank question text", "Write the question, or remove the line.")
 
 
-def _check_kind(kind: str, path: Path, where: str) -> None:
-    """A kind names a row of the report's tables: visible text without `|` or line breaks, not padded."""
+def _check_kind(kind: str, path: Path, where: str, field: str = "kind") -> None:
+    """A kind (or a tag, a difficulty) names a row or column of the report's tables: visible text without `|` or
+    line breaks, not padded."""
     if not kind.strip() or kind != kind.strip() or _BAD_KIND.search(kind):
-        raise InputError(path, where, f"kind {kind!r} cannot name a table row (blank, padded, or holding `|` "
-                         "or a control character)", "Use a short visible name such as `how-to` or `policy`.")
+        example = {"kind": "`how-to` or `policy`", "tag": "`billing` or `multi-hop`",
+                   "difficulty": "`easy`, `medium` or `hard`"}[field]
+        raise InputError(path, where, f"{field} {kind!r} cannot name a table row (blank, padded, or holding `|` "
+                         "or a control character)", f"Use a short visible name such as {example}.")
 
 
 def _check_kinds_given_throughout(kinds: list[tuple[str, bool]], path: Path) -> None:

@@ -1,7 +1,8 @@
 """Questions from a spreadsheet (CSV, TSV or JSONL), one row per label, into native question-set records.
 
 Columns: `question`, `document` (a path relative to the documents folder, or a doc id), optional `qid`, `section`
-(heading text or slug), `grade` (default 1), `kind`, `audience`, `as_of`. Rows with the same qid (or, without one,
+(heading text or slug), `grade` (default 1), `kind`, `audience`, `as_of`, `tags` (separated by `;`), `difficulty`.
+Rows with the same qid (or, without one,
 the same question text) form one question; a question whose rows name no document is unanswerable.
 """
 
@@ -21,7 +22,9 @@ from rankbench.errors import InputError, raise_all
 from rankbench.io.files import unguarded
 from rankbench.io.loaders import check_id, check_question, read_jsonl, record_schema
 
-SHEET_COLUMNS = ("qid", "question", "document", "section", "grade", "kind", "audience", "as_of")
+SHEET_COLUMNS = ("qid", "question", "document", "section", "grade", "kind", "audience", "as_of", "tags", "difficulty")
+QUESTION_FIELDS = ("question", "kind", "audience", "as_of", "tags", "difficulty")  # one value per question
+TAG_SEPARATOR = ";"
 DEFAULT_GRADE = 1
 AUDIENCES = ("public", "staff")
 # Which document and section a (document, section) cell pair names: (doc_id, section id or None).
@@ -131,11 +134,12 @@ def _check_fields(cells: dict[str, str], path: Path, where: str) -> None:
 def _merge(question: SheetQuestion, cells: dict[str, str], path: Path, number: int) -> None:
     """A further row of a question must agree with its first row on the question's own fields."""
     record = question.record
-    for name in ("question", "kind", "audience", "as_of"):
+    for name in QUESTION_FIELDS:
         if cells.get(name) and record.get(name) and cells[name] != record[name]:
             raise InputError(path, f"line {number}", f"gives {name} {cells[name]!r}, but line {question.lines[0]} "
                              f"gives {record[name]!r} for the same question (qid {record['qid']!r})",
-                             "Rows of one question share its text, kind, audience and as_of: make them agree, or "
+                             "Rows of one question share its text, kind, audience, as_of, tags and difficulty: make "
+                             "them agree, or "
                              "give the rows different qids.")
         if cells.get(name):
             record.setdefault(name, cells[name])
@@ -191,7 +195,8 @@ def read_question_sheet(path: Path, resolve: Resolver) -> list[SheetQuestion]:
 
 
 def _number_questions(questions: list[SheetQuestion]) -> None:
-    """Give every question without a qid the next free `q<n>`, and a kind when the sheet has none."""
+    """Give every question without a qid the next free `q<n>`, and a kind when the sheet has none; split its tags
+    cell at `;`."""
     used = {question.record["qid"] for question in questions}
     counter = 0
     for question in questions:
@@ -203,5 +208,6 @@ def _number_questions(questions: list[SheetQuestion]) -> None:
             record["qid"] = f"q{counter}"
         record.setdefault("kind", "answerable" if any(label["grade"] > 0 for label in record["labels"])
                           else "unanswerable")
-        question.record = {name: record[name] for name in ("qid", "question", "kind", "audience", "as_of", "labels")
-                           if name in record}
+        if "tags" in record:
+            record["tags"] = [tag.strip() for tag in record["tags"].split(TAG_SEPARATOR) if tag.strip()]
+        question.record = {name: record[name] for name in ("qid", *QUESTION_FIELDS, "labels") if name in record}

@@ -14,13 +14,16 @@ import pandas as pd
 from rankbench.analysis.frontier import cheapest_as_good
 from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.io.audience import audience_line
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.decision import decision_lines
 from rankbench.report.findings import findings
 from rankbench.report.headline_marks import comparison_family, family_legend, footnote_lines, headline_grid
 from rankbench.report.tables import (
+    GROUP_LEGEND,
     POLLUTION_LEGEND,
     TIERS_LEGEND,
+    group_tables,
     legend,
     marked,
     near_best,
@@ -231,8 +234,10 @@ class ComparisonInputs:
     staff_documents: staff-only documents in the corpus (none: the staff leak cannot happen).
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
     once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
-    tiers: tiers.parquet (tiers and rank intervals of the headline metrics). models: config key -> {model, revision,
-    weights_sha256} of every model loaded and {engine, facts} of every engine (pipeline.models.model_provenance).
+    tiers: tiers.parquet (tiers and rank intervals of the headline metrics); breakdowns: breakdowns.parquet (the
+    aggregate per tag and per difficulty; None or empty when the questions carry neither). models: config key ->
+    {model, revision, weights_sha256} of every model loaded and {engine, facts} of every engine
+    (pipeline.models.model_provenance).
     quick: the page of a quick run (no explorer link; it says what the full run adds). software: package -> version
     of rankbench and its main dependencies (pipeline.software.software_versions); commit: the git commit of
     rankbench's source (None off a checkout). cards: method -> {type, description, models}
@@ -260,6 +265,7 @@ class ComparisonInputs:
     judged: bool = False
     how_sure: Sequence[str] = ()
     tiers: pd.DataFrame | None = None
+    breakdowns: pd.DataFrame | None = None
     models: Mapping[str, Mapping[str, Any]] | None = None
     quick: bool = False
     software: Mapping[str, str] | None = None
@@ -319,6 +325,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     lines = [
         f"# {dataset} — question-set version {manifest['version']}",
         "",
+        *audience_line(dict(manifest)),
         f"{evaluated} of {len(questions)} questions evaluated (with a relevant label); provenance (versions, hashes, "
         "models, date) at the end of the page.",
         "",
@@ -380,19 +387,9 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                       f"The same figures as at {same} grain (each document is one chunk)." if same else grid, "",
                       *([POLLUTION_LEGEND, ""] if polluted else [])]
             shown[g] = grid
-    kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
-    counts = questions["kind"].value_counts()
-    if len(kinds) < 2:
-        lines += ["## Per question kind", "", f"Not applicable (every question is of one kind: {', '.join(kinds)}).",
-                  ""]
-    for metric, k in headline if len(kinds) > 1 else []:
-        rows = table[(table["grain"] == grain) & (table["kind"] != ALL_KINDS)]
-        frame = pd.DataFrame(index=pd.Index(methods, name="method"))
-        for kind in kinds:
-            n = int(rows[rows["kind"] == kind]["n"].max())
-            column = f"{markdown_literal(kind)} (n={n}/{counts.get(kind, n)})"
-            frame[column] = wide(rows, grain, kind, [(metric, k)], ci, methods).iloc[:, 0]
-        lines += [f"## Per question kind: {metric_label(metric, k)}, {grain} grain", "", markdown_grid(frame), ""]
+    at_grain = set(aggregate.loc[aggregate["grain"] == grain, ["metric", "k"]].itertuples(index=False, name=None))
+    lines += breakdown_sections(aggregate, inputs.breakdowns, grain, [(m, k) for m, k in full if (m, k) in at_grain],
+                                ci, methods, alpha)
     lines += ["## Labels", "", *labels_section(validation)]
     if judged:
         lines += judge_section(judge_agreement)
@@ -401,6 +398,29 @@ def comparison_page(inputs: ComparisonInputs) -> str:
               "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
               "```", ""]
     return "\n".join(lines)
+
+
+def breakdown_sections(aggregate: pd.DataFrame, breakdowns: pd.DataFrame | None, grain: str,
+                       metrics: Sequence[tuple[str, int]], ci: bool, methods: Sequence[str], alpha: float) -> list[str]:
+    """Every metric per question kind, per tag and per difficulty (report.tables.group_tables), or a line saying
+    why a breakdown is absent (one kind only; no tags or difficulty on the questions)."""
+    lines = ["## Breakdowns", "", GROUP_LEGEND.format(grain=grain), ""]
+    kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
+    if len(kinds) < 2:
+        lines += ["### Per question kind", "", f"Not applicable: every question is of one kind ({', '.join(kinds)}); "
+                  "a native question set gives its questions a `kind` (answerable, unanswerable, …).", ""]
+    else:
+        lines += group_tables(aggregate[aggregate["kind"] != ALL_KINDS], grain, metrics, ci, methods, alpha,
+                              "Per question kind")
+    for field, heading in (("tags", "Per tag"), ("difficulty", "Per difficulty")):
+        rows = breakdowns[breakdowns["breakdown"] == field] if breakdowns is not None else None
+        if rows is None or not len(rows):
+            lines += [f"### {heading}", "", f"Not applicable: no question of this version has a `{field}` field "
+                      "(BEIR and TREC question sets carry none; a native version may give them, see "
+                      "docs/reference/data-formats.md).", ""]
+        else:
+            lines += group_tables(rows, grain, metrics, ci, methods, alpha, heading)
+    return lines
 
 
 GRAIN_NAMES = {"document": "document grain (ranked chunks collapsed to their documents' first chunk)",

@@ -11,6 +11,7 @@ import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.io.audience import audience_line
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.decision import decision_lines
 from rankbench.report.pages import markdown_html
@@ -83,7 +84,7 @@ def index_page(dataset: str, versions: Sequence[VersionEntry], diffs: Sequence[s
     first; a quick run's says which pages it lacks and how to build them."""
     grain = str(report["grain"])
     headline = [(str(m), int(k)) for m, k in report["headline"]]
-    lines = [f"# {markdown_literal(dataset)}: results", "",
+    lines = [f"# {markdown_literal(dataset)}: results", "", *audience_line(dict(report)),
              f"Every question-set version of this dataset: the answer (the best method or the methods tied with it, "
              f"how sure) and what to do, its headline ({grain} grain, all questions: the method with the highest "
              "mean per metric beside the baseline) and the pages this run wrote for it.", ""]

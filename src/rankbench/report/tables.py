@@ -17,7 +17,9 @@ from rankbench.evaluation.marks import legend as legend
 from rankbench.evaluation.marks import marked as marked
 from rankbench.evaluation.marks import wide as wide
 from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, metric_label
+from rankbench.evaluation.stats import holm
 from rankbench.io.files import csv_text
+from rankbench.io.markdown import markdown_grid, markdown_literal
 
 TABLE_METRICS = ("hit", "recall", "precision", "rr", "ndcg")
 POLLUTION_LEGEND = ("docs@k: distinct documents among the top k chunks; top-doc@k: the share of the top k held by its "
@@ -40,6 +42,52 @@ def with_tiers(table: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
     """The marked table with each cell's tier letter (tiers.parquet; null where no tier was computed)."""
     keys = ["method", "grain", "kind", "metric", "k"]
     return table.merge(tiers[keys + ["tier"]], on=keys, how="left")
+
+
+DIFFICULTY_ORDER = ("easy", "medium", "hard")
+GROUP_LEGEND = ("Each table: one metric at {grain} grain, a column per group (n = questions evaluated / in the "
+                "group; a question counts under each of its tags). Mean [95% bootstrap CI]; the marks compare with the "
+                "baseline as in the headline table, but Holm-corrected over every comparison in the table (methods "
+                "× groups), so a mark holds for the table as a whole.")
+
+
+def holm_within(rows: pd.DataFrame) -> pd.DataFrame:
+    """The aggregate rows with p_holm recomputed over every comparison with the baseline they hold: the rows of one
+    table are one family, whatever per-group family the aggregate corrected over."""
+    compared = rows["baseline"].notna() & (rows["method"] != rows["baseline"]) & rows["p_randomization"].notna()
+    out = rows.copy()
+    out.loc[compared, "p_holm"] = holm(out.loc[compared, "p_randomization"].to_numpy(dtype=float))
+    return out
+
+
+def group_order(groups: Sequence[str]) -> list[str]:
+    """Groups in reading order: easy, medium, hard first (difficulties), the rest alphabetically."""
+    known = [g for g in DIFFICULTY_ORDER if g in groups]
+    return known + sorted(set(groups) - set(known))
+
+
+def group_tables(rows: pd.DataFrame, grain: str, metrics: Sequence[tuple[str, int]], ci: bool,
+                 methods: Sequence[str], alpha: float, heading: str) -> list[str]:
+    """Per metric, a Markdown table of methods × groups (the `kind` column of aggregate-like rows: kinds, tags or
+    difficulties), each with its CIs and its marks Holm-corrected within the table; `heading` names the groups."""
+    rows = rows[rows["grain"] == grain]
+    groups = group_order(list(rows["kind"].unique()))
+    lines: list[str] = []
+    for metric, k in metrics:
+        one = rows[(rows["metric"] == metric) & (rows["k"] == k)]
+        if not len(one):
+            continue
+        table = marked(holm_within(one), alpha)
+        frame = pd.DataFrame(index=pd.Index(list(methods), name="method"))
+        for group in groups:
+            sizes = table[table["kind"] == group]
+            if not len(sizes):
+                continue
+            given = int((sizes["n"] + sizes["n_excluded"]).max())
+            column = f"{markdown_literal(group)} (n={int(sizes['n'].max())}/{given})"
+            frame[column] = wide(table, grain, group, [(metric, k)], ci, methods).iloc[:, 0]
+        lines += [f"### {heading}: {metric_label(metric, k)}", "", markdown_grid(frame), ""]
+    return lines
 
 
 TIERS_LEGEND = ("tier letters: a = the best method and every method not significantly worse than it (paired "

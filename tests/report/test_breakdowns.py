@@ -1,0 +1,99 @@
+"""Breakdown tables (every metric per kind, per tag, per difficulty): means and CIs against a direct computation on
+random per-question values, Holm within a table against statsmodels, and the page's lines where a breakdown is
+absent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from statsmodels.stats.multitest import multipletests
+
+from rankbench.evaluation.scoring import breakdown_aggregate, breakdown_groups
+from rankbench.report.comparison import breakdown_sections
+from rankbench.report.tables import group_order, group_tables, holm_within
+
+TAGS = ("billing", "login", "refund")
+
+
+def random_set(seed: int, n: int = 120) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """Two methods' per-question nDCG@10 (b a little better), questions with 0-2 random tags and a difficulty."""
+    rng = np.random.default_rng(seed)
+    qids = [f"q{i:03d}" for i in range(n)]
+    tags = [sorted(rng.choice(TAGS, size=rng.integers(0, 3), replace=False).tolist()) for _ in qids]
+    difficulty = [None if i % 7 == 0 else str(rng.choice(["easy", "medium", "hard"])) for i in range(n)]
+    questions = pd.DataFrame({"qid": qids, "kind": "answerable", "tags": tags, "difficulty": difficulty})
+    base = rng.uniform(0, 1, n)
+    per_query = {method: pd.DataFrame({"qid": qids, "kind": "answerable", "grain": "document", "metric": "ndcg",
+                                       "k": 10, "value": np.clip(base + shift + rng.normal(0, 0.1, n), 0, 1)})
+                 for method, shift in (("a", 0.0), ("b", 0.05))}
+    return per_query, questions
+
+
+def test_breakdown_means_and_cis_match_a_direct_computation() -> None:
+    per_query, questions = random_set(7)
+    table = breakdown_aggregate(per_query, questions, "d", "v1", n_resamples=20_000, seed=1, baseline="a")
+    values = {m: frame.set_index("qid")["value"] for m, frame in per_query.items()}
+    checked = 0
+    for _, row in table.iterrows():
+        if row["breakdown"] == "tags":
+            members = [q for q, tags in zip(questions["qid"], questions["tags"]) if row["kind"] in tags]
+        else:
+            members = questions.loc[questions["difficulty"] == row["kind"], "qid"].tolist()
+        x = values[row["method"]].loc[members].to_numpy()
+        assert row["n"] == len(members) and row["n_excluded"] == 0
+        assert row["mean"] == np.float64(x.mean())  # the same numbers in the same order: bit for bit
+        half = 1.96 * x.std(ddof=1) / np.sqrt(len(x))  # the bootstrap's percentile CI is close to the normal one
+        assert abs(row["ci_low"] - (x.mean() - half)) < 0.25 * half
+        assert abs(row["ci_high"] - (x.mean() + half)) < 0.25 * half
+        checked += 1
+    assert checked == 2 * (len(TAGS) + 3)
+
+
+def test_no_tags_and_no_difficulty_give_no_groups_and_an_empty_breakdown() -> None:
+    per_query, questions = random_set(3, n=10)
+    bare = questions.drop(columns=["tags", "difficulty"])
+    assert breakdown_groups(bare).empty
+    assert breakdown_aggregate(per_query, bare, "d", "v1", n_resamples=100).empty
+
+
+def test_holm_within_a_table_matches_statsmodels() -> None:
+    rng = np.random.default_rng(11)
+    rows = pd.DataFrame({"method": ["base", "x", "y", "z"] * 3, "baseline": "base",
+                         "kind": np.repeat(["easy", "medium", "hard"], 4),
+                         "p_randomization": rng.uniform(0, 0.1, 12), "p_holm": 0.5})
+    rows.loc[rows["method"] == "base", "p_randomization"] = np.nan
+    corrected = holm_within(rows)
+    compared = rows["method"] != "base"
+    expected = multipletests(rows.loc[compared, "p_randomization"], method="holm")[1]
+    np.testing.assert_allclose(corrected.loc[compared, "p_holm"], expected, rtol=0, atol=1e-15)
+    assert (corrected.loc[~compared, "p_holm"] == 0.5).all()  # the baseline's own rows are left as they were
+
+
+def test_a_mark_holds_for_the_whole_table() -> None:
+    """Per group, b beats the baseline with raw p = 0.02 (Holm within the group alone: 0.02 < 0.05); over the
+    table's three comparisons Holm makes it 0.06, so no cell is marked."""
+    rows = pd.DataFrame({"method": ["a", "b"] * 3, "baseline": "a", "grain": "document",
+                         "kind": np.repeat(["easy", "medium", "hard"], 2), "metric": "ndcg", "k": 10,
+                         "mean": [0.5, 0.6] * 3, "ci_low": 0.4, "ci_high": 0.7, "n": 20, "n_excluded": 0,
+                         "diff": [np.nan, 0.1] * 3, "p_randomization": [np.nan, 0.02] * 3,
+                         "p_holm": [np.nan, 0.02] * 3, "below_one_question": False})
+    lines = group_tables(rows, "document", [("ndcg", 10)], True, ["a", "b"], 0.05, "Per difficulty")
+    text = "\n".join(lines)
+    assert "| easy (n=20/20) | medium (n=20/20) | hard (n=20/20) |" in text
+    assert "↑" not in text and "**0.600** [0.400, 0.700]" in text
+    marked = group_tables(rows.assign(p_randomization=[np.nan, 0.01] * 3), "document", [("ndcg", 10)], True,
+                          ["a", "b"], 0.05, "Per difficulty")
+    assert "↑" in "\n".join(marked)
+
+
+def test_groups_read_easy_medium_hard_then_alphabetically() -> None:
+    assert group_order(["zeta", "hard", "alpha", "easy"]) == ["easy", "hard", "alpha", "zeta"]
+
+
+def test_absent_breakdowns_say_why() -> None:
+    aggregate = pd.DataFrame({"method": ["a"], "grain": "document", "kind": ["beir"], "metric": "ndcg", "k": 10})
+    text = "\n".join(breakdown_sections(aggregate, None, "document", [("ndcg", 10)], True, ["a"], 0.05))
+    assert "every question is of one kind (beir)" in text
+    assert "no question of this version has a `tags` field" in text
+    assert "no question of this version has a `difficulty` field" in text
+    assert "|" not in text  # no empty table
