@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from rankbench.errors import InputError
 from rankbench.io.loaders import (
     DOCUMENT_COLUMNS,
+    EVIDENCE_COLUMNS,
     LABEL_COLUMNS,
     QUESTION_COLUMNS,
     load_beir_corpus,
@@ -187,7 +188,8 @@ def test_questions_and_labels(tmp_path: Path) -> None:
         question("q2", kind="unanswerable", labels=[]),
     ])
     questions, labels = load_questions(path, QUESTIONS_SCHEMA)
-    assert list(questions.columns) == QUESTION_COLUMNS and list(labels.columns) == LABEL_COLUMNS
+    assert list(questions.columns) == QUESTION_COLUMNS and list(labels.columns) == LABEL_COLUMNS + EVIDENCE_COLUMNS
+    assert labels["evidence"].isna().all()
     assert questions["qid"].tolist() == ["q1", "q2"]
     assert questions["kind"].tolist() == ["paraphrase", "unanswerable"]
     assert questions["audience"].tolist() == ["staff", "public"]

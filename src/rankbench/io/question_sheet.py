@@ -1,7 +1,8 @@
 """Questions from a spreadsheet (CSV, TSV or JSONL), one row per label, into native question-set records.
 
 Columns: `question`, `document` (a path relative to the documents folder, or a doc id), optional `qid`, `section`
-(heading text or slug), `grade` (default 1), `kind`, `audience`, `as_of`. Rows with the same qid (or, without one,
+(heading text or slug), `grade` (default 1), `evidence` (a verbatim quote from the document), `kind`, `audience`,
+`as_of`. Rows with the same qid (or, without one,
 the same question text) form one question; a question whose rows name no document is unanswerable.
 """
 
@@ -20,7 +21,7 @@ from rankbench.errors import InputError
 from rankbench.io.files import unguarded
 from rankbench.io.loaders import check_id, check_question, read_jsonl, record_schema
 
-SHEET_COLUMNS = ("qid", "question", "document", "section", "grade", "kind", "audience", "as_of")
+SHEET_COLUMNS = ("qid", "question", "document", "section", "grade", "evidence", "kind", "audience", "as_of")
 DEFAULT_GRADE = 1
 AUDIENCES = ("public", "staff")
 # Which document and section a (document, section) cell pair names: (doc_id, section id or None).
@@ -29,10 +30,11 @@ Resolver = Callable[[str, str, str], tuple[str, str | None]]
 
 @dataclass
 class SheetQuestion:
-    """One question gathered from its rows: the native record and the line of each of its rows."""
+    """One question gathered from its rows: the native record, the line of each of its rows and of each label."""
 
     record: dict[str, Any]
     lines: list[int] = field(default_factory=list)
+    label_lines: list[int] = field(default_factory=list)
 
 
 def _cell(value: Any) -> str:
@@ -119,8 +121,8 @@ def _check_fields(cells: dict[str, str], path: Path, where: str) -> None:
         except ValueError:
             raise InputError(path, where, f"has as_of {cells['as_of']!r}, which is not a date",
                              "Write dates as YYYY-MM-DD.") from None
-    if not cells.get("document") and (cells.get("section") or cells.get("grade")):
-        raise InputError(path, where, "gives a section or grade but no document",
+    if not cells.get("document") and (cells.get("section") or cells.get("grade") or cells.get("evidence")):
+        raise InputError(path, where, "gives a section, grade or evidence but no document",
                          "Name the document the label is on, or leave section and grade empty (unanswerable).")
 
 
@@ -142,7 +144,7 @@ def read_question_sheet(path: Path, resolve: Resolver) -> list[SheetQuestion]:
     doc_id and section id (raising an InputError for the sheet's line). Qids left empty are q1, q2... in order."""
     path = Path(path)
     questions: dict[str, SheetQuestion] = {}
-    label_lines: dict[tuple[str, str, str | None], int] = {}
+    label_lines: dict[tuple[str, str, str | None, str], int] = {}
     for number, cells in sheet_rows(path):
         where = f"line {number}"
         _check_fields(cells, path, where)
@@ -156,14 +158,16 @@ def read_question_sheet(path: Path, resolve: Resolver) -> list[SheetQuestion]:
         if not cells.get("document"):
             continue
         doc_id, section = resolve(cells["document"], cells.get("section", ""), where)
-        label_key = (key, doc_id, section)
+        label_key = (key, doc_id, section, cells.get("evidence", ""))
         if label_key in label_lines:
             raise InputError(path, f"lines {label_lines[label_key]} and {number}", f"label {doc_id!r}"
                              + (f" section {section!r}" if section else "") + " twice for one question",
                              "Keep one row per document and section, with one grade.")
         label_lines[label_key] = number
         labels.append({"doc_id": doc_id, **({"section": section} if section else {}),
-                       "grade": _grade(cells.get("grade", ""), path, where)})
+                       "grade": _grade(cells.get("grade", ""), path, where),
+                       **({"evidence": cells["evidence"]} if cells.get("evidence") else {})})
+        question.label_lines.append(number)
     if not questions:
         raise InputError(path, None, "holds no question", "Write one row per label under a header row "
                          f"({', '.join(SHEET_COLUMNS)}).")
