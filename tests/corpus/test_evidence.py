@@ -12,7 +12,7 @@ from document_helpers import write_documents
 from rankbench.corpus.label_checks import check_label_targets
 from rankbench.errors import InputError
 from rankbench.io.loaders import load_corpus, load_questions
-from rankbench.pipeline.drafts import check_version
+from rankbench.pipeline.drafts import check_version, freeze_draft
 from rankbench.pipeline.project_init import init_project
 
 TEXT = "Intro line.\n## Delays\nRefunds take ten days. Refunds take ten days.\n## Costs\nShipping is free.\n"
@@ -91,3 +91,17 @@ def test_init_takes_an_evidence_column_and_checks_it_at_the_sheets_line(tmp_path
                                          "which does not occur"):
         init_project(tmp_path / "proj2", documents, sheet)
     assert not (tmp_path / "proj2").exists()
+
+
+def test_freeze_refuses_a_draft_whose_evidence_is_absent_and_registers_nothing(tmp_path: Path) -> None:
+    documents = write_documents(tmp_path / "docs")
+    sheet = tmp_path / "q.csv"
+    sheet.write_text("question,document\nWhere?,shipping notes.txt\n", encoding="utf-8")
+    init_project(tmp_path / "proj", documents, sheet)
+    version = tmp_path / "proj" / "questions" / "v1.jsonl"
+    record = json.loads(version.read_text())
+    record["labels"][0]["evidence"] = "We ship to Spain"
+    version.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"v1\.jsonl, line 1 \(qid 'q1'\), label 1: quotes evidence 'We ship to "):
+        freeze_draft(tmp_path / "proj" / "config.yaml", "v1", tmp_path / "proj")
+    assert json.loads((tmp_path / "proj" / "questions" / "frozen.lock").read_text()) == {}

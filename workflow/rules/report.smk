@@ -8,6 +8,8 @@ rule comparison_table:
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
         leaks=f"{R}/{{qset}}/leaks.parquet",
+        evidence=f"{R}/{{qset}}/evidence.parquet",
+        labels=f"{R}/{{qset}}/labels.parquet",
         documents=f"{R}/corpus/documents.parquet",
         effective_config=f"{R}/{{qset}}/effective-config.yaml",
         reranked=lambda wildcards: [
@@ -50,6 +52,8 @@ rule comparison_table:
         config_json=lambda wildcards: CONFIG_JSON[wildcards.qset],
         config_sha256=lambda wildcards: CONFIG_SHA256[wildcards.qset],
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        chunkers={m: chunker_of(m) for m in methods_at_grain("chunk")},
+        tokenizer=PROMPT_TOKENIZER[1],
         cards=method_cards(EXPANDED_CONFIG),
         reranked_methods=methods_of_rule("rerank"),
         models=resolved_models(),

@@ -14,6 +14,7 @@ import pandas as pd
 from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.markdown import markdown_grid, markdown_literal
+from rankbench.report.chunking import chunking_section
 from rankbench.report.findings import findings
 from rankbench.report.headline_marks import comparison_family, family_legend, footnote_lines, headline_grid
 from rankbench.report.tables import (
@@ -174,7 +175,9 @@ class ComparisonInputs:
     quick: the page of a quick run (no explorer link; it says what the full run adds). software: package -> version
     of rankbench and its main dependencies (pipeline.software.software_versions); commit: the git commit of
     rankbench's source (None off a checkout). cards: method -> {type, description, models}
-    (pipeline.models.method_cards), the table's legend of methods.
+    (pipeline.models.method_cards), the table's legend of methods. evidence: evidence.parquet (the aggregate at
+    evidence grain, report.chunking); chunkers: method -> its chunker; tokenizer: what counted the prompt tokens;
+    evidence_scored / evidence_others: the evaluated questions scored at evidence grain, and the rest.
     """
 
     aggregate: pd.DataFrame
@@ -202,6 +205,11 @@ class ComparisonInputs:
     software: Mapping[str, str] | None = None
     commit: str | None = None
     cards: Mapping[str, Mapping[str, Any]] | None = None
+    evidence: pd.DataFrame | None = None
+    chunkers: Mapping[str, str] | None = None
+    tokenizer: str = "regex"
+    evidence_scored: Sequence[str] = ()
+    evidence_others: Sequence[str] = ()
 
 
 def headline_table(inputs: ComparisonInputs) -> tuple[pd.DataFrame, dict[int, str]]:
@@ -304,6 +312,9 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                       f"The same figures as at {same} grain (each document is one chunk)." if same else grid, "",
                       *([POLLUTION_LEGEND, ""] if polluted else [])]
             shown[g] = grid
+    lines += chunking_section(inputs.evidence if inputs.evidence is not None else pd.DataFrame(),
+                              inputs.evidence_scored, inputs.evidence_others, inputs.chunkers or {}, ks, ci, alpha,
+                              baseline, inputs.tokenizer)
     kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
     counts = questions["kind"].value_counts()
     if len(kinds) < 2:
