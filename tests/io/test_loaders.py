@@ -15,6 +15,7 @@ from rankbench.errors import InputError
 from rankbench.io.loaders import (
     BREAKDOWN_COLUMNS,
     DOCUMENT_COLUMNS,
+    EVIDENCE_COLUMNS,
     LABEL_COLUMNS,
     QUESTION_COLUMNS,
     load_beir_corpus,
@@ -189,7 +190,8 @@ def test_questions_and_labels(tmp_path: Path) -> None:
     ])
     questions, labels = load_questions(path, QUESTIONS_SCHEMA)
     assert list(questions.columns) == QUESTION_COLUMNS + BREAKDOWN_COLUMNS
-    assert list(labels.columns) == LABEL_COLUMNS
+    assert list(labels.columns) == LABEL_COLUMNS + EVIDENCE_COLUMNS
+    assert labels["evidence"].isna().all()
     assert questions["qid"].tolist() == ["q1", "q2"]
     assert questions["kind"].tolist() == ["paraphrase", "unanswerable"]
     assert questions["audience"].tolist() == ["staff", "public"]

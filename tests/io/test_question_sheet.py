@@ -100,7 +100,7 @@ def test_unicode_line_separators_in_a_cell_are_text_and_lines_count_real_newline
     ("question,document,grade\nHow?,a.md,1.5\n", "line 2: has grade '1.5', which is not a whole number"),
     ("question,document,audience\nHow?,a.md,everyone\n", "line 2: has audience 'everyone'"),
     ("question,document,as_of\nHow?,a.md,2025-13-01\n", "line 2: has as_of '2025-13-01', which is not a date"),
-    ("question,document,section\nHow?,,s1\n", "line 2: gives a section or grade but no document"),
+    ("question,document,section\nHow?,,s1\n", "line 2: gives a section, grade or evidence but no document"),
     ("question,document\nHow?,a.md\nHow?,a.md\n", "lines 2 and 3: label 'a.md' twice"),
     ("question,document\nHow?,c.md\n", "line 2: names document 'c.md'"),
     ("qid,question,document\nq 1,How?,a.md\n", "line 2: qid 'q 1' is empty or contains whitespace"),

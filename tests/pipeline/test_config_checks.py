@@ -283,6 +283,9 @@ PATH_CASES: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "qsets.*.rewrites.*": (set_key("qsets.v1.rewrites", {"llm": OUTSIDE}), "qsets.v1.rewrites.llm"),
     "dataset.expansions.*": (set_key("dataset.expansions", {"doc2q": OUTSIDE}), "dataset.expansions.doc2q"),
     "encoders.*.model": (set_key("encoders.minilm.model", OUTSIDE), "encoders.minilm.model"),
+    "evaluation.tokenizer": (set_key("evaluation.tokenizer", OUTSIDE), "evaluation.tokenizer"),
+    "chunkers.*.tokenizer": (set_key("chunkers.tok", {"kind": "tokens", "size": 200, "overlap": 20,
+                                                      "tokenizer": OUTSIDE}), "chunkers.tok.tokenizer"),
     "methods.*.scorer.model": (set_key("methods.rerank.scorer", {"kind": "cross-encoder", "model": OUTSIDE}),
                                "methods.rerank.scorer.model"),
     "methods.*.scorer.chat.model_path": (set_key("methods.rerank.scorer", {"kind": "llm", "chat": {

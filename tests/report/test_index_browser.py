@@ -32,7 +32,7 @@ def test_every_link_of_the_entry_page_resolves_and_no_page_loads_from_the_networ
         links = [a.get_attribute("href") for a in driver.find_elements("css selector", "a")]
         files = [Path(unquote(urlsplit(link).path)) for link in links]
         assert all(urlsplit(link).scheme == "file" for link in links), links
-        expected = {results / qset / page for qset in ("v1", "v2") for page in (
+        expected = {results / qset / page for qset in ("v1", "v2", "v3") for page in (
             "comparison.html", "explorer.html", "failures.html", "budget.html", "robustness.html",
             "calibration.html", "cost.html")} | {results / "diffs" / "v1-vs-v2.html", results / "history.html"}
         assert set(files) == expected

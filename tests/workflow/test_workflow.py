@@ -85,17 +85,17 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
     questions = demo / "data" / "demo" / "questions"
     extra = {"qid": "q999", "question": "Quel est le délai de remboursement ?", "kind": "answerable",
              "audience": "public", "as_of": "2025-06-01", "labels": []}
-    (questions / "v3.jsonl").write_text((questions / "v2.jsonl").read_text() + json.dumps(extra) + "\n")
-    freeze(questions / "v3.jsonl", "v3", questions / "frozen.lock")
-    # Methods using the `llm` rewrites need them for every version: v3 brings its own, frozen with it.
+    (questions / "v4.jsonl").write_text((questions / "v2.jsonl").read_text() + json.dumps(extra) + "\n")
+    freeze(questions / "v4.jsonl", "v4", questions / "frozen.lock")
+    # Methods using the `llm` rewrites need them for every version: v4 brings its own, frozen with it.
     rewrite = {"qid": "q999", "query": "délai de remboursement"}
-    (questions / "v3.rewrites.keywords.jsonl").write_text(
+    (questions / "v4.rewrites.keywords.jsonl").write_text(
         (questions / "v2.rewrites.keywords.jsonl").read_text() + json.dumps(rewrite, ensure_ascii=False) + "\n")
-    freeze(questions / "v3.rewrites.keywords.jsonl", "v3.rewrites.keywords", questions / "frozen.lock")
-    config = edit_config(demo, lambda c: c["qsets"].update(v3={
-        "path": "data/demo/questions/v3.jsonl",
-        "rewrites": {"keywords": "data/demo/questions/v3.rewrites.keywords.jsonl"}}),
-                         "config-v3.yaml")
+    freeze(questions / "v4.rewrites.keywords.jsonl", "v4.rewrites.keywords", questions / "frozen.lock")
+    config = edit_config(demo, lambda c: c["qsets"].update(v4={
+        "path": "data/demo/questions/v4.jsonl",
+        "rewrites": {"keywords": "data/demo/questions/v4.rewrites.keywords.jsonl"}}),
+                         "config-v4.yaml")
     jobs = planned_jobs(demo, config)
     assert not CORPUS_RULES & set(jobs), jobs
     assert jobs["prepare_questions"] == 1 and jobs["prepare_rewrites"] == 1 and jobs["validate_labels"] == 1
@@ -103,13 +103,13 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
     assert jobs["aggregate"] == 1 and jobs["comparison_table"] == 1
     # Each encoder encodes only the new question: the other 58 come from the content cache, as they were.
     encoders = sorted(demo_config(demo)["encoders"])
-    targets = [f"results/demo/v3/query-embeddings/{encoder}.npy" for encoder in encoders]
+    targets = [f"results/demo/v4/query-embeddings/{encoder}.npy" for encoder in encoders]
     result = snakemake(demo, "--cores", "2", *targets, configfile=config)
     assert result.returncode == 0, result.stderr[-3000:]
     for encoder in encoders:
         assert "encoded 1 of 59 questions, 58 from the cache" in (
-            demo / "logs" / "demo" / "embed_queries" / "v3" / f"{encoder}.log").read_text()
-        np.testing.assert_allclose(np.load(demo / f"results/demo/v3/query-embeddings/{encoder}.npy")[:58],
+            demo / "logs" / "demo" / "embed_queries" / "v4" / f"{encoder}.log").read_text()
+        np.testing.assert_allclose(np.load(demo / f"results/demo/v4/query-embeddings/{encoder}.npy")[:58],
                                    np.load(demo / f"results/demo/v2/query-embeddings/{encoder}.npy"), atol=1e-6, rtol=0)
 
 

@@ -7,7 +7,7 @@ from rankbench.retrieval import lucene
 from rankbench.retrieval.registry import REPORT_ONLY_KEYS
 import yaml
 
-from rankbench.pipeline.config import check_config, check_outputs, method_chunker
+from rankbench.pipeline.config import check_config, check_outputs, expand_chunkers, method_chunker
 from rankbench.pipeline.defaults import (
     CHAT_DEFAULTS,
     DATASET_DEFAULTS,
@@ -40,6 +40,7 @@ from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.pipeline.models import (
     method_cards,
     method_models,
+    prompt_tokenizer,
     resolve_models,
     used_models,
     with_resolved_revision,
@@ -75,6 +76,8 @@ METHOD_SPECS = check_config(
     yaml.safe_load((SCHEMA_FOLDER / "config.schema.yaml").read_text()),
     CONFIG_SOURCE,
 )
+# Chunker grids too: one chunker per point (`fixed-size400`), which the rules below and the start checks see.
+config["chunkers"] = expand_chunkers(config["chunkers"], CONFIG_SOURCE)
 EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
 # Hub models resolved to the commit of their snapshot in the local Hugging Face cache (downloaded once, here, by the
 # main process when hub access is on): the jobs load exactly that commit offline, and a cache that moves reruns them.
@@ -104,6 +107,8 @@ def zones_input(wildcards, name):
 MARGINS = margin_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
 # Thresholds of the comparison page's "What to do" rules (docs/concepts/report.md).
 DECISION = {**DECISION_DEFAULTS, **config.get("decision", {})}
+# What counts prompt tokens at evidence grain, and its name for the pages (one for every method).
+PROMPT_TOKENIZER = prompt_tokenizer(config)
 QSETS = sorted(config["qsets"])
 METHODS = sorted(METHOD_SPECS)
 LOCK = read_lock(DATASET["lock"]) if DATASET["format"] == "native" else {}
@@ -143,6 +148,13 @@ def methods_of_rule(rule):
 def methods_at_grain(grain):
     """Methods scored at this grain (external runs rank documents: document grain only)."""
     return [name for name in METHODS if grain in method_grains(METHOD_SPECS[name])]
+
+
+def chunker_settings(spec):
+    """A chunker's spec as its job takes it: a tokens chunker without a tokenizer counts with the evaluation's."""
+    if spec.get("kind") == "tokens" and not spec.get("tokenizer"):
+        spec = {**spec, "tokenizer": PROMPT_TOKENIZER[0]}
+    return dict(sorted(spec.items()))
 
 
 def chunker_of(method):

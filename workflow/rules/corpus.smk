@@ -41,9 +41,7 @@ rule chunk:
     resources:
         mem_mb=mem_mb_for_inputs(2000, 14),
     params:
-        spec=lambda wildcards: dict(
-            sorted(config["chunkers"][wildcards.chunker].items())
-        ),
+        spec=lambda wildcards: chunker_settings(config["chunkers"][wildcards.chunker]),
     script:
         "../scripts/chunk.py"
 

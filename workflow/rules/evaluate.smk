@@ -11,8 +11,10 @@ rule evaluate:
         chunks=lambda wildcards: corpus_path(wildcards.method, "chunks.parquet"),
         documents=f"{R}/corpus/documents.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
+        labels=f"{R}/{{qset}}/labels.parquet",
     output:
         metrics=f"{R}/{{qset}}/metrics/{{method}}.parquet",
+        evidence=f"{R}/{{qset}}/evidence/{{method}}.parquet",
         grades=f"{R}/{{qset}}/grades/{{method}}.parquet",
         leaks=f"{R}/{{qset}}/leaks/{{method}}.parquet",
         chunks=f"{R}/{{qset}}/runs/{{method}}.chunks.trec",
@@ -36,6 +38,7 @@ rule evaluate:
         gain=EVALUATION["gain"],
         extra_metrics=EVALUATION["metrics"],
         rbp_p=EVALUATION["rbp_p"],
+        tokenizer=PROMPT_TOKENIZER[0],
         grains=lambda wildcards: method_grains(METHOD_SPECS[wildcards.method]),
         spec=lambda wildcards: method_spec(wildcards.method),
         dataset=DATASET["name"],
@@ -64,8 +67,10 @@ rule aggregate:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
         leaks=expand(f"{R}/{{{{qset}}}}/leaks/{{method}}.parquet", method=METHODS),
+        evidence=expand(f"{R}/{{{{qset}}}}/evidence/{{method}}.parquet", method=methods_at_grain("chunk")),
     output:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
+        evidence=f"{R}/{{qset}}/evidence.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
         tiers=f"{R}/{{qset}}/tiers.parquet",
         leaks=f"{R}/{{qset}}/leaks.parquet",
@@ -82,6 +87,7 @@ rule aggregate:
     params:
         dataset=DATASET["name"],
         methods=METHODS,
+        chunk_methods=methods_at_grain("chunk"),
         resamples=EVALUATION["bootstrap_resamples"],
         seed=EVALUATION["seed"],
         baseline=EVALUATION["baseline"],

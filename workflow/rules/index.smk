@@ -87,6 +87,12 @@ rule embed_corpus:
         shards=lambda wildcards: encoder_shards(wildcards.encoder),
         # Read if present, never declared: written by merge_embeddings, it only saves work (see docs/how-to/large-corpora.md).
         cache=lambda wildcards: embedding_cache(wildcards.chunker, wildcards.encoder),
+        # the other chunkers' caches of the same encoder: a text any chunker embedded is not encoded again
+        other_caches=lambda wildcards: [
+            embedding_cache(chunker, wildcards.encoder)
+            for chunker in sorted(config["chunkers"])
+            if chunker != wildcards.chunker
+        ],
         api_cache=API_EMBEDDING_CACHE,
     script:
         "../scripts/embed_corpus.py"

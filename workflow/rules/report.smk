@@ -10,6 +10,8 @@ rule comparison_table:
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",
         leaks=f"{R}/{{qset}}/leaks.parquet",
+        evidence=f"{R}/{{qset}}/evidence.parquet",
+        labels=f"{R}/{{qset}}/labels.parquet",
         documents=f"{R}/corpus/documents.parquet",
         effective_config=f"{R}/{{qset}}/effective-config.yaml",
         reranked=lambda wildcards: [
@@ -54,6 +56,8 @@ rule comparison_table:
         method_types={m: METHOD_SPECS[m]["type"] for m in METHODS},
         method_inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
         decision=DECISION,
+        chunkers={m: chunker_of(m) for m in methods_at_grain("chunk")},
+        tokenizer=PROMPT_TOKENIZER[1],
         cards=method_cards(EXPANDED_CONFIG),
         reranked_methods=methods_of_rule("rerank"),
         models=resolved_models(),

@@ -1,11 +1,13 @@
 """The tidy aggregate of one question-set version (one row per method, grain, kind, metric, k), all pairs, the
-tiers and rank intervals of the headline metrics, the same per tag and per difficulty (breakdowns), and the leak
-summary (method × leak type × k: mean leaked chunks per question and questions with at least one leak)."""
+tiers and rank intervals of the headline metrics, the same per tag and per difficulty (breakdowns), the leak
+summary (method × leak type × k: mean leaked chunks per question and questions with at least one leak), and the
+evidence-grain aggregate (evidence.parquet: the same means, CIs and Holm-corrected tests against the baseline, over
+the questions whose labels carry evidence)."""
 
 import pandas as pd
 
 from rankbench.analysis.leaks import leak_summary
-from rankbench.evaluation.scoring import TIERS_COLUMNS, aggregate, breakdown_aggregate, tier_table
+from rankbench.evaluation.scoring import AGGREGATE_COLUMNS, TIERS_COLUMNS, aggregate, breakdown_aggregate, tier_table
 from rankbench.io.files import write_parquet
 from rankbench.pipeline.scripting import run_script
 
@@ -26,6 +28,11 @@ def main(snakemake):
     write_parquet(breakdown_aggregate(per_query, questions, params.dataset, snakemake.wildcards.qset,
                                       n_resamples=params.resamples, seed=params.seed, baseline=params.baseline),
                   snakemake.output.breakdowns)
+    evidence = {method: frame for method, path in zip(params.chunk_methods, snakemake.input.evidence, strict=True)
+                if len(frame := pd.read_parquet(path))}
+    write_parquet(aggregate(evidence, questions, params.dataset, snakemake.wildcards.qset, n_resamples=params.resamples,
+                            seed=params.seed, baseline=params.baseline)[0] if evidence
+                  else pd.DataFrame(columns=AGGREGATE_COLUMNS), snakemake.output.evidence)
     leaks = {method: pd.read_parquet(path) for method, path in zip(params.methods, snakemake.input.leaks)}
     write_parquet(leak_summary(leaks), snakemake.output.leaks)
 

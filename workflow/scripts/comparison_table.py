@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankbench.evaluation.evidence import evidence_questions
 from rankbench.io.files import write_text
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.provenance import source_commit
@@ -35,6 +36,13 @@ def how_sure(inputs, quick: bool) -> list[str]:
         pd.read_parquet(inputs.robustness), pd.read_parquet(inputs.bounds))
 
 
+def evidence_questions_split(labels, threshold) -> dict:
+    """The evaluated questions scored at evidence grain, and the others (a relevant label without evidence)."""
+    scored = evidence_questions(labels, threshold)
+    evaluated = sorted(set(labels.loc[labels["grade"] >= threshold, "qid"]))
+    return {"evidence_scored": scored, "evidence_others": [qid for qid in evaluated if qid not in set(scored)]}
+
+
 def page_inputs(snakemake) -> ComparisonInputs:
     """The page's bundle, from the rule's inputs and params."""
     p, given = snakemake.params, snakemake.input
@@ -60,7 +68,9 @@ def page_inputs(snakemake) -> ComparisonInputs:
         how_sure=how_sure(given, p.quick), quick=p.quick,
         models=model_provenance(p.models, dict(zip(p.engine_methods, given.engine_runs))),
         software=software_versions(), commit=source_commit(), cards=p.cards, decision=p.decision,
-        method_inputs=p.method_inputs, abstention=pd.read_parquet(given.zone_table) if p.zones else None)
+        method_inputs=p.method_inputs, abstention=pd.read_parquet(given.zone_table) if p.zones else None,
+        evidence=pd.read_parquet(given.evidence), chunkers=p.chunkers, tokenizer=p.tokenizer,
+        **evidence_questions_split(pd.read_parquet(given.labels), p.evaluation["relevance_threshold"]))
 
 
 def main(snakemake):

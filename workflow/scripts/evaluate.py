@@ -1,6 +1,7 @@
 """Everything made from one run of a version, in one job (one process, one read of the run): its per-query metrics
 at its grains and the share of each grade at each rank (a run that matches no label, empty or of foreign ids, is
-named in the log, as its zeros say nothing about its ranking); its TREC files and ir_metadata; its leak counts."""
+named in the log, as its zeros say nothing about its ranking); its evidence-grain metrics (questions whose relevant
+labels carry evidence); its TREC files and ir_metadata; its leak counts."""
 
 import json
 import logging
@@ -9,7 +10,9 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.analysis.leaks import LEAK_CHUNK_COLUMNS, leak_counts
+from rankbench.corpus.tokens import load_tokenizer
 from rankbench.errors import InputError
+from rankbench.evaluation.evidence import evidence_per_query
 from rankbench.evaluation.metrics import err_grade_problem
 from rankbench.evaluation.scoring import dictionary_coded, evaluate_run, grade_distribution
 from rankbench.io.files import corpus_record, parquet_metadata, write_parquet
@@ -41,6 +44,14 @@ def count_leaks(run, questions, snakemake):
     write_parquet(leak_counts(run, questions, chunks, snakemake.params.ks), snakemake.output.leaks)
 
 
+def score_evidence(run, questions, snakemake):
+    """Per question with evidence on each relevant label: evidence recall, precision and prompt tokens at each k."""
+    labels, params = pd.read_parquet(snakemake.input.labels), snakemake.params
+    chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "doc_id", "start", "end", "text"])
+    write_parquet(evidence_per_query(run, chunks, labels, questions, params.ks, params.relevance_threshold,
+                                     load_tokenizer(params.tokenizer)), snakemake.output.evidence)
+
+
 def main(snakemake):
     run, questions = pd.read_parquet(snakemake.input.run), pd.read_parquet(snakemake.input.questions)
     qrels, params = pd.read_parquet(snakemake.input.qrels), snakemake.params
@@ -49,6 +60,7 @@ def main(snakemake):
                          "Remove err from evaluation.metrics, or use labels graded 0..4.")
     export_trec(run, snakemake)
     count_leaks(run, questions, snakemake)
+    score_evidence(run, questions, snakemake)
     for grain in params.grains:
         problem = unmatched(run, qrels[qrels["grain"] == grain], "doc_id" if grain == "document" else "chunk_id")
         if problem:

@@ -1,5 +1,6 @@
 """Validate a version's labels against the corpus and each chunker's chunks: a label naming a missing document or
-section stops the run; other problems go to validation.md. Only validated labels reach labels.parquet."""
+section, or evidence not found in its document, stops the run; other problems go to validation.md. Only validated
+labels reach labels.parquet, their evidence resolved to character offsets."""
 
 import json
 from pathlib import Path
@@ -20,7 +21,7 @@ def main(snakemake):
     questions = pd.read_parquet(snakemake.input.questions)
     labels = pd.read_parquet(snakemake.input.labels)
     documents = pd.read_parquet(snakemake.input.documents)
-    check_label_targets(labels, documents, manifest["labels_from"])
+    labels = check_label_targets(labels, documents, manifest["labels_from"])
     chunks = {chunker: pd.read_parquet(path, columns=["chunk_id", "doc_id", "sections"])
               for chunker, path in zip(snakemake.params.chunkers, snakemake.input.chunks, strict=True)}
     findings = label_findings(questions, labels, documents, chunks)

@@ -2,30 +2,46 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from rankbench.corpus.sections import INTRO_SECTION, split_sections
+from rankbench.corpus.sections import INTRO_SECTION, Section, split_sections
+from rankbench.corpus.tokens import load_tokenizer
 from rankbench.errors import InputError
 
-CHUNK_COLUMNS = ["chunk_id", "doc_id", "sections", "title", "text", "audience", "valid_from", "valid_to"]
+# start/end: the chunk's character span [start, end) in its document's text (what evidence metrics intersect).
+CHUNK_COLUMNS = ["chunk_id", "doc_id", "sections", "title", "text", "audience", "valid_from", "valid_to", "start",
+                 "end"]
+
+
+CHUNKER_KINDS = ("sections", "fixed", "tokens", "sentences", "recursive")
+# What a chunker's size and overlap count, by kind.
+SIZE_UNITS = {"sections": "characters", "fixed": "characters", "tokens": "tokens", "sentences": "sentences",
+              "recursive": "characters"}
 
 
 @dataclass(frozen=True)
 class ChunkerSpec:
-    """How to chunk: `sections` (one chunk per section, long ones split) or `fixed` (windows over the text)."""
+    """How to chunk: `sections` (one chunk per section, long ones split), `fixed` (windows of `size` characters),
+    `tokens` (windows of `size` tokens of `tokenizer`), `sentences` (`size` sentences, the next window starting
+    `size - overlap` sentences on) or `recursive` (a section while it fits in `size` characters, else its paragraphs,
+    else their sentences, packed up to `size`). Consecutive windows share `overlap` units (SIZE_UNITS)."""
 
     kind: str = "sections"
     size: int | None = 1500
     overlap: int = 200
+    tokenizer: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in ("sections", "fixed"):
-            raise ValueError(f"unknown chunker kind {self.kind!r}; use 'sections' or 'fixed'")
-        if self.kind == "fixed" and not self.size:
-            raise ValueError("a fixed chunker needs a size")
+        if self.kind not in CHUNKER_KINDS:
+            raise ValueError(f"unknown chunker kind {self.kind!r}; use one of {', '.join(CHUNKER_KINDS)}")
+        if self.kind != "sections" and not self.size:
+            raise ValueError(f"a {self.kind} chunker needs a size (in {SIZE_UNITS[self.kind]})")
+        if self.tokenizer is not None and self.kind != "tokens":
+            raise ValueError("only a tokens chunker takes a tokenizer")
         if self.size is not None and not 0 <= self.overlap < self.size:
             raise ValueError(f"overlap {self.overlap} must be >= 0 and smaller than size {self.size}")
 
@@ -55,8 +71,30 @@ def word_windows(text: str, size: int | None, overlap: int) -> list[tuple[int, i
             start += 1
 
 
+def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
+    """[start, end) narrowed to exclude the blanks at its edges (the chunk's text is text[start:end].strip())."""
+    part = text[start:end]
+    return start + len(part) - len(part.lstrip()), end - len(part) + len(part.rstrip())
+
+
+def _section_spans(text: str, section: Section, body: str, windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Document spans of a section chunk's windows over `body` (the heading, a newline, the section's body): a
+    window's part in the heading maps to the heading line's start, its part in the body to the body's characters.
+    Where the body is no slice of the text (line separators other than newlines), every window spans the section."""
+    prefix = len(body) - len(section.body)
+    body_start = text.find(section.body, section.start, section.end)
+    if body_start < 0:
+        return [(section.start, section.end)] * len(windows)
+    spans = []
+    for start, end in windows:
+        start, end = _stripped(body, start, end)
+        spans.append((section.start if start < prefix else body_start + start - prefix,
+                      body_start + max(end - prefix, 0)))
+    return spans
+
+
 def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]:
-    """Chunks of one document, each carrying the document metadata that filters need."""
+    """Chunks of one document, each carrying the document metadata that filters need and its character span."""
     meta = {"doc_id": doc["doc_id"], "title": doc["title"], "audience": doc["audience"],
             "valid_from": doc["valid_from"], "valid_to": doc["valid_to"]}
     sections = split_sections(doc["text"])
@@ -66,22 +104,95 @@ def chunk_document(doc: pd.Series, spec: ChunkerSpec) -> list[dict[str, object]]
             if not section.body:
                 continue  # a heading without text is no evidence: no chunk
             body = f"{section.heading}\n{section.body}".strip()
-            for part, (start, end) in enumerate(word_windows(body, spec.size, spec.overlap), start=1):
+            windows = word_windows(body, spec.size, spec.overlap)
+            spans = _section_spans(doc["text"], section, body, windows)
+            for part, ((start, end), span) in enumerate(zip(windows, spans, strict=True), start=1):
                 suffix = "" if part == 1 else f"~{part}"
                 chunks.append({**meta, "chunk_id": f"{doc['doc_id']}#{section.section_id}{suffix}",
-                               "sections": [section.section_id], "text": body[start:end].strip()})
+                               "sections": [section.section_id], "text": body[start:end].strip(),
+                               "start": span[0], "end": span[1]})
     else:
         text = doc["text"]
-        for start, end in word_windows(text, spec.size, spec.overlap):
+        for start, end in _spans(text, sections, spec):
             covered = [s.section_id for s in sections if s.start < end and s.end > start]
             chunks.append({**meta, "chunk_id": f"{doc['doc_id']}@{start}", "sections": covered,
-                           "text": text[start:end].strip()})
+                           "text": text[start:end].strip(), **dict(zip(("start", "end"), _stripped(text, start, end)))})
     chunks = [chunk for chunk in chunks if chunk["text"]]
     title = doc["title"].strip() if isinstance(doc["title"], str) else ""
     if not chunks and title:  # no body text (e.g. a record with a title and no abstract): its title is its evidence
         chunk_id = f"{doc['doc_id']}#{INTRO_SECTION}" if spec.kind == "sections" else f"{doc['doc_id']}@0"
-        chunks = [{**meta, "chunk_id": chunk_id, "sections": [INTRO_SECTION], "text": title}]
+        chunks = [{**meta, "chunk_id": chunk_id, "sections": [INTRO_SECTION], "text": title, "start": 0, "end": 0}]
     return chunks
+
+
+def _spans(text: str, sections: list[Section], spec: ChunkerSpec) -> list[tuple[int, int]]:
+    """[start, end) windows over a document's text for the chunkers that cut the text itself (not `sections`)."""
+    size = int(spec.size or 0)
+    if spec.kind == "fixed":
+        return word_windows(text, size, spec.overlap)
+    if spec.kind == "tokens":
+        return unit_windows(load_tokenizer(spec.tokenizer).spans(text), size, spec.overlap)
+    if spec.kind == "sentences":
+        return unit_windows(sentence_spans(text, 0, len(text)), size, spec.overlap)
+    return recursive_spans(text, sections, size)
+
+
+def unit_windows(units: list[tuple[int, int]], size: int, overlap: int) -> list[tuple[int, int]]:
+    """Windows of `size` consecutive units (tokens, sentences), each starting `size - overlap` units after the
+    previous one (the last window ends with the last unit), as character spans from a first unit's start to a last
+    unit's end."""
+    step, windows = size - overlap, []
+    for first in range(0, len(units), step):
+        windows.append((units[first][0], units[min(first + size, len(units)) - 1][1]))
+        if first + size >= len(units):
+            break
+    return windows
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n\s*")
+_PARAGRAPH_END = re.compile(r"\n[ \t\r\f\v]*\n\s*")
+
+
+def _pieces(text: str, start: int, end: int, boundary: re.Pattern[str]) -> list[tuple[int, int]]:
+    """Non-blank spans of text[start:end] between matches of `boundary`, blanks at their edges left out."""
+    spans, position = [], start
+    for match in boundary.finditer(text, start, end):
+        spans.append(_stripped(text, position, match.start()))
+        position = match.end()
+    spans.append(_stripped(text, position, end))
+    return [(a, b) for a, b in spans if b > a]
+
+
+def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Sentences of text[start:end]: ended by `.`, `!`, `?` or `…` before a blank, or by a line break (a heading
+    or a list item is a sentence of its own)."""
+    return _pieces(text, start, end, _SENTENCE_END)
+
+
+def recursive_spans(text: str, sections: list[Section], size: int) -> list[tuple[int, int]]:
+    """Headings, then paragraphs, then sentences: a section that fits in `size` characters is one chunk; else its
+    paragraphs, else their sentences, are packed in order while they fit; a sentence longer than `size` is cut into
+    word windows. Spans do not overlap."""
+    def split(start: int, end: int, level: int) -> list[tuple[int, int]]:
+        if end - start <= size:
+            return [(start, end)]
+        if level == 2:
+            return [(start + a, start + b) for a, b in word_windows(text[start:end], size, 0)]
+        parts = _pieces(text, start, end, _PARAGRAPH_END if level == 0 else _SENTENCE_END)
+        if len(parts) <= 1 and level < 2:
+            return split(start, end, level + 1)
+        packed: list[tuple[int, int]] = []
+        for a, b in parts:
+            if packed and b - packed[-1][0] <= size:
+                packed[-1] = (packed[-1][0], b)
+            elif b - a <= size:
+                packed.append((a, b))
+            else:
+                packed.extend(split(a, b, level + 1))
+        return packed
+
+    bounds = [_stripped(text, s.start, s.end) for s in sections] or [_stripped(text, 0, len(text))]
+    return [span for a, b in bounds if b > a for span in split(a, b, 0)]
 
 
 def check_chunkable(documents: pd.DataFrame, spec: ChunkerSpec, path: Path | str, where: str) -> None:

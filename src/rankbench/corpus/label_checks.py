@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankbench.corpus.evidence import resolve_evidence
 from rankbench.corpus.sections import split_sections
 from rankbench.corpus.validity import in_force
 from rankbench.errors import InputError
@@ -34,9 +35,10 @@ def _label_where(path: Path | str, qid: str) -> str:
     return f"line {line} (qid {qid!r})" if line else f"qid {qid!r}"
 
 
-def check_label_targets(labels: pd.DataFrame, documents: pd.DataFrame, path: Path | str) -> None:
-    """Every label names an existing document and, when it names one, an existing section of it (the error names
-    the question's line in a JSONL version).
+def check_label_targets(labels: pd.DataFrame, documents: pd.DataFrame, path: Path | str) -> pd.DataFrame:
+    """Every label names an existing document and, when it names one, an existing section of it, and its evidence
+    (if any) is found in that document (the error names the question's line in a JSONL version): the labels with
+    their evidence resolved to offsets (corpus.evidence.resolve_evidence).
 
     Only the labelled documents are split into sections, so the check stays cheap on a large corpus.
     """
@@ -55,6 +57,7 @@ def check_label_targets(labels: pd.DataFrame, documents: pd.DataFrame, path: Pat
                              f"(it has: {listed})",
                              "Section ids are slugs of the headings; fix the label (in place in a draft; "
                              "in a new question-set version once frozen).")
+    return resolve_evidence(labels, documents, path, lambda qid: _label_where(path, qid))
 
 
 def label_findings(questions: pd.DataFrame, labels: pd.DataFrame, documents: pd.DataFrame,

@@ -7,13 +7,14 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from rankbench.evaluation.evidence import PROMPT_TOKENS
 from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 
 BETTER, WORSE, NEAR = "↑", "↓", "°"
 LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
-# An uncertainty (RBP's residual) or a description of the list (pollution: distinct documents, the top document's
-# share), not a quality: no best value and no better/worse mark.
-NOT_RANKED = ("rbp_residual", *POLLUTION_METRICS)
+# An uncertainty (RBP's residual), a description of the list (pollution: distinct documents, the top document's
+# share) or a cost (prompt tokens), not a quality: no best value and no better/worse mark.
+NOT_RANKED = ("rbp_residual", *POLLUTION_METRICS, PROMPT_TOKENS)
 
 
 def legend(alpha: float, baseline: str | None) -> str:

@@ -32,6 +32,9 @@ QUESTION_COLUMNS = ["qid", "question", "kind", "audience", "as_of"]
 # question counts under each; difficulty: one label such as easy/medium/hard). Absent: an empty list, None.
 BREAKDOWN_COLUMNS = ["tags", "difficulty"]
 LABEL_COLUMNS = ["qid", "doc_id", "section", "grade"]
+# Columns a native version's labels carry beside them: the quote (or None), the given or resolved offsets, and which
+# occurrence of a repeated quote is meant (1-based); resolved by corpus.evidence.resolve_evidence.
+EVIDENCE_COLUMNS = ["evidence", "evidence_start", "evidence_end", "occurrence"]
 BEIR_KIND = "beir"
 DEFAULT_KIND = "answerable"
 _BLANK = re.compile(r"\s")
@@ -185,20 +188,32 @@ def load_questions(path: Path, schema: Mapping[str, Any] | None = None) -> tuple
             "tags": list(record.get("tags") or []), "difficulty": record.get("difficulty"),
         })
         ids.append((number, record["qid"]))
-        pairs = [(label["doc_id"], label.get("section")) for label in record["labels"]]
+        pairs = [(label["doc_id"], label.get("section"), json.dumps(label.get("evidence")))
+                 for label in record["labels"]]
         repeated = sorted({pair for pair in pairs if pairs.count(pair) > 1}, key=str)
         if repeated:
-            raise InputError(path, where, f"labels the same document/section twice: {repeated[0]}",
-                             "Keep one label per document and section, with one grade.")
+            raise InputError(path, where, f"labels the same document/section twice: {repeated[0][:2]}",
+                             "Keep one label per document and section (and evidence), with one grade.")
         labels.extend({"qid": record["qid"], "doc_id": label["doc_id"], "section": label.get("section"),
-                       "grade": label["grade"]} for label in record["labels"])
+                       "grade": label["grade"], **_evidence_fields(label)} for label in record["labels"])
         label_where.extend([where] * len(record["labels"]))
     _check_ids(ids, path, "qid", ("holds no question", "A question-set version needs at least one question."),
                "Question ids must be unique within a version: renumber one of them.")
     _check_kinds_given_throughout(kinds, path)
-    frame = pd.DataFrame(labels, columns=LABEL_COLUMNS)
+    frame = pd.DataFrame(labels, columns=LABEL_COLUMNS + EVIDENCE_COLUMNS)
     frame["grade"] = check_grades(frame["grade"].tolist(), path, label_where)
+    for column in ("evidence_start", "evidence_end", "occurrence"):
+        frame[column] = frame[column].astype("Int64")
     return pd.DataFrame(questions, columns=QUESTION_COLUMNS + BREAKDOWN_COLUMNS), frame
+
+
+def _evidence_fields(label: Mapping[str, Any]) -> dict[str, Any]:
+    """A label's evidence as columns: a quote, or offsets [start, end), and the occurrence of a repeated quote (all
+    checked against the document by corpus.evidence.resolve_evidence)."""
+    evidence = label.get("evidence")
+    offsets = evidence if isinstance(evidence, list) else [None, None]
+    return {"evidence": evidence if isinstance(evidence, str) else None, "evidence_start": offsets[0],
+            "evidence_end": offsets[1], "occurrence": label.get("occurrence")}
 
 
 def check_question(record: Mapping[str, Any], validator: jsonschema.Draft202012Validator, path: Path,

@@ -1,8 +1,8 @@
 """Questions from a spreadsheet (CSV, TSV or JSONL), one row per label, into native question-set records.
 
 Columns: `question`, `document` (a path relative to the documents folder, or a doc id), optional `qid`, `section`
-(heading text or slug), `grade` (default 1), `kind`, `audience`, `as_of`, `tags` (separated by `;`), `difficulty`.
-Rows with the same qid (or, without one,
+(heading text or slug), `grade` (default 1), `evidence` (a verbatim quote from the document), `kind`, `audience`,
+`as_of`, `tags` (separated by `;`), `difficulty`. Rows with the same qid (or, without one,
 the same question text) form one question; a question whose rows name no document is unanswerable.
 """
 
@@ -22,7 +22,8 @@ from rankbench.errors import InputError, raise_all
 from rankbench.io.files import unguarded
 from rankbench.io.loaders import check_id, check_question, read_jsonl, record_schema
 
-SHEET_COLUMNS = ("qid", "question", "document", "section", "grade", "kind", "audience", "as_of", "tags", "difficulty")
+SHEET_COLUMNS = ("qid", "question", "document", "section", "grade", "evidence", "kind", "audience", "as_of", "tags",
+                 "difficulty")
 QUESTION_FIELDS = ("question", "kind", "audience", "as_of", "tags", "difficulty")  # one value per question
 TAG_SEPARATOR = ";"
 DEFAULT_GRADE = 1
@@ -33,10 +34,11 @@ Resolver = Callable[[str, str, str], tuple[str, str | None]]
 
 @dataclass
 class SheetQuestion:
-    """One question gathered from its rows: the native record and the line of each of its rows."""
+    """One question gathered from its rows: the native record, the line of each of its rows and of each label."""
 
     record: dict[str, Any]
     lines: list[int] = field(default_factory=list)
+    label_lines: list[int] = field(default_factory=list)
 
 
 def _cell(value: Any) -> str:
@@ -126,8 +128,8 @@ def _check_fields(cells: dict[str, str], path: Path, where: str) -> None:
         except ValueError:
             raise InputError(path, where, f"has as_of {cells['as_of']!r}, which is not a date",
                              "Write dates as YYYY-MM-DD.") from None
-    if not cells.get("document") and (cells.get("section") or cells.get("grade")):
-        raise InputError(path, where, "gives a section or grade but no document",
+    if not cells.get("document") and (cells.get("section") or cells.get("grade") or cells.get("evidence")):
+        raise InputError(path, where, "gives a section, grade or evidence but no document",
                          "Name the document the label is on, or leave section and grade empty (unanswerable).")
 
 
@@ -145,7 +147,7 @@ def _merge(question: SheetQuestion, cells: dict[str, str], path: Path, number: i
             record.setdefault(name, cells[name])
 
 
-def _add_row(questions: dict[str, SheetQuestion], label_lines: dict[tuple[str, str, str | None], int],
+def _add_row(questions: dict[str, SheetQuestion], label_lines: dict[tuple[str, str, str | None, str], int],
              cells: dict[str, str], number: int, path: Path, resolve: Resolver) -> None:
     """One row into its question (and its label), or the row's first mistake raised."""
     where = f"line {number}"
@@ -160,14 +162,16 @@ def _add_row(questions: dict[str, SheetQuestion], label_lines: dict[tuple[str, s
     if not cells.get("document"):
         return
     doc_id, section = resolve(cells["document"], cells.get("section", ""), where)
-    label_key = (key, doc_id, section)
+    label_key = (key, doc_id, section, cells.get("evidence", ""))
     if label_key in label_lines:
         raise InputError(path, f"lines {label_lines[label_key]} and {number}", f"label {doc_id!r}"
                          + (f" section {section!r}" if section else "") + " twice for one question",
                          "Keep one row per document and section, with one grade.")
     grade = _grade(cells.get("grade", ""), path, where)
     label_lines[label_key] = number
-    labels.append({"doc_id": doc_id, **({"section": section} if section else {}), "grade": grade})
+    labels.append({"doc_id": doc_id, **({"section": section} if section else {}), "grade": grade,
+                   **({"evidence": cells["evidence"]} if cells.get("evidence") else {})})
+    question.label_lines.append(number)
 
 
 def read_question_sheet(path: Path, resolve: Resolver) -> list[SheetQuestion]:
@@ -176,7 +180,7 @@ def read_question_sheet(path: Path, resolve: Resolver) -> list[SheetQuestion]:
     Every row is read: the mistakes of all rows are raised together (errors.InputErrors)."""
     path = Path(path)
     questions: dict[str, SheetQuestion] = {}
-    label_lines: dict[tuple[str, str, str | None], int] = {}
+    label_lines: dict[tuple[str, str, str | None, str], int] = {}
     errors: list[InputError] = []
     for number, cells in sheet_rows(path):
         try:

@@ -54,5 +54,7 @@ def merge_labels(labels: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
     existing = labels.set_index(["qid", "doc_id", "section"]).index
     new = new[~new.set_index(["qid", "doc_id", "section"]).index.isin(existing)]
     new["grade"] = new["grade"].astype(np.int64)
-    merged = pd.concat([labels, new[labels.columns]], ignore_index=True)
+    # a judged label quotes no evidence: the labels' other columns (evidence spans) stay null on it
+    merged = pd.concat([labels, new.reindex(columns=labels.columns).astype(labels.dtypes.to_dict())],
+                       ignore_index=True)
     return merged.sort_values(["qid", "doc_id", "section"], na_position="first", kind="stable").reset_index(drop=True)

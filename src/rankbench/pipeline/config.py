@@ -121,7 +121,7 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     check_reserved_names(config, source)
     check_grids(config["methods"], schema, source)
     methods = expand_methods(config["methods"], source)
-    expanded = {**config, "methods": methods}
+    expanded = {**config, "methods": methods, "chunkers": expand_chunkers(config["chunkers"], source)}
     check_methods(expanded, source)
     check_installed(expanded, source)
     check_settings(expanded, source)
@@ -142,6 +142,27 @@ def _plain(value: Any) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     return str(value)
+
+
+def expand_chunkers(chunkers: Mapping[str, Mapping[str, Any]], source: str) -> dict[str, dict[str, Any]]:
+    """Every configured chunker with its `grid` (e.g. `size: [200, 400, 800]`) expanded into one chunker per point,
+    named `fixed-size400` (`fixed-overlap50-size400` for two keys, sorted: a plain name, so a method grid may vary
+    `chunker` over the points), sorted by name; every method x chunker is then a run."""
+    expanded: dict[str, dict[str, Any]] = {}
+    for name, spec in chunkers.items():
+        base = {key: value for key, value in spec.items() if key != "grid"}
+        grid = spec.get("grid") or {}
+        if "kind" in grid:
+            raise InputError(source, f"chunkers.{name}.grid", "varies 'kind', which defines the chunker",
+                             "A grid varies parameters only (e.g. size, overlap); declare other chunkers apart.")
+        keys = sorted(grid)
+        for values in itertools.product(*(grid[key] for key in keys)) if keys else [()]:
+            point = dict(zip(keys, values))
+            expanded["-".join([name, *(f"{key}{value}" for key, value in point.items())])] = {**base, **point}
+    if len(expanded) > MAX_METHODS:
+        raise InputError(source, "chunkers", f"has {len(expanded):,} chunkers once grids are expanded, more than "
+                         f"{MAX_METHODS:,}", "Vary fewer values at once.")
+    return dict(sorted(expanded.items()))
 
 
 def expand_methods(methods: Mapping[str, Mapping[str, Any]], source: str) -> dict[str, dict[str, Any]]:
@@ -313,7 +334,8 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
             ChunkerSpec(**spec)
         except ValueError as error:
             raise InputError(source, f"chunkers.{name}", str(error),
-                             "A fixed chunker needs a size; the overlap must be smaller than the size.") from None
+                             "Every chunker but sections needs a size; the overlap must be smaller than the "
+                             "size.") from None
     for name, spec in config.get("encoders", {}).items():
         _check_api_encoder(name, spec, source)
         model = spec.get("model", "")

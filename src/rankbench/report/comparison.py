@@ -16,6 +16,7 @@ from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.audience import audience_line
 from rankbench.io.markdown import markdown_grid, markdown_literal
+from rankbench.report.chunking import chunking_section
 from rankbench.report.decision import decision_lines
 from rankbench.report.findings import findings
 from rankbench.report.headline_marks import comparison_family, family_legend, footnote_lines, headline_grid
@@ -243,6 +244,9 @@ class ComparisonInputs:
     rankbench's source (None off a checkout). cards: method -> {type, description, models}
     (pipeline.models.method_cards), the table's legend of methods. decision: the `decision` block (thresholds of the
     "What to do" rules); method_inputs: method -> the runs it consumes (a reranker's first stage, a fusion's inputs).
+    evidence: evidence.parquet (the aggregate at evidence grain, report.chunking); chunkers: method -> its chunker;
+    tokenizer: what counted the prompt tokens; evidence_scored / evidence_others: the evaluated questions scored at
+    evidence grain, and the rest.
     """
 
     aggregate: pd.DataFrame
@@ -274,6 +278,11 @@ class ComparisonInputs:
     decision: Mapping[str, Any] | None = None
     method_inputs: Mapping[str, Sequence[str]] | None = None
     abstention: pd.DataFrame | None = None  # analysis/calibration.zone_table of the methods with abstention zones
+    evidence: pd.DataFrame | None = None
+    chunkers: Mapping[str, str] | None = None
+    tokenizer: str = "regex"
+    evidence_scored: Sequence[str] = ()
+    evidence_others: Sequence[str] = ()
 
 
 def headline_table(inputs: ComparisonInputs) -> tuple[pd.DataFrame, dict[int, str]]:
@@ -387,6 +396,9 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                       f"The same figures as at {same} grain (each document is one chunk)." if same else grid, "",
                       *([POLLUTION_LEGEND, ""] if polluted else [])]
             shown[g] = grid
+    lines += chunking_section(inputs.evidence if inputs.evidence is not None else pd.DataFrame(),
+                              inputs.evidence_scored, inputs.evidence_others, inputs.chunkers or {}, ks, ci, alpha,
+                              baseline, inputs.tokenizer)
     at_grain = set(aggregate.loc[aggregate["grain"] == grain, ["metric", "k"]].itertuples(index=False, name=None))
     lines += breakdown_sections(aggregate, inputs.breakdowns, grain, [(m, k) for m, k in full if (m, k) in at_grain],
                                 ci, methods, alpha)

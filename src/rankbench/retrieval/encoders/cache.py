@@ -208,6 +208,20 @@ def embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence[
     return vectors, len(missing)
 
 
+def load_caches(folders: Sequence[str | Path], key: str) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors cached under one encoder setting in several folders (every chunker's corpus cache): a text any
+    chunker has embedded is not encoded again. Folders whose vectors have another dimension are skipped (their model
+    changed; their own job re-encodes them)."""
+    parts = [part for part in (load_cache(folder, key) for folder in folders) if len(part[0])]
+    if not parts:
+        return np.zeros(0, dtype="S32"), np.zeros((0, 0), dtype=np.float32)
+    dimension = parts[0][1].shape[1]
+    parts = [part for part in parts if part[1].shape[1] == dimension]
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([hashes for hashes, _ in parts]), np.concatenate([vectors for _, vectors in parts])
+
+
 def embed_passages(encoder: Encoder, texts: Sequence[str], cached_hashes: np.ndarray, cached_vectors: np.ndarray
                    ) -> tuple[np.ndarray, int]:
     """Passage vectors through the cache (see embed_cached)."""
