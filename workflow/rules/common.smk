@@ -7,7 +7,12 @@ from rankbench.retrieval import lucene
 from rankbench.retrieval.registry import REPORT_ONLY_KEYS
 import yaml
 
-from rankbench.pipeline.config import check_config, check_outputs, expand_chunkers, method_chunker
+from rankbench.pipeline.config import (
+    check_config,
+    check_outputs,
+    expand_chunkers,
+    method_chunker,
+)
 from rankbench.pipeline.defaults import (
     CHAT_DEFAULTS,
     DATASET_DEFAULTS,
@@ -96,12 +101,17 @@ if workflow.is_main_process:
 
 EVALUATION = evaluation_settings(config)
 # Methods with graded abstention (calibration page, run record, `rankbench gate --abstention`): name -> [t1, t2].
-ABSTENTION_ZONES = {m: list(spec["abstention"]["zones"]) for m, spec in METHOD_SPECS.items() if "abstention" in spec}
+ABSTENTION_ZONES = {
+    m: list(spec["abstention"]["zones"])
+    for m, spec in METHOD_SPECS.items()
+    if "abstention" in spec
+}
 
 
 def zones_input(wildcards, name):
     """The calibration rule's abstention output `name` of the version, or nothing when no method sets zones."""
     return f"{R}/{wildcards.qset}/calibration/{name}" if ABSTENTION_ZONES else []
+
 
 # Non-inferiority margins of the metrics evaluation.margin names: [[metric, k, δ], ...] (the pairs' margin tests).
 MARGINS = margin_settings(config, EVALUATION["ks"], CONFIG_SOURCE)

@@ -67,7 +67,10 @@ rule aggregate:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
         leaks=expand(f"{R}/{{{{qset}}}}/leaks/{{method}}.parquet", method=METHODS),
-        evidence=expand(f"{R}/{{{{qset}}}}/evidence/{{method}}.parquet", method=methods_at_grain("chunk")),
+        evidence=expand(
+            f"{R}/{{{{qset}}}}/evidence/{{method}}.parquet",
+            method=methods_at_grain("chunk"),
+        ),
     output:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         evidence=f"{R}/{{qset}}/evidence.parquet",
