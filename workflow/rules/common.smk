@@ -707,7 +707,7 @@ def index_files(wildcards=None):
     for method in METHODS:
         paths = set()
         for stage, side, values in method_stages(
-            METHOD_SPECS, method, chunker_of, index_name
+            METHOD_SPECS, method, index_chunker, index_name
         ):
             if side != "index":
                 continue
