@@ -60,7 +60,7 @@ def main(snakemake):
                          "Remove err from evaluation.metrics, or use labels graded 0..4.")
     export_trec(run, snakemake)
     count_leaks(run, questions, snakemake)
-    if "evidence" in snakemake.output.keys():  # evaluate_documents (external runs) has no chunks to score
+    if hasattr(snakemake.output, "evidence"):  # evaluate_documents (external runs) has no chunks to score
         score_evidence(run, questions, snakemake)
     for grain in params.grains:
         problem = unmatched(run, qrels[qrels["grain"] == grain], "doc_id" if grain == "document" else "chunk_id")
