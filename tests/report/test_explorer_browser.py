@@ -270,13 +270,17 @@ def test_a_question_shows_its_labels_every_methods_top_k_with_grades_leaks_and_f
         demo: Path, demo_v1: Path) -> None:
     labels = pd.read_parquet(demo_v1 / "labels.parquet")
     questions = pd.read_parquet(demo_v1 / "questions.parquet").set_index("qid")
-    qrels = pd.read_parquet(demo_v1 / "qrels" / "sections.parquet")
-    chunks = pd.read_parquet(demo / "results" / "demo" / "corpus" / "sections" / "chunks.parquet").set_index(
-        "chunk_id")
+    chunkers = sorted(path.stem for path in (demo_v1 / "qrels").glob("*.parquet") if "." not in path.stem)
+    chunks_of = {c: pd.read_parquet(demo / "results" / "demo" / "corpus" / c / "chunks.parquet").set_index("chunk_id")
+                 for c in chunkers}
+    grades_of = {c: (q := pd.read_parquet(demo_v1 / "qrels" / f"{c}.parquet"))[q["grain"] == "chunk"].set_index(
+        ["qid", "item_id"])["grade"] for c in chunkers}
     methods = sorted(path.stem for path in (demo_v1 / "runs").glob("*.parquet"))
     runs = {m: pd.read_parquet(demo_v1 / "runs" / f"{m}.parquet") for m in methods}
     metrics = {m: pd.read_parquet(demo_v1 / "metrics" / f"{m}.parquet") for m in methods}
-    chunk_grades = qrels[qrels["grain"] == "chunk"].set_index(["qid", "item_id"])["grade"]
+    # A method's chunker: the one whose chunks hold every chunk it returned (the demo has section and window ones).
+    chunker_of = {m: next(c for c in chunkers if runs[m]["chunk_id"].isin(chunks_of[c].index).all()) for m in methods}
+    assert len(set(chunker_of.values())) > 1  # the grades below are looked up per chunker, not only on sections
     seen_grades, seen_leaks = set(), set()
     with chromium(1400, 2400) as driver:
         _open(driver, demo_v1 / "explorer.html")
@@ -299,6 +303,7 @@ def test_a_question_shows_its_labels_every_methods_top_k_with_grades_leaks_and_f
             public, as_of = questions.loc[qid, "audience"] == "public", questions.loc[qid, "as_of"]
             for method in methods:
                 card, run = cards[method], runs[method][runs[method]["qid"] == qid].sort_values("rank")
+                chunks, chunk_grades = chunks_of[chunker_of[method]], grades_of[chunker_of[method]]
                 top = run[run["rank"] <= 10]
                 assert [item["chunk"] for item in card["items"]] == top["chunk_id"].tolist(), (qid, method)
                 for item, row in zip(card["items"], top.itertuples()):

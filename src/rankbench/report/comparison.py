@@ -151,7 +151,7 @@ LLM_CALLS_NOTE = ("LLM calls: the requests the method's jobs sent to a chat mode
 
 
 INDEX_NOTE = ("FAISS index MB: the size of the index file a dense method searches (what its search job holds in "
-              "memory; a re-scoring method also holds the float vectors, see `vector-size.md`); index build s: the "
+              "memory; a re-scoring method also holds the float vectors: the vector-size page); index build s: the "
               "seconds building it took, vectors loaded (the FAISS job's other seconds are in index-side s).")
 
 

@@ -25,16 +25,22 @@ def evidence(c: Comparison) -> str:
             f"{c.wins}/{c.ties}/{c.losses} over {c.n} questions")
 
 
-def _needed(needed: float, n: int) -> str:
+def page_ref(name: str, links: str | None) -> str:
+    """A sibling page named in the text: a link when written to a page whose version folder is `links` ("" on the
+    version's own pages, "v1/" on index.html), the file name in code type in the terminal (`links` None)."""
+    return f"`{name}.md`" if links is None else f"[{name} page]({links}{name}.html)"
+
+
+def _needed(needed: float, n: int, links: str | None = None) -> str:
     if not np.isfinite(needed):
         return "more questions would not settle it"
     if needed > PRACTICAL_TIE * n:
         return f"about {int(needed):,} questions would settle it, more than {PRACTICAL_TIE} times the {n} you have: " \
                "treat them as tied"
-    return f"about {int(needed):,} questions would settle it (you have {n}; `budget.md`)"
+    return f"about {int(needed):,} questions would settle it (you have {n}; {page_ref('budget', links)})"
 
 
-def verdict_text(result: Verdict | None) -> str:
+def verdict_text(result: Verdict | None, links: str | None = None) -> str:
     """The answer in one paragraph: the best method or the tied group, by how much, how sure."""
     if result is None:
         return "No method was evaluated on this metric."
@@ -49,16 +55,19 @@ def verdict_text(result: Verdict | None) -> str:
                 f"is {evidence(lead)}.")
     tied = ", ".join(markdown_literal(m) for m in result.tied)
     return (f"{head}, but it is **not shown better** than {tied} (tier a: not significantly behind it). Its lead "
-            f"over the runner-up {markdown_literal(lead.b)}: {evidence(lead)}; {_needed(result.needed, lead.n)}.")
+            f"over the runner-up {markdown_literal(lead.b)}: {evidence(lead)}; "
+            f"{_needed(result.needed, lead.n, links)}.")
 
 
-def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]] | None) -> str:
-    """One rule as a bullet: the pattern with its evidence, then the suggested action."""
+def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]] | None, links: str) -> str:
+    """One rule as a bullet: the pattern with its evidence, then the suggested action (sibling pages linked from the
+    version folder `links`)."""
     names = [markdown_literal(m) for m in item.methods]
     if item.rule == "low_scores":
         return (f"**Every method scores low** (the best, {names[0]}, reaches {label} {item.figures['best']:.3f}, below "
                 f"`decision.low_score` {item.figures['low_score']:g}). → Check the data and the labels first "
-                "(the label findings below, the unjudged share in `robustness.md`) before choosing a method.")
+                f"(the label findings below, the unjudged share on the {page_ref('robustness', links)}) before "
+                "choosing a method.")
     c = item.evidence[0]  # every rule but low_scores rests on one comparison
     if item.rule == "hybrid_above_dense":
         return (f"**Hybrid clearly above dense**: {names[0]} over {names[1]}, {evidence(c)}. → Use {names[0]} in "
@@ -79,30 +88,33 @@ def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]]
         budget = item.figures.get("latency_budget_ms", np.nan)
         timing = (cost or {}).get(item.methods[0])
         latency = (f"; it costs {timing['p50_ms']:.1f} ms/question p50, {timing['p95_ms']:.1f} p95"
-                   if timing and np.isfinite(timing.get("p95_ms", np.nan)) else "; its ms/question: `cost.md`")
+                   if timing and np.isfinite(timing.get("p95_ms", np.nan))
+                   else f"; its ms/question: {page_ref('cost', links)}")
         if np.isfinite(budget):
             fits = (" — within" if timing and timing["p95_ms"] <= budget else " — over") if timing else " against"
             latency += f"{fits} `decision.latency_budget_ms` {budget:g}"
         return (f"**The reranker gains a lot**: {names[0]} over its first stage {names[1]}, {evidence(c)} (at least "
                 f"`decision.rerank_gain` {item.figures['rerank_gain']:g}){latency}. → Turn it on if its p95 fits "
                 "your latency budget.")
-    return (f"**Wide intervals**: {names[0]} vs {names[1]}, {evidence(c)}; {_needed(item.figures['needed'], c.n)}. "
-            "→ Not enough questions to choose between them: add questions (or choose on cost, `cost.md`).")
+    return (f"**Wide intervals**: {names[0]} vs {names[1]}, {evidence(c)}; "
+            f"{_needed(item.figures['needed'], c.n, links)}. → Not enough questions to choose between them: add "
+            f"questions (or choose on cost, {page_ref('cost', links)}).")
 
 
 def decision_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
                    alpha: float, types: Mapping[str, str], inputs: Mapping[str, Sequence[str]],
                    settings: Mapping[str, Any], cost: Mapping[str, Mapping[str, float]] | None = None,
-                   level: int = 2, abstention: pd.DataFrame | None = None) -> list[str]:
+                   level: int = 2, abstention: pd.DataFrame | None = None, links: str = "") -> list[str]:
     """"The answer" and "What to do" sections (Markdown lines, headings of `level`) on the first headline metric;
-    `abstention` (zone_table's rows) adds the abstention rule of each method with zones."""
+    `abstention` (zone_table's rows) adds the abstention rule of each method with zones; `links` is the version
+    folder the sibling pages are linked from ("" on the version's own pages)."""
     metric, k = headline[0]
     label = metric_label(metric, k)
     answer = verdict(aggregate, pairs, grain, metric, k, alpha)
-    lines = [f"{'#' * level} The answer ({label}, {grain} grain, all questions)", "", verdict_text(answer), "",
+    lines = [f"{'#' * level} The answer ({label}, {grain} grain, all questions)", "", verdict_text(answer, links), "",
              f"{'#' * level} What to do", ""]
     rules = advice(aggregate, pairs, grain, metric, k, alpha, types, inputs, settings)
-    lines += [f"- {_rule_line(item, label, cost)}" for item in rules] + abstention_rules(abstention) or [
+    lines += [f"- {_rule_line(item, label, cost, links)}" for item in rules] + abstention_rules(abstention) or [
         "- No rule of the decision table applies on these numbers (docs/concepts/report.md, *What to do*)."]
     return lines + [""]
 

@@ -95,7 +95,8 @@ def index_page(dataset: str, versions: Sequence[VersionEntry], diffs: Sequence[s
                   f"(evaluated); sha256 `{entry.sha256[:12]}`.", ""]
         if entry.pairs is not None and decision is not None:
             lines += decision_lines(entry.aggregate, entry.pairs, grain, headline, float(report["alpha"]),
-                                    decision["types"], decision["inputs"], decision["settings"], level=3)
+                                    decision["types"], decision["inputs"], decision["settings"], level=3,
+                                    links=f"{entry.qset}/")
         table = headline_rows(entry.aggregate, grain, headline, baseline)
         if len(table):
             lines += [markdown_grid(table), ""]
