@@ -13,13 +13,16 @@ ANSERINI_SHA256 := 183bf5b53c82441b249d475f66f73aaa3e7dedd8892dece747e3680a1fda3
 
 # torch's CPU build, at the lock's version, before the lock: PyPI's default torch is the CUDA build with ~20 nvidia-*
 # packages (~6.7 GB, README). pip takes 2.13.0+cpu over 2.13.0 from PyTorch's CPU index (or from a local wheel that
-# pip's find-links name), and the lock's torch==2.13.0 is then satisfied by it.
+# pip's find-links name), and the lock's torch==2.13.0 is then satisfied by it. An index this machine cannot reach is
+# left out (pip would retry it for every package, minutes in all) and pip takes torch where it can.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --extra-index-url $(TORCH_INDEX) \
-		"$$(grep '^torch==' requirements.lock)"
+	index=$$($(BIN)/python -c "import socket, sys, urllib.parse; \
+		socket.create_connection((urllib.parse.urlsplit(sys.argv[1]).hostname, 443), 5)" $(TORCH_INDEX) \
+		2> /dev/null && echo "--extra-index-url $(TORCH_INDEX)"); \
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check $$index "$$(grep '^torch==' requirements.lock)"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $(STAMP)
