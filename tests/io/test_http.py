@@ -145,6 +145,16 @@ def test_a_refused_connection_fails_at_once_without_retries(tmp_path: Path) -> N
     assert time.monotonic() - started < 1  # three retries would wait 1 + 2 + 4 s
 
 
+def test_a_request_does_not_load_the_certificates_again(scripted: ScriptedServer) -> None:
+    """A search service is asked once per question: each request built a TLS context (~0.1 s of certificates)."""
+    scripted.answer((200, {}, CHAT))
+    post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 0, 0.01, "llm")
+    started = time.monotonic()
+    for _ in range(20):
+        post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 0, 0.01, "llm")
+    assert time.monotonic() - started < 0.5  # 1.6 s before (20 TLS contexts), 0.03 s now
+
+
 def test_retry_after_is_capped_and_defaults_to_the_backoff() -> None:
     assert retry_after("2.5", 1.0) == 2.5 and retry_after("1e9", 1.0) == 60.0 and retry_after("-3", 1.0) == 0.0
     assert [retry_after(value, 1.5) for value in ("nan", "inf", "-inf", "soon", None)] == [1.5] * 5
