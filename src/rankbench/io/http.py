@@ -17,7 +17,6 @@ import ssl
 import threading
 import time
 from collections.abc import Mapping
-from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -117,20 +116,13 @@ def send(url: str, data: bytes | None, headers: Mapping[str, str], method: str, 
                                  "API requests never follow redirects (the API key would go to another host): "
                                  f"set {setting}.{url_key} to the address the server names, if you trust it.")
             if status not in RETRY_STATUS or last:
-                detail = excerpt(payload, 300).strip() or _phrase(status)
+                detail = excerpt(payload, 300).strip() or httpx.codes.get_reason_phrase(status)
                 tried = f" after {attempt + 1} attempts" if attempt else ""
                 raise InputError(url, None, f"answered HTTP {status}{tried} ({detail})", status_fix)
             wait = retry_after(answer.get("Retry-After"), backoff * 2 ** attempt)
         logging.warning("request to %s failed (attempt %d), retrying in %.1f s", redact(url), attempt + 1, wait)
         time.sleep(wait)
     raise AssertionError("unreachable")
-
-
-def _phrase(status: int) -> str:
-    """The reason phrase of an HTTP status ('' for a status HTTP does not define)."""
-    with contextlib.suppress(ValueError):
-        return HTTPStatus(status).phrase
-    return ""
 
 
 def _attempt(request: httpx.Request, timeout: float) -> tuple[int, bytes, httpx.Headers]:
