@@ -33,7 +33,8 @@ SKIPPED_PARTS = {"benchmarks", "logs", "cache", ".snakemake"}
 _TIMING = re.compile(r"\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?"
                      r"|\b\d+:\d{2}:\d{2}(\.\d+)?\b|\b[\d,]+(\.\d+)?\s?(s|ms|seconds|sec)\b"
                      r"|\d{8}T\d{6}Z"  # a run's time stamp in the history's file names
-                     r"|(?<=commit: ).*")  # the checkout's git commit (none in a git archive)
+                     r"|(?<=commit: ).*"  # the checkout's git commit (none in a git archive) ...
+                     r"|git commit (`|<code>)[0-9a-f]{40}")  # ... and as the pages' software line names it
 
 
 def without_encoder(config: dict, encoder: str) -> dict:

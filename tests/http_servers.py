@@ -23,7 +23,8 @@ Step = tuple[int, dict[str, str], bytes]
 class ScriptedServer(ThreadingHTTPServer):
     """Answers each request (any method, any path) with the next scripted (status, headers, body), then with the
     last one again; records the method, path, headers and body of each request. `trickle` > 0 sends the answer one byte
-    each `trickle` seconds (status line and headers too when `trickle_headers`), for at most `trickle_for` s."""
+    each `trickle` seconds (status line and headers too when `trickle_headers`), for at most `trickle_for` s; the first
+    `drop` requests are read and their connection closed with no answer."""
 
     def __init__(self, certificate: Path | None = None) -> None:
         super().__init__(("127.0.0.1", 0), ScriptedHandler)
@@ -36,6 +37,7 @@ class ScriptedServer(ThreadingHTTPServer):
         self.script: list[Step] = [(200, {}, b"{}")]
         self.seen: list[dict] = []
         self.trickle, self.trickle_headers, self.trickle_for = 0.0, False, 10.0
+        self.drop = 0
 
     def answer(self, *steps: tuple[int, dict[str, str], object]) -> None:
         self.script = [(status, headers, body if isinstance(body, bytes) else json.dumps(body).encode())
@@ -54,6 +56,10 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(length)
         self.server.seen.append({"method": self.command, "path": self.path, "headers": dict(self.headers),
                                  "body": body})
+        if self.server.drop:
+            self.server.drop -= 1
+            self.close_connection = True
+            return
         status, headers, body = self.server.script.pop(0) if len(self.server.script) > 1 else self.server.script[0]
         kind = "" if "Content-Type" in headers else "Content-Type: application/json\r\n"  # scripted one wins
         head = f"HTTP/1.1 {status} X\r\n{kind}Content-Length: {len(body)}\r\n"

@@ -1,6 +1,7 @@
-"""The API client against real local servers: redirects never carry the key elsewhere, a trickling server is given
-up on within the timeout, a Retry-After that is no number of seconds is ignored, and secrets are redacted from
-errors and logs."""
+"""The API client (rankbench.io.http, on httpx) against real local servers: redirects never carry the key elsewhere,
+a trickling server is given up on within the timeout, busy answers and dropped connections are retried (client errors
+and refused connections are not), a Retry-After that is no number of seconds is ignored, and secrets are redacted
+from errors and logs."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import base64
 import html
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -102,6 +104,55 @@ def test_a_retry_after_that_is_no_number_of_seconds_waits_the_backoff(scripted: 
     raw = post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 1, 0.05, "llm")
     assert json.loads(raw) == CHAT and len(scripted.seen) == 2
     assert time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504])
+def test_a_busy_answer_is_retried_until_the_attempts_run_out(scripted: ScriptedServer, status: int) -> None:
+    scripted.answer((status, {}, b"busy"), (200, {}, CHAT))
+    assert json.loads(post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 1, 0.01, "llm")) == CHAT
+    scripted.answer((status, {}, b"still busy"))
+    with pytest.raises(InputError, match=rf"answered HTTP {status} after 3 attempts \(still busy\)\. Check llm\.model"):
+        post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 2, 0.01, "llm")
+    assert len(scripted.seen) == 2 + 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+def test_a_client_error_is_not_retried(scripted: ScriptedServer, status: int) -> None:
+    scripted.answer((status, {}, b""), (200, {}, CHAT))
+    with pytest.raises(InputError, match=rf"answered HTTP {status} \(\w"):  # no body: the status's reason phrase
+        post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 3, 0.01, "llm")
+    assert len(scripted.seen) == 1
+
+
+def test_a_dropped_connection_is_retried_and_named_when_every_attempt_drops(scripted: ScriptedServer) -> None:
+    scripted.answer((200, {}, CHAT))
+    scripted.drop = 1
+    assert json.loads(post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 1, 0.01, "llm")) == CHAT
+    scripted.drop = 3
+    with pytest.raises(InputError, match=r"dropped the connection on each of 3 attempts \(RemoteProtocolError: "):
+        post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 2, 0.01, "llm")
+    assert len(scripted.seen) == 2 + 3
+
+
+def test_a_refused_connection_fails_at_once_without_retries(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(InputError, match=rf"^http://127\.0\.0\.1:{port}/v1/chat/completions: is unreachable \(.*\)\. "
+                                         r"Start the server, or fix llm\.base_url in the config\.$"):
+        post_json(f"http://127.0.0.1:{port}/v1/chat/completions", {}, None, 5.0, 3, 1.0, "llm")
+    assert time.monotonic() - started < 1  # three retries would wait 1 + 2 + 4 s
+
+
+def test_a_request_does_not_load_the_certificates_again(scripted: ScriptedServer) -> None:
+    """A search service is asked once per question: each request built a TLS context (~0.1 s of certificates)."""
+    scripted.answer((200, {}, CHAT))
+    post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 0, 0.01, "llm")
+    started = time.monotonic()
+    for _ in range(20):
+        post_json(scripted.origin + "/v1/chat/completions", {}, None, 5.0, 0, 0.01, "llm")
+    assert time.monotonic() - started < 0.5  # 1.6 s before (20 TLS contexts), 0.03 s now
 
 
 def test_retry_after_is_capped_and_defaults_to_the_backoff() -> None:

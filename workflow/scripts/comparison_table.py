@@ -1,4 +1,5 @@
-"""Write the comparison page of one question-set version (Markdown, HTML) and its LaTeX and CSV tables."""
+"""Write the comparison page of one question-set version (Markdown, HTML) and its LaTeX and CSV tables: the bundle
+read from the rule's inputs and params, rendered by rankbench.report.comparison.comparison_files."""
 
 import json
 from datetime import datetime, timezone
@@ -13,19 +14,8 @@ from rankbench.pipeline.provenance import source_commit
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.software import software_versions
 from rankbench.report import budget, robustness
-from rankbench.report.comparison import ComparisonInputs, comparison_page, headline_table
-from rankbench.report.headline_marks import with_tooltips
-from rankbench.report.pages import draft_banner, markdown_html
-from rankbench.report.runs import with_section
-from rankbench.report.tables import (
-    TIERS_LEGEND,
-    csv_table,
-    latex_table,
-    legend,
-    marked,
-    table_metrics,
-    with_tiers,
-)
+from rankbench.report.comparison import ComparisonInputs, comparison_files
+from rankbench.report.pages import draft_banner
 
 
 def how_sure(inputs, quick: bool) -> list[str]:
@@ -70,33 +60,16 @@ def page_inputs(snakemake) -> ComparisonInputs:
         software=software_versions(), commit=source_commit(), cards=p.cards, decision=p.decision,
         method_inputs=p.method_inputs, abstention=pd.read_parquet(given.zone_table) if p.zones else None,
         evidence=pd.read_parquet(given.evidence), chunkers=p.chunkers, tokenizer=p.tokenizer,
+        since_last_run=Path(given.since_last_run).read_text(), drafts=p.drafts,
         **evidence_questions_split(pd.read_parquet(given.labels), p.evaluation["relevance_threshold"]))
 
 
 def main(snakemake):
-    p = snakemake.params
-    inputs = page_inputs(snakemake)
-    aggregate, manifest, tiers = inputs.aggregate, inputs.manifest, inputs.tiers
-    page = with_section(comparison_page(inputs), Path(snakemake.input.since_last_run).read_text())
-    table = marked(aggregate, p.report["alpha"])
-    headline = [tuple(item) for item in p.report["headline"]]
-    methods = sorted(aggregate["method"].unique())
-    caption = (f"{p.dataset}, question-set version {manifest['version']}: {len(methods)} methods. "
-               + legend(p.report["alpha"], p.evaluation.get("baseline")).replace("`", "") + " Superscript "
-               + TIERS_LEGEND.format(alpha=p.report["alpha"]))
-    comments = [f"{p.dataset} question-set version {manifest['version']} sha256 {manifest['sha256']}",
-                f"config sha256 {p.config_sha256}"]
-    grains = [g for g in ("document", "chunk") if (table["grain"] == g).any()]
-    write_text(latex_table(with_tiers(table, tiers), headline, grains,
-                           methods, p.report["ci"], caption, f"tab:{p.dataset}-{manifest['version']}", comments),
-               snakemake.output.latex)
-    metrics = sorted(set(table_metrics(aggregate, p.evaluation["ks"])) | set(headline))
-    write_text(csv_table(table, metrics, p.report["ci"]), snakemake.output.csv)
-    page = draft_banner(p.drafts) + page
-    grid, notes = headline_table(inputs)
-    write_text(with_tooltips(markdown_html(page, f"{p.dataset} {manifest['version']}"), grid, notes),
-               snakemake.output.html)
-    write_text(page, snakemake.output.table)
+    files = comparison_files(page_inputs(snakemake))
+    out = snakemake.output
+    for text, path in ((files.markdown, out.table), (files.html, out.html), (files.latex, out.latex),
+                       (files.csv, out.csv)):
+        write_text(text, path)
 
 
 run_script(main, snakemake)

@@ -1,34 +1,32 @@
-"""Requests to an HTTP API (urllib only) with timeouts and retries: the one client of the endpoints rankbench
-talks to (OpenAI-compatible chat completions and embeddings, search services). Redirects are never followed (the
-API key would go to whatever host a server names), and each attempt has a total deadline, not only a limit per
-socket read."""
+"""Requests to an HTTP API (on httpx) with timeouts and retries: the one client of the endpoints rankbench talks to
+(OpenAI-compatible chat completions and embeddings, search services, an MLflow tracking server). Redirects are never
+followed (the API key would go to whatever host a server names), and each attempt has a total deadline, not only
+httpx's limit per socket read."""
 
 from __future__ import annotations
 
 import contextlib
-import http.client
+import functools
 import json
 import logging
 import math
 import os
 import re
 import socket
+import ssl
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
-from email.message import Message
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from rankbench.errors import InputError
 from rankbench.redaction import excerpt, redact, register_secret
 
+if TYPE_CHECKING:
+    import httpx
+
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
-# Worth another attempt: the server was busy or dropped the connection. A refused connection or an unknown host
-# is not: nothing listens there, which only a fix of the config (or starting the server) changes.
-TRANSIENT = (TimeoutError, ConnectionResetError, ConnectionAbortedError, BrokenPipeError, http.client.IncompleteRead)
 MAX_RETRY_AFTER = 60.0  # seconds: a longer (or unreadable) Retry-After is capped (or replaced by the backoff delay)
 VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # A variable name an error may repeat: upper case, short words. Anything else might be a key pasted by mistake.
@@ -78,31 +76,35 @@ def post_json(url: str, body: Mapping[str, Any], api_key: str | None, timeout: f
 
 
 def send(url: str, data: bytes | None, headers: Mapping[str, str], method: str, timeout: float, retries: int,
-         backoff: float, setting: str, status_fix: str, url_key: str = "base_url") -> tuple[bytes, Message]:
+         backoff: float, setting: str, status_fix: str, url_key: str = "base_url") -> tuple[bytes, Mapping[str, str]]:
     """The raw body and headers of the answer to one request; HTTP 408/429/5xx, timeouts and dropped connections are
-    retried with exponential backoff (Retry-After honoured). Each attempt must complete within `timeout` seconds in
-    all (connecting, sending, waiting and reading), so a server that trickles its answer is given up on too. A
-    redirect is an error, never followed. Failures are InputErrors naming the URL, the HTTP status and an excerpt of
-    the body (secrets redacted); `setting` is the config key of the endpoint's settings and `url_key` the key of its
-    address, named in the fix, and `status_fix` the fix of an error status."""
+    retried with exponential backoff (Retry-After honoured); a refused connection or an unknown host is not (nothing
+    listens there: only a fix of the config, or starting the server, changes that). Each attempt must complete within
+    `timeout` seconds in all (connecting, sending, waiting and reading), so a server that trickles its answer is given
+    up on too. A redirect is an error, never followed. Failures are InputErrors naming the URL, the HTTP status and an
+    excerpt of the body (secrets redacted); `setting` is the config key of the endpoint's settings and `url_key` the
+    key of its address, named in the fix, and `status_fix` the fix of an error status."""
+    import httpx  # the workflow extra's: only jobs that make requests load it
+
+    # Worth another attempt: the server was busy or dropped the connection (a timeout is one too).
+    transient = (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
     for attempt in range(retries + 1):
         last = attempt == retries
-        request = urllib.request.Request(url, data=data, headers=dict(headers), method=method)
         try:
-            status, payload, answer = _attempt(request, timeout)
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
-            reason = error.reason if isinstance(error, urllib.error.URLError) else error
-            if isinstance(reason, TimeoutError):
+            status, payload, answer = _attempt(httpx.Request(method, url, content=data, headers=dict(headers)),
+                                               timeout)
+        except (httpx.TransportError, httpx.InvalidURL) as error:
+            if isinstance(error, httpx.TimeoutException):
                 if last:
                     raise InputError(url, None, f"did not answer within {timeout:g} s ({retries + 1} attempts)",
-                                     f"Raise {setting}.timeout (the seconds one request may take in all), or check "
-                                     "that the server is not overloaded.") from None
-            elif not isinstance(reason, TRANSIENT):
-                raise InputError(url, None, f"is unreachable ({reason})",
+                                     f"Raise {setting}.timeout (the seconds one request may take in all), or "
+                                     "check that the server is not overloaded.") from None
+            elif not isinstance(error, transient):
+                raise InputError(url, None, f"is unreachable ({error})",
                                  f"Start the server, or fix {setting}.{url_key} in the config.") from None
             elif last:
                 raise InputError(url, None, f"dropped the connection on each of {retries + 1} attempts "
-                                 f"({type(reason).__name__}: {reason})", "Check the server's log.") from None
+                                 f"({type(error).__name__}: {error})", "Check the server's log.") from None
             wait = backoff * 2 ** attempt
         else:
             if status < 300:
@@ -111,10 +113,10 @@ def send(url: str, data: bytes | None, headers: Mapping[str, str], method: str, 
                 target = urlsplit(answer.get("Location") or "")
                 where = f"{target.scheme}://{target.netloc}" if target.netloc else "another address"
                 raise InputError(url, None, f"answered HTTP {status}, a redirect to {where}",
-                                 "API requests never follow redirects (the API key would go to another host): set "
-                                 f"{setting}.{url_key} to the address the server names, if you trust it.")
+                                 "API requests never follow redirects (the API key would go to another host): "
+                                 f"set {setting}.{url_key} to the address the server names, if you trust it.")
             if status not in RETRY_STATUS or last:
-                detail = excerpt(payload, 300).strip() or http.client.responses.get(status, "")
+                detail = excerpt(payload, 300).strip() or httpx.codes.get_reason_phrase(status)
                 tried = f" after {attempt + 1} attempts" if attempt else ""
                 raise InputError(url, None, f"answered HTTP {status}{tried} ({detail})", status_fix)
             wait = retry_after(answer.get("Retry-After"), backoff * 2 ** attempt)
@@ -123,24 +125,44 @@ def send(url: str, data: bytes | None, headers: Mapping[str, str], method: str, 
     raise AssertionError("unreachable")
 
 
-def _attempt(request: urllib.request.Request, timeout: float) -> tuple[int, bytes, Message]:
-    """Status, body and headers of one request (an HTTP error status too), read in full within `timeout` seconds;
-    TimeoutError when the deadline passed, and urllib's errors when the connection failed."""
+def _attempt(request: httpx.Request, timeout: float) -> tuple[int, bytes, httpx.Headers]:
+    """Status, body and headers of one request (an error status too), read in full within `timeout` seconds; an
+    httpx.TimeoutException when the deadline passed, httpx's other errors when the connection failed. A client of
+    its own: its connection is new, so the deadline watches it (a pooled one would escape), and a redirect comes
+    back as the answer (follow_redirects=False, httpx's default, said here because the key must never follow one).
+    Proxies and CA files come from the environment (HTTPS_PROXY, NO_PROXY, SSL_CERT_FILE), as httpx reads them."""
+    import httpx
+
     deadline = Deadline(timeout)
+
+    def watch_connections(event: str, info: Mapping[str, Any]) -> None:
+        """httpcore's trace hook: each new socket, and again under TLS (wrapping it detaches the plain one)."""
+        if event in ("connection.connect_tcp.complete", "connection.start_tls.complete"):
+            deadline.watch(info["return_value"].get_extra_info("socket"))
+
+    request.extensions["trace"] = watch_connections
     with deadline:
         try:
-            try:
-                with _opener(deadline).open(request, timeout=timeout) as response:
-                    answer = (response.status, response.read(), response.headers)
-            except urllib.error.HTTPError as error:
-                answer = (error.code, error.read(), error.headers)
-        except (urllib.error.URLError, OSError, http.client.HTTPException):
+            with httpx.Client(timeout=timeout, follow_redirects=False,
+                              verify=_tls(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))) as client:
+                response = client.send(request)
+        except httpx.TransportError:
             if deadline.expired:
-                raise TimeoutError from None
+                raise httpx.TimeoutException("the request's deadline passed", request=request) from None
             raise
     if deadline.expired:  # a body without Content-Length ends early, without an error, when its socket shuts down
-        raise TimeoutError
-    return answer
+        raise httpx.TimeoutException("the request's deadline passed", request=request)
+    return response.status_code, response.content, response.headers
+
+
+@functools.lru_cache(maxsize=4)
+def _tls(cafile: str | None, capath: str | None) -> ssl.SSLContext:
+    """httpx's TLS context for the CA file or folder the environment names (SSL_CERT_FILE, SSL_CERT_DIR; else
+    certifi's), made once per pair (the arguments are the cache's key; httpx reads the variables itself): loading
+    the certificates takes ~0.1 s, a request to a local server a few ms."""
+    import httpx
+
+    return httpx.create_ssl_context(trust_env=True)
 
 
 def retry_after(header: str | None, default: float) -> float:
@@ -155,7 +177,7 @@ def retry_after(header: str | None, default: float) -> float:
 
 class Deadline:
     """The end of one request: when it passes, the request's sockets are shut down, so a read blocked on a server
-    that sends a byte now and then returns at once (urllib's timeout bounds each read, not the request)."""
+    that sends a byte now and then returns at once (httpx's timeouts bound each read, not the request)."""
 
     def __init__(self, seconds: float) -> None:
         self.expired = False
@@ -187,45 +209,3 @@ class Deadline:
                 with contextlib.suppress(OSError):  # already closed
                     # the plain socket's shutdown, also under TLS: it ends the read blocked in the other thread
                     socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-def _watched(connection_class: type[http.client.HTTPConnection], deadline: Deadline) -> Any:
-    """A factory of connections whose socket the deadline watches from the moment it connects (TLS included)."""
-    def make(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
-        connection = connection_class(*args, **kwargs)
-        connect = connection.connect
-
-        def watched_connect() -> None:
-            connect()
-            deadline.watch(connection.sock)
-
-        connection.connect = watched_connect  # type: ignore[method-assign]
-        return connection
-    return make
-
-
-class _DeadlineHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
-    """urllib's http and https handler, on connections the deadline watches."""
-
-    def __init__(self, deadline: Deadline) -> None:
-        super().__init__()
-        self.deadline = deadline
-
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_watched(http.client.HTTPConnection, self.deadline), req)
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_watched(http.client.HTTPSConnection, self.deadline), req,
-                            context=self._context)  # type: ignore[attr-defined]  # set by HTTPSHandler.__init__
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A 3xx reaches the caller as an HTTPError: following it would send the Authorization header elsewhere."""
-
-    def redirect_request(self, *_args: Any, **_kwargs: Any) -> None:
-        return None
-
-
-def _opener(deadline: Deadline) -> urllib.request.OpenerDirector:
-    """urllib's opener (proxies from the environment included) with the deadline's connections and no redirects."""
-    return urllib.request.build_opener(_NoRedirects, _DeadlineHandler(deadline))

@@ -1,4 +1,4 @@
-"""Export recorded runs to an MLflow tracking server through its REST API (plain HTTP, no mlflow package), in
+"""Export recorded runs to an MLflow tracking server through its REST API (rankbench.io.http, no mlflow package), in
 MLflow's conventions: one run per recorded run (run name = the experiment label, start time = the run's time, tag
 `mlflow.source.git.commit`; params = the effective config, metrics = each method's headline means, artifacts = the
 version's pages and tables and the run record) with one nested run per method (tag `mlflow.parentRunId`; its

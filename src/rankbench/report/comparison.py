@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -19,18 +20,29 @@ from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.chunking import chunking_section
 from rankbench.report.decision import decision_lines
 from rankbench.report.findings import findings
-from rankbench.report.headline_marks import comparison_family, family_legend, footnote_lines, headline_grid
+from rankbench.report.headline_marks import (
+    comparison_family,
+    family_legend,
+    footnote_lines,
+    headline_grid,
+    with_tooltips,
+)
+from rankbench.report.pages import draft_banner, markdown_html
+from rankbench.report.runs import with_section
 from rankbench.report.tables import (
     GROUP_LEGEND,
     POLLUTION_LEGEND,
     TIERS_LEGEND,
+    csv_table,
     group_tables,
+    latex_table,
     legend,
     marked,
     near_best,
     table_metrics,
     tier_grid,
     wide,
+    with_tiers,
 )
 
 DATE_PREFIX = "- date: "
@@ -246,7 +258,8 @@ class ComparisonInputs:
     "What to do" rules); method_inputs: method -> the runs it consumes (a reranker's first stage, a fusion's inputs).
     evidence: evidence.parquet (the aggregate at evidence grain, report.chunking); chunkers: method -> its chunker;
     tokenizer: what counted the prompt tokens; evidence_scored / evidence_others: the evaluated questions scored at
-    evidence grain, and the rest.
+    evidence grain, and the rest. since_last_run: the "Since the last run" section (report.runs), the page's last;
+    drafts: the draft question-set versions the page is made from (its banner, report.pages.draft_banner).
     """
 
     aggregate: pd.DataFrame
@@ -283,47 +296,87 @@ class ComparisonInputs:
     tokenizer: str = "regex"
     evidence_scored: Sequence[str] = ()
     evidence_others: Sequence[str] = ()
+    since_last_run: str = ""
+    drafts: Sequence[str] = ()
+
+    @property
+    def headline(self) -> list[tuple[str, int]]:
+        """The headline (metric, k) pairs, `report.headline`."""
+        return [(str(metric), int(k)) for metric, k in self.report["headline"]]
+
+    @property
+    def comparisons(self) -> Any:
+        """`report.comparisons`: "baseline" (each method against it) or the planned pairs."""
+        return self.report.get("comparisons", "baseline")
+
+    @cached_property
+    def table(self) -> pd.DataFrame:
+        """The aggregate with its significance marks (report.tables.marked), which every table of the page shows."""
+        return marked(self.aggregate, self.report["alpha"])
+
+    @property
+    def methods(self) -> list[str]:
+        """The methods the aggregate holds, in the order of every table."""
+        return sorted(self.aggregate["method"].unique())
 
 
 def headline_table(inputs: ComparisonInputs) -> tuple[pd.DataFrame, dict[int, str]]:
     """The headline grid with its numbered marks and their footnotes (report.comparisons chooses the family)."""
     report, grain = inputs.report, inputs.report["grain"]
-    headline = [tuple(item) for item in report["headline"]]
-    comparisons = report.get("comparisons", "baseline")
-    table = marked(inputs.aggregate, report["alpha"])
-    family = comparison_family(table, inputs.pairs, grain, headline, comparisons, report["alpha"])
-    return headline_grid(table, family, grain, headline, report["ci"], sorted(inputs.aggregate["method"].unique()),
-                         every=comparisons != "baseline")
+    family = comparison_family(inputs.table, inputs.pairs, grain, inputs.headline, inputs.comparisons,
+                               report["alpha"])
+    return headline_grid(inputs.table, family, grain, inputs.headline, report["ci"], inputs.methods,
+                         every=inputs.comparisons != "baseline")
+
+
+class ComparisonFiles(NamedTuple):
+    """The comparison page of one version as its rule writes it: the page in Markdown and in HTML (headline marks
+    with their footnotes as tooltips), and its tables in LaTeX (booktabs, tiers as superscripts) and CSV."""
+
+    markdown: str
+    html: str
+    latex: str
+    csv: str
+
+
+def comparison_files(inputs: ComparisonInputs) -> ComparisonFiles:
+    """The one rendering of the comparison page: the page (draft banner first, "Since the last run" last) and its
+    tables, all from the bundle."""
+    report, manifest, methods = inputs.report, inputs.manifest, inputs.methods
+    page = draft_banner(inputs.drafts) + with_section(comparison_page(inputs), inputs.since_last_run)
+    grid, notes = headline_table(inputs)
+    html = with_tooltips(markdown_html(page, f"{inputs.dataset} {manifest['version']}"), grid, notes)
+    caption = (f"{inputs.dataset}, question-set version {manifest['version']}: {len(methods)} methods. "
+               + legend(report["alpha"], inputs.evaluation.get("baseline")).replace("`", "") + " Superscript "
+               + TIERS_LEGEND.format(alpha=report["alpha"]))
+    comments = [f"{inputs.dataset} question-set version {manifest['version']} sha256 {manifest['sha256']}",
+                f"config sha256 {inputs.config_sha256}"]
+    grains = [g for g in ("document", "chunk") if (inputs.table["grain"] == g).any()]
+    tiered = with_tiers(inputs.table, inputs.tiers) if inputs.tiers is not None else inputs.table
+    latex = latex_table(tiered, inputs.headline, grains, methods, report["ci"], caption,
+                        f"tab:{inputs.dataset}-{manifest['version']}", comments)
+    metrics = sorted(set(table_metrics(inputs.aggregate, inputs.evaluation["ks"])) | set(inputs.headline))
+    return ComparisonFiles(page, html, latex, csv_table(inputs.table, metrics, report["ci"]))
 
 
 def comparison_page(inputs: ComparisonInputs) -> str:
     """The whole comparison page in Markdown; every number comes from the aggregate, the pairs and the leaks."""
-    aggregate, pairs, questions, manifest = inputs.aggregate, inputs.pairs, inputs.questions, inputs.manifest
-    dataset, evaluation, report, date = inputs.dataset, inputs.evaluation, inputs.report, inputs.date
-    config_json, effective_config, config_sha256 = inputs.config_json, inputs.effective_config, inputs.config_sha256
-    method_types, leaks, staff_documents, degraded = (inputs.method_types, inputs.leaks, inputs.staff_documents,
-                                                      inputs.degraded)
-    validation, judged, judge_agreement = inputs.validation, inputs.judged, inputs.judge_agreement
-    how_sure, tiers, models, quick = inputs.how_sure, inputs.tiers, inputs.models, inputs.quick
-    software = inputs.software
-    ks, grain, ci, alpha = evaluation["ks"], report["grain"], report["ci"], report["alpha"]
-    headline = [tuple(item) for item in report["headline"]]
-    table = marked(aggregate, alpha)
-    methods = sorted(aggregate["method"].unique())
-    comparisons = report.get("comparisons", "baseline")
+    aggregate, evaluation, table, methods = inputs.aggregate, inputs.evaluation, inputs.table, inputs.methods
+    ks, grain, ci, alpha = evaluation["ks"], inputs.report["grain"], inputs.report["ci"], inputs.report["alpha"]
+    headline, comparisons, baseline = inputs.headline, inputs.comparisons, evaluation.get("baseline")
     grid, footnotes = headline_table(inputs)
     evaluated = int(aggregate[(aggregate["kind"] == ALL_KINDS) & (aggregate["grain"] == "document")]["n"].max())
-    experiment = json.loads(config_json).get("experiment", {})
-    baseline = evaluation.get("baseline")
+    experiment = json.loads(inputs.config_json).get("experiment", {})
+    version, asked = inputs.manifest["version"], len(inputs.questions)
     provenance = [
-        f"- dataset: `{dataset}`; question-set version: `{manifest['version']}` (sha256 `{manifest['sha256']}`)",
-        f"- questions: {len(questions)}; with a relevant label (evaluated): {evaluated}; "
-        f"excluded (no relevant label, counted apart): {len(questions) - evaluated}",
-        f"{DATE_PREFIX}{date}",
-        f"- config: sha256 `{config_sha256}` (the config as written; the effective config, every default filled "
-        "in, is at the end of this page)",
-        *models_lines(models or {}),
-        *software_lines(software or {}, inputs.commit),
+        f"- dataset: `{inputs.dataset}`; question-set version: `{version}` (sha256 `{inputs.manifest['sha256']}`)",
+        f"- questions: {asked}; with a relevant label (evaluated): {evaluated}; "
+        f"excluded (no relevant label, counted apart): {asked - evaluated}",
+        f"{DATE_PREFIX}{inputs.date}",
+        f"- config: sha256 `{inputs.config_sha256}` (the config as written; the effective config, every default "
+        "filled in, is at the end of this page)",
+        *models_lines(inputs.models or {}),
+        *software_lines(inputs.software or {}, inputs.commit),
     ]
     if experiment:
         provenance.append(f"- experiment: {markdown_literal(experiment.get('label', '–'))}"
@@ -332,18 +385,18 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                       f"ranked lists of depth {evaluation['depth']}; questions missing from a run score 0 "
                       f"(trec_eval -c); baseline: {baseline or 'none'}")
     lines = [
-        f"# {dataset} — question-set version {manifest['version']}",
+        f"# {inputs.dataset} — question-set version {version}",
         "",
-        *audience_line(dict(manifest)),
-        f"{evaluated} of {len(questions)} questions evaluated (with a relevant label); provenance (versions, hashes, "
+        *audience_line(dict(inputs.manifest)),
+        f"{evaluated} of {asked} questions evaluated (with a relevant label); provenance (versions, hashes, "
         "models, date) at the end of the page.",
         "",
-        QUICK_LINE if quick else "- every question, what each method returned and where it wins or loses: "
+        QUICK_LINE if inputs.quick else "- every question, what each method returned and where it wins or loses: "
         "[explorer.html](explorer.html)",
-        *([] if quick else [PLOTS_LINE]),
+        *([] if inputs.quick else [PLOTS_LINE]),
         "",
-        *decision_lines(aggregate, pairs, grain, headline, alpha, method_types, inputs.method_inputs or {},
-                        inputs.decision or {}, abstention=inputs.abstention),
+        *decision_lines(aggregate, inputs.pairs, grain, headline, alpha, inputs.method_types,
+                        inputs.method_inputs or {}, inputs.decision or {}, abstention=inputs.abstention),
     ]
     lines += [
         f"## Headline ({grain} grain, all questions)",
@@ -356,26 +409,27 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                                "Bold: best value of the column.", family_legend(comparisons, alpha, baseline)]))
         + " Cost per method (ms of query-side work per question, p50 and p95, and one-time seconds) beside these "
         + ("numbers: the cost page, absent from a quick run (`rankbench run` without `--quick` builds it)"
-           if quick else "numbers: the [cost page](cost.html)")
+           if inputs.quick else "numbers: the [cost page](cost.html)")
         + " (timings vary from run to run, so they are kept off this page).",
         "",
         *methods_legend(inputs.cards or {}),
-        HOW_SURE_QUICK if quick else HOW_SURE,
+        HOW_SURE_QUICK if inputs.quick else HOW_SURE,
         "",
     ]
-    notes = [f"- {note}" for note in near_best(table, pairs, grain, ALL_KINDS, headline)]
+    notes = [f"- {note}" for note in near_best(table, inputs.pairs, grain, ALL_KINDS, headline)]
     notes += [f"- **{method} is degraded**: its scorer failed ({reason}), so the run is its input run's order."
-              for method, reason in sorted(degraded.items())]
+              for method, reason in sorted(inputs.degraded.items())]
     notes += [f"- **{method} matches no label**: none of its results in the top {max(ks)} of any question is labelled "
               "(foreign ids, or an empty run; its log says more), so its zeros say nothing about its ranking."
               for method in unlabelled_methods(aggregate)]
     lines += [*notes, ""] if notes else []
-    lines += leaks_section(leaks, methods, staff_documents)
+    lines += leaks_section(inputs.leaks, methods, inputs.staff_documents)
     lines += ["## Findings", ""]
-    lines += [f"- {sentence}" for sentence in findings(aggregate, pairs, grain, headline, method_types, alpha,
-                                                                    evaluation["bootstrap_resamples"])]
-    lines += [f"- {sentence}" for sentence in how_sure]
+    lines += [f"- {sentence}" for sentence in findings(aggregate, inputs.pairs, grain, headline, inputs.method_types,
+                                                       alpha, evaluation["bootstrap_resamples"])]
+    lines += [f"- {sentence}" for sentence in inputs.how_sure]
     lines.append("")
+    tiers = inputs.tiers
     if tiers is not None and len(tiers):
         n = int(tiers.loc[(tiers["grain"] == grain) & (tiers["kind"] == ALL_KINDS), "n"].max())
         lines += [f"## Tiers and rank intervals ({grain} grain, all questions)", "",
@@ -383,7 +437,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                   "T" + TIERS_LEGEND.format(alpha=alpha)[1:]
                   + " Then the rank by mean and its 95% bootstrap interval over the "
                   f"{n} questions every method evaluates (`tiers.parquet` has every kind and grain).", ""]
-    full = table_metrics(aggregate, ks, report.get("columns", []))
+    full = table_metrics(aggregate, ks, inputs.report.get("columns", []))
     shown: dict[str, str] = {}
     for g in (grain, *[g for g in ("document", "chunk") if g != grain]):
         if (table["grain"] == g).any():
@@ -402,12 +456,13 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     at_grain = set(aggregate.loc[aggregate["grain"] == grain, ["metric", "k"]].itertuples(index=False, name=None))
     lines += breakdown_sections(aggregate, inputs.breakdowns, grain, [(m, k) for m, k in full if (m, k) in at_grain],
                                 ci, methods, alpha)
-    lines += ["## Labels", "", *labels_section(validation)]
-    if judged:
-        lines += judge_section(judge_agreement)
+    lines += ["## Labels", "", *labels_section(inputs.validation)]
+    if inputs.judged:
+        lines += judge_section(inputs.judge_agreement)
     lines += ["## Provenance", "", *provenance, ""]
     lines += ["## Effective config", "", "The config as this run used it: every default filled in, grids expanded "
-              "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml", effective_config.rstrip("\n"),
+              "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml",
+              inputs.effective_config.rstrip("\n"),
               "```", ""]
     return "\n".join(lines)
 
