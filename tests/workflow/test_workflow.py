@@ -15,7 +15,7 @@ from workflow_helpers import edit_config, planned_jobs, snakemake
 
 from rankbench.io.frozen import freeze
 from rankbench.io.runs import collapse_to_documents
-from rankbench.pipeline.config import expand_methods
+from rankbench.pipeline.config import expand_chunkers, expand_methods, method_chunker
 
 pytestmark = pytest.mark.slow
 CORPUS_RULES = {"load_corpus", "chunk", "bm25_index", "embed_corpus", "faiss_index"}
@@ -124,7 +124,8 @@ def test_editing_a_corpus_document_reembeds_no_question(demo: Path, tmp_path: Pa
     assert not QUESTION_RULES & set(jobs), jobs
     assert jobs["embed_corpus"] == len(demo_config(demo)["encoders"])
     # the labels are checked against the edited corpus before anything is scored with them
-    assert jobs["validate_labels"] == jobs["qrels"] == len(demo_config(demo)["qsets"])
+    n_qsets, chunkers = len(demo_config(demo)["qsets"]), expand_chunkers(demo_config(demo)["chunkers"], "config.yaml")
+    assert jobs["validate_labels"] == n_qsets and jobs["qrels"] == n_qsets * len(chunkers)  # labels per chunker
 
 
 def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it(demo: Path) -> None:
@@ -173,10 +174,13 @@ def _trec(frame: pd.DataFrame, item: str) -> dict:
 @pytest.mark.parametrize("qset", ["v1", "v2"])
 def test_demo_metrics_equal_pytrec_eval(demo: Path, qset: str) -> None:
     base = demo / "results" / "demo" / qset
-    qrels_all = pd.read_parquet(base / "qrels" / "sections.parquet")
+    config = demo_config(demo)
+    expanded = {**config, "methods": expand_methods(config["methods"], "config.yaml")}
     measures = {"ndcg_cut_10": ("ndcg", 10), "P_5": ("precision", 5), "recall_10": ("recall", 10),
                 "success_1": ("hit", 1), "map_cut_10": ("ap", 10)}
     for method in demo_methods(demo):
+        # Each method is scored on the labels of its own chunker (the demo ranks section and window chunks).
+        qrels_all = pd.read_parquet(base / "qrels" / f"{method_chunker(expanded, method, 'config.yaml')}.parquet")
         run = pd.read_parquet(base / "runs" / f"{method}.parquet")
         ours = pd.read_parquet(base / "metrics" / f"{method}.parquet")
         for grain, frame, item in (("chunk", run, "chunk_id"),

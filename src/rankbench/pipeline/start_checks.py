@@ -8,6 +8,7 @@ alone can be skipped. The same loaders run again inside the jobs as a second lin
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -49,11 +50,17 @@ from rankbench.pipeline.drafts import check_evaluable, is_draft
 @contextmanager
 def stop_on_input_error() -> Iterator[None]:
     """Around the Snakefile's parse: bad input found at start (config, dataset files, frozen hashes) ends Snakemake
-    with its one paragraph on stderr and exit status 2, not followed by the frames Snakemake lists after an error."""
+    with its one paragraph on stderr and in its log file, and exit status 2, not followed by the frames Snakemake lists
+    after an error."""
     try:
         yield
     except InputError as error:
-        print(f"rankbench: {error}", file=sys.stderr)
+        message = f"rankbench: {error}"
+        print(message, file=sys.stderr)
+        # Snakemake's log file too (its console handler may print to stdout, e.g. with --summary).
+        for handler in logging.getLogger("snakemake.logging").handlers:
+            if isinstance(handler, logging.FileHandler):
+                handler.emit(logging.makeLogRecord({"msg": message, "levelno": logging.ERROR}))
         raise SystemExit(2) from None
 
 
