@@ -362,7 +362,7 @@ def check_endpoints(config: Mapping[str, Any], source: str) -> None:
     """Every API endpoint (embedding encoders, chat models): finite timeouts, no credentials in its URL, its key's
     variable set."""
     endpoints = [(f"encoders.{name}", spec) for name, spec in config.get("encoders", {}).items()
-                 if spec["kind"] == "openai"]
+                 if encoder_kind(spec).api]
     endpoints += [("llm.chat", config.get("llm", {}).get("chat", {}))]
     endpoints += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
                   for name, spec in config["methods"].items() if isinstance(spec.get("scorer"), Mapping)]

@@ -65,11 +65,11 @@ def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def encoder_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """An encoder block with defaults filled in (`model` names a sentence-transformers model only)."""
+    """An encoder block with defaults filled in (`model` only for a kind whose table row has a default model)."""
     if encoder_kind(spec).sparse:
         return {**{key: value for key, value in _spec_defaults(encoder_kind(spec).spec).items() if key != "model"},
                 **spec}
-    defaults = ENCODER_DEFAULTS if spec["kind"] == "sentence-transformers" else \
+    defaults = ENCODER_DEFAULTS if encoder_kind(spec).default_model else \
         {key: value for key, value in ENCODER_DEFAULTS.items() if key != "model"}
     return {**defaults, **spec}
 

@@ -77,7 +77,8 @@ def cross_encoder_scorer(model: str, questions: dict[str, str], passages: dict[s
     from sentence_transformers import CrossEncoder
 
     from rankbench.retrieval.encoders.base import resolve_model_path
-    from rankbench.retrieval.model_files import CROSS_ENCODER, model_folder_problem, uninitialised_parameters
+    from rankbench.retrieval.model_files import model_folder_problem, uninitialised_parameters
+    from rankbench.retrieval.scorer_kinds import CROSS_ENCODER
 
     folder = resolve_model_path(model, revision)
     problem = model_folder_problem(folder, CROSS_ENCODER)
