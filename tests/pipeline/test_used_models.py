@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.analysis.history import run_records
+from rankbench.analysis.headline_history import run_records
 from rankbench.pipeline.models import method_models, model_provenance, used_models
 from rankbench.report.comparison import models_lines, software_lines
 from rankbench.retrieval.encoders.kinds import ENCODER_KINDS

@@ -25,7 +25,7 @@ from rankbench.analysis.failures import (
     analyse,
     stage_log,
 )
-from rankbench.analysis.history import append_records, history_frame, read_history
+from rankbench.analysis.headline_history import append_records, history_frame, read_history
 from rankbench.analysis.pooling import import_labels, read_filled, unjudged_pool, write_pool
 from rankbench.analysis.qset_diff import (
     CHANGE_COLUMNS,
@@ -575,7 +575,7 @@ def test_history_page_has_one_row_per_run_and_version() -> None:
 def test_history_page_marks_the_runs_of_a_draft_version() -> None:
     """Records of a draft version say so (`draft: true`, from run_records) and its rows are marked; older records,
     without the key, read as frozen. Before: nothing in the record or on the page told a draft apart."""
-    from rankbench.analysis.history import run_records
+    from rankbench.analysis.headline_history import run_records
 
     aggregate = pd.DataFrame({"method": ["bm25"], "grain": "document", "kind": "all", "metric": "rr", "k": 10,
                               "mean": 0.5})

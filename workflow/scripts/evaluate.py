@@ -16,7 +16,7 @@ from rankbench.evaluation.evidence import evidence_per_query
 from rankbench.evaluation.metrics import grade_problem
 from rankbench.evaluation.scoring import dictionary_coded, evaluate_run, grade_distribution
 from rankbench.io.files import corpus_record, parquet_metadata, write_parquet
-from rankbench.io.runs import collapse_to_documents, unmatched
+from rankbench.io.ranked_lists import collapse_to_documents, unmatched
 from rankbench.io.trec import write_trec_run
 from rankbench.pipeline.ir_metadata import run_metadata, write_run_metadata
 from rankbench.pipeline.scripting import run_script

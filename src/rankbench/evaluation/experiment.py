@@ -22,7 +22,7 @@ from rankbench.evaluation.metric_names import (
 from rankbench.evaluation.metrics import grade_problem
 from rankbench.evaluation.scoring import BASELINE_COLUMNS, runs_per_query, summarize
 from rankbench.io.adapters import run_name
-from rankbench.io.runs import unmatched
+from rankbench.io.ranked_lists import unmatched
 from rankbench.io.trec import QrelsSource, RunSource, read_qrels, read_run
 
 DEFAULT_METRICS = ("ndcg@10", "recall@100", "rr@10", "ap@100")

@@ -20,7 +20,7 @@ from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.pipeline.defaults import DATASET_DEFAULTS, DATASET_ENTRIES, RESULTS, RESULTS_ENTRIES
 from rankbench.pipeline.models import check_model_names
 from rankbench.pipeline.software import check_installed
-from rankbench.retrieval.bm25 import LANGUAGES
+from rankbench.retrieval.analyzer import LANGUAGES
 from rankbench.retrieval.encoders.api import ApiEncoderSpec
 from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.hub import is_hub_id

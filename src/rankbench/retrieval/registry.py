@@ -110,7 +110,7 @@ METHOD_TYPES: dict[str, MethodType] = {
     "bm25": MethodType("lexical", {"variant": LIBRARY, "k1": LIBRARY, "b": LIBRARY, "delta": LIBRARY,
                                    "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
                                    "backend": LIBRARY, "prf": OPTIONAL, "expansion": OPTIONAL, **_FIRST_STAGE},
-                       settings="rankbench.retrieval.rm3:bm25_settings", run_rule="retrieve_bm25",
+                       settings="rankbench.retrieval.bm25:bm25_settings", run_rule="retrieve_bm25",
                        index=IndexStage("bm25_index", ("chunker", "method")),
                        check="rankbench.retrieval.bm25:check_bm25_method", modules=("bm25s", "Stemmer"),
                        extra="bm25"),

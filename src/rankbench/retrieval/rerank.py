@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from rankbench.io.runs import RUN_COLUMNS, order_by_trec_rule
+from rankbench.io.ranked_lists import RUN_COLUMNS, order_by_trec_rule
 
 PairScorer = Callable[[pd.DataFrame], np.ndarray]
 

@@ -1,5 +1,7 @@
-"""History across runs: one record per (question-set version, method) of every complete run, appended to a JSONL
-file under results/ only when it differs from that method's latest record (a no-op rerun adds nothing).
+"""The headline history: one record per (question-set version, method) of every complete run, its headline figures
+only, appended to results/history.jsonl (the pages' history table and plot) only when it differs from that method's
+latest record (a no-op rerun adds nothing). The full per-question memory that `rankbench runs`, `diff-runs`, `gate`
+and the MLflow export read is the run store, analysis/run_store.py.
 
 The file is shared by every dataset and config writing to the results folder, so each update holds an exclusive
 lock; recording is idempotent, so a job killed half-way is simply run again."""
