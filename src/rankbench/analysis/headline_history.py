@@ -92,16 +92,9 @@ def _content(record: Mapping[str, Any]) -> str:
                       sort_keys=True)
 
 
-def append_records(path: str | Path, records: Sequence[Mapping[str, Any]], date: str) -> int:
-    """Append the records that differ (apart from date and run) from their method's latest one; return how many.
-
-    Under the history's lock, the file is rewritten atomically with the old lines unchanged and the new ones after.
-    """
-    with locked(path):
-        return _append(path, records, date)
-
-
 def _append(path: str | Path, records: Sequence[Mapping[str, Any]], date: str) -> int:
+    """Append the records that differ (apart from date and run) from their method's latest one; return how many. The
+    caller holds the history's lock; the file is rewritten atomically, old lines unchanged and the new ones after."""
     history = read_history(path)
     latest = {tuple(r[k] for k in KEY): _content(r) for r in history}
     new = [dict(record) for record in records if latest.get(tuple(record[k] for k in KEY)) != _content(record)]

@@ -16,7 +16,6 @@ Conventions
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -35,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
+from rankbench.retrieval.encoders.hub import file_sha256
 
 if TYPE_CHECKING:  # bm25 and rm3 are imported where used: the Snakefile imports this module while it parses
     from rankbench.retrieval.analyzer import Analyzer
@@ -42,7 +42,6 @@ if TYPE_CHECKING:  # bm25 and rm3 are imported where used: the Snakefile imports
 JAR_ENV = "RANKBENCH_ANSERINI_JAR"
 JAVA_ENV = "RANKBENCH_JAVA"
 MIN_JAVA = 21  # Anserini 1.x is built for Java 21
-STEMMERS = ("porter", "krovetz", "none")
 ANALYZERS = ("lucene", "rankbench")
 # Keys each analyzer mode reads that the other does not (so setting one in the wrong mode is an error).
 MODE_KEYS = {"lucene": ("stemmer", "language"), "rankbench": ("stemming", "fold_accents")}
@@ -339,14 +338,6 @@ def read_positions(path: str | Path, n_queries: int, depth: int) -> tuple[np.nda
     positions[run["topic"], run["rank"] - 1] = run["doc"]
     scores[run["topic"], run["rank"] - 1] = run["score"]
     return positions, scores
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def engine_record(engine: Engine, analyzer_keys: Mapping[str, Any]) -> dict[str, Any]:
