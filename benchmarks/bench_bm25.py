@@ -25,14 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rankbench.retrieval.bm25 import (
-    Analyzer,
-    BM25Params,
-    build_index,
-    load_index,
-    save_index,
-    search,
-)
+from rankbench.retrieval.analyzer import Analyzer
+from rankbench.retrieval.bm25 import BM25Params, build_index, load_index, save_index, search
 
 SEED = 20240601
 VOCAB_SIZE = 50_000

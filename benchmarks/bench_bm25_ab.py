@@ -22,7 +22,8 @@ import numpy as np
 from bench_bm25 import K1, TOP_K, B, bm25s_numba, synthetic_corpus
 
 from rankbench.retrieval import bm25_numba
-from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index, search
+from rankbench.retrieval.analyzer import Analyzer
+from rankbench.retrieval.bm25 import BM25Params, build_index, search
 
 
 def kernel_from(path: Path):

@@ -23,7 +23,8 @@ import numpy as np
 from bench_bm25 import synthetic_corpus
 
 from rankbench.retrieval import lucene
-from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index, compile_numba_kernels, search
+from rankbench.retrieval.analyzer import Analyzer
+from rankbench.retrieval.bm25 import BM25Params, build_index, compile_numba_kernels, search
 
 K1, B, TOP_K, AGREE_K = 0.9, 0.4, 100, 10
 PLAIN = lucene.LuceneAnalyzer(language="en", stemmer="none", stopwords=False)

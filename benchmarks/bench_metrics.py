@@ -42,7 +42,7 @@ from rankbench.evaluation.metrics import (
 from rankbench.evaluation.scoring import dictionary_coded, evaluate_run, grade_distribution
 from rankbench.io.files import write_parquet
 from rankbench.io.qrels import QRELS_COLUMNS
-from rankbench.io.runs import RUN_COLUMNS
+from rankbench.io.ranked_lists import RUN_COLUMNS
 
 N_QUESTIONS = 10_000
 DEPTH = 100

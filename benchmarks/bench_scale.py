@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 from bench_bm25 import synthetic_corpus
 
-from rankbench.io.runs import run_from_topk
+from rankbench.io.ranked_lists import run_from_topk
 from rankbench.retrieval import bm25, dense
+from rankbench.retrieval.analyzer import Analyzer
 from rankbench.retrieval.encoders.base import unit_vectors
 from rankbench.retrieval.fusion import reciprocal_rank_fusion
 
@@ -70,7 +71,7 @@ def main() -> int:
     chunks = pd.DataFrame({"chunk_id": [f"c{i}" for i in range(len(passages))],
                            "doc_id": [f"d{i}" for i in range(len(passages))]})
     qids = [f"q{i}" for i in range(len(queries))]
-    analyzer, params = bm25.Analyzer(language="english"), bm25.BM25Params()
+    analyzer, params = Analyzer(language="english"), bm25.BM25Params()
     index = stage("bm25 index", lambda: bm25.build_index(passages, analyzer, params))
     bm25_run = stage("bm25 search + run", lambda: run_from_topk(
         qids, *bm25.search(index, analyzer, queries, DEPTH), chunks, DEPTH, drop_nonpositive=True))

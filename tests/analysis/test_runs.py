@@ -17,7 +17,7 @@ import scipy.stats
 from runs_helpers import BASE, CONFIG, meta_of, pending, values_of
 
 from rankbench.analysis.run_diff import diff_runs, gate_verdict
-from rankbench.analysis.runs import (
+from rankbench.analysis.run_store import (
     config_changes,
     find_run,
     previous_run,
@@ -298,7 +298,7 @@ def _store_with(tmp_path: Path, per_run: list[tuple[pd.DataFrame, dict]]) -> Pat
     store = tmp_path / "d" / "v1" / "runs-history"
     for number, (values, changes) in enumerate(per_run):
         path = tmp_path / f"pending{number}.parquet"
-        from rankbench.analysis.runs import content_sha256, write_record
+        from rankbench.analysis.run_store import content_sha256, write_record
 
         meta = {**meta_of(values), **changes}
         write_record(values, {**meta, "content_sha256": content_sha256(values, meta)}, path)

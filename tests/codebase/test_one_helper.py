@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted([*(ROOT / "src" / "rankbench").rglob("*.py"), *(ROOT / "workflow" / "scripts").glob("*.py")])
 HELPERS = {
-    "trec_eval's tie order (score desc, then id desc)": (r"ascending=\[True, False, False\]", "io/runs.py"),
+    "trec_eval's tie order (score desc, then id desc)": (r"ascending=\[True, False, False\]", "io/ranked_lists.py"),
     "an atomic rename of a temporary file": (r"os\.replace\(|\.tmp\b[\"']", "io/files.py"),
     "JSONL written by hand": (r"json\.dumps\(.*\+\s*[\"']\\n[\"']\s*for\b|\[json\.dumps\(.*\bfor\b", "io/files.py"),
 }

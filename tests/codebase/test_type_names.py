@@ -1,5 +1,6 @@
 """A method type is its registry entry plus its own module: no other code compares a type's name (issue 24.1), so
-the rules, config checks, provenance, cost and history read what a type does from the registry."""
+the rules, config checks, provenance, cost and history read what a type does from the registry. Encoder kinds and
+reranker scorer kinds likewise: each is a row of its table, and no code compares a kind's name outside it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import ast
 import re
 from pathlib import Path
 
+from rankbench.retrieval.encoders.kinds import ENCODER_KINDS
 from rankbench.retrieval.registry import METHOD_TYPES
+from rankbench.retrieval.scorer_kinds import SCORER_KINDS
 
 REPO = Path(__file__).resolve().parents[2]
 # Files that may name types: the registry, and a type's own module with its scripts (fusion picks its formula).
@@ -19,11 +22,13 @@ SMK_COMPARISON = re.compile(r"""(?:==|!=|\bin)\s*[(\[{]?\s*["']([\w-]+)["']|meth
 
 
 def _compared_names(tree: ast.AST, types: set[str]) -> list[tuple[int, str]]:
-    """(line, string) of every string constant a comparison tests against, or a table by type keys by."""
+    """(line, string) of every string constant a comparison tests against (of `x in y`, y's: `"llm" in config` asks
+    for a key), or a table by type keys by."""
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
-            for operand in [node.left, *node.comparators]:
+            membership = all(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+            for operand in node.comparators if membership else [node.left, *node.comparators]:
                 items = operand.elts if isinstance(operand, ast.Tuple | ast.List | ast.Set) else [operand]
                 found += [(node.lineno, item.value) for item in items
                           if isinstance(item, ast.Constant) and isinstance(item.value, str)]
@@ -33,15 +38,19 @@ def _compared_names(tree: ast.AST, types: set[str]) -> list[tuple[int, str]]:
     return found
 
 
-def type_name_comparisons(root: Path, types: set[str]) -> list[str]:
-    """`file:line: name` wherever code under root compares a type name outside the files allowed to."""
+def type_name_comparisons(root: Path, types: set[str], allowed: dict[str, set[str]] | None = None,
+                          snakemake: bool = True) -> list[str]:
+    """`file:line: name` wherever code under root (and its Snakemake files, unless told not) compares one of these
+    names outside the files allowed to (the method types' ALLOWED by default)."""
+    allowed = ALLOWED if allowed is None else allowed
     hits = []
     python = [*root.glob("src/rankbench/**/*.py"), *root.glob("workflow/scripts/*.py")]
     for path in sorted(python):
         relative = path.relative_to(root).as_posix()
         hits += [f"{relative}:{line}: {name}" for line, name in _compared_names(ast.parse(path.read_text()), types)
-                 if name in types - ALLOWED.get(relative, set())]
-    for path in sorted([*root.glob("workflow/rules/*.smk"), *root.glob("Snakefile"), *root.glob("workflow/Snakefile")]):
+                 if name in types - allowed.get(relative, set())]
+    rules = [*root.glob("workflow/rules/*.smk"), *root.glob("Snakefile"), *root.glob("workflow/Snakefile")]
+    for path in sorted(rules) if snakemake else []:
         relative = path.relative_to(root).as_posix()
         for line, text in enumerate(path.read_text().splitlines(), 1):
             hits += [f"{relative}:{line}: {name}" for match in SMK_COMPARISON.finditer(text)
@@ -54,12 +63,26 @@ def test_no_code_compares_a_method_type_name_outside_the_registry_and_its_module
     assert not hits, "compare registry fields instead of type names:\n" + "\n".join(hits)
 
 
+def test_no_code_compares_an_encoder_kind_name_outside_the_table_of_kinds() -> None:
+    allowed = {"src/rankbench/retrieval/encoders/kinds.py": set(ENCODER_KINDS),
+               "src/rankbench/llm/chat.py": {"openai"}}  # the chat backend of that name, not the encoder kind
+    hits = type_name_comparisons(REPO, set(ENCODER_KINDS), allowed)
+    assert not hits, "read a column of retrieval/encoders/kinds.py instead of a kind name:\n" + "\n".join(hits)
+
+
+def test_no_python_compares_a_scorer_kind_name_outside_the_table_of_scorer_kinds() -> None:
+    # Python only: workflow/rules/common.smk's scorer_encoder is moving to scorer_kinds.scorer_encoder (issue 37).
+    allowed = {"src/rankbench/retrieval/scorer_kinds.py": set(SCORER_KINDS)}
+    hits = type_name_comparisons(REPO, set(SCORER_KINDS), allowed, snakemake=False)
+    assert not hits, "read a column of retrieval/scorer_kinds.py instead of a kind name:\n" + "\n".join(hits)
+
+
 def test_the_check_finds_type_names_in_python_and_snakemake(tmp_path: Path) -> None:
     (tmp_path / "src/rankbench/pipeline").mkdir(parents=True)
     (tmp_path / "workflow/rules").mkdir(parents=True)
     (tmp_path / "src/rankbench/pipeline/m.py").write_text(
         'RULES = {"bm25": "x", "dense": "y"}\nconfig = {"bm25": {}}\n'
-        'if spec["type"] in ("dense", "other"):\n    pass\nok = kind == "chunk"\n')
+        'if spec["type"] in ("dense", "other"):\n    pass\nok = kind == "chunk"\nkey = "bm25" in config\n')
     (tmp_path / "workflow/rules/common.smk").write_text(
         'if METHOD_SPECS[m]["type"] == "bm25":\n    pass\nx = methods_of_type("rerank")\n')
     assert type_name_comparisons(tmp_path, {"bm25", "dense", "rerank"}) == [

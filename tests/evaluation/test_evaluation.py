@@ -15,7 +15,7 @@ from rankbench.evaluation.scoring import (
     grade_distribution,
 )
 from rankbench.io.qrels import build_qrels
-from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents
+from rankbench.io.ranked_lists import RUN_COLUMNS, collapse_to_documents
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

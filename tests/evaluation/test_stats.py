@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 from scipy.optimize import brentq
 
+from rankbench.evaluation import stats
 from rankbench.evaluation.scoring import summarize
 from rankbench.evaluation.stats import (
     COMPARISON_COLUMNS,
@@ -518,25 +519,27 @@ def test_tiers_apply_holm_over_the_pairs_with_the_best() -> None:
     assert tiers({"y": 0.5, "x": 0.5, "z": 0.1}, {frozenset("xz"): 0.001}, 0.05) == {"x": "a", "y": "a", "z": "b"}
 
 
-def test_integer_weighted_sums_equal_the_exact_sums_within_their_error_bound() -> None:
-    """The split-into-integers product equals the exact rational sum within 2 ulp of the result plus the parts'
-    truncation (2**-63 of the row's largest magnitude per unit of weight), for rows of mixed signs and magnitudes,
-    one of them with large terms that cancel."""
-    from fractions import Fraction
+def _resampled_counts(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """[n_resamples, n] how often each question is in each resample: the draws bootstrap_ci makes from this seed."""
+    return np.vstack([counts for _, counts in stats._resample_counts(n, n_resamples, seed)])
 
-    from rankbench.evaluation.stats import _integer_weighted_sums
+
+def test_bootstrap_means_equal_the_exact_means_within_their_error_bound() -> None:
+    """The split-into-integers resampled sums equal the exact rational sums within 2 ulp plus the parts' truncation
+    (2**-63 of the row's largest magnitude per unit of weight), then one rounding of the division by n, for rows of
+    mixed signs and magnitudes, one of them with large terms of both signs."""
+    from fractions import Fraction
 
     rng = np.random.default_rng(3)
     rows = np.vstack([rng.random(300), rng.normal(size=300) * 1e-7, np.zeros(300),
                       np.r_[1e8, rng.random(298), -1e8]])
-    weights = rng.integers(0, 9, size=(6, 300))
-    weights[:, -1] = weights[:, 0]  # the last row's 1e8 and -1e8 cancel exactly
-    got = _integer_weighted_sums(rows, weights)
+    got = stats._bootstrap_means(rows, 6, seed=4)
     for r, row in enumerate(rows):
-        for s, weight in enumerate(weights):
-            exact = float(sum(Fraction(int(w)) * Fraction(float(x)) for w, x in zip(weight, row)))
-            bound = 2 * np.spacing(abs(exact)) + weight.sum() * np.abs(row).max() * 2.0**-62
-            assert abs(got[r, s] - exact) <= bound, (r, s, got[r, s], exact)
+        for s, weight in enumerate(_resampled_counts(300, 6, seed=4)):
+            exact = sum(Fraction(int(w)) * Fraction(float(x)) for w, x in zip(weight, row))
+            bound = (2 * np.spacing(abs(float(exact))) + weight.sum() * np.abs(row).max() * 2.0**-62) / 300
+            mean = float(exact / 300)
+            assert abs(got[r, s] - mean) <= bound + np.spacing(abs(mean)), (r, s, got[r, s], mean)
     assert (got[2] == 0).all()
 
 
@@ -573,20 +576,18 @@ def _three_products_reference(rows: np.ndarray, weights: np.ndarray) -> np.ndarr
     return np.ldexp(total, exponent[:, None])
 
 
-def test_blocked_sums_are_bit_for_bit_the_three_products():
+@pytest.mark.parametrize("n", [30, 3000])  # resample sums up to 2**11 take two products, larger ones three
+def test_blocked_sums_are_bit_for_bit_the_three_products(n: int) -> None:
     """Rows in blocks, the first two parts as one product (small weight sums), part 3 left out where it is zero, and a
-    multiply instead of ldexp change no bit, nor a zero's sign: for dyadic rows (zero part 3), rows with -0.0, rows
-    of every magnitude up to 2**1023, and weights whose sums force three products."""
-    from rankbench.evaluation.stats import _integer_weighted_sums
-
+    multiply instead of ldexp change no bit of the bootstrap means, nor a zero's sign: for dyadic rows (zero part 3),
+    rows with -0.0, rows of every magnitude up to 2**1023."""
     rng = np.random.default_rng(11)
-    rows = np.vstack([rng.random((40, 30)), np.round(rng.random((40, 30)) * 8) / 8 - 0.5,
-                      np.where(rng.random((5, 30)) < 0.5, -0.0, -rng.random((5, 30))), rng.random((3, 30)) * 1.7e308,
-                      rng.random((3, 30)) * 1e-310, np.zeros((1, 30))])
-    for weights in (rng.integers(0, 4, size=(700, 30)), rng.integers(0, 200, size=(50, 30)),
-                    np.vstack([np.zeros((1, 30), dtype=int), rng.integers(0, 2, size=(99, 30))])):
-        got, expected = _integer_weighted_sums(rows, weights), _three_products_reference(rows, weights)
-        assert got.tobytes() == expected.tobytes()
+    rows = np.vstack([rng.random((40, n)), np.round(rng.random((40, n)) * 8) / 8 - 0.5,
+                      np.where(rng.random((5, n)) < 0.5, -0.0, -rng.random((5, n))), rng.random((3, n)) * 1.7e308,
+                      rng.random((3, n)) * 1e-310, np.zeros((1, n))])
+    got = stats._bootstrap_means(rows, 300, seed=12)
+    expected = _three_products_reference(rows, _resampled_counts(n, 300, seed=12)) / n
+    assert got.tobytes() == expected.tobytes()
 
 
 @pytest.mark.parametrize("n", [9, 300])  # one chunk of resamples, and several

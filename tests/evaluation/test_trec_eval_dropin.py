@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import pytrec_eval
+from workflow_helpers import shared_dataset
 
 from rankbench.cli import main
 
-CACM = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "cacm"
-CACM = CACM if CACM.exists() else Path("/work/shared/datasets/cacm")
+CACM = shared_dataset("cacm")
 # trec_eval's printed name -> pytrec_eval's key
 COMMON = {"P_5": "P_5", "P_10": "P_10", "recall_100": "recall_100", "ndcg_cut_10": "ndcg_cut_10", "ndcg": "ndcg",
           "map": "map", "map_cut_100": "map_cut_100", "recip_rank": "recip_rank", "Rprec": "Rprec", "bpref": "bpref",
@@ -36,8 +36,8 @@ def pytrec(qrels: Path, run: Path, level: int = 1) -> dict[str, dict[str, float]
 @pytest.fixture(scope="module")
 def cacm(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """CACM's qrels as TREC and a BM25 top-100 run of its 52 judged topics (bm25s, ~1 s)."""
-    if not CACM.exists():
-        pytest.skip("CACM not found at ../shared/datasets/cacm")
+    if CACM is None:
+        pytest.skip("CACM not found in the shared datasets (../shared/datasets or $RANKBENCH_SHARED_DATASETS)")
     import bm25s
 
     folder = tmp_path_factory.mktemp("cacm")

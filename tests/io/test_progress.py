@@ -10,7 +10,8 @@ import pytest
 
 from rankbench.io.progress import Progress, blocks, tracked
 from rankbench.pipeline.scripting import run_script
-from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index
+from rankbench.retrieval.analyzer import Analyzer
+from rankbench.retrieval.bm25 import BM25Params, build_index
 
 
 def test_a_line_at_each_tenth_with_rate_and_eta(caplog: pytest.LogCaptureFixture) -> None:

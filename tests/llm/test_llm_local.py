@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 from rankbench.llm.chat import Chat, LocalModel
-from rankbench.llm.model_file import SHA256, packaged_model, sha256_of
+from rankbench.llm.model_file import SHA256, packaged_model
 from rankbench.llm.prompts import judge_messages, parse_grade
 from rankbench.llm.scorer import llm_scorer
+from rankbench.retrieval.encoders.hub import file_sha256
 
 pytestmark = [
     pytest.mark.llm_local,
@@ -34,7 +35,7 @@ def chat(tmp_path_factory: pytest.TempPathFactory) -> Chat:
 
 
 def test_the_joined_model_has_the_published_sha256() -> None:
-    assert sha256_of(packaged_model()) == SHA256
+    assert file_sha256(packaged_model()) == SHA256
 
 
 def test_the_local_judge_grades_and_a_second_request_comes_from_the_cache(chat: Chat, tmp_path: Path) -> None:

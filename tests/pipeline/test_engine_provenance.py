@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from http_servers import ScriptedServer, scripted
 
-from rankbench.analysis.history import run_records
+from rankbench.analysis.headline_history import run_records
 from rankbench.io.files import write_parquet
 from rankbench.io.loaders import load_questions
 from rankbench.pipeline.models import method_models, model_provenance, used_models

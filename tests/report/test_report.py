@@ -7,7 +7,9 @@ import html
 import itertools
 import json
 import multiprocessing
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +27,7 @@ from rankbench.analysis.failures import (
     analyse,
     stage_log,
 )
-from rankbench.analysis.history import append_records, history_frame, read_history
+from rankbench.analysis.headline_history import history_frame, read_history, record_run
 from rankbench.analysis.pooling import import_labels, read_filled, unjudged_pool, write_pool
 from rankbench.analysis.qset_diff import (
     CHANGE_COLUMNS,
@@ -422,13 +424,22 @@ def test_diff_reports_changes_metrics_on_common_questions_flips_and_rankings() -
     assert summary["ranking_changed"] and summary["ranking_changed_on_common"]
 
 
+def _recorded(path: str | Path, records: list[dict], date: str) -> int:
+    """The records appended as the workflow's history job appends them (record_run, from a records file), the
+    pages' drawing left out; how many were added."""
+    handle, source = tempfile.mkstemp(suffix=".json", dir=Path(path).parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump(records, out)
+    return record_run([source], path, "d", "ndcg@10", date, lambda frame, metric: None)
+
+
 def test_history_appends_only_records_that_changed(tmp_path) -> None:
     path = tmp_path / "history.jsonl"
     record = {"dataset": "d", "qset": "v1", "method": "bm25", "config_sha256": "c1", "metrics": {"ndcg@10": 0.5}}
-    assert append_records(path, [record], "day 1") == 1
-    assert append_records(path, [record], "day 2") == 0  # a rerun with the same config and numbers
-    assert append_records(path, [{**record, "config_sha256": "c2"}], "day 3") == 1
-    assert append_records(path, [record], "day 4") == 1  # back to the first config: a new run, recorded
+    assert _recorded(path, [record], "day 1") == 1
+    assert _recorded(path, [record], "day 2") == 0  # a rerun with the same config and numbers
+    assert _recorded(path, [{**record, "config_sha256": "c2"}], "day 3") == 1
+    assert _recorded(path, [record], "day 4") == 1  # back to the first config: a new run, recorded
     assert [(r["date"], r["run"], r["config_sha256"]) for r in read_history(path)] == [
         ("day 1", 1, "c1"), ("day 3", 2, "c2"), ("day 4", 3, "c1")]
 
@@ -439,8 +450,8 @@ def test_a_note_with_a_unicode_line_separator_reads_back(tmp_path) -> None:
     path = tmp_path / "history.jsonl"
     record = {"dataset": "d", "qset": "v1", "method": "bm25", "config_sha256": "c1", "metrics": {"ndcg@10": 0.5},
               "note": "first line\u2028second\x1cthird\x85"}
-    assert append_records(path, [record], "day 1") == 1
-    assert append_records(path, [{**record, "config_sha256": "c2"}], "day 2") == 1
+    assert _recorded(path, [record], "day 1") == 1
+    assert _recorded(path, [{**record, "config_sha256": "c2"}], "day 2") == 1
     assert [r["note"] for r in read_history(path)] == [record["note"]] * 2
 
 
@@ -542,7 +553,7 @@ def _append_many(path: str, writer: int, count: int) -> None:
     for i in range(count):
         record = {"dataset": "d", "qset": "v1", "method": f"m{writer}-{i}", "config_sha256": "c",
                   "metrics": {"ndcg@10": i / count}}
-        append_records(path, [record], f"writer {writer}")
+        _recorded(path, [record], f"writer {writer}")
 
 
 def test_concurrent_appends_lose_and_corrupt_no_record(tmp_path) -> None:
@@ -575,7 +586,7 @@ def test_history_page_has_one_row_per_run_and_version() -> None:
 def test_history_page_marks_the_runs_of_a_draft_version() -> None:
     """Records of a draft version say so (`draft: true`, from run_records) and its rows are marked; older records,
     without the key, read as frozen. Before: nothing in the record or on the page told a draft apart."""
-    from rankbench.analysis.history import run_records
+    from rankbench.analysis.headline_history import run_records
 
     aggregate = pd.DataFrame({"method": ["bm25"], "grain": "document", "kind": "all", "metric": "rr", "k": 10,
                               "mean": 0.5})

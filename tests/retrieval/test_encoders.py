@@ -122,11 +122,6 @@ def test_resolve_model_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert time.monotonic() - started < 5
 
 
-def test_encoder_spec_kind() -> None:
-    with pytest.raises(ValueError, match="unknown encoder kind 'openai'"):
-        EncoderSpec(kind="openai")
-
-
 def test_unknown_model_fails_before_loading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     with pytest.raises(ValueError, match="'org/not-packaged' is not in the Hugging Face cache"):

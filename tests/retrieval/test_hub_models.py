@@ -21,7 +21,7 @@ import yaml
 from model_helpers import hub_cache_layout, tiny_cross_encoder
 from workflow_helpers import REPO, SNAKEMAKE, copy_dataset
 
-from rankbench.analysis.history import run_records
+from rankbench.analysis.headline_history import run_records
 from rankbench.errors import InputError
 from rankbench.pipeline.models import (
     check_model_names,

@@ -14,9 +14,10 @@ import pytrec_eval
 from lucene_helpers import lucene_engine
 
 from rankbench.errors import InputError
-from rankbench.io.runs import run_from_topk
+from rankbench.io.ranked_lists import run_from_topk
 from rankbench.retrieval import lucene
-from rankbench.retrieval.bm25 import Analyzer, BM25Params, build_index, search
+from rankbench.retrieval.analyzer import Analyzer
+from rankbench.retrieval.bm25 import BM25Params, build_index, search
 
 # Analyzers that agree token for token: lowercase ASCII words, no stemming, no stopword removal.
 PLAIN = lucene.LuceneAnalyzer(language="en", stemmer="none", stopwords=False)

@@ -14,7 +14,7 @@ from workflow_helpers import shared_dataset
 
 from rankbench.corpus.chunking import ChunkerSpec, chunk_corpus, passage_text
 from rankbench.io.loaders import load_beir_corpus, load_beir_questions
-from rankbench.io.runs import run_from_topk
+from rankbench.io.ranked_lists import run_from_topk
 from rankbench.retrieval import lucene
 
 pytestmark = pytest.mark.slow

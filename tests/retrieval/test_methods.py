@@ -14,17 +14,11 @@ from model_helpers import tiny_cross_encoder
 from rankbench.analysis.leaks import leak_counts, leak_summary
 from rankbench.corpus.filters import chunk_masks
 from rankbench.errors import InputError
+from rankbench.io.ranked_lists import order_by_trec_rule
 from rankbench.io.rewrites import load_rewrites
-from rankbench.io.runs import order_by_trec_rule
 from rankbench.pipeline.config import check_methods, expand_methods
-from rankbench.retrieval.bm25 import (
-    Analyzer,
-    BM25Params,
-    build_index,
-    index_keys,
-    search,
-    search_weighted,
-)
+from rankbench.retrieval.analyzer import Analyzer
+from rankbench.retrieval.bm25 import RM3, BM25Params, build_index, index_keys, search, search_weighted
 from rankbench.retrieval.dense import (
     IndexSpec,
     recall_against_exact,
@@ -41,7 +35,7 @@ from rankbench.retrieval.fusion import (
     score_fusion,
 )
 from rankbench.retrieval.rerank import cross_encoder_scorer, rerank_or_fallback
-from rankbench.retrieval.rm3 import RM3, rm3_queries
+from rankbench.retrieval.rm3 import rm3_queries
 
 
 def run_frame(rows: list[tuple[str, str, float]]) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Tests of rankbench.io.runs (trec_eval order, top-k runs, document collapse), fusion (RRF) and rerank."""
+"""Tests of rankbench.io.ranked_lists (trec_eval order, top-k runs, document collapse), fusion (RRF) and rerank."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from rankbench.evaluation.metrics import per_query_metrics
-from rankbench.io.runs import (
+from rankbench.io.ranked_lists import (
     RUN_COLUMNS,
     collapse_to_documents,
     order_by_trec_rule,

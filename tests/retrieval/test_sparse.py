@@ -15,7 +15,7 @@ from workflow_helpers import REPO
 
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
-from rankbench.io.runs import order_by_trec_rule, run_from_topk
+from rankbench.io.ranked_lists import order_by_trec_rule, run_from_topk
 from rankbench.pipeline.config import check_config
 from rankbench.pipeline.models import resolve_models
 from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, encode, load_sparse_encoder, vocabulary

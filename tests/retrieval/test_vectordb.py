@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("lancedb", reason="the vectordb extra (lancedb) is not installed")
 
 from rankbench.errors import InputError
-from rankbench.io.runs import report_unknown_documents, run_from_topk
+from rankbench.io.ranked_lists import report_unknown_documents, run_from_topk
 from rankbench.retrieval import dense
 from rankbench.retrieval import vectordb as vdb
 

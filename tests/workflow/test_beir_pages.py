@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from workflow_helpers import REPO, SNAKEMAKE, copy_dataset, snakemake
 
-from rankbench.analysis.history import record_run
+from rankbench.analysis.headline_history import record_run
 from rankbench.io.files import write_text
 from rankbench.report.history import history_markdown
 

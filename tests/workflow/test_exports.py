@@ -11,7 +11,7 @@ import pytest
 import pytrec_eval
 import yaml
 
-from rankbench.io.runs import collapse_to_documents
+from rankbench.io.ranked_lists import collapse_to_documents
 from rankbench.io.trec import read_trec_run
 
 pytestmark = pytest.mark.slow

@@ -292,7 +292,7 @@ def test_the_calibration_page_has_the_demo_reranker_abstention_zones_and_the_rec
     """The demo's reranker sets `abstention.zones`: its calibration page shows the zone table with its counts (checked
     against the top-1 scores), and the run record holds the per-zone shares and who abstains."""
     from rankbench.analysis.calibration import CAUGHT, LOST
-    from rankbench.analysis.runs import read_meta
+    from rankbench.analysis.run_store import read_meta
     from rankbench.io.markdown import markdown_literal
 
     zones = yaml.safe_load((demo / "config.yaml").read_text())["methods"]["bm25+rerank-e5"]["abstention"]["zones"]

@@ -14,7 +14,7 @@ import yaml
 from workflow_helpers import edit_config, planned_jobs, snakemake
 
 from rankbench.io.frozen import freeze
-from rankbench.io.runs import collapse_to_documents
+from rankbench.io.ranked_lists import collapse_to_documents
 from rankbench.pipeline.config import expand_chunkers, expand_methods, method_chunker
 
 pytestmark = pytest.mark.slow

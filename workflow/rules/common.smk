@@ -66,7 +66,7 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.start_checks import check_dataset
 from rankbench.pipeline.drafts import is_draft, record_frozen_results
-from rankbench.analysis.runs import RUNS_FOLDER
+from rankbench.analysis.run_store import RUNS_FOLDER
 from rankbench.pipeline.mlflow import mlflow_settings
 
 # Key order means nothing in a dataset config: with every mapping sorted, every rule's params (which Snakemake

@@ -13,10 +13,10 @@ from rankbench.analysis.leaks import LEAK_CHUNK_COLUMNS, leak_counts
 from rankbench.corpus.tokens import load_tokenizer
 from rankbench.errors import InputError
 from rankbench.evaluation.evidence import evidence_per_query
-from rankbench.evaluation.metrics import err_grade_problem
+from rankbench.evaluation.metrics import grade_problem
 from rankbench.evaluation.scoring import dictionary_coded, evaluate_run, grade_distribution
 from rankbench.io.files import corpus_record, parquet_metadata, write_parquet
-from rankbench.io.runs import collapse_to_documents, unmatched
+from rankbench.io.ranked_lists import collapse_to_documents, unmatched
 from rankbench.io.trec import write_trec_run
 from rankbench.pipeline.ir_metadata import run_metadata, write_run_metadata
 from rankbench.pipeline.scripting import run_script
@@ -55,9 +55,10 @@ def score_evidence(run, questions, snakemake):
 def main(snakemake):
     run, questions = pd.read_parquet(snakemake.input.run), pd.read_parquet(snakemake.input.questions)
     qrels, params = pd.read_parquet(snakemake.input.qrels), snakemake.params
-    if "err" in params.extra_metrics and err_grade_problem(qrels):  # before any output is written
-        raise InputError(snakemake.input.qrels, None, err_grade_problem(qrels),
-                         "Remove err from evaluation.metrics, or use labels graded 0..4.")
+    problem = grade_problem(qrels, params.extra_metrics)
+    if problem:  # before any output is written
+        raise InputError(snakemake.input.qrels, None, problem,
+                         "Remove that metric from evaluation.metrics, or map the labels' grades onto its range.")
     export_trec(run, snakemake)
     count_leaks(run, questions, snakemake)
     if hasattr(snakemake.output, "evidence"):  # evaluate_documents (external runs) has no chunks to score

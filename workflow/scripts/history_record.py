@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.analysis.history import run_records
+from rankbench.analysis.headline_history import run_records
 from rankbench.io.files import write_text
 from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.provenance import source_commit

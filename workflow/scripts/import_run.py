@@ -4,7 +4,7 @@ empty run, or one naming no document of the corpus, is named in the log (it woul
 import pandas as pd
 
 from rankbench.io.files import write_parquet
-from rankbench.io.runs import report_unknown_documents
+from rankbench.io.ranked_lists import report_unknown_documents
 from rankbench.io.trec import read_run
 from rankbench.pipeline.scripting import run_script
 

@@ -5,8 +5,8 @@ import logging
 from datetime import datetime, timezone
 from pathlib import Path
 
-from rankbench.analysis.history import record_run
-from rankbench.analysis.runs import store_run, stored_runs
+from rankbench.analysis.headline_history import record_run
+from rankbench.analysis.run_store import store_run, stored_runs
 from rankbench.io.files import write_text
 from rankbench.pipeline.mlflow import export_version
 from rankbench.pipeline.scripting import run_script

@@ -12,7 +12,7 @@ import pandas as pd
 import rankbench
 from rankbench.analysis.calibration import abstention_values, zone_shares, zone_table
 from rankbench.analysis.run_diff import QUESTION_COLUMNS, diff_runs
-from rankbench.analysis.runs import (
+from rankbench.analysis.run_store import (
     content_sha256,
     per_question_values,
     previous_run,
@@ -26,7 +26,7 @@ from rankbench.pipeline.models import model_provenance
 from rankbench.pipeline.provenance import method_identities, source_commit
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.software import software_versions
-from rankbench.report.runs import since_last_run_section
+from rankbench.report.run_pages import since_last_run_section
 
 
 def main(snakemake):

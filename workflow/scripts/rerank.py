@@ -13,6 +13,7 @@ from rankbench.retrieval.rerank import (
     cross_encoder_scorer,
     rerank_or_fallback,
 )
+from rankbench.retrieval.scorer_kinds import scorer_kind
 from rankbench.retrieval.vector_checks import check_same_dimension
 
 
@@ -27,14 +28,14 @@ def main(snakemake):
 
     def build_scorer():
         nonlocal chat
-        if scorer["kind"] == "bi-encoder":
+        if scorer_kind(scorer).encoder:
             query_vectors, chunk_vectors = (np.load(path) for path in (snakemake.input.query_embeddings,
                                                                        snakemake.input.chunk_embeddings))
             check_same_dimension(query_vectors, chunk_vectors.shape[1], snakemake.input.query_embeddings,
                                  snakemake.input.chunk_embeddings)
             return bi_encoder_scorer(queries["qid"], query_vectors, chunks["chunk_id"], chunk_vectors)
         texts = dict(zip(queries["qid"], queries["question"])), dict(zip(chunks["chunk_id"], passage_text(chunks)))
-        if scorer["kind"] == "llm":
+        if scorer_kind(scorer).chat:
             from rankbench.llm.chat import chat_from_spec
             from rankbench.llm.scorer import llm_scorer
 

@@ -12,11 +12,11 @@ import pandas as pd
 from rankbench.corpus.chunking import passage_text
 from rankbench.corpus.filters import ChunkMasks, chunk_masks
 from rankbench.io.files import write_parquet
-from rankbench.io.runs import run_from_topk
+from rankbench.io.ranked_lists import run_from_topk
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.timing import Timing
-from rankbench.retrieval.bm25 import load_index, search, search_weighted
-from rankbench.retrieval.rm3 import RM3, rm3_queries
+from rankbench.retrieval.bm25 import RM3, load_index, search, search_weighted
+from rankbench.retrieval.rm3 import rm3_queries
 
 
 def main(snakemake):

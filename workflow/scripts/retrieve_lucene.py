@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.io.files import write_parquet
-from rankbench.io.runs import run_from_topk
+from rankbench.io.ranked_lists import run_from_topk
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.lucene import Engine, analyzer_from_keys, search

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.io.files import write_parquet
-from rankbench.io.runs import report_unknown_documents
+from rankbench.io.ranked_lists import report_unknown_documents
 from rankbench.pipeline.scripting import run_script
 from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.vector_checks import check_same_dimension

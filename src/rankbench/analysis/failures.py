@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.io.markdown import natural_key, natural_order
-from rankbench.io.runs import collapse_to_documents
+from rankbench.io.ranked_lists import collapse_to_documents
 from rankbench.retrieval.registry import method_inputs, method_setting, method_type
 
 FAILURE_COLUMNS = ["method", "qid", "kind", "question", "failure", "first_relevant_rank", "expected", "returned",

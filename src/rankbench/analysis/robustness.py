@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from rankbench.evaluation.metric_names import POOL_BOUNDED_METRICS
 from rankbench.evaluation.metrics import per_query_metrics
 from rankbench.evaluation.ppi import judge_corrected
 from rankbench.evaluation.scoring import _grain_qrels, _grain_runs
@@ -22,10 +23,6 @@ SURVIVAL_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "perturbation", "
                     "best_survives", "tau_mean", "tau_min", "marks", "marks_survive"]
 BOUNDS_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "method", "unjudged_share", "reported", "lower",
                   "upper"]
-# The metrics bounded when each unjudged item of the pool may be not relevant or just relevant: those reading only the
-# top k grow as its items turn relevant; recall (and R-cap) also falls as items outside it do. nDCG, AP and the rest
-# divide by an ideal that moves with every item turned relevant, so they can go either way: no bound (NaN).
-BOUNDED_METRICS = ("hit", "precision", "rr", "dcg", "recall", "rcap_recall")
 CORRECTED_COLUMNS = ["dataset", "qset", "grain", "metric", "k", "method", "estimator", "estimate", "ci_low", "ci_high",
                      "weight", "n_labelled", "n_unlabelled"]
 # judge-corrected.parquet's types: its (empty) frame for a version without LLM judgements has them too
@@ -234,7 +231,8 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
         rows += survival_rows(outcomes, original, grain, name, level)
     pooled = pool(grain_runs, deepest)
     # per method and k: the bounded metrics' values under its lower and upper bounding qrels, scored together
-    at_k = {k: sorted({m for m, cut in headline if cut == k and m in BOUNDED_METRICS}) for _, k in headline if k > 0}
+    at_k = {k: sorted({m for m, cut in headline if cut == k and m in POOL_BOUNDED_METRICS})
+            for _, k in headline if k > 0}
     limits = {}
     for method, run in grain_runs.items():
         for k, metrics in at_k.items():
@@ -246,7 +244,7 @@ def robustness(runs: Mapping[str, pd.DataFrame], qrels: Mapping[str, pd.DataFram
               for k in {k for _, k in headline}}
     bounds = []
     for metric, k in headline:
-        bounded = metric in BOUNDED_METRICS and k > 0
+        bounded = metric in POOL_BOUNDED_METRICS and k > 0
         for method in grain_runs:
             lower = upper = np.nan
             if bounded:

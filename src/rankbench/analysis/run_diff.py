@@ -14,7 +14,7 @@ import pandas as pd
 
 from rankbench.analysis.budget import normal_n
 from rankbench.analysis.calibration import CAUGHT, LOST
-from rankbench.analysis.runs import config_changes, question_changes
+from rankbench.analysis.run_store import config_changes, question_changes
 from rankbench.errors import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
 from rankbench.evaluation.stats import (
     TIE_TOLERANCE,

@@ -19,10 +19,10 @@ from rankbench.evaluation.metric_names import (
     persistence,
     split_metric_list,
 )
-from rankbench.evaluation.metrics import err_grade_problem
+from rankbench.evaluation.metrics import grade_problem
 from rankbench.evaluation.scoring import BASELINE_COLUMNS, runs_per_query, summarize
 from rankbench.io.adapters import run_name
-from rankbench.io.runs import unmatched
+from rankbench.io.ranked_lists import unmatched
 from rankbench.io.trec import QrelsSource, RunSource, read_qrels, read_run
 
 DEFAULT_METRICS = ("ndcg@10", "recall@100", "rr@10", "ap@100")
@@ -115,8 +115,9 @@ def _checked_qrels(qrels: QrelsSource, metrics: Sequence[tuple[str, int]], grain
     if not (frame["grade"] >= relevance_threshold).any():
         raise InputError(source, None, f"has no label with grade >= {relevance_threshold}, so no question can be "
                          "evaluated", "Check the grades, or lower the relevance threshold.")
-    if any(metric == "err" for metric, _ in metrics) and err_grade_problem(frame):
-        raise InputError(source, None, err_grade_problem(frame), "Leave err out of the metrics, or grade 0..4.")
+    problem = grade_problem(frame, [metric for metric, _ in metrics])
+    if problem:
+        raise InputError(source, None, problem, "Leave that metric out, or map the grades onto its range.")
     return frame
 
 

@@ -8,13 +8,13 @@ from collections.abc import Sequence
 import pandas as pd
 
 from rankbench.evaluation.evidence import PROMPT_TOKENS
-from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
+from rankbench.evaluation.metric_names import NOT_RANKED_METRICS, metric_label
 
 BETTER, WORSE, NEAR = "↑", "↓", "°"
 LATEX_MARKS = {BETTER: r"$^{\uparrow}$", WORSE: r"$^{\downarrow}$", NEAR: r"$^{\circ}$"}
 # An uncertainty (RBP's residual), a description of the list (pollution: distinct documents, the top document's
 # share) or a cost (prompt tokens), not a quality: no best value and no better/worse mark.
-NOT_RANKED = ("rbp_residual", *POLLUTION_METRICS, PROMPT_TOKENS)
+NOT_RANKED = (*NOT_RANKED_METRICS, PROMPT_TOKENS)
 
 
 def legend(alpha: float, baseline: str | None) -> str:

@@ -1,8 +1,10 @@
-"""The metrics, one table: name, display label, family, cutoff and the trec_eval / ir-measures aliases of each.
+"""The metrics, one table: name, display label, family, cutoff, the trec_eval / ir-measures aliases of each and
+every fact the computation needs about it (how deep it reads the run, ideal gains, grades, parameters).
 
-Every table, plot and page takes its labels here, metrics.py its name lists, the CLI and the config what they
-accept (tests/evaluation/test_metric_names.py keeps the schema and the docs in step). Adding a metric = its
-computation in metrics.py (the function of its family), one entry here, and its line in docs/concepts/pipeline.md.
+Every table, plot and page takes its labels here, metrics.py its name lists and what to prepare for each metric, the
+CLI and the config what they accept (tests/evaluation/test_metric_names.py keeps the schema and the docs in step;
+tests/evaluation/test_metric_table.py checks each metric alone gives what it gives among all the others). Adding a
+metric: docs/development.md, "Add a metric".
 """
 
 from __future__ import annotations
@@ -16,13 +18,25 @@ class Metric:
     """One metric. family: `standard` (always computed), `pollution` (chunk grain, always) or `extra` (computed
     on request, `evaluation.metrics`); cutoff: `k` (at each k), `whole` (the whole run, reported with k = 0) or
     `either` (at k, or the whole run when named without one, as trec_eval's map, recip_rank and ndcg);
-    aliases: other names (case-insensitive); cut_aliases: trec_eval's cut families, which need a cutoff."""
+    aliases: other names (case-insensitive); cut_aliases: trec_eval's cut families, which need a cutoff.
+    The rest is what metrics.py prepares for it, so that it gives the same value asked alone or with others."""
 
     label: str
     family: str
     cutoff: str
     aliases: tuple[str, ...] = ()
     cut_aliases: tuple[str, ...] = ()
+    reads: str = "k"  # how deep it reads each run: to rank max(k), to rank R too ("r"), or every result ("run")
+    ideal_gains: bool = False  # divides by the ideal ranking's DCG
+    nonrelevant_counts: bool = False  # reads each question's number of judged non-relevant labels
+    graded: bool = False  # reads every positive grade whatever the relevance threshold (trec_eval -l leaves it at 1)
+    max_grade: int | None = None  # the highest grade it can score (None: any)
+    parameters: tuple[str, ...] = ()  # what ir_measures' NAME(key=value) form may set
+    ranked: bool = True  # a quality where higher is better; False: an uncertainty or a description of the list
+    pool_bounded: bool = False  # over unjudged items, between their all-not-relevant and all-relevant values
+
+
+ERR_MAX_GRADE = 4  # ERR's stopping probability is (2^grade - 1) / 2^4, as in gdeval (TREC Web track)
 
 
 class MetricNameError(ValueError):
@@ -30,29 +44,29 @@ class MetricNameError(ValueError):
 
 
 METRICS: dict[str, Metric] = {
-    "hit": Metric("hit", "standard", "k", cut_aliases=("success", "hit_rate")),
-    "recall": Metric("R", "standard", "k", aliases=("r",)),
-    "rcap_recall": Metric("R-cap", "standard", "k"),
-    "precision": Metric("P", "standard", "k", cut_aliases=("p",)),
-    "rr": Metric("MRR", "standard", "either", aliases=("mrr", "recip_rank")),
-    "ndcg": Metric("nDCG", "standard", "either", cut_aliases=("ndcg_cut",)),
-    "dcg": Metric("DCG", "standard", "k"),
+    "hit": Metric("hit", "standard", "k", cut_aliases=("success", "hit_rate"), pool_bounded=True),
+    "recall": Metric("R", "standard", "k", aliases=("r",), pool_bounded=True),
+    "rcap_recall": Metric("R-cap", "standard", "k", pool_bounded=True),
+    "precision": Metric("P", "standard", "k", cut_aliases=("p",), pool_bounded=True),
+    "rr": Metric("MRR", "standard", "either", aliases=("mrr", "recip_rank"), pool_bounded=True),
+    "ndcg": Metric("nDCG", "standard", "either", cut_aliases=("ndcg_cut",), ideal_gains=True, graded=True),
+    "dcg": Metric("DCG", "standard", "k", graded=True, pool_bounded=True),
     "ap": Metric("AP", "standard", "either", aliases=("map",), cut_aliases=("map_cut",)),
     "judged": Metric("judged", "standard", "k"),
     "mean_grade": Metric("grade", "standard", "k"),
-    "r_precision": Metric("R-prec", "standard", "whole", aliases=("rprec", "r-precision")),
+    "r_precision": Metric("R-prec", "standard", "whole", aliases=("rprec", "r-precision"), reads="r"),
     # Chunk grain only: how many distinct documents the top k shows, and how much of it one document takes.
-    "distinct_docs": Metric("docs", "pollution", "k"),
-    "top_doc_share": Metric("top-doc", "pollution", "k"),
+    "distinct_docs": Metric("docs", "pollution", "k", ranked=False),
+    "top_doc_share": Metric("top-doc", "pollution", "k", ranked=False),
     # Computed only when asked for (the defaults stay as fast as before): trec_eval's bpref and infAP, gdeval's
-    # ERR@k, rank-biased precision RBP(p) and its residual (the most unjudged results could add), and condensed
-    # nDCG@k (trec_eval -J: unjudged results removed before ranking).
-    "err": Metric("ERR", "extra", "k"),
-    "ndcg_condensed": Metric("nDCG'", "extra", "k"),
-    "bpref": Metric("bpref", "extra", "whole"),
-    "infap": Metric("infAP", "extra", "whole"),
-    "rbp": Metric("RBP", "extra", "whole"),
-    "rbp_residual": Metric("RBP-res", "extra", "whole"),
+    # ERR@k (grades 0..4), rank-biased precision RBP(p) and its residual (the most unjudged results could add), and
+    # condensed nDCG@k (trec_eval -J: unjudged results removed before ranking, so it reads below rank k).
+    "err": Metric("ERR", "extra", "k", max_grade=ERR_MAX_GRADE),
+    "ndcg_condensed": Metric("nDCG'", "extra", "k", reads="run", ideal_gains=True, graded=True),
+    "bpref": Metric("bpref", "extra", "whole", reads="run", nonrelevant_counts=True),
+    "infap": Metric("infAP", "extra", "whole", reads="run"),
+    "rbp": Metric("RBP", "extra", "whole", reads="run", parameters=("p",)),
+    "rbp_residual": Metric("RBP-res", "extra", "whole", reads="run", parameters=("p",), ranked=False),
 }
 
 
@@ -72,6 +86,14 @@ METRIC_ALIASES = {alias: name for name, metric in METRICS.items() for alias in m
 CUT_FAMILIES = tuple(alias for metric in METRICS.values() for alias in metric.cut_aliases)
 # Without a cutoff these are computed over the whole run, as trec_eval's map, recip_rank and ndcg are.
 UNCUT = tuple(name for name, metric in METRICS.items() if metric.cutoff == "either")
+# Read every positive grade whatever the relevance threshold (trec_eval's ndcg, ndcg_cut): a question with a positive
+# label but none at the threshold has a value for them, as trec_eval gives it under -l.
+GRADED_METRICS = tuple(name for name, metric in METRICS.items() if metric.graded)
+NOT_RANKED_METRICS = tuple(name for name, metric in METRICS.items() if not metric.ranked)
+# Bounded when each unjudged item of the pool may be not relevant or just relevant: those reading only the top k grow
+# as its items turn relevant; recall (and R-cap) also falls as items outside it do. nDCG, AP and the rest divide by
+# an ideal that moves with every item turned relevant, so they can go either way.
+POOL_BOUNDED_METRICS = tuple(name for name, metric in METRICS.items() if metric.pool_bounded)
 
 
 def metric_label(metric: str, k: int) -> str:
@@ -139,7 +161,9 @@ def persistence(items: list[str]) -> float | None:
     for item in items:
         name, params = split_parameters(item)
         for key, value in params.items():
-            if key != "p" or name.lower() not in ("rbp", "rbp_residual"):
+            base = _split_cutoff(name)[0]
+            metric = METRICS.get(METRIC_ALIASES.get(base, base))
+            if key != "p" or metric is None or key not in metric.parameters:  # p is the only parameter read here
                 raise MetricNameError(
                     f"cannot read metric {item!r}: rankbench takes no parameter {key!r} in a metric name (the "
                     "relevance threshold is relevance_threshold / -l, RBP's persistence RBP(p=0.8))")

@@ -27,26 +27,25 @@ import pyarrow.compute as pc
 
 from rankbench.errors import plain_numbers
 from rankbench.evaluation.metric_names import (
+    ERR_MAX_GRADE,
     EXTRA_METRICS_AT_K,
     EXTRA_METRICS_FULL,
+    METRICS,
     METRICS_AT_K,
     METRICS_FULL,
     POLLUTION_METRICS,
 )
 from rankbench.io.qrels import GRADE_BOUND
 
-# The metric names by family and cutoff come from the metric table (metric_names.py). bpref and condensed nDCG
+# The metric names by family and cutoff, and what each metric needs prepared, come from the metric table
+# (metric_names.py): no metric name decides anything here but which formula computes it. bpref and condensed nDCG
 # read a negative grade as not judged, and infAP as pooled but not judged, as trec_eval does.
 UNCUT_METRICS = METRICS_FULL + EXTRA_METRICS_FULL
-ERR_MAX_GRADE = 4  # ERR's stopping probability is (2^grade - 1) / 2^4, as in gdeval (TREC Web track)
 INFAP_EPSILON = 0.00001  # trec_eval's smoothing in infAP
 # Labels of grades_by_rank's codes when the grades are 0..3 (see grade_labels): the grades, then
 # retrieved-but-unlabelled, then nothing retrieved there.
 GRADE_LABELS = ("0", "1", "2", "3", "unjudged", "none")
 GAINS = ("linear", "exponential")
-# Metrics that read every positive grade whatever the relevance threshold (trec_eval's ndcg, ndcg_cut): a question
-# with a positive label but none at the threshold has a value for them, as trec_eval gives it under -l.
-GRADED_METRICS = ("dcg", "ndcg", "ndcg_condensed")
 
 
 _GRADES = np.int32  # dtype of the grade matrix: its two lowest values, below every grade, are codes
@@ -668,39 +667,48 @@ def per_query_metrics(
     if at_k and len(ks_arr) == 0:
         raise ValueError(f"metrics {at_k} need at least one cutoff k")
     max_k = int(ks_arr.max()) if len(ks_arr) else 1
-    polluted = tuple(n for n in names if n in POLLUTION_METRICS)
-    extra = tuple(n for n in names if n in EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL)
-    whole_run = bool(set(extra) - {"err"})  # these read results below rank max(ks) too
-    judged = _judge(run, qrels, np.iinfo(np.int64).max if whole_run else max_k, threshold,
-                    through_r="r_precision" in names, with_documents=bool(polluted))
+    table = [METRICS[name] for name in names]
+    polluted = tuple(name for name in names if METRICS[name].family == "pollution")
+    extra = tuple(name for name in names if METRICS[name].family == "extra")
+    every_result = any(metric.reads == "run" for metric in table)
+    judged = _judge(run, qrels, np.iinfo(np.int64).max if every_result else max_k, threshold,
+                    through_r=any(metric.reads == "r" for metric in table), with_documents=bool(polluted))
     n_q = len(judged.questions)
     if gain == "exponential" and judged.label_grade.max(initial=0) > EXP_GAIN_MAX:
         raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {EXP_GAIN_MAX}: "
                          f"qrels hold grade {judged.label_grade.max()}; use the linear gain")
-    if "err" in names and err_grade_problem(qrels):
-        raise ValueError(err_grade_problem(qrels))
+    if grade_problem(qrels, names):
+        raise ValueError(grade_problem(qrels, names))
     ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain)
-             if {"ndcg", "ndcg_condensed"} & set(names) else np.zeros((n_q, 1)))
+             if any(metric.ideal_gains for metric in table) else np.zeros((n_q, 1)))
+    n_nonrel = np.zeros(n_q, dtype=np.int64)
+    if any(metric.nonrelevant_counts for metric in table):
+        evaluated = (judged.label_out >= 0) & (judged.label_grade >= 0) & (judged.label_grade < threshold)
+        n_nonrel = np.bincount(judged.label_out[evaluated], minlength=n_q)
     values = _metric_values(judged.grades, judged.run_length, ideal, judged.n_rel, ks_arr, threshold, gain,
-                            tuple(n for n in names if n in METRICS_AT_K + METRICS_FULL))
+                            tuple(name for name in names if METRICS[name].family == "standard"))
     if judged.documents is not None:
         values |= _pollution_values(judged.documents, judged.run_length, ks_arr, polluted)
     if extra:
-        evaluated = (judged.label_out >= 0) & (judged.label_grade >= 0) & (judged.label_grade < threshold)
-        n_nonrel = np.bincount(judged.label_out[evaluated], minlength=n_q)
         values |= _extra_values(judged.grades, judged.run_length, ideal, judged.n_rel, n_nonrel, ks_arr, threshold,
                                 gain, rbp_p, extra)
     return _long_table(judged.questions, names, ks_arr, values)
 
 
-def err_grade_problem(qrels: pd.DataFrame) -> str:
-    """Why ERR cannot score these labels ('' when it can): its stop probability needs grades <= ERR_MAX_GRADE."""
+def grade_problem(qrels: pd.DataFrame, metrics: Iterable[str]) -> str:
+    """Why one of these metrics cannot score these labels ('' when all can): a grade above its table's max_grade
+    (ERR's stop probability takes grades up to ERR_MAX_GRADE, as gdeval)."""
+    limits = [(METRICS[name].max_grade, METRICS[name].label) for name in metrics if name in METRICS]
+    limits = sorted((limit, label) for limit, label in limits if limit is not None)
+    if not limits:
+        return ""
     grade = _checked_grades(qrels)
-    if grade.max(initial=0) <= ERR_MAX_GRADE:
+    limit, label = limits[0]
+    if grade.max(initial=0) <= limit:
         return ""
     i = int(np.argmax(grade))
-    return (f"ERR takes grades up to {ERR_MAX_GRADE} (as gdeval does): {_row_name(qrels, i)} has grade {grade[i]}; "
-            f"map the grades onto 0..{ERR_MAX_GRADE} or leave ERR out")
+    return (f"{label} takes grades up to {limit}: {_row_name(qrels, i)} has grade {grade[i]}; "
+            f"map the grades onto 0..{limit} or leave {label} out")
 
 
 def grade_labels(qrels: pd.DataFrame) -> tuple[str, ...]:

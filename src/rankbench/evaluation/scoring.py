@@ -29,7 +29,7 @@ from rankbench.evaluation.stats import (
     rank_intervals,
     tiers,
 )
-from rankbench.io.runs import collapse_to_documents
+from rankbench.io.ranked_lists import collapse_to_documents
 
 GRAINS = ("document", "chunk")
 ALL_KINDS = "all"

@@ -125,17 +125,6 @@ def _weighted_sums_into(parts: Sequence[np.ndarray], exponent: np.ndarray, weigh
     return out
 
 
-def _integer_weighted_sums(rows: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """rows [r, n] @ weights.T for non-negative integer weights [s, n] with row sums below 2**31, as [r, s], exact
-    up to the parts' truncation (see _integer_parts) and independent of BLAS."""
-    weights = weights.astype(np.float64)
-    parts, exponent = _integer_parts(rows, weights.sum(axis=1).max(initial=0.0))
-    out = np.empty((len(rows), len(weights)))
-    for block in _row_blocks(len(rows), len(weights)):
-        _weighted_sums_into([part[block] for part in parts], exponent[block], weights, out[block])
-    return out
-
-
 def _resample_counts(n: int, n_resamples: int, seed: SeedLike) -> Iterator[tuple[slice, np.ndarray]]:
     """Question resamples drawn from the seed in chunks whose size depends on n only: each chunk's resample columns
     and how often each question is in each of its resamples [size, n], as floats."""

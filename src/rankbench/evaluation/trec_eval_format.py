@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rankbench.evaluation.metric_names import MetricNameError, parse_metrics
-from rankbench.evaluation.metrics import GRADED_METRICS
+from rankbench.evaluation.metric_names import GRADED_METRICS, MetricNameError, parse_metrics
 from rankbench.evaluation.scoring import runs_per_query
 
 # trec_eval's default cutoffs of its parameterized measures (P, recall, ndcg_cut, map_cut; success: 1, 5, 10).

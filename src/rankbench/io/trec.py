@@ -22,7 +22,7 @@ from rankbench.io.adapters import adapted_qrels, adapted_run
 from rankbench.io.files import file_bytes, write_parquet, write_text
 from rankbench.io.loaders import read_qrels_tsv
 from rankbench.io.qrels import check_qrels, first_repeat, two_rows
-from rankbench.io.runs import RUN_COLUMNS, collapse_to_documents, order_by_trec_rule
+from rankbench.io.ranked_lists import RUN_COLUMNS, collapse_to_documents, order_by_trec_rule
 
 # What the readers accept: a file (TREC or Parquet), a DataFrame, pytrec_eval's / ranx's {qid: {id: value}}, and
 # the other toolkits' objects io.adapters reads (ranx Qrels/Run, PyTerrier frames, ir_datasets record iterables).

@@ -35,15 +35,6 @@ def part_paths() -> list[Path]:
     return paths
 
 
-def sha256_of(path: Path) -> str:
-    """sha256 of a file, read in 16 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 24):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def packaged_model(cache_dir: Path | None = None) -> Path:
     """The joined GGUF in the cache (joined once from the parts, verified against its published sha256)."""
     target = Path(cache_dir or default_cache_dir()) / FILE_NAME

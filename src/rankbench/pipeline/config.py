@@ -20,7 +20,7 @@ from rankbench.pipeline.dataset_formats import check_dataset_keys
 from rankbench.pipeline.defaults import DATASET_DEFAULTS, DATASET_ENTRIES, RESULTS, RESULTS_ENTRIES
 from rankbench.pipeline.models import check_model_names
 from rankbench.pipeline.software import check_installed
-from rankbench.retrieval.bm25 import LANGUAGES
+from rankbench.retrieval.analyzer import LANGUAGES
 from rankbench.retrieval.encoders.api import ApiEncoderSpec
 from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.hub import is_hub_id
@@ -362,7 +362,7 @@ def check_endpoints(config: Mapping[str, Any], source: str) -> None:
     """Every API endpoint (embedding encoders, chat models): finite timeouts, no credentials in its URL, its key's
     variable set."""
     endpoints = [(f"encoders.{name}", spec) for name, spec in config.get("encoders", {}).items()
-                 if spec["kind"] == "openai"]
+                 if encoder_kind(spec).api]
     endpoints += [("llm.chat", config.get("llm", {}).get("chat", {}))]
     endpoints += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
                   for name, spec in config["methods"].items() if isinstance(spec.get("scorer"), Mapping)]

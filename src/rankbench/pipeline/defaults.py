@@ -65,11 +65,11 @@ def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def encoder_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """An encoder block with defaults filled in (`model` names a sentence-transformers model only)."""
+    """An encoder block with defaults filled in (`model` only for a kind whose table row has a default model)."""
     if encoder_kind(spec).sparse:
         return {**{key: value for key, value in _spec_defaults(encoder_kind(spec).spec).items() if key != "model"},
                 **spec}
-    defaults = ENCODER_DEFAULTS if spec["kind"] == "sentence-transformers" else \
+    defaults = ENCODER_DEFAULTS if encoder_kind(spec).default_model else \
         {key: value for key, value in ENCODER_DEFAULTS.items() if key != "model"}
     return {**defaults, **spec}
 
@@ -95,8 +95,8 @@ def method_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
 def config_defaults() -> dict[str, Any]:
     """Every default of the config in its shape ("*": any name under `methods`, `encoders`, ...); a method key's
     from the registry or, through the type's `settings`, the library: what the schema's `default:` values repeat."""
+    from rankbench.retrieval.bm25 import RM3  # `prf` has defaults only once set: none of a plain bm25 method's
     from rankbench.retrieval.dense import IndexSpec  # every index kind's defaults, where a flat one shows its kind
-    from rankbench.retrieval.rm3 import RM3  # `prf` has defaults only once set: none of a plain bm25 method's
     from rankbench.retrieval.vectordb import Collection  # `collection` likewise (a vectordb method's)
 
     methods: dict[str, Any] = {}

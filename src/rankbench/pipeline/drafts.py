@@ -18,7 +18,8 @@ import yaml
 
 from rankbench.corpus.label_checks import check_label_targets, label_findings, question_lines
 from rankbench.errors import InputError
-from rankbench.evaluation.metrics import ERR_MAX_GRADE, EXP_GAIN_MAX
+from rankbench.evaluation.metric_names import METRICS
+from rankbench.evaluation.metrics import EXP_GAIN_MAX
 from rankbench.io.config_file import load_config_file
 from rankbench.io.frozen import check_frozen, check_version_name, freeze, guard_results, read_lock, results_record
 from rankbench.pipeline.dataset_formats import (
@@ -141,8 +142,8 @@ def check_evaluable(labels: pd.DataFrame, evaluation: Mapping[str, Any], path: P
                          "Label at least one question with a relevant document, in a new question-set version.")
     limits = [(EXP_GAIN_MAX, "evaluation.gain: exponential (2^grade - 1 overflows above it)", "use `gain: linear`")
               ] if evaluation["gain"] == "exponential" else []
-    if "err" in evaluation["metrics"]:
-        limits.append((ERR_MAX_GRADE, "ERR (evaluation.metrics; as gdeval)", "leave err out of evaluation.metrics"))
+    limits += [(limit, f"{METRICS[name].label} (evaluation.metrics)", f"leave {name} out of evaluation.metrics")
+               for name in evaluation["metrics"] if (limit := METRICS[name].max_grade) is not None]
     for limit, what, fix in limits:
         if labels["grade"].max() > limit:
             row = labels.loc[labels["grade"].idxmax()]

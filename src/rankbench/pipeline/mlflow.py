@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from rankbench.analysis.runs import StoredRun, flatten, headline_means, metric_key
+from rankbench.analysis.run_store import StoredRun, flatten, headline_means, metric_key
 from rankbench.errors import InputError
 from rankbench.io.http import send
 

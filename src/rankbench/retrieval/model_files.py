@@ -12,10 +12,7 @@ from typing import Any
 
 from rankbench.retrieval.encoders.hub import weight_files
 from rankbench.retrieval.encoders.kinds import ENCODER_KINDS
-
-CROSS_ENCODER = "cross-encoder"
-# model2vec's weights: one table of token vectors.
-_STATIC_TENSOR = "embeddings"
+from rankbench.retrieval.scorer_kinds import SCORER_KINDS
 
 
 def _json_problem(path: Path) -> str:
@@ -66,19 +63,22 @@ def _problems(folder: Path, kind: str) -> Iterable[str]:
     missing = [name for name in ("config.json", *required_files(kind)) if not (folder / name).is_file()]
     if missing:
         yield f"has no {' or '.join(missing)}"
-    if kind == "static" and keys and _STATIC_TENSOR not in keys:
-        yield f"is not a model2vec folder (its weights have no {_STATIC_TENSOR!r} table)"
-    if kind == CROSS_ENCODER and (folder / "config.json").is_file() and not _json_problem(folder / "config.json"):
+    tables = ENCODER_KINDS[kind].tables if kind in ENCODER_KINDS else ()
+    absent = [table for table in tables if keys and table not in keys]
+    if absent:
+        yield f"is not a {ENCODER_KINDS[kind].layout} folder (its weights have no {absent[0]!r} table)"
+    head = SCORER_KINDS[kind].architecture if kind in SCORER_KINDS else ""
+    if head and (folder / "config.json").is_file() and not _json_problem(folder / "config.json"):
         architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
-        if not any(str(name).endswith("ForSequenceClassification") for name in architectures):
-            yield (f"is not a cross-encoder: config.json declares {', '.join(map(str, architectures)) or 'no'} "
-                   "architecture, not a …ForSequenceClassification one, so its scoring head would be initialised at "
+        if not any(str(name).endswith(head) for name in architectures):
+            yield (f"is not a {kind}: config.json declares {', '.join(map(str, architectures)) or 'no'} "
+                   f"architecture, not a …{head} one, so its scoring head would be initialised at "
                    "random (every pair scoring alike)")
 
 
 def model_folder_problem(folder: str | Path, kind: str) -> str:
-    """The first reason this folder cannot be loaded as a model of `kind` (an encoder kind, or `cross-encoder`), or
-    '' when its files are in order."""
+    """The first reason this folder cannot be loaded as a model of `kind` (an encoder kind, or a scorer kind that
+    loads a model), or '' when its files are in order."""
     return next((problem for problem in _problems(Path(folder), kind) if problem), "")
 
 

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rankbench.retrieval.scorer_kinds import scorer_kind
+
 # Family of a type -> the word the findings use for it ("bm25 (lexical)").
 FAMILIES = {"lexical": "lexical", "dense": "dense", "sparse": "learned sparse", "fusion": "fusion",
             "rerank": "reranked", "external": "external"}
@@ -108,7 +110,7 @@ METHOD_TYPES: dict[str, MethodType] = {
     "bm25": MethodType("lexical", {"variant": LIBRARY, "k1": LIBRARY, "b": LIBRARY, "delta": LIBRARY,
                                    "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
                                    "backend": LIBRARY, "prf": OPTIONAL, "expansion": OPTIONAL, **_FIRST_STAGE},
-                       settings="rankbench.retrieval.rm3:bm25_settings", run_rule="retrieve_bm25",
+                       settings="rankbench.retrieval.bm25:bm25_settings", run_rule="retrieve_bm25",
                        index=IndexStage("bm25_index", ("chunker", "method")),
                        check="rankbench.retrieval.bm25:check_bm25_method", modules=("bm25s", "Stemmer"),
                        extra="bm25"),
@@ -191,16 +193,15 @@ def method_encoders(spec: Mapping[str, Any]) -> list[str | None]:
     keys = method_type(spec).keys
     encoders = [spec.get("encoder")] if "encoder" in keys else []
     scorer = spec.get("scorer") or {}
-    if "scorer" in keys and scorer.get("kind") == "bi-encoder":
+    if "scorer" in keys and scorer_kind(scorer).encoder:
         encoders.append(scorer.get("encoder"))
     return encoders
 
 
 def scorer_model(name: str, spec: Mapping[str, Any]) -> str | None:
-    """Config key of the model a method's cross-encoder scorer loads (`methods.<name>.scorer`), else None."""
+    """Config key of the model a method's scorer loads (a cross-encoder's: `methods.<name>.scorer`), else None."""
     scorer = spec.get("scorer") or {}
-    return f"methods.{name}.scorer" if "scorer" in method_type(spec).keys and scorer.get("kind") == "cross-encoder" \
-        else None
+    return f"methods.{name}.scorer" if "scorer" in method_type(spec).keys and scorer_kind(scorer).model else None
 
 
 def engine_key(name: str, spec: Mapping[str, Any]) -> str | None:
@@ -213,7 +214,7 @@ def own_models(name: str, spec: Mapping[str, Any]) -> list[str]:
     """Config keys of the models and engines a method itself uses (not its inputs'): its encoders', its engine's and
     its scorer's (a cross-encoder it loads, or an LLM it asks), read by key whatever the type."""
     scorer = spec.get("scorer") or {} if "scorer" in method_type(spec).keys else {}
-    own = [f"methods.{name}.scorer"] if scorer.get("kind") in ("cross-encoder", "llm") else []
+    own = [f"methods.{name}.scorer"] if scorer_kind(scorer).model or scorer_kind(scorer).chat else []
     engine = engine_key(name, spec)
     return [f"encoders.{encoder}" for encoder in method_encoders(spec) if encoder] + ([engine] if engine else []) + own
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from rankbench.io.runs import RUN_COLUMNS, order_by_trec_rule
+from rankbench.io.ranked_lists import RUN_COLUMNS, order_by_trec_rule
 
 PairScorer = Callable[[pd.DataFrame], np.ndarray]
 
@@ -77,7 +77,8 @@ def cross_encoder_scorer(model: str, questions: dict[str, str], passages: dict[s
     from sentence_transformers import CrossEncoder
 
     from rankbench.retrieval.encoders.base import resolve_model_path
-    from rankbench.retrieval.model_files import CROSS_ENCODER, model_folder_problem, uninitialised_parameters
+    from rankbench.retrieval.model_files import model_folder_problem, uninitialised_parameters
+    from rankbench.retrieval.scorer_kinds import CROSS_ENCODER
 
     folder = resolve_model_path(model, revision)
     problem = model_folder_problem(folder, CROSS_ENCODER)

@@ -1,36 +1,13 @@
-"""Query rewriting: rewrites frozen in a file (e.g. made by an LLM), and RM3 pseudo-relevance feedback for BM25."""
+"""RM3 pseudo-relevance feedback for BM25 (its settings, `RM3`, are a BM25 method's `prf` block in bm25.py)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from rankbench.corpus.filters import ChunkMasks
-from rankbench.retrieval.bm25 import DEFAULT_BACKEND, Analyzer, BM25Index, index_keys, search_weighted
-
-
-@dataclass(frozen=True)
-class RM3:
-    """RM3 expansion (Lavrenko & Croft; as in Anserini): `fb_terms` terms from the top `fb_docs` passages,
-    interpolated with the original query at `original_weight`. Defaults are Anserini's."""
-
-    fb_docs: int = 10
-    fb_terms: int = 10
-    original_weight: float = 0.5
-
-    def __post_init__(self) -> None:
-        if self.fb_docs < 1 or self.fb_terms < 1 or not 0 <= self.original_weight <= 1:
-            raise ValueError(f"RM3 needs fb_docs >= 1, fb_terms >= 1 and 0 <= original_weight <= 1, got {self}")
-
-
-def bm25_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """A BM25 method's analyzer, BM25 and RM3 settings with the library's defaults filled in (effective config)."""
-    settings = {**index_keys(spec), "backend": spec.get("backend", DEFAULT_BACKEND)}
-    if spec.get("prf") is not None:
-        settings["prf"] = asdict(RM3(**spec["prf"]))
-    return settings
+from rankbench.retrieval.analyzer import Analyzer
+from rankbench.retrieval.bm25 import RM3, BM25Index, search_weighted
 
 
 def _l1(weights: Mapping[str, float]) -> dict[str, float]:

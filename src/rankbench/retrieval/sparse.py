@@ -45,7 +45,7 @@ def search(index: sparse.csr_matrix, queries: sparse.csr_matrix, k: int, allowed
     """Per question, the chunks (positions, -1 = none) and dot-product scores (float64) that may reach its top k.
 
     Only chunks sharing a weighted term with the question score; `allowed` removes chunks before the cut. Every
-    chunk tied with the k-th score is kept, so io.runs.run_from_topk cuts at k in trec_eval's order (score, then
+    chunk tied with the k-th score is kept, so io.ranked_lists.run_from_topk cuts at k in trec_eval's order (score, then
     id descending) whatever the positions: rows are as wide as the widest such list.
     """
     if k < 1:

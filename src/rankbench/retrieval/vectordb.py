@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
-from rankbench.io.runs import RUN_COLUMNS, order_by_trec_rule
+from rankbench.io.ranked_lists import RUN_COLUMNS, order_by_trec_rule
 from rankbench.retrieval.dense import recall_against_exact
 
 # Engine -> the distribution that provides it (the `vectordb` extra).

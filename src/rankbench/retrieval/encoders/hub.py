@@ -173,7 +173,8 @@ def weight_files(folder: Path) -> list[Path]:
     return sorted(path for path in found if not skipped & set(path.relative_to(folder).parts))
 
 
-def file_sha256(path: Path) -> str:
+def file_sha256(path: str | Path) -> str:
+    """sha256 of a file, read in 1 MiB blocks (the one helper: model weights, Anserini's jar, the packaged GGUF)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

