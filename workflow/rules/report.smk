@@ -156,16 +156,16 @@ rule history_record:
         "../scripts/history_record.py"
 
 
-rule plots:
+rule draw_plots:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         grades=expand(f"{R}/{{{{qset}}}}/grades/{{method}}.parquet", method=METHODS),
     output:
         **figure_outputs(),
     log:
-        f"{LOGS}/plots/{{qset}}.log",
+        f"{LOGS}/draw_plots/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/plots/{{qset}}.tsv"
+        f"{R}/benchmarks/draw_plots/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -179,7 +179,7 @@ rule plots:
         "../scripts/draw_plots.py"
 
 
-rule failures:
+rule failure_analysis:
     input:
         runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
         qrels=lambda wildcards: [qrels_of(m, wildcards.qset) for m in METHODS],
@@ -197,9 +197,9 @@ rule failures:
         failures=f"{R}/{{qset}}/failures.parquet",
         stages=f"{R}/{{qset}}/stages.parquet",
     log:
-        f"{LOGS}/failures/{{qset}}.log",
+        f"{LOGS}/failure_analysis/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/failures/{{qset}}.tsv"
+        f"{R}/benchmarks/failure_analysis/{{qset}}.tsv"
     # the explorer waits for it too: see evaluate
     priority: 2
     conda:
@@ -216,7 +216,7 @@ rule failures:
         "../scripts/failure_analysis.py"
 
 
-rule calibration:
+rule calibrate:
     input:
         runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
@@ -242,9 +242,9 @@ rule calibration:
         question_zones=f"{R}/{{qset}}/calibration/zones.parquet",
         zone_table=f"{R}/{{qset}}/calibration/zone-table.parquet",
     log:
-        f"{LOGS}/calibration/{{qset}}.log",
+        f"{LOGS}/calibrate/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/calibration/{{qset}}.tsv"
+        f"{R}/benchmarks/calibrate/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -259,7 +259,7 @@ rule calibration:
         "../scripts/calibrate.py"
 
 
-rule qset_diff:
+rule diff_qsets:
     input:
         questions_a=f"{R}/{{a}}/questions.parquet",
         labels_a=f"{R}/{{a}}/labels.parquet",
@@ -279,9 +279,9 @@ rule qset_diff:
         summary=f"{R}/diffs/{{a}}-vs-{{b}}.json",
         changes=f"{R}/diffs/{{a}}-vs-{{b}}.changes.parquet",
     log:
-        f"{LOGS}/qset_diff/{{a}}-vs-{{b}}.log",
+        f"{LOGS}/diff_qsets/{{a}}-vs-{{b}}.log",
     benchmark:
-        f"{R}/benchmarks/qset_diff/{{a}}-vs-{{b}}.tsv"
+        f"{R}/benchmarks/diff_qsets/{{a}}-vs-{{b}}.tsv"
     wildcard_constraints:
         a=choice(QSETS),
         b=choice(QSETS),
@@ -299,9 +299,9 @@ rule qset_diff:
 
 
 # Every run remembered (docs/how-to/runs.md): this run's pending record and what changed since
-# the last recorded run of the version; the history job stores the record once the run is complete. And the
+# the last recorded run of the version; the record_history job stores the record once the run is complete. And the
 # effective config, from the config_json this job reads anyway (every config change reruns both).
-rule run_record:
+rule record_run:
     input:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
@@ -316,9 +316,9 @@ rule run_record:
         changed=f"{R}/{{qset}}/since-last-run.parquet",
         effective_config=f"{R}/{{qset}}/effective-config.yaml",
     log:
-        f"{LOGS}/run_record/{{qset}}.log",
+        f"{LOGS}/record_run/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/run_record/{{qset}}.tsv"
+        f"{R}/benchmarks/record_run/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -341,7 +341,7 @@ rule run_record:
         "../scripts/record_run.py"
 
 
-rule history:
+rule record_history:
     input:
         records=expand(f"{R}/{{qset}}/history-record.json", qset=QSETS),
         runs=expand(f"{R}/{{qset}}/run-record.parquet", qset=QSETS),
@@ -351,9 +351,9 @@ rule history:
         png=f"{R}/history.png",
         svg=f"{R}/history.svg",
     log:
-        f"{LOGS}/history.log",
+        f"{LOGS}/record_history.log",
     benchmark:
-        f"{R}/benchmarks/history.tsv"
+        f"{R}/benchmarks/record_history.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -419,7 +419,7 @@ rule explorer:
 
 
 # How sure is the table: question budget (issue 15).
-rule budget:
+rule plan_budget:
     input:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
@@ -433,9 +433,9 @@ rule budget:
         ),
         budget=f"{R}/{{qset}}/budget.parquet",
     log:
-        f"{LOGS}/budget/{{qset}}.log",
+        f"{LOGS}/plan_budget/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/budget/{{qset}}.tsv"
+        f"{R}/benchmarks/plan_budget/{{qset}}.tsv"
     # on the longest chain (aggregate, budget, comparison page): see Priorities in common.smk
     priority: 1
     conda:
