@@ -15,7 +15,7 @@ rule comparison_table:
         documents=f"{R}/corpus/documents.parquet",
         effective_config=f"{R}/{{qset}}/effective-config.yaml",
         reranked=lambda wildcards: [
-            run_path(m, wildcards.qset) for m in methods_of_rule("rerank")
+            run_path(m, wildcards.qset) for m in RERANKED_METHODS
         ],
         since_last_run=f"{R}/{{qset}}/since-last-run.md",
         engine_runs=engine_runs,
@@ -59,7 +59,7 @@ rule comparison_table:
         chunkers={m: chunker_of(m) for m in methods_at_grain("chunk")},
         tokenizer=PROMPT_TOKENIZER[1],
         cards=method_cards(EXPANDED_CONFIG),
-        reranked_methods=methods_of_rule("rerank"),
+        reranked_methods=RERANKED_METHODS,
         models=resolved_models(),
         engine_methods=engine_methods(),
         judge_agreement=lambda wildcards: judge_output_path(
@@ -89,9 +89,7 @@ rule cost_page:
         index_files=lambda wildcards: sorted(
             {path for paths in index_files().values() for path in paths}
         ),
-        index_stats=sorted(
-            {dense_index_stats(m) for m in methods_indexed_by("faiss_index")}
-        ),
+        index_stats=sorted(set(INDEX_STATS.values())),
     output:
         cost=f"{R}/{{qset}}/cost.md",
         frontier_png=f"{R}/{{qset}}/frontier.png",
@@ -123,7 +121,7 @@ rule cost_page:
         chunks={m: corpus_path(m, "chunks.parquet") for m in METHODS},
         index_files=lambda wildcards: index_files(),
         margins=MARGINS,
-        index_stats={m: dense_index_stats(m) for m in methods_indexed_by("faiss_index")},
+        index_stats=INDEX_STATS,
     script:
         "../scripts/cost_page.py"
 
@@ -531,39 +529,3 @@ rule index_page:
         decision=DECISION,
     script:
         "../scripts/index_page.py"
-
-
-# Index size against quality: each compressed dense index beside its float flat twin (only when a method compresses).
-rule vector_size_page:
-    input:
-        aggregate=f"{R}/{{qset}}/aggregate.parquet",
-        pairs=f"{R}/{{qset}}/pairs.parquet",
-        manifest=f"{R}/{{qset}}/qset.json",
-        stats=lambda wildcards: sorted(
-            {dense_index_stats(m) for m in vector_size_methods()}
-        ),
-    output:
-        page=f"{R}/{{qset}}/vector-size.md",
-        html=report(
-            f"{R}/{{qset}}/vector-size.html",
-            category="Comparison",
-            subcategory="{qset}",
-            caption="../report/vector-size.rst",
-        ),
-    log:
-        f"{LOGS}/vector_size_page/{{qset}}.log",
-    benchmark:
-        f"{R}/benchmarks/vector_size_page/{{qset}}.tsv"
-    conda:
-        "../../environment.yml"
-    threads: 1
-    params:
-        drafts=lambda wildcards: drafts_of(wildcards.qset),
-        dataset=DATASET["name"],
-        report=REPORT,
-        resamples=EVALUATION["bootstrap_resamples"],
-        twins=FLOAT_TWINS,
-        indexes={m: dense_index(m).settings for m in vector_size_methods()},
-        stats={m: dense_index_stats(m) for m in vector_size_methods()},
-    script:
-        "../scripts/vector_size_page.py"
