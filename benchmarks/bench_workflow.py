@@ -104,7 +104,7 @@ def floor_comparison(workdir: Path, jobs: int, cores: str, repeats: int) -> None
     """Print the demo's no-op rerun and dry run against bare Snakemake's, medians of `repeats`, interleaved: wall
     seconds, and CPU seconds (on a loaded machine the wall time mostly measures the load)."""
     rules = len(re.findall(r"^(?:rule|checkpoint) ", "".join(
-        path.read_text() for path in [SNAKEFILE, *(REPO / "workflow" / "rules").glob("*.smk")]), re.M))
+        path.read_text() for path in [SNAKEFILE, *(REPO / "workflow" / "rules").rglob("*.smk")]), re.M))
     folder = bare_workflow(workdir / "bare", rules, jobs)
     bare(folder, "--cores", cores)
     calls = {"demo no-op": lambda: snakemake(workdir, "config.yaml", "--cores", cores)[0],

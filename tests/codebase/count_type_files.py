@@ -26,6 +26,7 @@ OWN = {
                            "workflow/scripts/retrieve_sparse.py", "workflow/scripts/sparse_index.py",
                            "workflow/scripts/sparse_queries.py", "workflow/rules/index.smk",
                            "workflow/rules/queries.smk", "workflow/rules/retrieve.smk",
+                           "workflow/rules/methods/sparse.smk", "workflow/rules/methods/sparse_common.smk",
                            "src/rankbench/retrieval/registry.py", "src/rankbench/retrieval/encoders/kinds.py",
                            "workflow/schemas/config.schema.yaml", "pyproject.toml", "environment.yml"),
     "encoder kind static": ("src/rankbench/retrieval/static_encoder.py", "src/rankbench/retrieval/encoders/static.py",

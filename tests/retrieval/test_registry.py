@@ -29,7 +29,7 @@ from rankbench.retrieval.registry import (
 
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
 METHOD_SCHEMA = SCHEMA["properties"]["methods"]["additionalProperties"]
-RULES = set(re.findall(r"^rule (\w+):", "".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk")),
+RULES = set(re.findall(r"^rule (\w+):", "".join(p.read_text() for p in (REPO / "workflow/rules").rglob("*.smk")),
                        re.MULTILINE))
 
 

@@ -34,7 +34,7 @@ def beir(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                                 "--cores", "2", "--configfile", str(workdir / "config.yaml")],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 600
-        while not (workdir / "logs/beir-tiny/history.log").exists():
+        while not (workdir / "logs/beir-tiny/record_history.log").exists():
             assert process.poll() is None, "the workflow ended before its history job started"
             assert time.monotonic() < deadline, "the history job did not start within 10 minutes"
             time.sleep(0.05)

@@ -112,7 +112,7 @@ def test_results_cannot_escape_the_project(tmp_path: Path, value: str) -> None:
 
 
 def test_no_rule_passes_config_values_to_a_shell() -> None:
-    rules = "".join(path.read_text() for path in (REPO / "workflow/rules").glob("*.smk"))
+    rules = "".join(path.read_text() for path in (REPO / "workflow/rules").rglob("*.smk"))
     assert not re.search(r"^\s+(shell|run):", rules, flags=re.MULTILINE)
 
 

@@ -322,4 +322,4 @@ def test_new_abstention_zones_rerun_no_retrieval(demo: Path) -> None:
         config["methods"]["bm25+rerank-e5"]["abstention"]["zones"] = [0.86, 0.9]
     edit_config(demo, move, "moved-zones.yaml")
     jobs = planned_jobs(demo, "moved-zones.yaml")
-    assert jobs.get("calibration") and not {"retrieve_bm25", "retrieve_dense", "rerank", "fuse", "evaluate"} & set(jobs)
+    assert jobs.get("calibrate") and not {"retrieve_bm25", "retrieve_dense", "rerank", "fuse", "evaluate"} & set(jobs)

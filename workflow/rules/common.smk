@@ -2,8 +2,6 @@ import os
 import re
 from pathlib import Path
 
-from rankbench.retrieval.bm25 import DEFAULT_BACKEND, index_keys
-from rankbench.retrieval import lucene
 from rankbench.retrieval.registry import REPORT_ONLY_KEYS
 import yaml
 
@@ -27,16 +25,11 @@ from rankbench.pipeline.cost import method_stages
 from rankbench.pipeline.timing import timing_path
 from rankbench.pipeline.rules import RUN_RULES
 from rankbench.retrieval.registry import (
-    NORMALIZATION,
-    RRF_K,
     engine_key,
     index_rule,
     method_grains,
     method_inputs,
-    method_setting,
 )
-from rankbench.retrieval.dense import IndexSpec, float_twins
-from rankbench.retrieval.vectordb import VectorIndex
 from rankbench.retrieval.encoders.kinds import encoder_kind
 from rankbench.io.config_file import sorted_mappings
 from rankbench.io.expansions import expansion_lock_key, expansion_record
@@ -155,6 +148,22 @@ def methods_of_rule(rule):
     return [name for name in METHODS if RUN_RULES[METHOD_SPECS[name]["type"]] == rule]
 
 
+# What each method type registers from its own file, workflow/rules/methods/<type>_common.smk (docs/development.md,
+# "Add a method type"); the shared rules and pages read these, never a type's rule or helper names.
+# Index rule -> the name of the index a first-stage method searches (methods with the same parameters share one); an
+# index rule absent here names its jobs without one.
+INDEX_NAMES = {}
+# Method -> the size and build-time record of the index it searches (the cost page's index bytes and build seconds).
+INDEX_STATS = {}
+# Methods searching an approximate or compressed index: each version gets their recall page, ann-recall/<method>.md.
+ANN_RECALL_METHODS = []
+# Further pages of each version a type writes (`<page>.md` and `<page>.html`, linked from the index page).
+VERSION_PAGES = []
+# Methods whose runs reorder another method's with a scorer that can fail: the comparison page reads their runs'
+# degraded flags.
+RERANKED_METHODS = []
+
+
 def methods_at_grain(grain):
     """Methods scored at this grain (external runs rank documents: document grain only)."""
     return [name for name in METHODS if grain in method_grains(METHOD_SPECS[name])]
@@ -188,12 +197,6 @@ def encoder_spec(encoder):
     model's revision being the commit resolved at start."""
     spec = {k: v for k, v in config["encoders"][encoder].items() if k != "shards"}
     return with_resolved_revision(spec, MODEL_COMMITS.get(f"encoders.{encoder}"))
-
-
-def scorer_spec(method):
-    """A rerank method's scorer settings, a hub cross-encoder's revision being the commit resolved at start."""
-    scorer = METHOD_SPECS[method]["scorer"]
-    return with_resolved_revision(scorer, MODEL_COMMITS.get(f"methods.{method}.scorer"))
 
 
 def resolved_models():
@@ -278,8 +281,6 @@ def embedding_cache(chunker, encoder):
 # Read and written, never declared: every vector an embedding API returned, by (endpoint, model, dimensions, input
 # type, prefixed text), shared by every chunker, encoder name and version, so no text is paid for twice.
 API_EMBEDDING_CACHE = f"{R}/cache/api-embeddings"
-# Answers of search endpoints (`type: http`), by endpoint and request: a rerun sends nothing.
-HTTP_SEARCH_CACHE = f"{R}/cache/http-search"
 
 
 def query_embedding_cache(encoder):
@@ -332,180 +333,12 @@ def query_embeddings_path(qset, encoder, rewrite=None):
     return f"{R}/{qset}/query-embeddings/{encoder}.npy"
 
 
-def sparse_queries_path(method, qset):
-    """The sparse question vectors a method sends: of the version's questions, or of a rewrite source's."""
-    spec = METHOD_SPECS[method]
-    if spec.get("rewrite"):
-        return f"{R}/{qset}/sparse-queries/{spec['rewrite']}/{spec['encoder']}.npz"
-    return f"{R}/{qset}/sparse-queries/{spec['encoder']}.npz"
-
-
 def shared_index_name(method, builder, keys_of):
     """Methods whose index the same keys shape (and of one chunker) share one index, named after the first."""
     keys = (index_chunker(method), keys_of(method))
     return next(
         m for m in methods_indexed_by(builder) if (index_chunker(m), keys_of(m)) == keys
     )
-
-
-def bm25_index_name(method):
-    """BM25 methods with the same analyzer and parameters share one index."""
-    return shared_index_name(
-        method, "bm25_index", lambda m: index_keys(METHOD_SPECS[m])
-    )
-
-
-# The java and Anserini jar of each lucene method, found (and checked) at start: the jobs run exactly these.
-LUCENE_ENGINES = {
-    m: vars(lucene.find_engine(METHOD_SPECS[m]))
-    for m in methods_indexed_by("lucene_index")
-}
-
-
-def lucene_analyzer(method):
-    return lucene.index_keys(
-        METHOD_SPECS[method],
-        DATASET.get("language", DATASET_DEFAULTS["language"]),
-    )
-
-
-def lucene_index_name(method):
-    """lucene methods with the same analyzer and jar share one Lucene index."""
-    return shared_index_name(
-        method,
-        "lucene_index",
-        lambda m: (lucene_analyzer(m), LUCENE_ENGINES[m]["jar"]),
-    )
-
-
-def lucene_index_path(method):
-    return corpus_path(method, "lucene", lucene_index_name(method))
-
-
-def bm25_backends(index_name):
-    """Search backends (sorted) of the BM25 methods that read this index."""
-    return sorted(
-        {
-            METHOD_SPECS[m].get("backend", DEFAULT_BACKEND)
-            for m in methods_indexed_by("bm25_index")
-            if bm25_index_name(m) == index_name
-        }
-    )
-
-
-def dense_index(method):
-    return IndexSpec.from_config(METHOD_SPECS[method].get("index"))
-
-
-def dense_index_path(method, spec=None):
-    spec = spec or dense_index(method)
-    encoder = METHOD_SPECS[method]["encoder"]
-    return index_corpus_path(method, "faiss", encoder, f"{spec.name}.faiss")
-
-
-def dense_vectors(method):
-    """The float chunk vectors a method re-scores its quantized index's candidates with (none without `rescore`)."""
-    if not dense_index(method).rescore:
-        return []
-    return index_corpus_path(
-        method, "embeddings", f"{METHOD_SPECS[method]['encoder']}.npy"
-    )
-
-
-def dense_index_stats(method, spec=None):
-    """The size and build-time record of the FAISS index a method searches (see rule faiss_index)."""
-    return dense_index_path(method, spec).removesuffix(".faiss") + ".json"
-
-
-def approximate_methods():
-    """Dense methods whose index is not the exact float one: approximate (HNSW, IVF) or compressed."""
-    return [
-        m
-        for m in methods_indexed_by("faiss_index")
-        if dense_index(m).kind != "flat" or dense_index(m).compressed
-    ]
-
-
-# Each dense method with a compressed index -> its float flat twin (None: none configured), for the vector-size page.
-FLOAT_TWINS = float_twins(
-    {
-        m: {**METHOD_SPECS[m], "chunker": index_chunker(m)}
-        for m in methods_indexed_by("faiss_index")
-    }
-)
-
-
-def vector_size_methods():
-    """The methods on the vector-size page: the compressed ones and their twins."""
-    return sorted(set(FLOAT_TWINS) | {t for t in FLOAT_TWINS.values() if t})
-
-
-FAISS_BUILDS = {
-    dense_index(m).name: dense_index(m).build_params
-    for m in methods_indexed_by("faiss_index")
-}
-FAISS_BUILDS["flat"] = IndexSpec().build_params
-
-
-def vectordb_index(method):
-    return VectorIndex.from_config(METHOD_SPECS[method].get("vector_index"))
-
-
-def vectordb_index_name(method):
-    """The collection a vectordb method searches when the workflow builds it: `<engine>-<index>` (None: it searches
-    an existing collection)."""
-    if method not in methods_indexed_by("vectordb_collection"):
-        return None
-    return f"{METHOD_SPECS[method]['engine']}-{vectordb_index(method).name}"
-
-
-def vectordb_collection_path(method, name=None):
-    """The manifest of the collection a vectordb method searches, or of the one named (the database is the folder
-    beside it, <name>.lancedb)."""
-    name = name or vectordb_index_name(method)
-    return corpus_path(
-        method, "vectordb", METHOD_SPECS[method]["encoder"], f"{name}.json"
-    )
-
-
-def vectordb_inputs(wildcards):
-    """A vectordb method's inputs: the manifest of the collection the workflow builds (none for an existing one),
-    the chunks, the question vectors and the questions."""
-    method, spec = wildcards.method, METHOD_SPECS[wildcards.method]
-    inputs = {
-        "chunks": corpus_path(method, "chunks.parquet"),
-        "queries": query_embeddings_path(
-            wildcards.qset, spec["encoder"], spec.get("rewrite")
-        ),
-        "questions": f"{R}/{wildcards.qset}/questions.parquet",
-    }
-    if vectordb_index_name(method):
-        inputs["collection"] = vectordb_collection_path(method)
-    return inputs
-
-
-def approximate_vectordb_methods():
-    return [
-        m
-        for m in methods_indexed_by("vectordb_collection")
-        if vectordb_index(m).kind != "flat"
-    ]
-
-
-# Collection name -> its engine and build parameters (plus the exact one of each engine, for ann-recall).
-VECTORDB_BUILDS = {
-    vectordb_index_name(m): {
-        "engine": METHOD_SPECS[m]["engine"],
-        **vectordb_index(m).build_params,
-    }
-    for m in methods_indexed_by("vectordb_collection")
-}
-VECTORDB_BUILDS.update(
-    {
-        f"{build['engine']}-flat": {"engine": build["engine"], "kind": "flat"}
-        for build in list(VECTORDB_BUILDS.values())
-    }
-)
 
 
 # Pages saying how sure the comparison is (issue 15), built for every version.
@@ -527,7 +360,7 @@ def index_pages():
             f"plots/{figure}.svg"
             for figure in ("bars", "recall", "kinds", "grades", "calibration")
         ],
-        *(["vector-size.html"] if FLOAT_TWINS else []),
+        *[f"{page}.html" for page in VERSION_PAGES],
     ]
 
 
@@ -571,11 +404,8 @@ def all_outputs():
             for grain in ("docs", "chunks")
         ]
         outputs += [f"{R}/{qset}/leaks/{method}.parquet" for method in METHODS]
-        outputs += [
-            f"{R}/{qset}/ann-recall/{m}.md"
-            for m in approximate_methods() + approximate_vectordb_methods()
-        ]
-        outputs += [f"{R}/{qset}/vector-size.md"] if FLOAT_TWINS else []
+        outputs += [f"{R}/{qset}/ann-recall/{m}.md" for m in ANN_RECALL_METHODS]
+        outputs += [f"{R}/{qset}/{page}.md" for page in VERSION_PAGES]
         outputs += [
             f"{R}/{qset}/aggregate.parquet",
             f"{R}/{qset}/comparison.md",
@@ -595,11 +425,6 @@ def all_outputs():
     return outputs
 
 
-def scorer_encoder(method):
-    scorer = METHOD_SPECS[method]["scorer"]
-    return scorer.get("encoder") if scorer["kind"] == "bi-encoder" else None
-
-
 def chat_threads(chat):
     """CPU threads of a job talking to this chat block: the local model's, 1 for a remote endpoint."""
     return (
@@ -609,45 +434,11 @@ def chat_threads(chat):
     )
 
 
-def rerank_threads(wildcards):
-    """CPU threads of a rerank job: a local LLM scorer's, else 1."""
-    return chat_threads(METHOD_SPECS[wildcards.method]["scorer"].get("chat", {}))
-
-
-def rerank_inputs(wildcards):
-    method, qset = wildcards.method, wildcards.qset
-    spec = METHOD_SPECS[method]
-    inputs = {
-        "run": run_path(spec["input"], qset),
-        "queries": queries_path(method, qset),
-        "chunks": corpus_path(method, "chunks.parquet"),
-    }
-    encoder = scorer_encoder(method)
-    if encoder:
-        inputs["query_embeddings"] = query_embeddings_path(
-            qset, encoder, spec.get("rewrite")
-        )
-        inputs["chunk_embeddings"] = corpus_path(method, "embeddings", f"{encoder}.npy")
-    return inputs
-
-
-def search_http_inputs(wildcards):
-    """A search endpoint's questions and the corpus; the chunks too when its answers name chunks."""
-    inputs = {
-        "questions": f"{R}/{wildcards.qset}/questions.parquet",
-        "documents": f"{R}/corpus/documents.parquet",
-    }
-    if method_setting(METHOD_SPECS[wildcards.method], "returns") == "chunk":
-        inputs["chunks"] = corpus_path(wildcards.method, "chunks.parquet")
-    return inputs
-
-
 wildcard_constraints:
     qset=choice(QSETS),
     chunker=choice(set(config["chunkers"]) | {index_chunker(m) for m in METHODS}),
     encoder=choice(config.get("encoders", {})),
     rewrite=choice(REWRITES),
-    index=choice(FAISS_BUILDS | VECTORDB_BUILDS),
 
 
 # The report: settings, provenance, and what each figure and cost row reads.
@@ -661,18 +452,8 @@ MLFLOW = mlflow_settings(REPORT, os.environ.get("MLFLOW_TRACKING_URI"))
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 
-# The name of the index a first-stage method searches, by the rule that builds it (methods with the same
-# parameters share one); an index rule absent here names its jobs without one.
-INDEX_NAMES = {
-    "bm25_index": bm25_index_name,
-    "lucene_index": lucene_index_name,
-    "faiss_index": lambda method: dense_index(method).name,
-    "vectordb_collection": vectordb_index_name,
-}
-
-
 def index_name(method):
-    """The BM25, FAISS or vector-database index a first-stage method searches (None: its index rule names none)."""
+    """The index a first-stage method searches, as its type names it (None: its index rule names none)."""
     builder = index_rule(METHOD_SPECS[method])
     return INDEX_NAMES[builder](method) if builder in INDEX_NAMES else None
 

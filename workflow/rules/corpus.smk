@@ -76,3 +76,70 @@ rule expand_chunks:
         record=lambda wildcards: str(expansion_record(R, wildcards.expansion)),
     script:
         "../scripts/expand_chunks.py"
+
+
+rule embed_corpus:
+    input:
+        chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
+    output:
+        embeddings=temp(
+            f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}/shard-{{shard}}.npy"
+        ),
+        # Texts sent and tokens billed (an API encoder's cost, on cost.md).
+        usage=f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.usage.json",
+    log:
+        f"{LOGS}/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.log",
+    benchmark:
+        f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.tsv"
+    wildcard_constraints:
+        shard=r"\d+",
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
+    conda:
+        "../../environment.yml"
+    threads: encoding_threads
+    resources:
+        mem_mb=mem_mb_for_inputs(4000, 9),
+        runtime=120,
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+        shards=lambda wildcards: encoder_shards(wildcards.encoder),
+        # Read if present, never declared: written by merge_embeddings, it only saves work (see docs/how-to/large-corpora.md).
+        cache=lambda wildcards: embedding_cache(wildcards.chunker, wildcards.encoder),
+        # the other chunkers' caches of the same encoder: a text any chunker embedded is not encoded again
+        other_caches=lambda wildcards: [
+            embedding_cache(chunker, wildcards.encoder)
+            for chunker in sorted(config["chunkers"])
+            if chunker != wildcards.chunker
+        ],
+        api_cache=API_EMBEDDING_CACHE,
+    script:
+        "../scripts/embed_corpus.py"
+
+
+rule merge_embeddings:
+    input:
+        chunks=f"{R}/corpus/{{chunker}}/chunks.parquet",
+        shards=lambda wildcards: [
+            f"{R}/corpus/{wildcards.chunker}/embeddings/{wildcards.encoder}/shard-{shard}.npy"
+            for shard in range(encoder_shards(wildcards.encoder))
+        ],
+    output:
+        embeddings=f"{R}/corpus/{{chunker}}/embeddings/{{encoder}}.npy",
+    log:
+        f"{LOGS}/merge_embeddings/{{chunker}}/{{encoder}}.log",
+    benchmark:
+        f"{R}/benchmarks/merge_embeddings/{{chunker}}/{{encoder}}.tsv"
+    # the slow start of the dense chain, early: see Priorities in common.smk
+    priority: 9
+    conda:
+        "../../environment.yml"
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for_inputs(4000, 2),
+        runtime=30,
+    params:
+        encoder=lambda wildcards: encoder_spec(wildcards.encoder),
+        cache=lambda wildcards: embedding_cache(wildcards.chunker, wildcards.encoder),
+    script:
+        "../scripts/merge_embeddings.py"

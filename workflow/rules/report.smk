@@ -15,7 +15,7 @@ rule comparison_table:
         documents=f"{R}/corpus/documents.parquet",
         effective_config=f"{R}/{{qset}}/effective-config.yaml",
         reranked=lambda wildcards: [
-            run_path(m, wildcards.qset) for m in methods_of_rule("rerank")
+            run_path(m, wildcards.qset) for m in RERANKED_METHODS
         ],
         since_last_run=f"{R}/{{qset}}/since-last-run.md",
         engine_runs=engine_runs,
@@ -59,7 +59,7 @@ rule comparison_table:
         chunkers={m: chunker_of(m) for m in methods_at_grain("chunk")},
         tokenizer=PROMPT_TOKENIZER[1],
         cards=method_cards(EXPANDED_CONFIG),
-        reranked_methods=methods_of_rule("rerank"),
+        reranked_methods=RERANKED_METHODS,
         models=resolved_models(),
         engine_methods=engine_methods(),
         judge_agreement=lambda wildcards: judge_output_path(
@@ -89,9 +89,7 @@ rule cost_page:
         index_files=lambda wildcards: sorted(
             {path for paths in index_files().values() for path in paths}
         ),
-        index_stats=sorted(
-            {dense_index_stats(m) for m in methods_indexed_by("faiss_index")}
-        ),
+        index_stats=sorted(set(INDEX_STATS.values())),
     output:
         cost=f"{R}/{{qset}}/cost.md",
         frontier_png=f"{R}/{{qset}}/frontier.png",
@@ -123,7 +121,7 @@ rule cost_page:
         chunks={m: corpus_path(m, "chunks.parquet") for m in METHODS},
         index_files=lambda wildcards: index_files(),
         margins=MARGINS,
-        index_stats={m: dense_index_stats(m) for m in methods_indexed_by("faiss_index")},
+        index_stats=INDEX_STATS,
     script:
         "../scripts/cost_page.py"
 
@@ -156,16 +154,16 @@ rule history_record:
         "../scripts/history_record.py"
 
 
-rule plots:
+rule draw_plots:
     input:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         grades=expand(f"{R}/{{{{qset}}}}/grades/{{method}}.parquet", method=METHODS),
     output:
         **figure_outputs(),
     log:
-        f"{LOGS}/plots/{{qset}}.log",
+        f"{LOGS}/draw_plots/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/plots/{{qset}}.tsv"
+        f"{R}/benchmarks/draw_plots/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -179,7 +177,7 @@ rule plots:
         "../scripts/draw_plots.py"
 
 
-rule failures:
+rule failure_analysis:
     input:
         runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
         qrels=lambda wildcards: [qrels_of(m, wildcards.qset) for m in METHODS],
@@ -197,9 +195,9 @@ rule failures:
         failures=f"{R}/{{qset}}/failures.parquet",
         stages=f"{R}/{{qset}}/stages.parquet",
     log:
-        f"{LOGS}/failures/{{qset}}.log",
+        f"{LOGS}/failure_analysis/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/failures/{{qset}}.tsv"
+        f"{R}/benchmarks/failure_analysis/{{qset}}.tsv"
     # the explorer waits for it too: see evaluate
     priority: 2
     conda:
@@ -216,7 +214,7 @@ rule failures:
         "../scripts/failure_analysis.py"
 
 
-rule calibration:
+rule calibrate:
     input:
         runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
@@ -242,9 +240,9 @@ rule calibration:
         question_zones=f"{R}/{{qset}}/calibration/zones.parquet",
         zone_table=f"{R}/{{qset}}/calibration/zone-table.parquet",
     log:
-        f"{LOGS}/calibration/{{qset}}.log",
+        f"{LOGS}/calibrate/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/calibration/{{qset}}.tsv"
+        f"{R}/benchmarks/calibrate/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -259,7 +257,7 @@ rule calibration:
         "../scripts/calibrate.py"
 
 
-rule qset_diff:
+rule diff_qsets:
     input:
         questions_a=f"{R}/{{a}}/questions.parquet",
         labels_a=f"{R}/{{a}}/labels.parquet",
@@ -279,9 +277,9 @@ rule qset_diff:
         summary=f"{R}/diffs/{{a}}-vs-{{b}}.json",
         changes=f"{R}/diffs/{{a}}-vs-{{b}}.changes.parquet",
     log:
-        f"{LOGS}/qset_diff/{{a}}-vs-{{b}}.log",
+        f"{LOGS}/diff_qsets/{{a}}-vs-{{b}}.log",
     benchmark:
-        f"{R}/benchmarks/qset_diff/{{a}}-vs-{{b}}.tsv"
+        f"{R}/benchmarks/diff_qsets/{{a}}-vs-{{b}}.tsv"
     wildcard_constraints:
         a=choice(QSETS),
         b=choice(QSETS),
@@ -299,9 +297,9 @@ rule qset_diff:
 
 
 # Every run remembered (docs/how-to/runs.md): this run's pending record and what changed since
-# the last recorded run of the version; the history job stores the record once the run is complete. And the
+# the last recorded run of the version; the record_history job stores the record once the run is complete. And the
 # effective config, from the config_json this job reads anyway (every config change reruns both).
-rule run_record:
+rule record_run:
     input:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         questions=f"{R}/{{qset}}/questions.parquet",
@@ -316,9 +314,9 @@ rule run_record:
         changed=f"{R}/{{qset}}/since-last-run.parquet",
         effective_config=f"{R}/{{qset}}/effective-config.yaml",
     log:
-        f"{LOGS}/run_record/{{qset}}.log",
+        f"{LOGS}/record_run/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/run_record/{{qset}}.tsv"
+        f"{R}/benchmarks/record_run/{{qset}}.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -341,7 +339,7 @@ rule run_record:
         "../scripts/record_run.py"
 
 
-rule history:
+rule record_history:
     input:
         records=expand(f"{R}/{{qset}}/history-record.json", qset=QSETS),
         runs=expand(f"{R}/{{qset}}/run-record.parquet", qset=QSETS),
@@ -351,9 +349,9 @@ rule history:
         png=f"{R}/history.png",
         svg=f"{R}/history.svg",
     log:
-        f"{LOGS}/history.log",
+        f"{LOGS}/record_history.log",
     benchmark:
-        f"{R}/benchmarks/history.tsv"
+        f"{R}/benchmarks/record_history.tsv"
     conda:
         "../../environment.yml"
     threads: 1
@@ -419,7 +417,7 @@ rule explorer:
 
 
 # How sure is the table: question budget (issue 15).
-rule budget:
+rule plan_budget:
     input:
         metrics=expand(f"{R}/{{{{qset}}}}/metrics/{{method}}.parquet", method=METHODS),
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
@@ -433,9 +431,9 @@ rule budget:
         ),
         budget=f"{R}/{{qset}}/budget.parquet",
     log:
-        f"{LOGS}/budget/{{qset}}.log",
+        f"{LOGS}/plan_budget/{{qset}}.log",
     benchmark:
-        f"{R}/benchmarks/budget/{{qset}}.tsv"
+        f"{R}/benchmarks/plan_budget/{{qset}}.tsv"
     # on the longest chain (aggregate, budget, comparison page): see Priorities in common.smk
     priority: 1
     conda:
@@ -531,39 +529,3 @@ rule index_page:
         decision=DECISION,
     script:
         "../scripts/index_page.py"
-
-
-# Index size against quality: each compressed dense index beside its float flat twin (only when a method compresses).
-rule vector_size_page:
-    input:
-        aggregate=f"{R}/{{qset}}/aggregate.parquet",
-        pairs=f"{R}/{{qset}}/pairs.parquet",
-        manifest=f"{R}/{{qset}}/qset.json",
-        stats=lambda wildcards: sorted(
-            {dense_index_stats(m) for m in vector_size_methods()}
-        ),
-    output:
-        page=f"{R}/{{qset}}/vector-size.md",
-        html=report(
-            f"{R}/{{qset}}/vector-size.html",
-            category="Comparison",
-            subcategory="{qset}",
-            caption="../report/vector-size.rst",
-        ),
-    log:
-        f"{LOGS}/vector_size_page/{{qset}}.log",
-    benchmark:
-        f"{R}/benchmarks/vector_size_page/{{qset}}.tsv"
-    conda:
-        "../../environment.yml"
-    threads: 1
-    params:
-        drafts=lambda wildcards: drafts_of(wildcards.qset),
-        dataset=DATASET["name"],
-        report=REPORT,
-        resamples=EVALUATION["bootstrap_resamples"],
-        twins=FLOAT_TWINS,
-        indexes={m: dense_index(m).settings for m in vector_size_methods()},
-        stats={m: dense_index_stats(m) for m in vector_size_methods()},
-    script:
-        "../scripts/vector_size_page.py"

@@ -1,6 +1,6 @@
 """Write this run's pending record (per-question values, effective config, method identities, provenance, each
 question's fingerprints) and what changed since the last recorded run: the comparison page's section and the
-questions that moved (the explorer's filter). The history job stores the record once the run is complete. Beside
+questions that moved (the explorer's filter). The record_history job stores the record once the run is complete. Beside
 them, the effective config as YAML (the config as the run used it, every default filled in and grids expanded; the
 comparison page shows it too)."""
 

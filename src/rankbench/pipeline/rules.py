@@ -1,6 +1,6 @@
 """The Snakemake jobs a method's run needs, from its type's rules in the registry (retrieval/registry.py): the
-cost page counts their benchmarks (pipeline/cost.py) and workflow/rules/retrieve.smk picks the methods of each
-run rule from RUN_RULES.
+cost page counts their benchmarks (pipeline/cost.py) and each type's rules file (workflow/rules/methods/) picks the
+methods of its run rule from RUN_RULES.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """The method types, one entry each: the config keys a type reads (with their defaults), its family, its inputs, the
 rules that build its index, encode its texts and make its run, the models it loads and its own config checks.
 
-Adding a method type = its module under retrieval/ (and thin workflow scripts and rules), one `MethodType` entry
-here, the keys' JSON checks in workflow/schemas/config.schema.yaml, and its docs in docs/reference/config.md
-("Adding a method type"). The config checks (pipeline/config.py), the effective config (pipeline/defaults.py), the
-rules (workflow/rules/common.smk), the cost stages (pipeline/rules.py), the models of provenance and history
-(pipeline/models.py), the failure analysis, the evaluation grains and the findings all read this table, never a
-type's name; tests/retrieval/test_registry.py keeps it and the schema in step, and tests/codebase/test_type_names.py
-fails where a type name is compared outside it and the type's own module.
+Adding a method type = its module under retrieval/ (and thin workflow scripts, and its rules files under
+workflow/rules/methods/), one `MethodType` entry here, the keys' JSON checks in workflow/schemas/config.schema.yaml,
+and its docs in docs/reference/config.md (steps: docs/development.md, "Add a method type"). The config checks
+(pipeline/config.py), the effective config (pipeline/defaults.py), the rules (workflow/rules/common.smk and
+methods/), the cost stages (pipeline/rules.py), the models of provenance and history (pipeline/models.py), the
+failure analysis, the evaluation grains and the findings all read this table, never a type's name;
+tests/retrieval/test_registry.py keeps it and the schema in step, and tests/codebase/test_type_names.py fails where
+a type name is compared outside it and the type's own module.
 """
 
 from __future__ import annotations

@@ -1,0 +1,16 @@
+# A search endpoint (`type: http`): its helpers; its rule is in http.smk.
+from rankbench.retrieval.registry import method_setting
+
+# Answers of search endpoints (`type: http`), by endpoint and request: a rerun sends nothing.
+HTTP_SEARCH_CACHE = f"{R}/cache/http-search"
+
+
+def search_http_inputs(wildcards):
+    """A search endpoint's questions and the corpus; the chunks too when its answers name chunks."""
+    inputs = {
+        "questions": f"{R}/{wildcards.qset}/questions.parquet",
+        "documents": f"{R}/corpus/documents.parquet",
+    }
+    if method_setting(METHOD_SPECS[wildcards.method], "returns") == "chunk":
+        inputs["chunks"] = corpus_path(wildcards.method, "chunks.parquet")
+    return inputs

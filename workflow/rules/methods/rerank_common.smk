@@ -1,0 +1,34 @@
+# Reranking another method's run: its helpers and what it registers in common.smk; its rule is in rerank.smk.
+from rankbench.retrieval.registry import method_setting
+from rankbench.retrieval.scorer_kinds import scorer_encoder
+
+
+def scorer_spec(method):
+    """A rerank method's scorer settings, a hub cross-encoder's revision being the commit resolved at start."""
+    scorer = METHOD_SPECS[method]["scorer"]
+    return with_resolved_revision(scorer, MODEL_COMMITS.get(f"methods.{method}.scorer"))
+
+
+def rerank_threads(wildcards):
+    """CPU threads of a rerank job: a local LLM scorer's, else 1."""
+    return chat_threads(METHOD_SPECS[wildcards.method]["scorer"].get("chat", {}))
+
+
+def rerank_inputs(wildcards):
+    method, qset = wildcards.method, wildcards.qset
+    spec = METHOD_SPECS[method]
+    inputs = {
+        "run": run_path(spec["input"], qset),
+        "queries": queries_path(method, qset),
+        "chunks": corpus_path(method, "chunks.parquet"),
+    }
+    encoder = scorer_encoder(METHOD_SPECS[method]["scorer"])
+    if encoder:
+        inputs["query_embeddings"] = query_embeddings_path(
+            qset, encoder, spec.get("rewrite")
+        )
+        inputs["chunk_embeddings"] = corpus_path(method, "embeddings", f"{encoder}.npy")
+    return inputs
+
+
+RERANKED_METHODS.extend(methods_of_rule("rerank"))
