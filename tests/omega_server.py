@@ -25,7 +25,7 @@ JSON_TEMPLATE = ('$httpheader{Content-Type,application/json}$httpheader{X-Omega-
 BROKEN_TEMPLATE = '$httpheader{Content-Type,application/json}{"total":$msize,"hits":['
 INDEX_SCRIPT = "id : field=id boolean=Q unique=Q\ntext : index field=text\n"
 # What the method sends Omega: the question, OR of its terms (Omega's default is AND), k hits, the JSON template.
-OMEGA_PARAMS = {"P": "{query}", "DEFAULTOP": "or", "HITSPERPAGE": "{k}", "FMT": "json"}
+OMEGA_PARAMS = {"P": "{query}", "DEFAULTOP": "or", "HITSPERPAGE": "{hits}", "FMT": "json"}
 
 
 def free_port() -> int:

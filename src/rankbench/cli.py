@@ -235,13 +235,15 @@ def init_command(args: argparse.Namespace) -> int:
 def check_command(args: argparse.Namespace) -> int:
     """`rankbench check`: every (or the given) version of a project against its corpus; warnings are printed."""
     from rankbench.io.config_file import load_config_file
-    from rankbench.pipeline.config import expand_methods
+    from rankbench.pipeline.config import check_renamed_keys, expand_methods
     from rankbench.pipeline.drafts import check_version
     from rankbench.pipeline.software import check_installed
 
     config = load_config_file(args.config)
     if isinstance(config.get("methods"), dict):  # what the methods need, before the versions' records
-        check_installed({**config, "methods": expand_methods(config["methods"], str(args.config))}, args.config)
+        methods = expand_methods(config["methods"], str(args.config))
+        check_renamed_keys(methods, str(args.config))
+        check_installed({**config, "methods": methods}, args.config)
     versions = args.version or sorted(config.get("qsets") or {})
     for version in versions:
         result = check_version(args.config, version, args.directory)

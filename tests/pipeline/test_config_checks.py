@@ -13,6 +13,7 @@ import pytest
 import yaml
 from workflow_helpers import REPO, copy_dataset, snakemake
 
+from rankbench.cli import main
 from rankbench.errors import InputError
 from rankbench.io import config_file
 from rankbench.io.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_NODES, load_config_file
@@ -114,6 +115,8 @@ def grid(method: str, **values: list[Any]) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
+# A search endpoint as a method (the start checks send it nothing).
+SEARCH = {"type": "http", "url": "http://127.0.0.1:9/select", "preset": "solr"}
 CASES = {
     # limits (ks, depth, grids)
     "huge cutoff": (set_key("evaluation.ks", [1, 10_000_000]), "evaluation.ks[1]", "maximum of 10000"),
@@ -142,6 +145,15 @@ CASES = {
                                  "which the method also sets"),
     "grid key the type ignores": (grid("hybrid", k1=[1.0]), "methods.hybrid[k1=1.0]",
                                   "a rrf method does not use"),
+    # `type: http` asks for `hits` (once `k`, which fusion keeps as RRF's constant) and fills {hits} (once {k})
+    "http k, now hits": (set_key("methods.search", {**SEARCH, "k": 10}), "methods.search",
+                         "`k` is now `hits` for `type: http` (the number of hits asked for). Rename it to `hits`."),
+    "http k in a grid": (set_key("methods.search", {**SEARCH, "grid": {"k": [10, 20]}}), "methods.search[k=10]",
+                         "`k` is now `hits`"),
+    "http {k} in a template": (set_key("methods.search", {**SEARCH, "params": {"rows": "{k}"}}),
+                               "methods.search.params", "names {k}, which is now {hits}"),
+    "http hits 0": (set_key("methods.search", {**SEARCH, "hits": 0}), "methods.search.hits",
+                    "0 is less than the minimum of 1"),
     # names that become path components
     "dataset ..": (set_key("dataset.name", ".."), "dataset.name", "does not match"),
     "qset ..": (rename("qsets", "v1", ".."), "qsets", "does not match"),
@@ -255,6 +267,20 @@ def test_config_mistakes_name_the_file_and_key(monkeypatch: pytest.MonkeyPatch, 
         check_config(config, SCHEMA, "my.yaml")
     assert error.value.path == "my.yaml" and error.value.where == where, str(error.value)
     assert problem in str(error.value)
+
+
+def test_an_http_method_takes_hits_and_check_refuses_its_old_k_with_exit_2(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(REPO)
+    config = mini_config()
+    config["methods"]["search"] = {**SEARCH, "hits": 25}
+    assert check_config(config, SCHEMA, "my.yaml")["search"]["hits"] == 25
+    config["methods"]["search"] = {**SEARCH, "k": 25}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert main(["check", "--config", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert f"{path}, methods.search: `k` is now `hits` for `type: http`" in error and "Traceback" not in error
 
 
 def test_the_shipped_configs_pass(monkeypatch: pytest.MonkeyPatch) -> None:

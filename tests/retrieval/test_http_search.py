@@ -113,7 +113,7 @@ def test_a_post_fills_the_body_sends_the_header_from_the_environment_and_keeps_t
                                                                       {"_id": "returns-2025#1", "_score": 1.5},
                                                                       {"_id": "elsewhere", "_score": 1.0}]}}))
     method = {"type": "http", "url": scripted.origin + "/idx/_search", "preset": "opensearch",
-              "body": {"query": {"match": {"text": "{query}"}}, "size": "{k}", "filter": "{audience}/{qid}",
+              "body": {"query": {"match": {"text": "{query}"}}, "size": "{hits}", "filter": "{audience}/{qid}",
                        "literal": "{{kept}}"},
               "headers": {"Authorization": TOKEN_VARIABLE}, "id_pattern": r"^(?P<id>[^#]+)#", "concurrency": 1}
     check_http_method(method, {}, "methods.svc", "config.yaml")
@@ -171,10 +171,21 @@ def test_a_cached_answer_refused_now_is_asked_for_again_never_replayed(
     assert "NaN" not in entry.read_text()
 
 
+def test_hits_sets_the_number_asked_for_in_place_of_the_evaluation_depth(scripted: ScriptedServer,
+                                                                         questions: pd.DataFrame,
+                                                                         tmp_path: Path) -> None:
+    scripted.answer((200, {}, {"hits": {"hits": [{"_id": "returns-2025", "_score": 2.0}]}}))
+    method = {"type": "http", "url": scripted.origin + "/idx/_search", "preset": "opensearch", "hits": 3,
+              "concurrency": 1}
+    check_http_method(method, {}, "methods.svc", "config.yaml")
+    search_run(http_spec(method, 10), questions.head(1), 10, tmp_path / "cache", "svc")
+    assert json.loads(scripted.seen[0]["body"])["size"] == 3
+
+
 def test_the_presets_build_their_engines_requests_and_read_their_answers() -> None:
-    values = {"query": "bike returns", "k": 5, "qid": "q1"}
+    values = {"query": "bike returns", "hits": 5, "qid": "q1"}
     opensearch = http_spec({"url": "http://localhost:9200/docs/_search", "preset": "opensearch"}, 100)
-    assert opensearch.http_method == "POST" and opensearch.k == 100
+    assert opensearch.http_method == "POST" and opensearch.hits == 100
     assert fill(opensearch.body, values) == {"query": {"match": {"text": "bike returns"}}, "size": 5,
                                              "_source": False}
     # the answer shape of Elasticsearch's and OpenSearch's search API reference
@@ -194,7 +205,10 @@ def test_the_presets_build_their_engines_requests_and_read_their_answers() -> No
     ({"url": "http://user:pw@localhost/s"}, "url", "holds a user name or password"),
     ({"params": {"q": "{question}"}}, "params", r"names \{question\}, which no question has"),
     ({"headers": {"Authorization": "RANKBENCH_UNSET_VARIABLE"}}, "headers.Authorization", "is not set"),
-    ({"k": 0}, "k", "not a number of hits"),
+    ({"hits": 0}, "hits", "not a number of hits"),
+    ({"params": {"rows": "{k}"}}, "params", r"names \{k\}, which is now \{hits\} \(the number of hits asked for\)\. "
+                                            r"Rename it to \{hits\}\."),
+    ({"body": {"size": "{k}"}}, "body", r"names \{k\}, which is now \{hits\}"),
     ({"ids": "hits[*].id[*]"}, "ids", "needs exactly one"),
     ({"id_pattern": "(?P<doc>.*)"}, "id_pattern", "has no group named `id`"),
 ])

@@ -122,6 +122,7 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     check_grids(config["methods"], schema, source)
     methods = expand_methods(config["methods"], source)
     expanded = {**config, "methods": methods, "chunkers": expand_chunkers(config["chunkers"], source)}
+    check_renamed_keys(methods, source)
     check_methods(expanded, source)
     check_installed(expanded, source)
     check_settings(expanded, source)
@@ -295,6 +296,18 @@ def _check_keys_apply(spec: Mapping[str, Any], where: str, source: str) -> None:
         if key not in STRUCTURAL_KEYS and key not in METHOD_TYPES[spec["type"]].keys:
             raise InputError(source, where, f"sets `{key}`, which a {spec['type']} method does not use",
                              f"`{key}` applies to: {', '.join(types_using(key))}.")
+
+
+def check_renamed_keys(methods: Mapping[str, Any], source: str) -> None:
+    """A key a method's type renamed (the registry's `renamed`) is told its new name, not merely refused as unused:
+    `rankbench check` and the workflow's start both call this on the methods, grids expanded."""
+    for name, spec in methods.items():
+        kind = METHOD_TYPES.get(spec.get("type"))
+        for key in spec:
+            if kind is not None and key in kind.renamed:
+                new_key, meaning = kind.renamed[key]
+                raise InputError(source, f"methods.{name}", f"`{key}` is now `{new_key}` for `type: {spec['type']}` "
+                                 f"({meaning})", f"Rename it to `{new_key}`.")
 
 
 def method_chunker(config: Mapping[str, Any], name: str, source: str, _path: tuple[str, ...] = ()) -> str:

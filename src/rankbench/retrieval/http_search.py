@@ -32,15 +32,17 @@ from rankbench.retrieval.response_paths import PathError, parse_path, select
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # What a template may name: the question's text, the hits asked for, its id and the other columns of a question.
-PLACEHOLDERS = ("query", "k", *[column for column in QUESTION_COLUMNS if column != "question"])
+PLACEHOLDERS = ("query", "hits", *[column for column in QUESTION_COLUMNS if column != "question"])
+# Placeholders renamed: old name -> (new name, what it stands for), so a template still naming the old is told the new.
+RENAMED_PLACEHOLDERS = {"k": ("hits", "the number of hits asked for")}
 _ES_SEARCH: dict[str, Any] = {"http_method": "POST", "params": {},
-                              "body": {"query": {"match": {"text": "{query}"}}, "size": "{k}", "_source": False},
+                              "body": {"query": {"match": {"text": "{query}"}}, "size": "{hits}", "_source": False},
                               "ids": "hits.hits[*]._id", "scores": "hits.hits[*]._score"}
 PRESETS: dict[str, dict[str, Any]] = {
     "opensearch": _ES_SEARCH,
     "elasticsearch": _ES_SEARCH,
     "solr": {"http_method": "GET", "body": None,
-             "params": {"q": "{query}", "defType": "edismax", "qf": "text", "rows": "{k}", "fl": "id,score",
+             "params": {"q": "{query}", "defType": "edismax", "qf": "text", "rows": "{hits}", "fl": "id,score",
                         "wt": "json"},
              "ids": "response.docs[*].id", "scores": "response.docs[*].score"},
 }
@@ -57,7 +59,7 @@ class HttpSearchSpec:
     url: str
     ids: str
     scores: str
-    k: int
+    hits: int
     http_method: str = "GET"
     params: Mapping[str, Any] = field(default_factory=dict)
     body: Any = None
@@ -87,16 +89,16 @@ def _merged(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def http_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The request a method sends and how, its preset's and the library's defaults filled in (effective config;
-    `k` unset means the evaluation depth)."""
-    defaults = {key: value for key, value in asdict(HttpSearchSpec(url="", ids="", scores="", k=0)).items()
+    `hits` unset means the evaluation depth)."""
+    defaults = {key: value for key, value in asdict(HttpSearchSpec(url="", ids="", scores="", hits=0)).items()
                 if key in HTTP_LIBRARY_KEYS}
     return {key: value for key, value in {**defaults, **_merged(spec)}.items()
             if key in (*HTTP_LIBRARY_KEYS, "ids", "scores")}
 
 
 def http_spec(spec: Mapping[str, Any], depth: int) -> HttpSearchSpec:
-    """A method's settings, its preset's under its own; `k` defaults to the evaluation depth."""
-    return HttpSearchSpec(**{"k": depth, **_merged(spec)})
+    """A method's settings, its preset's under its own; `hits` defaults to the evaluation depth."""
+    return HttpSearchSpec(**{"hits": depth, **_merged(spec)})
 
 
 def template_names(template: Any) -> set[str]:
@@ -112,7 +114,7 @@ def template_names(template: Any) -> set[str]:
 
 def fill(template: Any, values: Mapping[str, Any]) -> Any:
     """The template with its placeholders replaced; a string that is one placeholder alone takes the value as it is
-    (`"size": "{k}"` sends a number), `{{` and `}}` are literal braces."""
+    (`"size": "{hits}"` sends a number), `{{` and `}}` are literal braces."""
     if isinstance(template, str):
         alone = PLACEHOLDER.fullmatch(template)
         if alone:
@@ -135,9 +137,9 @@ def check_http_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where
                              "Give `preset: opensearch|elasticsearch|solr`, or `ids` and `scores` (paths into the "
                              "answer, e.g. hits.hits[*]._id and hits.hits[*]._score).")
     settings = http_spec(spec, 1)
-    if not 1 <= spec.get("k", 1) <= MAX_K:
-        raise InputError(source, f"{where}.k", f"is {spec['k']}, not a number of hits from 1 to {MAX_K}",
-                         "Give the hits to ask for, or leave `k` out to ask for the evaluation depth.")
+    if not 1 <= spec.get("hits", 1) <= MAX_K:
+        raise InputError(source, f"{where}.hits", f"is {spec['hits']}, not a number of hits from 1 to {MAX_K}",
+                         "Give the hits to ask for, or leave `hits` out to ask for the evaluation depth.")
     check_base_url(settings.url, where, source, "url", "give secrets as headers whose values come from environment "
                    "variables ({setting}.headers: {{Authorization: MY_SERVICE_TOKEN}})")
     for key in ("ids", "scores"):
@@ -148,6 +150,11 @@ def check_http_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where
                              "\"Mapping the answer\".") from None
     for key in ("params", "body"):
         unknown = sorted(template_names(getattr(settings, key)) - set(PLACEHOLDERS))
+        renamed = [name for name in unknown if name in RENAMED_PLACEHOLDERS]
+        if renamed:
+            new, meaning = RENAMED_PLACEHOLDERS[renamed[0]]
+            raise InputError(source, f"{where}.{key}", f"names {{{renamed[0]}}}, which is now {{{new}}} ({meaning})",
+                             f"Rename it to {{{new}}}.")
         if unknown:
             raise InputError(source, f"{where}.{key}", f"names {{{unknown[0]}}}, which no question has",
                              f"Use {', '.join('{' + name + '}' for name in PLACEHOLDERS)} (write {{{{ and }}}} for "
@@ -263,11 +270,12 @@ class HttpSearch:
                       entry["server"], entry["received"])
 
 
-def question_values(questions: pd.DataFrame, k: int) -> list[dict[str, Any]]:
-    """What each question's request is filled with: its text as {query}, k, and its other columns ("" for none)."""
+def question_values(questions: pd.DataFrame, hits: int) -> list[dict[str, Any]]:
+    """What each question's request is filled with: its text as {query}, {hits}, and its other columns ("" for
+    none)."""
     frame = questions.rename(columns={"question": "query"})
     frame = frame[[column for column in PLACEHOLDERS if column in frame]].astype(object)
-    return [{**{key: "" if pd.isna(value) else value for key, value in row.items()}, "k": k}
+    return [{**{key: "" if pd.isna(value) else value for key, value in row.items()}, "hits": hits}
             for row in frame.to_dict("records")]
 
 
@@ -279,7 +287,7 @@ def search_run(spec: HttpSearchSpec, questions: pd.DataFrame, depth: int, cache:
     returned ids are chunk ids, each ranked under its document. Third, the questions answered from the cache. Any
     failure raises before anything is returned."""
     search = HttpSearch(spec, cache, name)
-    values = question_values(questions, spec.k)
+    values = question_values(questions, spec.hits)
     pool = ThreadPoolExecutor(spec.concurrency)
     futures = {pool.submit(search.answer, value): value["qid"] for value in values}
     try:

@@ -82,7 +82,8 @@ class MethodType:
     search engine, a database, a service) from the provenance its run file holds (called with that mapping; it
     returns the page header's and the history's entry, `methods.<name>.engine`). `modules` are what its jobs
     import, from the package extra `extra` (None: the extra of its encoders' kind, which brings them too);
-    `rankbench check` and the workflow's start refuse a method whose modules are not installed."""
+    `rankbench check` and the workflow's start refuse a method whose modules are not installed. `renamed` maps a key
+    the type once read to its new name and what that means, so a config still giving the old key is told the new."""
 
     family: str
     keys: Mapping[str, Any] = field(default_factory=dict)
@@ -99,6 +100,7 @@ class MethodType:
     engine: str | None = None
     modules: tuple[str, ...] = ()
     extra: str | None = None
+    renamed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -149,13 +151,14 @@ METHOD_TYPES: dict[str, MethodType] = {
                            grains=("document",), run_rule="import_run"),
     # A search endpoint: scored by the documents its answers name (document grain), like an imported run; an
     # endpoint that returns the chunker's chunk ids (`returns: chunk`) can be reranked too.
-    "http": MethodType("external", {"url": REQUIRED, "preset": OPTIONAL, "k": OPTIONAL, "ids": OPTIONAL,
+    "http": MethodType("external", {"url": REQUIRED, "preset": OPTIONAL, "hits": OPTIONAL, "ids": OPTIONAL,
                                     "scores": OPTIONAL, "id_pattern": OPTIONAL, "returns": "document",
                                     "chunker": OPTIONAL,
                                     **dict.fromkeys(HTTP_LIBRARY_KEYS, LIBRARY)},
                        grains=("document",), settings="rankbench.retrieval.http_search:http_settings",
                        run_rule="search_http", check="rankbench.retrieval.http_search:check_http_method",
-                       engine="rankbench.retrieval.http_search:engine_entry"),
+                       engine="rankbench.retrieval.http_search:engine_entry",
+                       renamed={"k": ("hits", "the number of hits asked for")}),
 }
 
 
