@@ -118,6 +118,12 @@ def test_a_frozen_version_whose_content_changed_fails(mini: Path) -> None:
     (lambda c: c["methods"].update(ext={"type": "external", "format": "trec"}), ["methods.ext", "`path` and `format`"]),
     (lambda c: c.setdefault("report", {}).update(headline=["ndcg@5", "bpref"]),
      ["report.headline", "bpref, which is computed only on request", "Add bpref to evaluation.metrics"]),
+    # `type: http` asks for `hits` and fills {hits}: the old `k` and {k} are told the new names
+    (lambda c: c["methods"].update(search={"type": "http", "url": "http://127.0.0.1:9/s", "preset": "solr", "k": 5}),
+     ["methods.search", "`k` is now `hits` for `type: http` (the number of hits asked for)", "Rename it to `hits`"]),
+    (lambda c: c["methods"].update(search={"type": "http", "url": "http://127.0.0.1:9/s", "preset": "solr",
+                                           "params": {"rows": "{k}"}}),
+     ["methods.search.params", "names {k}, which is now {hits}", "Rename it to {hits}"]),
 ])
 def test_config_errors_are_caught_before_anything_runs(mini: Path, edit, expected: list[str]) -> None:
     name = edit_config(mini, edit, "broken.yaml")
