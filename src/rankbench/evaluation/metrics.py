@@ -677,8 +677,9 @@ def per_query_metrics(
     if gain == "exponential" and judged.label_grade.max(initial=0) > EXP_GAIN_MAX:
         raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {EXP_GAIN_MAX}: "
                          f"qrels hold grade {judged.label_grade.max()}; use the linear gain")
-    if grade_problem(qrels, names):
-        raise ValueError(grade_problem(qrels, names))
+    problem = grade_problem(qrels, names)
+    if problem:
+        raise ValueError(problem)
     ideal = (_ideal_gains(judged.label_out, judged.label_grade, n_q, max_k, gain)
              if any(metric.ideal_gains for metric in table) else np.zeros((n_q, 1)))
     n_nonrel = np.zeros(n_q, dtype=np.int64)
