@@ -59,6 +59,7 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.start_checks import check_dataset
 from rankbench.pipeline.drafts import is_draft, record_frozen_results
+from rankbench.pipeline.local_run import start_local_run, stop_job_worker
 from rankbench.analysis.run_store import RUNS_FOLDER
 from rankbench.pipeline.mlflow import mlflow_settings
 
@@ -126,6 +127,16 @@ REWRITES = sorted(
 # from is written when the run starts, not while the Snakefile is parsed (dry runs write nothing).
 onstart:
     record_frozen_results(config, R)
+    # jobs run on this machine: light jobs in one preloaded worker process, a scheduler that does not poll (issue 41)
+    start_local_run(workflow)
+
+
+onsuccess:
+    stop_job_worker()
+
+
+onerror:
+    stop_job_worker()
 
 
 def drafts_of(*qsets):

@@ -4,6 +4,10 @@ summary (method × leak type × k: mean leaked chunks per question and questions
 evidence-grain aggregate (evidence.parquet: the same means, CIs and Holm-corrected tests against the baseline, over
 the questions whose labels carry evidence)."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import pandas as pd
 
 from rankbench.analysis.leaks import leak_summary

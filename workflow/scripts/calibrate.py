@@ -1,5 +1,9 @@
 """Abstention calibration of one question-set version: top-1 scores of answerable vs unanswerable questions."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import pandas as pd
 
 from rankbench.analysis.calibration import question_zones, thresholds, top1_scores, zone_table

@@ -1,6 +1,10 @@
 """Write the comparison page of one question-set version (Markdown, HTML) and its LaTeX and CSV tables: the bundle
 read from the rule's inputs and params, rendered by rankbench.report.comparison.comparison_files."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from datetime import datetime, timezone
 from pathlib import Path

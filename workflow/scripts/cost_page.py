@@ -1,6 +1,10 @@
 """Write the cost page of one question-set version: seconds per question and one-time seconds, calls and tokens
 billed beside the headline metrics (Markdown, HTML)."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from pathlib import Path
 

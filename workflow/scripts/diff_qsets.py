@@ -1,5 +1,9 @@
 """Diff two question-set versions: question changes, metrics on each and on common questions, flips, rankings."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from pathlib import Path
 

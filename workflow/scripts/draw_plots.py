@@ -1,5 +1,9 @@
 """Draw the figures of one question-set version: recall@k curves, a metric with CIs, per-kind heatmap, grade by rank."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label

@@ -3,6 +3,10 @@ at its grains and the share of each grade at each rank (a run that matches no la
 named in the log, as its zeros say nothing about its ranking); its evidence-grain metrics (questions whose relevant
 labels carry evidence); its TREC files and ir_metadata; its leak counts."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 import logging
 from pathlib import Path

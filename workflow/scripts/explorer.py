@@ -1,5 +1,9 @@
 """The per-question explorer of one question-set version: one self-contained HTML page."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from pathlib import Path
 

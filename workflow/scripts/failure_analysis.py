@@ -1,5 +1,9 @@
 """Failures of every method on one question-set version, classified for multi-stage methods, and the stage log."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import pandas as pd
 
 from rankbench.analysis.failures import analyse, stage_log

@@ -1,5 +1,9 @@
 """Fuse the input runs: reciprocal rank fusion, or CombSUM / CombMNZ over normalized scores."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import pandas as pd
 
 from rankbench.io.files import write_parquet

@@ -1,6 +1,10 @@
 """Write the run's history record of one question-set version: its recorded metrics per method, with the models
 each loaded (the history page appends it, see record_history.py)."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from pathlib import Path
 

@@ -1,5 +1,9 @@
 """Write the entry page of a dataset's results: every version's headline and links to the pages the run wrote."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from pathlib import Path
 

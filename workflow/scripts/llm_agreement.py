@@ -1,5 +1,9 @@
 """Agreement of the LLM judge with the human labels, as Markdown and Parquet."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import pandas as pd
 
 from rankbench.analysis.agreement import agreement

@@ -1,5 +1,9 @@
 """The question-budget page of one question-set version: questions needed to separate the pairs that matter."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import pandas as pd
 
 from rankbench.analysis.budget import BUDGET_COLUMNS, plan_budget

@@ -6,6 +6,10 @@ Whether the version is frozen is read from the lock here, not passed as a param:
 nothing these outputs hold, so it must not rerun this job and every question-side job after it (the start checks
 have already held the files to the lock)."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from pathlib import Path
 

@@ -1,6 +1,10 @@
 """Check a rewrites file against its frozen hash (native datasets) and what earlier results were made from, and
 align it with the version's questions."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 from pathlib import Path
 
 import pandas as pd

@@ -1,6 +1,10 @@
 """Append the records of this run to the shared history (under its lock), store each version's run record in its
 runs history, redraw the dataset's history pages, and export the stored runs to MLflow when configured."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import logging
 from datetime import datetime, timezone
 from pathlib import Path

@@ -4,6 +4,10 @@ questions that moved (the explorer's filter). The record_history job stores the 
 them, the effective config as YAML (the config as the run used it, every default filled in and grids expanded; the
 comparison page shows it too)."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from pathlib import Path
 

@@ -1,5 +1,9 @@
 """The robustness page of one question-set version: does the verdict survive perturbed or missing labels?"""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 from pathlib import Path
 
 import pandas as pd

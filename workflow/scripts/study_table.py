@@ -1,6 +1,10 @@
 """The study across datasets: its table (Markdown, HTML, LaTeX, CSV, tidy Parquet), the pooled statistics and a
 forest plot per headline metric, from each dataset's aggregate and per-question metrics."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import os
 
 import pandas as pd

@@ -2,6 +2,10 @@
 section, or evidence not found in its document, stops the run; other problems go to validation.md. Only validated
 labels reach labels.parquet, their evidence resolved to character offsets."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from pathlib import Path
 

@@ -1,6 +1,10 @@
 """Write the vector-size page of one question-set version: compressed dense indexes against their float flat twins
 (Markdown, HTML)."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 from pathlib import Path
 

@@ -1,0 +1,262 @@
+"""The job worker of a local run: one process, started with the run, that keeps the libraries of the workflow's
+light scripts loaded and forks a copy of itself for each job handed to it. A job then pays a fork (milliseconds)
+instead of a Python start and its imports (about half a CPU-second of pandas, pyarrow and rankbench per job).
+
+A light script hands itself over before its imports: ``hand_over(snakemake, __file__)``. With no worker serving
+this run (a cluster job, `RANKBENCH_JOB_WORKER=off`, a worker that is gone) it returns and the script runs in its
+own process as before. Otherwise the script's process passes its stdin, stdout and stderr, directory, environment
+and Snakemake object to the worker, waits for the job's exit status and exits with it; killed, it takes the job
+(and the job's own subprocesses) with it. Only this user can reach the worker: its socket is in a private folder.
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import builtins
+import contextlib
+import importlib
+import os
+import pickle
+import select
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+from typing import Any
+
+# The worker's socket, set in the environment the run's jobs inherit ("off" before the run: no worker).
+WORKER_VARIABLE = "RANKBENCH_JOB_WORKER"
+# What every light script loads (the Snakemake object's classes too): loaded when the worker starts.
+COMMON_MODULES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "snakemake.script", "rankbench.pipeline.scripting",
+                  "rankbench.io.files")
+_LENGTH = struct.Struct("!Q")
+# A job's end: its exit status (negative: the signal that killed it).
+_STATUS = struct.Struct("!i")
+_STANDARD_STREAMS = (0, 1, 2)
+
+
+def hand_over(snakemake: Any, script: str) -> None:
+    """Run this script's job in the run's job worker and exit with its status; return when no worker serves it."""
+    address = os.environ.get(WORKER_VARIABLE, "")
+    if not address or address == "off":
+        return
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(address)
+    except OSError:  # no worker there (it ended, or this job runs on another machine): run here
+        connection.close()
+        return
+    streams = [fd for fd in _STANDARD_STREAMS if _is_open(fd)]
+    request = pickle.dumps({"script": str(Path(script).resolve()), "streams": streams, "cwd": os.getcwd(),
+                            "env": dict(os.environ), "path": list(sys.path), "argv": list(sys.argv),
+                            "snakemake": snakemake})
+    try:
+        socket.send_fds(connection, [_LENGTH.pack(len(request))], streams)
+        connection.sendall(request)
+        status = _receive(connection, _STATUS.size)
+    except OSError:
+        status = b""
+    if len(status) < _STATUS.size:
+        print("rankbench: the job worker ended before this job did; run again (RANKBENCH_JOB_WORKER=off runs every "
+              "job in its own process)", file=sys.stderr)
+        sys.exit(1)
+    (code,) = _STATUS.unpack(status)
+    if code < 0:
+        print(f"rankbench: the job was ended by signal {-code}", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code)
+
+
+def serve(address: str, run_pid: int) -> None:
+    """Accept jobs on `address` until the run whose process is run_pid ends; fork one copy of this process per job,
+    with the modules its script imports loaded here first (once per script), so later jobs find them loaded."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(128)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C ends the jobs' launchers; the run then stops the worker
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() when a job ends
+    for module in COMMON_MODULES:
+        _load(module)
+    loaded_scripts: set[str] = set()
+    jobs: dict[int, socket.socket] = {}
+    while os.getppid() == run_pid:
+        ready = select.select([listener.fileno(), wake_read], [], [], 1.0)[0]
+        if wake_read in ready:
+            while _drained(wake_read):
+                pass
+        _reap(jobs)
+        if listener.fileno() not in ready:
+            continue
+        connection, _ = listener.accept()
+        try:
+            request, streams = _read_request(connection)
+        except (OSError, ValueError, EOFError, pickle.UnpicklingError):
+            connection.close()
+            continue
+        if request["script"] not in loaded_scripts:
+            loaded_scripts.add(request["script"])
+            _load_imports_of(request["script"])
+        pid = os.fork()
+        if pid == 0:
+            _run_job(connection, streams, request, [listener, *jobs.values()], (wake_read, wake_write))
+        for fd in streams:
+            os.close(fd)
+        jobs[pid] = connection
+
+
+def _run_job(connection: socket.socket, streams: list[int], request: dict[str, Any], inherited: list[socket.socket],
+             wake: tuple[int, int]) -> None:
+    """In the forked copy: become the job's process (its streams, folder, environment, arguments), run its script as
+    `__main__`, send the exit status and end. Never returns."""
+    os.setpgid(0, 0)  # the job and its subprocesses: one group, ended together if the launcher dies
+    signal.set_wakeup_fd(-1)
+    for handled in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+        signal.signal(handled, signal.SIG_DFL)
+    for other in inherited:
+        other.close()
+    for fd in wake:
+        os.close(fd)
+    for target, fd in zip(request["streams"], streams, strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    del os.environ[WORKER_VARIABLE]  # so its script's hand_over returns and runs it here (and its subprocesses too)
+    sys.path[:] = request["path"]
+    sys.argv[:] = request["argv"]
+    tempfile.tempdir = None  # read again from TMPDIR, which Snakemake may set per job
+    threading.Thread(target=_end_with_launcher, args=(connection,), daemon=True).start()
+    code = _run_script(request["script"], request["snakemake"])
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        with contextlib.suppress(OSError):
+            connection.sendall(_STATUS.pack(code))
+        os._exit(code)
+
+
+def _run_script(script: str, snakemake: Any) -> int:
+    """Run the script as its own process would (`__main__`, `snakemake` set); its exit status."""
+    namespace = {"__name__": "__main__", "__file__": script, "__builtins__": builtins, "snakemake": snakemake}
+    try:
+        exec(compile(Path(script).read_text(encoding="utf-8"), script, "exec"), namespace)
+    except SystemExit as ended:
+        if ended.code is None or isinstance(ended.code, int):
+            return ended.code or 0
+        print(ended.code, file=sys.stderr)
+        return 1
+    except BaseException:  # what Python prints for an uncaught error, and its status
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def _end_with_launcher(connection: socket.socket) -> None:
+    """End this job and its subprocesses when its launcher is gone (killed by Snakemake or the user)."""
+    with contextlib.suppress(OSError):
+        connection.recv(1)
+    os.killpg(0, signal.SIGKILL)
+
+
+def _reap(jobs: dict[int, socket.socket]) -> None:
+    """Collect ended jobs; tell each launcher its job's status (a job killed by a signal could not tell it itself)."""
+    while jobs:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        connection = jobs.pop(pid, None)
+        if connection is None:
+            continue
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        with contextlib.suppress(OSError):  # the launcher may have read the job's own status and left
+            connection.sendall(_STATUS.pack(code))
+        connection.close()
+
+
+def _read_request(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    """A launcher's request and the standard streams it passed."""
+    header, streams, _, _ = socket.recv_fds(connection, _LENGTH.size, len(_STANDARD_STREAMS))
+    if len(header) < _LENGTH.size:
+        for fd in streams:
+            os.close(fd)
+        raise ValueError("short request")
+    (length,) = _LENGTH.unpack(header)
+    body = _receive(connection, length)
+    if len(body) < length:
+        for fd in streams:
+            os.close(fd)
+        raise ValueError("short request")
+    return pickle.loads(body), streams  # a process of this user, through a socket only it can reach
+
+
+def _receive(connection: socket.socket, size: int) -> bytes:
+    """Up to size bytes: fewer when the other end closed first."""
+    chunks, received = [], 0
+    while received < size:
+        chunk = connection.recv(size - received)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        received += len(chunk)
+    return b"".join(chunks)
+
+
+def _load_imports_of(script: str) -> None:
+    """Load the modules a script imports at its top level (absolute imports), so forks of this process have them."""
+    try:
+        tree = ast.parse(Path(script).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                _load(alias.name)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            module = _load(node.module)
+            for alias in node.names:
+                if module is not None and not hasattr(module, alias.name):
+                    _load(f"{node.module}.{alias.name}")
+
+
+def _load(name: str) -> Any:
+    """The module, loaded; None when it does not load (the job then meets the same error itself, in its log)."""
+    try:
+        return importlib.import_module(name)
+    except Exception:  # any failure to load is the job's to report, not the worker's
+        return None
+
+
+def _drained(fd: int) -> bool:
+    """Read what the signal handler wrote; False once there is nothing left."""
+    try:
+        return bool(os.read(fd, 512))
+    except BlockingIOError:
+        return False
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], int(sys.argv[2]))

@@ -1,0 +1,76 @@
+"""What a run on this machine sets up when it starts and takes down when it ends: the job worker that serves the
+light jobs (pipeline/job_worker.py), and a scheduler that waits for jobs to end instead of polling. A cluster run
+(an executor that submits jobs elsewhere) keeps Snakemake's own behaviour: every job its own process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rankbench.pipeline.job_worker import WORKER_VARIABLE
+
+# A Unix socket's path must fit in 108 bytes: a longer TMPDIR runs every job in its own process.
+_SOCKET_PATH_LIMIT = 100
+_worker: subprocess.Popen[bytes] | None = None
+_worker_folder: str | None = None
+
+
+def start_local_run(workflow: Any) -> None:
+    """At the start of a run that executes its jobs on this machine: stop the scheduler's polling, start the worker."""
+    settings = workflow.executor_plugin.common_settings
+    if settings.non_local_exec or settings.dryrun_exec or settings.touch_exec:
+        return
+    stop_scheduler_polling(workflow)
+    start_job_worker()
+
+
+def stop_scheduler_polling(workflow: Any) -> None:
+    """Drop Snakemake's limit of job starts per second, which is for submitting to a cluster: it re-arms a 1-second
+    re-evaluation at every scheduling pass, and those timers add up (one more chain per finished job), so the demo's
+    162 jobs made about 10,800 passes, each checking every ready job's inputs: a fifth of the run's CPU. Jobs run
+    here are limited by --cores alone; the scheduler wakes when one ends."""
+    scheduler = getattr(workflow, "scheduler", None)
+    if scheduler is not None and hasattr(scheduler, "job_rate_limiter"):
+        scheduler.job_rate_limiter = None
+
+
+def start_job_worker() -> None:
+    """Start the worker and point the run's jobs at it (they inherit this process's environment); nothing when the
+    user set RANKBENCH_JOB_WORKER=off or the socket's path would be too long."""
+    global _worker, _worker_folder
+    if os.environ.get(WORKER_VARIABLE) == "off" or _worker is not None:
+        return
+    folder = tempfile.mkdtemp(prefix="rankbench-worker-")  # private to this user (mode 0700)
+    address = os.path.join(folder, "socket")
+    if len(address.encode()) > _SOCKET_PATH_LIMIT:
+        shutil.rmtree(folder, ignore_errors=True)
+        return
+    source = str(Path(__file__).resolve().parents[2])  # the folder holding the rankbench package
+    python_path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
+    _worker = subprocess.Popen([sys.executable, "-m", "rankbench.pipeline.job_worker", address, str(os.getpid())],
+                               stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": python_path})
+    _worker_folder = folder
+    os.environ[WORKER_VARIABLE] = address
+
+
+def stop_job_worker() -> None:
+    """End the worker (after the run's last job) and remove its socket."""
+    global _worker, _worker_folder
+    if _worker is None:
+        return
+    _worker.terminate()
+    try:
+        _worker.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        _worker.kill()
+        _worker.wait()
+    if _worker_folder is not None:
+        shutil.rmtree(_worker_folder, ignore_errors=True)
+        if os.environ.get(WORKER_VARIABLE) == os.path.join(_worker_folder, "socket"):
+            del os.environ[WORKER_VARIABLE]
+    _worker, _worker_folder = None, None

@@ -1,0 +1,189 @@
+"""The job worker runs a handed-over script as the script's own process would: its streams, folder, environment,
+arguments and exit status; a killed launcher takes its job along; with no worker the script runs where it is."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from rankbench.pipeline.job_worker import WORKER_VARIABLE
+from rankbench.pipeline.local_run import start_local_run, stop_job_worker
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+# What Snakemake writes before a script's own text (its preamble sets `snakemake`); here a plain object stands in.
+LAUNCHER = """
+import sys, types
+sys.path.insert(0, {src!r})
+snakemake = types.SimpleNamespace(threads=1, label={label!r})
+__file__ = {script!r}
+exec(compile(open(__file__).read(), __file__, "exec"))
+"""
+
+JOB = textwrap.dedent('''
+    """A job that tells where and how it runs."""
+    from rankbench.pipeline.job_worker import hand_over
+
+    hand_over(snakemake, __file__)
+
+    import os, sys, time
+    print("label", snakemake.label, "pid", os.getpid(), "cwd", os.getcwd(), "argv", sys.argv[1:])
+    print("secret", os.environ.get("JOB_SETTING"), "worker", os.environ.get("RANKBENCH_JOB_WORKER"))
+    print("to stderr", file=sys.stderr)
+    sys.stdout.flush()
+    if snakemake.label == "sleep":
+        time.sleep(60)
+    if snakemake.label == "fail":
+        raise RuntimeError("a bug in the job")
+    sys.exit(3 if snakemake.label == "three" else 0)
+''')
+
+
+@pytest.fixture
+def worker(tmp_path: Path) -> Iterator[str]:
+    """A worker serving as it would for a run whose process is this test's."""
+    address = str(tmp_path / "socket")
+    process = subprocess.Popen([sys.executable, "-m", "rankbench.pipeline.job_worker", address, str(os.getpid())],
+                               env={**os.environ, "PYTHONPATH": str(SRC)})
+    deadline = time.monotonic() + 30
+    while not Path(address).exists():
+        assert time.monotonic() < deadline, "the worker did not open its socket"
+        time.sleep(0.05)
+    yield address
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def launch(tmp_path: Path, label: str, address: str | None, **kwargs) -> subprocess.Popen[str]:
+    """Start a script job the way Snakemake does: a Python process running the preamble, then the script."""
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    launcher = tmp_path / f"launch-{label}.py"
+    launcher.write_text(LAUNCHER.format(src=str(SRC), label=label, script=str(script)))
+    workdir = tmp_path / f"work-{label}"
+    workdir.mkdir()
+    env = {**os.environ, "JOB_SETTING": f"value-{label}"}
+    env.pop(WORKER_VARIABLE, None)
+    if address:
+        env[WORKER_VARIABLE] = address
+    return subprocess.Popen([sys.executable, str(launcher), "an-argument"], cwd=workdir, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+def test_a_handed_over_job_runs_with_the_launchers_streams_folder_environment_and_status(tmp_path: Path,
+                                                                                          worker: str) -> None:
+    job = launch(tmp_path, "three", worker)
+    out, err = job.communicate(timeout=60)
+    assert job.returncode == 3
+    words = out.split()
+    assert words[words.index("label") + 1] == "three"
+    assert int(words[words.index("pid") + 1]) != job.pid  # it ran in the worker's copy, not in the launcher
+    assert words[words.index("cwd") + 1] == str(tmp_path / "work-three")
+    assert "['an-argument']" in out
+    assert "secret value-three" in out  # the launcher's environment, not the worker's
+    assert "worker None" in out  # the job's own subprocesses start no second hand-over
+    assert "to stderr" in err
+
+
+def test_a_failing_job_prints_its_traceback_and_exits_1(tmp_path: Path, worker: str) -> None:
+    job = launch(tmp_path, "fail", worker)
+    _, err = job.communicate(timeout=60)
+    assert job.returncode == 1
+    assert "RuntimeError: a bug in the job" in err
+
+
+@pytest.mark.parametrize("address", [None, "no-such-socket", "off"])
+def test_without_a_worker_the_script_runs_in_its_own_process(tmp_path: Path, address: str | None) -> None:
+    job = launch(tmp_path, "three", str(tmp_path / address) if address and address != "off" else address)
+    out, _ = job.communicate(timeout=60)
+    assert job.returncode == 3
+    words = out.split()
+    assert int(words[words.index("pid") + 1]) == job.pid
+
+
+def test_killing_the_launcher_ends_its_job(tmp_path: Path, worker: str) -> None:
+    job = launch(tmp_path, "sleep", worker)
+    assert job.stdout is not None
+    line = job.stdout.readline()
+    words = line.split()
+    job_pid = int(words[words.index("pid") + 1])
+    assert job_pid != job.pid
+    os.kill(job_pid, 0)  # running
+    job.send_signal(signal.SIGKILL)
+    job.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while _running(job_pid):
+        assert time.monotonic() < deadline, "the job outlived its launcher"
+        time.sleep(0.05)
+
+
+def test_the_worker_ends_with_its_run(tmp_path: Path) -> None:
+    """A run killed without its end hooks leaves no worker behind: the worker watches the run's process."""
+    address = str(tmp_path / "socket")
+    run = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import subprocess, sys, os, time
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "rankbench.pipeline.job_worker", {address!r}, str(os.getpid())])
+        print(worker.pid, flush=True)
+        time.sleep(60)
+    """)], env={**os.environ, "PYTHONPATH": str(SRC)}, stdout=subprocess.PIPE, text=True)
+    assert run.stdout is not None
+    worker_pid = int(run.stdout.readline())
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 15
+    while _running(worker_pid):
+        assert time.monotonic() < deadline, "the worker outlived its run"
+        time.sleep(0.1)
+
+
+def _running(pid: int) -> bool:
+    """Whether pid is a live process (a zombie counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def fake_workflow(non_local: bool) -> SimpleNamespace:
+    """What start_local_run reads of Snakemake's workflow: the executor's settings and the scheduler."""
+    settings = SimpleNamespace(non_local_exec=non_local, dryrun_exec=False, touch_exec=False)
+    return SimpleNamespace(executor_plugin=SimpleNamespace(common_settings=settings),
+                           scheduler=SimpleNamespace(job_rate_limiter="Snakemake's limiter"))
+
+
+def test_a_local_run_starts_a_worker_and_stops_polling_and_a_cluster_run_does_neither(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(WORKER_VARIABLE, raising=False)
+    cluster = fake_workflow(non_local=True)
+    start_local_run(cluster)
+    assert cluster.scheduler.job_rate_limiter == "Snakemake's limiter"
+    assert WORKER_VARIABLE not in os.environ
+    local = fake_workflow(non_local=False)
+    start_local_run(local)
+    try:
+        assert local.scheduler.job_rate_limiter is None
+        address = os.environ[WORKER_VARIABLE]
+        job_dir = Path(address).parent
+        assert (job_dir.stat().st_mode & 0o777) == 0o700  # only this user reaches the worker
+    finally:
+        stop_job_worker()
+    assert WORKER_VARIABLE not in os.environ
+    assert not job_dir.exists()
+
+
+def test_a_user_can_turn_the_worker_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WORKER_VARIABLE, "off")
+    start_local_run(fake_workflow(non_local=False))
+    stop_job_worker()
+    assert os.environ[WORKER_VARIABLE] == "off"
