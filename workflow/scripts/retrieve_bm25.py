@@ -1,5 +1,9 @@
 """Rank chunks for every question with one BM25 method (optionally rewritten queries, RM3 feedback, filters)."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import os
 
 # Before anything imports numba (the numba backend does): its compiled kernels are kept in the results cache, so

@@ -1,6 +1,10 @@
 """Rank chunks for every question by cosine similarity in a FAISS index (exact, approximate or compressed, its
 candidates optionally re-scored in float), optionally filtered."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import numpy as np
 import pandas as pd
 

@@ -67,13 +67,15 @@ def evidence_per_query(run: pd.DataFrame, chunks: pd.DataFrame, labels: pd.DataF
     evidence = {qid: {doc: merged(list(zip(group["evidence_start"].astype(int), group["evidence_end"].astype(int))))
                       for doc, group in frame.groupby("doc_id", sort=True)}
                 for qid, frame in relevant.groupby("qid", sort=True)}
-    spans = chunks.set_index("chunk_id")[["doc_id", "start", "end", "text"]]
+    # chunk id -> (document, start, end); an id the chunker never made (a foreign run) holds no character of the corpus
+    positions = {chunk_id: (doc, int(start), int(end))
+                 for chunk_id, doc, start, end in zip(chunks["chunk_id"], chunks["doc_id"], chunks["start"],
+                                                      chunks["end"])}
     retrieved_ids = set(run["chunk_id"])
-    cost = {chunk_id: tokens.count(text) for chunk_id, text in zip(spans.index, spans["text"])
+    cost = {chunk_id: tokens.count(text) for chunk_id, text in zip(chunks["chunk_id"], chunks["text"])
             if chunk_id in retrieved_ids}
     kinds = dict(zip(questions["qid"], questions["kind"]))
     ranked = run[run["qid"].isin(qids)].sort_values(["qid", "rank"])
-    known = set(spans.index)  # an id the chunker never made (a foreign run) holds no character of the corpus
     by_question = {qid: frame["chunk_id"].tolist() for qid, frame in ranked.groupby("qid", sort=True)}
     rows: list[tuple[str, object, str, str, int, float]] = []
     for qid in qids:
@@ -81,10 +83,12 @@ def evidence_per_query(run: pd.DataFrame, chunks: pd.DataFrame, labels: pd.DataF
         total = sum(end - start for spans_ in wanted.values() for start, end in spans_)
         retrieved = by_question.get(qid, [])
         for k in ks:
-            top = spans.loc[[chunk_id for chunk_id in retrieved[:k] if chunk_id in known]]
-            covered = sum(overlap(wanted[doc], merged(list(zip(group["start"], group["end"]))))
-                          for doc, group in top.groupby("doc_id", sort=True) if doc in wanted)
-            sent = int((top["end"] - top["start"]).sum())
+            top = [positions[chunk_id] for chunk_id in retrieved[:k] if chunk_id in positions]
+            sent_spans: dict[str, list[tuple[int, int]]] = {}
+            for doc, start, end in top:
+                sent_spans.setdefault(doc, []).append((start, end))
+            covered = sum(overlap(wanted[doc], merged(parts)) for doc, parts in sent_spans.items() if doc in wanted)
+            sent = sum(end - start for _, start, end in top)
             values = (covered / total, covered / sent if sent else 0.0,
                       float(sum(cost.get(chunk_id, 0) for chunk_id in retrieved[:k])))
             rows.extend((qid, kinds.get(qid), EVIDENCE_GRAIN, metric, k, value)
