@@ -187,3 +187,53 @@ def test_a_user_can_turn_the_worker_off(monkeypatch: pytest.MonkeyPatch) -> None
     start_local_run(fake_workflow(non_local=False))
     stop_job_worker()
     assert os.environ[WORKER_VARIABLE] == "off"
+
+
+SNAKEFILE = """
+from rankbench.pipeline.local_run import start_local_run, stop_job_worker
+
+onstart:
+    start_local_run(workflow)
+
+onsuccess:
+    stop_job_worker()
+
+onerror:
+    stop_job_worker()
+
+rule all:
+    input: expand("served/{i}.txt", i=range(3))
+
+rule light:
+    output: "served/{i}.txt"
+    script: "light.py"
+"""
+
+LIGHT = '''
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)
+
+import os
+from pathlib import Path
+
+parent = Path(f"/proc/{os.getppid()}/cmdline").read_bytes().replace(b"\\0", b" ").decode()
+Path(snakemake.output[0]).write_text(parent)
+'''
+
+
+@pytest.mark.parametrize("worker", ["on", "off"])
+def test_a_snakemake_run_serves_script_jobs_from_the_worker_unless_it_is_off(tmp_path: Path, worker: str) -> None:
+    """A real Snakemake run with the workflow's hooks: each script job's process is a copy of the worker (its parent
+    is the worker), or with RANKBENCH_JOB_WORKER=off a process of its own started by Snakemake's shell."""
+    (tmp_path / "Snakefile").write_text(SNAKEFILE)
+    (tmp_path / "light.py").write_text(LIGHT)
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop(WORKER_VARIABLE, None)
+    if worker == "off":
+        env[WORKER_VARIABLE] = "off"
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    parents = [(tmp_path / "served" / f"{i}.txt").read_text() for i in range(3)]
+    assert all(("rankbench.pipeline.job_worker" in parent) == (worker == "on") for parent in parents), parents

@@ -15,6 +15,7 @@ import ast
 import atexit
 import builtins
 import contextlib
+import gc
 import importlib
 import os
 import pickle
@@ -105,6 +106,9 @@ def serve(address: str, run_pid: int) -> None:
         if request["script"] not in loaded_scripts:
             loaded_scripts.add(request["script"])
             _load_imports_of(request["script"])
+        # Objects loaded so far are left out of garbage collection: a collection in a job would otherwise touch every
+        # one of them and copy the pages they sit on (Python's advice for fork without exec)
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
             _run_job(connection, streams, request, [listener, *jobs.values()], (wake_read, wake_write))
