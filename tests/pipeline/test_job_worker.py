@@ -4,6 +4,7 @@ arguments and exit status; a killed launcher takes its job along; with no worker
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,7 +25,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 LAUNCHER = """
 import sys, types
 sys.path.insert(0, {src!r})
-snakemake = types.SimpleNamespace(threads=1, label={label!r})
+snakemake = types.SimpleNamespace(threads=1, label={label!r}, log=[{log!r}])
 __file__ = {script!r}
 exec(compile(open(__file__).read(), __file__, "exec"))
 """
@@ -68,7 +69,8 @@ def launch(tmp_path: Path, label: str, address: str | None, **kwargs) -> subproc
     script = tmp_path / "job.py"
     script.write_text(JOB)
     launcher = tmp_path / f"launch-{label}.py"
-    launcher.write_text(LAUNCHER.format(src=str(SRC), label=label, script=str(script)))
+    launcher.write_text(LAUNCHER.format(src=str(SRC), label=label, script=str(script),
+                                        log=str(tmp_path / f"{label}.log")))
     workdir = tmp_path / f"work-{label}"
     workdir.mkdir()
     env = {**os.environ, "JOB_SETTING": f"value-{label}"}
@@ -92,6 +94,9 @@ def test_a_handed_over_job_runs_with_the_launchers_streams_folder_environment_an
     assert "secret value-three" in out  # the launcher's environment, not the worker's
     assert "worker None" in out  # the job's own subprocesses start no second hand-over
     assert "to stderr" in err
+    # what its benchmark file cannot see (it measures the launcher): the job's own CPU and memory, in its log
+    assert re.fullmatch(r"rankbench job worker: the job took \d+\.\d\d CPU-s, peak memory [1-9]\d* MB \(.*\)\n",
+                        (tmp_path / "three.log").read_text())
 
 
 def test_a_failing_job_prints_its_traceback_and_exits_1(tmp_path: Path, worker: str) -> None:

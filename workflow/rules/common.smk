@@ -127,8 +127,8 @@ REWRITES = sorted(
 # from is written when the run starts, not while the Snakefile is parsed (dry runs write nothing).
 onstart:
     record_frozen_results(config, R)
-    # jobs run on this machine: light jobs in one preloaded worker process, a scheduler that does not poll (issue 41)
-    start_local_run(workflow)
+    # jobs run on this machine: in one worker process with their libraries loaded, a scheduler that does not poll
+    start_local_run(workflow, WORKER_MODULES)
 
 
 onsuccess:
@@ -137,6 +137,16 @@ onsuccess:
 
 onerror:
     stop_job_worker()
+
+
+# The libraries of the run's encoders, loaded once in the job worker instead of in every encoding and rerank job.
+WORKER_MODULES = sorted(
+    {
+        library
+        for settings in config.get("encoders", {}).values()
+        for library in encoder_kind(settings).modules
+    }
+)
 
 
 def drafts_of(*qsets):

@@ -1,6 +1,10 @@
 """Build one BM25 method's index over the chunks; when a method reading it searches with numba, compile numba's
 kernels into the dataset's cache here, once, so that its BM25 jobs load them instead of each compiling them."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import os
 
 # Before anything imports numba (bm25s does): compiled kernels go to the results cache.

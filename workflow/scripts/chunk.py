@@ -1,5 +1,9 @@
 """Cut the documents into chunks with one chunker."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import pandas as pd
 
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable, chunk_corpus

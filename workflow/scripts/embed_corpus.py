@@ -2,6 +2,10 @@
 texts any chunker embedded before (its own cache first, then the other chunkers'): a new chunker encodes only its
 new texts, and the log says what share that is."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 import logging
 from dataclasses import asdict

@@ -1,6 +1,10 @@
 """Encode the questions of one version with one encoder, once for every method that needs them, reusing the cached
 vectors of questions an earlier version (or rewrite source) already encoded."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 import logging
 from collections import defaultdict

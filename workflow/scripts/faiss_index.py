@@ -1,6 +1,10 @@
 """Build one FAISS index (exact, HNSW or IVF; float or compressed) over the chunk embeddings, and record its size
 and build time (for the cost page and the vector-size page)."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import json
 import time
 from pathlib import Path

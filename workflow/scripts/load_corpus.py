@@ -1,6 +1,10 @@
 """Load and validate the corpus (native, BEIR, TREC or ir_datasets) into documents.parquet, and record which
 content it was."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 from pathlib import Path
 
 import yaml

@@ -1,5 +1,9 @@
 """Concatenate the shards' vectors in chunk order, and keep them as the content cache of the next embedding."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 from dataclasses import asdict
 
 import numpy as np

@@ -1,6 +1,10 @@
 """Re-score the top N of the input run with a bi-encoder, a CrossEncoder or an LLM; a failing scorer degrades the
 run."""
 
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+
 import numpy as np
 import pandas as pd
 

@@ -36,8 +36,8 @@ WORKER_VARIABLE = "RANKBENCH_JOB_WORKER"
 COMMON_MODULES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "snakemake.script", "rankbench.pipeline.scripting",
                   "rankbench.io.files")
 _LENGTH = struct.Struct("!Q")
-# A job's end: its exit status (negative: the signal that killed it).
-_STATUS = struct.Struct("!i")
+# A job's end: its exit status (negative: the signal that killed it), CPU seconds and peak memory in kB.
+_STATUS = struct.Struct("!idq")
 _STANDARD_STREAMS = (0, 1, 2)
 
 
@@ -66,16 +66,24 @@ def hand_over(snakemake: Any, script: str) -> None:
         print("rankbench: the job worker ended before this job did; run again (RANKBENCH_JOB_WORKER=off runs every "
               "job in its own process)", file=sys.stderr)
         sys.exit(1)
-    (code,) = _STATUS.unpack(status)
+    code, cpu_seconds, peak_kb = _STATUS.unpack(status)
+    if snakemake.log:  # what the job's benchmark file cannot see: it measures this process, not the job's copy
+        with open(snakemake.log[0], "a", encoding="utf-8") as log:
+            log.write(f"rankbench job worker: the job took {cpu_seconds:.2f} CPU-s, peak memory {peak_kb / 1024:.0f} "
+                      "MB (resident, the worker's shared pages included; its benchmark file records the hand-over "
+                      "process)\n")
     if code < 0:
         print(f"rankbench: the job was ended by signal {-code}", file=sys.stderr)
         sys.exit(1)
     sys.exit(code)
 
 
-def serve(address: str, run_pid: int) -> None:
+def serve(address: str, run_pid: int, preload: list[str]) -> None:
     """Accept jobs on `address` until the run whose process is run_pid ends; fork one copy of this process per job,
-    with the modules its script imports loaded here first (once per script), so later jobs find them loaded."""
+    with the modules its script imports loaded here first (once per script), so later jobs find them loaded, and the
+    `preload` modules (the run's encoders' libraries: torch alone is 1.4 CPU-s to import, sentence-transformers 4.3)
+    loaded at the start. Only libraries that start no thread when imported may be loaded here: a fork copies one
+    thread."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address)
     listener.listen(128)
@@ -85,7 +93,7 @@ def serve(address: str, run_pid: int) -> None:
     os.set_blocking(wake_write, False)
     signal.set_wakeup_fd(wake_write)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() when a job ends
-    for module in COMMON_MODULES:
+    for module in [*COMMON_MODULES, *preload]:
         _load(module)
     loaded_scripts: set[str] = set()
     jobs: dict[int, socket.socket] = {}
@@ -120,7 +128,7 @@ def serve(address: str, run_pid: int) -> None:
 def _run_job(connection: socket.socket, streams: list[int], request: dict[str, Any], inherited: list[socket.socket],
              wake: tuple[int, int]) -> None:
     """In the forked copy: become the job's process (its streams, folder, environment, arguments), run its script as
-    `__main__`, send the exit status and end. Never returns."""
+    `__main__` and end with its exit status. Never returns."""
     os.setpgid(0, 0)  # the job and its subprocesses: one group, ended together if the launcher dies
     signal.set_wakeup_fd(-1)
     for handled in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
@@ -147,9 +155,7 @@ def _run_job(connection: socket.socket, streams: list[int], request: dict[str, A
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
-        with contextlib.suppress(OSError):
-            connection.sendall(_STATUS.pack(code))
-        os._exit(code)
+        os._exit(code)  # the worker reaps it and tells the launcher
 
 
 def _run_script(script: str, snakemake: Any) -> int:
@@ -176,10 +182,10 @@ def _end_with_launcher(connection: socket.socket) -> None:
 
 
 def _reap(jobs: dict[int, socket.socket]) -> None:
-    """Collect ended jobs; tell each launcher its job's status (a job killed by a signal could not tell it itself)."""
+    """Collect ended jobs; tell each launcher its job's status, CPU seconds and peak memory."""
     while jobs:
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
         except ChildProcessError:
             return
         if pid == 0:
@@ -188,8 +194,8 @@ def _reap(jobs: dict[int, socket.socket]) -> None:
         if connection is None:
             continue
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        with contextlib.suppress(OSError):  # the launcher may have read the job's own status and left
-            connection.sendall(_STATUS.pack(code))
+        with contextlib.suppress(OSError):  # a launcher killed meanwhile
+            connection.sendall(_STATUS.pack(code, usage.ru_utime + usage.ru_stime, usage.ru_maxrss))
         connection.close()
 
 
@@ -263,4 +269,4 @@ def _is_open(fd: int) -> bool:
 
 
 if __name__ == "__main__":
-    serve(sys.argv[1], int(sys.argv[2]))
+    serve(sys.argv[1], int(sys.argv[2]), sys.argv[3:])

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,13 +21,14 @@ _worker: subprocess.Popen[bytes] | None = None
 _worker_folder: str | None = None
 
 
-def start_local_run(workflow: Any) -> None:
-    """At the start of a run that executes its jobs on this machine: stop the scheduler's polling, start the worker."""
+def start_local_run(workflow: Any, preload: Sequence[str] = ()) -> None:
+    """At the start of a run that executes its jobs on this machine: stop the scheduler's polling, start the worker
+    with the `preload` modules loaded (the libraries of the run's encoders)."""
     settings = workflow.executor_plugin.common_settings
     if settings.non_local_exec or settings.dryrun_exec or settings.touch_exec:
         return
     stop_scheduler_polling(workflow)
-    start_job_worker()
+    start_job_worker(preload)
 
 
 def stop_scheduler_polling(workflow: Any) -> None:
@@ -39,11 +41,12 @@ def stop_scheduler_polling(workflow: Any) -> None:
         scheduler.job_rate_limiter = None
 
 
-def start_job_worker() -> None:
+def start_job_worker(preload: Sequence[str] = ()) -> None:
     """Start the worker and point the run's jobs at it (they inherit this process's environment); nothing when the
-    user set RANKBENCH_JOB_WORKER=off or the socket's path would be too long."""
+    user set RANKBENCH_JOB_WORKER=off, off Linux, or when the socket's path would be too long."""
     global _worker, _worker_folder
-    if os.environ.get(WORKER_VARIABLE) == "off" or _worker is not None:
+    # Linux only: macOS system libraries are not safe to use in a forked copy (Python's own pools spawn there)
+    if os.environ.get(WORKER_VARIABLE) == "off" or _worker is not None or not sys.platform.startswith("linux"):
         return
     folder = tempfile.mkdtemp(prefix="rankbench-worker-")  # private to this user (mode 0700)
     address = os.path.join(folder, "socket")
@@ -52,8 +55,11 @@ def start_job_worker() -> None:
         return
     source = str(Path(__file__).resolve().parents[2])  # the folder holding the rankbench package
     python_path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
-    _worker = subprocess.Popen([sys.executable, "-m", "rankbench.pipeline.job_worker", address, str(os.getpid())],
-                               stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONPATH": python_path})
+    command = [sys.executable, "-m", "rankbench.pipeline.job_worker", address, str(os.getpid()), *preload]
+    # OpenMP runtimes read their wait policy when loaded, here, not when a job sizes its threads: idle threads sleep
+    # (pipeline/threads.py), or a preloaded encoder's pool would spin in every job
+    env = {**os.environ, "PYTHONPATH": python_path, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+    _worker = subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env)
     _worker_folder = folder
     os.environ[WORKER_VARIABLE] = address
 
