@@ -95,7 +95,7 @@ def floor(project: Path, dense: str) -> tuple[float, float]:
     results = project / "results" / "quick"
     texts = {"settings": ENCODERS[dense], "name": dense,
              "chunks": pd.read_parquet(next(results.glob("corpus/*/chunks.parquet")))["text"].tolist(),
-             "questions": pd.read_parquet(results / "v1" / "questions.parquet")["text"].tolist()}
+             "questions": pd.read_parquet(results / "v1" / "questions.parquet")["question"].tolist()}
     (project / "floor.json").write_text(json.dumps(texts))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
