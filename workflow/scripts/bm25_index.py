@@ -26,7 +26,7 @@ from rankbench.retrieval.bm25 import (
 
 def main(snakemake):
     analyzer, params = analyzer_and_params(snakemake.params.spec, snakemake.params.language)
-    chunks = pd.read_parquet(snakemake.input.chunks)
+    chunks = pd.read_parquet(snakemake.input.chunks, columns=["title", "text"])
     index = build_index(passage_text(chunks), analyzer, params)
     save_index(index, snakemake.output.index)
     if "numba" in {resolved_backend(backend, len(chunks)) for backend in snakemake.params.backends}:

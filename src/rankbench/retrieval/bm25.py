@@ -26,7 +26,7 @@ import dataclasses
 import importlib.util
 import json
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -50,6 +50,7 @@ DEFAULT_BACKEND = "auto"
 # few hundred questions.
 NUMBA_MIN_PASSAGES = 100_000
 _FORMAT = "rankbench-bm25"
+_ANALYZE_BATCH = 10_000  # passages tokenized at once while the index is built
 _FORMAT_VERSION = 1
 
 
@@ -156,12 +157,7 @@ def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) ->
     if len(texts) == 0:
         raise InputError(None, "BM25 index", "has no passage to index (the corpus yields no chunk)",
                          "Give the documents body text (a corpus of headings only yields no chunk).")
-    corpus_tokens: list[list[str]] = []
-    with Progress(len(texts), f"BM25: analyze {len(texts)} passages", "passages") as progress:
-        for part in blocks(len(texts)):
-            corpus_tokens += analyzer.tokenize(texts[part.start:part.stop])
-            progress.update(len(part))
-    vocab = {token: i for i, token in enumerate(sorted(set(chain.from_iterable(corpus_tokens))))}
+    token_ids, offsets, vocab = _corpus_token_ids(texts, analyzer)
     if not vocab:
         raise InputError(None, "BM25 index", f"has nothing to index: all {len(texts)} passages are empty after "
                          f"analysis (no tokens left with {analyzer})",
@@ -169,9 +165,10 @@ def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) ->
     import bm25s
 
     model = bm25s.BM25(k1=params.k1, b=params.b, delta=params.delta, method=params.variant, backend="numpy")
-    token_ids = [list(map(vocab.__getitem__, doc)) for doc in corpus_tokens]
-    # The (ids, vocab) form keeps our vocabulary; bm25s's own would follow set order (hash-seeded).
-    model.index((token_ids, vocab), create_empty_token=False, show_progress=False)
+    # bm25s's own index() would want every passage as a list of Python ints at once (~1.4 GB a million passages);
+    # its builder reads them once per pass, so each is made from the flat array as it is read.
+    model.scores = model.build_index_from_ids(list(vocab.values()), _PassageTokenIds(token_ids, offsets),
+                                              show_progress=False)
     scores = model.scores
     return BM25Index(
         data=np.asarray(scores["data"]), indices=np.asarray(scores["indices"]), indptr=np.asarray(scores["indptr"]),
@@ -180,6 +177,44 @@ def build_index(texts: Sequence[str], analyzer: Analyzer, params: BM25Params) ->
         analyzer=analyzer, params=params, bm25s_version=bm25s.__version__,
     )
 
+
+def _corpus_token_ids(texts: Sequence[str], analyzer: Analyzer) -> tuple[np.ndarray, np.ndarray, dict[str, int]]:
+    """Every passage's token ids in one flat int32 array, the passages' offsets into it, and the sorted vocabulary
+    (token -> id) they refer to. Tokens become ids a few thousand passages at a time, so the corpus is never held as
+    Python strings (~2.3 GB a million passages); the ids are renumbered in sorted token order at the end."""
+    first_seen: dict[str, int] = {}
+    parts: list[np.ndarray] = []
+    lengths: list[int] = []
+    with Progress(len(texts), f"BM25: analyze {len(texts)} passages", "passages") as progress:
+        for part in blocks(len(texts)):
+            for start in range(part.start, part.stop, _ANALYZE_BATCH):
+                passages = analyzer.tokenize(texts[start:min(start + _ANALYZE_BATCH, part.stop)])
+                lengths += map(len, passages)
+                parts.append(np.fromiter((first_seen.setdefault(token, len(first_seen))
+                                          for token in chain.from_iterable(passages)), dtype=np.int32))
+            progress.update(len(part))
+    tokens = sorted(first_seen)
+    sorted_id = np.empty(len(tokens), dtype=np.int32)
+    sorted_id[np.fromiter(map(first_seen.__getitem__, tokens), dtype=np.int64, count=len(tokens))] = np.arange(
+        len(tokens), dtype=np.int32)
+    token_ids = sorted_id[np.concatenate(parts)] if parts else np.zeros(0, dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    return token_ids, offsets, {token: i for i, token in enumerate(tokens)}
+
+
+class _PassageTokenIds:
+    """The passages' token ids as bm25s's builder reads them (its length, then a list of ints per passage on each
+    pass), made on each read from the flat array instead of held."""
+
+    def __init__(self, token_ids: np.ndarray, offsets: np.ndarray) -> None:
+        self.token_ids, self.offsets = token_ids, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for start, stop in zip(self.offsets[:-1].tolist(), self.offsets[1:].tolist()):
+            yield self.token_ids[start:stop].tolist()
 
 def save_index(index: BM25Index, path: Path) -> None:
     """Write an index as one .npz (no pickle, fixed timestamps), atomically (io.files)."""
