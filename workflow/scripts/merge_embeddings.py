@@ -1,29 +1,36 @@
-"""Concatenate the shards' vectors in chunk order, and keep them as the content cache of the next embedding."""
+"""Concatenate the shards' vectors in chunk order, and keep them as the content cache of the next embedding. Both
+files are written a block of rows at a time: the job holds one block and the chunks' text hashes, not the corpus's
+vectors (3 GB at a million passages of 256 dimensions, held three times over before)."""
 
 from rankbench.pipeline.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
 from dataclasses import asdict
+from itertools import chain
 
 import numpy as np
-import pandas as pd
+import pyarrow.parquet as pq
 
 from rankbench.corpus.chunking import passage_text
-from rankbench.io.files import write_npy
+from rankbench.io.files import npy_row_blocks, write_npy_rows
 from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.encoders.cache import cache_key, save_cache, text_hashes
 from rankbench.retrieval.encoders.kinds import encoder_spec
 
 
 def main(snakemake):
-    vectors = np.concatenate([np.load(path) for path in snakemake.input.shards])
-    chunks = pd.read_parquet(snakemake.input.chunks, columns=["title", "text"])
-    if len(vectors) != len(chunks):
-        raise RuntimeError(f"{len(vectors)} vectors for {len(chunks)} chunks: the shards do not cover the corpus")
-    write_npy(vectors, snakemake.output.embeddings)
+    vectors = sum(len(np.load(path, mmap_mode="r")) for path in snakemake.input.shards)
+    chunks = pq.ParquetFile(snakemake.input.chunks)
+    if vectors != chunks.metadata.num_rows:
+        raise RuntimeError(f"{vectors} vectors for {chunks.metadata.num_rows} chunks: the shards do not cover the "
+                           "corpus")
+    write_npy_rows(chain.from_iterable(map(npy_row_blocks, snakemake.input.shards)), vectors,
+                   snakemake.output.embeddings)
+    hashes = np.concatenate([text_hashes(passage_text(batch.to_pandas()))
+                             for batch in chunks.iter_batches(columns=["title", "text"])] or [text_hashes([])])
     key = cache_key(asdict(encoder_spec(snakemake.params.encoder)))
-    save_cache(snakemake.params.cache, key, text_hashes(passage_text(chunks)), vectors, replace=True)
+    save_cache(snakemake.params.cache, key, hashes, npy_row_blocks(snakemake.output.embeddings), replace=True)
 
 
 run_script(main, snakemake)

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +144,39 @@ def write_npy(array: np.ndarray, path: str | Path) -> None:
         with open(tmp, "wb") as handle:
             np.save(handle, array)
     write_atomically(path, save)
+
+
+
+def write_npy_rows(parts: Iterable[np.ndarray], rows: int, path: str | Path) -> None:
+    """A .npy of `rows` rows given part by part (same dtype and row shape, in order): the bytes of write_npy of their
+    concatenation, without ever holding it (a corpus's vectors, merged from shards)."""
+    def save(tmp: Path) -> None:
+        written = 0
+        with open(tmp, "wb") as handle:
+            for part in parts:
+                if written == 0:
+                    header = np.lib.format.header_data_from_array_1_0(part)
+                    np.lib.format.write_array_header_1_0(handle, {**header, "shape": (rows, *part.shape[1:])})
+                handle.write(np.ascontiguousarray(part).data)
+                written += len(part)
+        if written != rows:
+            raise ValueError(f"{path}: {written} rows given for an array of {rows}")
+    write_atomically(path, save)
+
+
+def npy_row_blocks(path: str | Path, block_rows: int = 65_536) -> Iterator[np.ndarray]:
+    """The rows of a .npy file, a block at a time, read (not memory-mapped: mapped pages would stay resident)."""
+    with open(path, "rb") as handle:
+        version = np.lib.format.read_magic(handle)
+        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                       else np.lib.format.read_array_header_2_0)
+        shape, fortran_order, dtype = read_header(handle)
+        if fortran_order:
+            raise ValueError(f"{path}: a Fortran-ordered array cannot be read by rows")
+        row_items = int(np.prod(shape[1:], dtype=np.int64))
+        for start in range(0, shape[0], block_rows):
+            count = min(block_rows, shape[0] - start)
+            yield np.fromfile(handle, dtype=dtype, count=count * row_items).reshape(count, *shape[1:])
 
 
 # Fixed member timestamps of write_npz: the same arrays give the same bytes.

@@ -8,14 +8,14 @@ import json
 import logging
 import struct
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from rankbench.errors import InputError
-from rankbench.io.files import write_npy
+from rankbench.io.files import write_npy_rows
 from rankbench.retrieval.encoders.base import Encoder
 from rankbench.retrieval.vector_checks import checked_vectors
 
@@ -149,8 +149,7 @@ class Journal:
     def close(self) -> None:
         """Fold the journal into one cache file (written whole), then remove it."""
         if self.hashes:
-            save_cache(self.folder, self.key, np.concatenate(self.hashes), np.concatenate(self.vectors),
-                       replace=False)
+            save_cache(self.folder, self.key, np.concatenate(self.hashes), self.vectors, replace=False)
         self.path.unlink(missing_ok=True)
 
 
@@ -169,22 +168,33 @@ def read_journal(path: Path) -> np.ndarray:
     return records
 
 
-def save_cache(folder: str | Path, key: str, hashes: np.ndarray, vectors: np.ndarray, replace: bool) -> None:
-    """Add these vectors to the cache as one file of (hash, vector) records, renamed into place whole, so readers
-    and concurrent writers never see a partial cache. `replace` drops every other file of the folder: the corpus
-    cache holds the latest corpus only, while the query cache keeps the questions of every version."""
+def save_cache(folder: str | Path, key: str, hashes: np.ndarray, vectors: np.ndarray | Iterable[np.ndarray],
+               replace: bool) -> None:
+    """Add these vectors (one array, or its rows in blocks; in the order of `hashes`) to the cache as one file of (hash,
+    vector) records, renamed into place whole, so readers and concurrent writers never see a partial cache.
+    `replace` drops every other file of the folder: the corpus cache holds the latest corpus only, while the query
+    cache keeps the questions of every version."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     name = None
     if len(hashes):
-        records = np.zeros(len(hashes), dtype=_records(vectors.shape[1]))
-        records["hash"], records["vector"] = hashes, vectors
         name = f"{_key_digest(key)}-{hashlib.sha256(hashes.tobytes()).hexdigest()[:16]}.npy"
-        write_npy(records, folder / name)
+        blocks = [vectors] if isinstance(vectors, np.ndarray) else vectors
+        write_npy_rows(_record_blocks(hashes, blocks), len(hashes), folder / name)
     if replace:
         for path in folder.iterdir():
             if path.name != name and not path.name.startswith("."):
                 path.unlink(missing_ok=True)
+
+
+def _record_blocks(hashes: np.ndarray, vector_blocks: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+    """(hash, vector) records of each block of vectors, the hashes taken in order."""
+    start = 0
+    for vectors in vector_blocks:
+        records = np.zeros(len(vectors), dtype=_records(vectors.shape[1]))
+        records["hash"], records["vector"] = hashes[start:start + len(vectors)], vectors
+        start += len(vectors)
+        yield records
 
 
 def embed_cached(encode: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str], cached_hashes: np.ndarray,
