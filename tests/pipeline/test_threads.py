@@ -49,3 +49,24 @@ def test_threads_are_capped_at_the_usable_cpus(monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.setenv(variable, "")
     assert limit_threads(10**6) == usable_cpus()
     assert os.environ["OMP_NUM_THREADS"] == str(usable_cpus())
+
+
+LATER = """
+import json, sys
+import numpy
+from rankbench.pipeline.threads import limit_threads
+limit_threads(2)  # finds numpy's pools only
+import faiss  # loads its own BLAS and OpenMP runtimes
+from threadpoolctl import threadpool_info
+limit_threads(1)
+print(json.dumps(sorted({(pool["internal_api"], pool["num_threads"]) for pool in threadpool_info()})))
+"""
+
+
+def test_pools_of_libraries_loaded_after_a_first_limit_are_limited_too() -> None:
+    """The job worker finds the loaded pools once for all its jobs; a library loaded later is still found."""
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARIABLES and k != "OMP_WAIT_POLICY"}
+    done = subprocess.run([sys.executable, "-c", LATER], env=env, capture_output=True, text=True, check=True)
+    pools = json.loads(done.stdout)
+    assert {"openmp", "openblas"} <= {api for api, _ in pools}
+    assert {threads for _, threads in pools} == {1}

