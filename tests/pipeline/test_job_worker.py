@@ -242,3 +242,55 @@ def test_a_snakemake_run_serves_script_jobs_from_the_worker_unless_it_is_off(tmp
     assert result.returncode == 0, result.stderr[-2000:]
     parents = [(tmp_path / "served" / f"{i}.txt").read_text() for i in range(3)]
     assert all(("rankbench.pipeline.job_worker" in parent) == (worker == "on") for parent in parents), parents
+
+
+MODELS_SNAKEFILE = """
+from rankbench.pipeline.local_run import start_local_run, stop_job_worker
+
+onstart:
+    start_local_run(workflow, config["preload"])
+
+onsuccess:
+    stop_job_worker()
+
+onerror:
+    stop_job_worker()
+
+rule all:
+    input: expand("{kind}/{i}.txt", kind=["light", "model"], i=range(2))
+
+rule light:
+    output: "light/{i}.txt"
+    script: "light.py"
+
+rule model:
+    output: "model/{i}.txt"
+    script: "model.py"
+"""
+
+
+@pytest.mark.parametrize("preload", [["colorsys"], []])
+def test_model_jobs_go_to_the_model_worker_when_the_run_preloads_libraries(tmp_path: Path,
+                                                                           preload: list[str]) -> None:
+    """With libraries to preload, a second worker loads them and serves the scripts that hand over with
+    models=True, while the light jobs' worker loads nothing more; without, both kinds go to the one worker."""
+    (tmp_path / "Snakefile").write_text(MODELS_SNAKEFILE)
+    (tmp_path / "light.py").write_text(LIGHT)
+    (tmp_path / "model.py").write_text(LIGHT.replace("hand_over(snakemake, __file__)",
+                                                     "hand_over(snakemake, __file__, models=True)"))
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop(WORKER_VARIABLE, None)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--config", f"preload={preload}"],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    served = {kind: {_worker_of((tmp_path / kind / f"{i}.txt").read_text()) for i in range(2)}
+              for kind in ("light", "model")}
+    assert served["light"] == {("socket", ())}
+    assert served["model"] == ({("models", ("colorsys",))} if preload else {("socket", ())})
+
+
+def _worker_of(command_line: str) -> tuple[str, tuple[str, ...]]:
+    """The socket name and preloaded modules of the job worker whose command line this is."""
+    words = command_line.split()
+    at = words.index("rankbench.pipeline.job_worker")
+    return Path(words[at + 1]).name, tuple(words[at + 3:])

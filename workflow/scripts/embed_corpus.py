@@ -4,7 +4,7 @@ new texts, and the log says what share that is."""
 
 from rankbench.pipeline.job_worker import hand_over
 
-hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+hand_over(snakemake, __file__, models=True)  # in the run's model worker, its encoders' libraries loaded
 
 import json
 import logging

@@ -3,7 +3,7 @@ run."""
 
 from rankbench.pipeline.job_worker import hand_over
 
-hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+hand_over(snakemake, __file__, models=True)  # in the run's model worker, its encoders' libraries loaded
 
 import numpy as np
 import pandas as pd

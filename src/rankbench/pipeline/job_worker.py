@@ -7,6 +7,10 @@ this run (a cluster job, `RANKBENCH_JOB_WORKER=off`, a worker that is gone) it r
 own process as before. Otherwise the script's process passes its stdin, stdout and stderr, directory, environment
 and Snakemake object to the worker, waits for the job's exit status and exits with it; killed, it takes the job
 (and the job's own subprocesses) with it. Only this user can reach the worker: its socket is in a private folder.
+
+A run whose encoders need libraries (torch and sentence-transformers take ~6 CPU-s to load) has a second worker, the
+model worker, that loads them at the start while the light jobs go on in the first; scripts that load models hand
+over with ``models=True`` and are served there.
 """
 
 from __future__ import annotations
@@ -41,16 +45,15 @@ _STATUS = struct.Struct("!idq")
 _STANDARD_STREAMS = (0, 1, 2)
 
 
-def hand_over(snakemake: Any, script: str) -> None:
-    """Run this script's job in the run's job worker and exit with its status; return when no worker serves it."""
+def hand_over(snakemake: Any, script: str, models: bool = False) -> None:
+    """Run this script's job in the run's job worker and exit with its status; return when no worker serves it. A
+    script that loads encoder models says so (`models=True`): it goes to the run's model worker, which has their
+    libraries loaded, when there is one."""
     address = os.environ.get(WORKER_VARIABLE, "")
     if not address or address == "off":
         return
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(address)
-    except OSError:  # no worker there (it ended, or this job runs on another machine): run here
-        connection.close()
+    connection = _connected([model_worker_address(address), address] if models else [address])
+    if connection is None:  # no worker there (it ended, or this job runs on another machine): run here
         return
     streams = [fd for fd in _STANDARD_STREAMS if _is_open(fd)]
     request = pickle.dumps({"script": str(Path(script).resolve()), "streams": streams, "cwd": os.getcwd(),
@@ -76,6 +79,24 @@ def hand_over(snakemake: Any, script: str) -> None:
         print(f"rankbench: the job was ended by signal {-code}", file=sys.stderr)
         sys.exit(1)
     sys.exit(code)
+
+
+def model_worker_address(address: str) -> str:
+    """The socket of the run's model worker, beside the light jobs' worker's `address`."""
+    return os.path.join(os.path.dirname(address), "models")
+
+
+def _connected(addresses: list[str]) -> socket.socket | None:
+    """A connection to the first of these sockets a worker listens on; None when none does."""
+    for address in addresses:
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(address)
+        except OSError:
+            connection.close()
+            continue
+        return connection
+    return None
 
 
 def serve(address: str, run_pid: int, preload: list[str]) -> None:

@@ -13,17 +13,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rankbench.pipeline.job_worker import WORKER_VARIABLE
+from rankbench.pipeline.job_worker import WORKER_VARIABLE, model_worker_address
 
 # A Unix socket's path must fit in 108 bytes: a longer TMPDIR runs every job in its own process.
 _SOCKET_PATH_LIMIT = 100
-_worker: subprocess.Popen[bytes] | None = None
+_workers: list[subprocess.Popen[bytes]] = []
 _worker_folder: str | None = None
 
 
 def start_local_run(workflow: Any, preload: Sequence[str] = ()) -> None:
-    """At the start of a run that executes its jobs on this machine: stop the scheduler's polling, start the worker
-    with the `preload` modules loaded (the libraries of the run's encoders)."""
+    """At the start of a run that executes its jobs on this machine: stop the scheduler's polling, start the job
+    worker, and the model worker with the `preload` modules loaded (the libraries of the run's encoders)."""
     settings = workflow.executor_plugin.common_settings
     if settings.non_local_exec or settings.dryrun_exec or settings.touch_exec:
         return
@@ -42,41 +42,45 @@ def stop_scheduler_polling(workflow: Any) -> None:
 
 
 def start_job_worker(preload: Sequence[str] = ()) -> None:
-    """Start the worker and point the run's jobs at it (they inherit this process's environment); nothing when the
-    user set RANKBENCH_JOB_WORKER=off, off Linux, or when the socket's path would be too long."""
-    global _worker, _worker_folder
+    """Start the worker of the light jobs and, when there are `preload` modules, the model worker that loads them
+    meanwhile; point the run's jobs at them (they inherit this process's environment). Nothing when the user set
+    RANKBENCH_JOB_WORKER=off, off Linux, or when the sockets' paths would be too long."""
+    global _worker_folder
     # Linux only: macOS system libraries are not safe to use in a forked copy (Python's own pools spawn there)
-    if os.environ.get(WORKER_VARIABLE) == "off" or _worker is not None or not sys.platform.startswith("linux"):
+    if os.environ.get(WORKER_VARIABLE) == "off" or _workers or not sys.platform.startswith("linux"):
         return
     folder = tempfile.mkdtemp(prefix="rankbench-worker-")  # private to this user (mode 0700)
     address = os.path.join(folder, "socket")
-    if len(address.encode()) > _SOCKET_PATH_LIMIT:
+    if len(max(address, model_worker_address(address)).encode()) > _SOCKET_PATH_LIMIT:
         shutil.rmtree(folder, ignore_errors=True)
         return
     source = str(Path(__file__).resolve().parents[2])  # the folder holding the rankbench package
     python_path = os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "rankbench.pipeline.job_worker", address, str(os.getpid()), *preload]
     # OpenMP runtimes read their wait policy when loaded, here, not when a job sizes its threads: idle threads sleep
     # (pipeline/threads.py), or a preloaded encoder's pool would spin in every job
     env = {**os.environ, "PYTHONPATH": python_path, "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-    _worker = subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env)
+    served = [(address, ())] + ([(model_worker_address(address), tuple(preload))] if preload else [])
+    for socket_path, modules in served:
+        command = [sys.executable, "-m", "rankbench.pipeline.job_worker", socket_path, str(os.getpid()), *modules]
+        _workers.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env))
     _worker_folder = folder
     os.environ[WORKER_VARIABLE] = address
 
 
 def stop_job_worker() -> None:
-    """End the worker (after the run's last job) and remove its socket."""
-    global _worker, _worker_folder
-    if _worker is None:
-        return
-    _worker.terminate()
-    try:
-        _worker.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        _worker.kill()
-        _worker.wait()
+    """End the workers (after the run's last job) and remove their sockets."""
+    global _worker_folder
+    for worker in _workers:
+        worker.terminate()
+    for worker in _workers:
+        try:
+            worker.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+    _workers.clear()
     if _worker_folder is not None:
         shutil.rmtree(_worker_folder, ignore_errors=True)
         if os.environ.get(WORKER_VARIABLE) == os.path.join(_worker_folder, "socket"):
             del os.environ[WORKER_VARIABLE]
-    _worker, _worker_folder = None, None
+    _worker_folder = None
