@@ -38,6 +38,8 @@ QUESTION_TOPIC_WORDS = 4
 TOPIC_SHARE = 0.5
 RSS_CEILING_MB = 8000
 BENCHMARK_COLUMNS = ("s", "max_rss", "cpu_time")
+# The line rankbench's job worker adds to a job's log (rankbench.pipeline.job_worker.hand_over).
+WORKER_FIGURES = re.compile(r"rankbench job worker: the job took ([\d.]+) CPU-s, peak memory (\d+) MB")
 # The issue's stages; every other rule is evaluation and report.
 STAGES = {"load_corpus": "corpus", "chunk": "corpus", "prepare_questions": "questions", "validate_labels": "questions",
           "qrels": "questions", "embed_queries": "questions", "bm25_index": "bm25", "retrieve_bm25": "bm25",
@@ -166,16 +168,17 @@ def generate(out: Path, n_passages: int, n_questions: int, shards: int) -> Path:
 
 
 def job_log(log: str) -> pd.DataFrame:
-    """One row per finished job of a Snakemake log: rule, benchmark file, declared mem_mb, start and end times."""
+    """One row per finished job of a Snakemake log: rule, benchmark and log file, declared mem_mb, start and end
+    times."""
     jobs, finished, stamp = {}, {}, None
     current: dict | None = None
     for line in log.splitlines():
         if m := re.match(r"\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]", line):
             stamp = pd.Timestamp(m.group(1))
         elif m := re.match(r"(?:local)?rule (\S+):$", line):
-            current = {"rule": m.group(1), "start": stamp, "benchmark": None, "mem_mb": None}
-        elif current is not None and (m := re.match(r"\s+benchmark: (\S+)", line)):
-            current["benchmark"] = m.group(1)
+            current = {"rule": m.group(1), "start": stamp, "benchmark": None, "log": None, "mem_mb": None}
+        elif current is not None and (m := re.match(r"\s+(benchmark|log): (\S+)", line)):
+            current[m.group(1)] = m.group(2)
         elif current is not None and (m := re.match(r"\s+resources: .*\bmem_mb=(\d+)", line)):
             current["mem_mb"] = int(m.group(1))
         elif current is not None and (m := re.match(r"\s+jobid: (\d+)", line)):
@@ -183,15 +186,20 @@ def job_log(log: str) -> pd.DataFrame:
         elif m := re.match(r"Finished jobid: (\d+)", line):
             finished[int(m.group(1))] = stamp
     rows = [{**job, "jobid": jobid, "end": finished.get(jobid)} for jobid, job in jobs.items()]
-    return pd.DataFrame(rows, columns=["jobid", "rule", "benchmark", "mem_mb", "start", "end"])
+    return pd.DataFrame(rows, columns=["jobid", "rule", "benchmark", "log", "mem_mb", "start", "end"])
 
 
 def read_benchmarks(jobs: pd.DataFrame, folder: Path) -> pd.DataFrame:
-    """The jobs with their benchmark file's seconds and max_rss (MB) where the rule writes one."""
+    """The jobs with their seconds, max_rss (MB) and cpu_time: from the job worker's line in the job's log when the
+    run's job worker served it (the benchmark file then measures only the hand-over process), else from its benchmark
+    file where the rule writes one."""
     rows = []
     for job in jobs.itertuples():
         path = folder / job.benchmark if isinstance(job.benchmark, str) else None
-        figures = pd.read_csv(path, sep="\t").iloc[0] if path and path.exists() else {}
+        figures = dict(pd.read_csv(path, sep="\t").iloc[0]) if path and path.exists() else {}
+        log = folder / job.log if isinstance(job.log, str) else None
+        if log and log.exists() and (m := WORKER_FIGURES.search(log.read_text(errors="replace"))):
+            figures.update(cpu_time=float(m.group(1)), max_rss=float(m.group(2)))
         rows.append({column: pd.to_numeric(figures.get(column), errors="coerce") for column in BENCHMARK_COLUMNS})
     return pd.concat([jobs.reset_index(drop=True), pd.DataFrame(rows, columns=list(BENCHMARK_COLUMNS))], axis=1)
 
@@ -206,6 +214,37 @@ def oversized_jobs(jobs: pd.DataFrame, ceiling_mb: float = RSS_CEILING_MB) -> pd
 def disk_mb(path: Path) -> float:
     """Bytes of every file under `path`, in MB."""
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6
+
+
+def run_workflow(out: Path, config: Path, cores: int) -> int:
+    """`snakemake --cores N` on the generated config in `out`, its log in <out>/snakemake.log; the exit code."""
+    log = out / "snakemake.log"
+    started = time.perf_counter()
+    with log.open("w") as handle:
+        code = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"),
+                               "--directory", str(out), "--configfile", str(config), "--cores", str(cores),
+                               "--default-resources", "mem_mb=2000", "runtime=60"],
+                              stdout=handle, stderr=subprocess.STDOUT).returncode
+    print(f"workflow exit {code} in {time.perf_counter() - started:.1f} s (log {log})", flush=True)
+    return code
+
+
+def job_figures(out: Path) -> pd.DataFrame:
+    """Every job of the run in `out` with its wall seconds, CPU seconds, max_rss and stage."""
+    jobs = read_benchmarks(job_log((out / "snakemake.log").read_text()), out)
+    jobs["wall_s"] = (jobs["end"] - jobs["start"]).dt.total_seconds()
+    jobs["stage"] = jobs["rule"].map(STAGES).fillna("evaluation+report")
+    return jobs
+
+
+def stage_figures(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Per stage: jobs, summed job wall and CPU seconds, the largest job's max_rss, and the span from its first
+    job's start to its last job's end, in the order the stages started."""
+    stages = jobs.groupby("stage").agg(jobs=("jobid", "size"), start=("start", "min"), end=("end", "max"),
+                                       job_s=("wall_s", "sum"), cpu_s=("cpu_time", "sum"),
+                                       max_rss_mb=("max_rss", "max")).sort_values("start")
+    stages["span_s"] = (stages["end"] - stages["start"]).dt.total_seconds()
+    return stages.drop(columns=["start", "end"])
 
 
 def main() -> int:
@@ -228,32 +267,18 @@ def main() -> int:
           f"{time.perf_counter() - started:.1f} s; data {disk_mb(out / f'data-{args.questions}'):.0f} MB", flush=True)
     if args.generate_only:
         return 0
-    log = out / "snakemake.log"
-    started = time.perf_counter()
-    with log.open("w") as handle:
-        code = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "workflow" / "Snakefile"),
-                               "--directory", str(out), "--configfile", str(config), "--cores", str(args.cores),
-                               "--default-resources", "mem_mb=2000", "runtime=60"],
-                              stdout=handle, stderr=subprocess.STDOUT).returncode
-    print(f"workflow exit {code} in {time.perf_counter() - started:.1f} s (log {log})")
-    return code or report(out, args.questions)
+    return run_workflow(out, config, args.cores) or report(out, args.questions)
 
 
 def report(out: Path, n_questions: int) -> int:
     """Per-rule figures of the run in `out` (summed seconds, largest max_rss), disk, and the jobs above their memory;
     1 when there is such a job."""
-    jobs = read_benchmarks(job_log((out / "snakemake.log").read_text()), out)
-    jobs["wall_s"] = (jobs["end"] - jobs["start"]).dt.total_seconds()
+    jobs = job_figures(out)
     table = jobs.groupby("rule").agg(jobs=("jobid", "size"), wall_s=("wall_s", "sum"), cpu_s=("cpu_time", "sum"),
                                      max_rss_mb=("max_rss", "max"), mem_mb=("mem_mb", "max"),
                                      first=("start", "min"), last=("end", "max"))
     print(table.sort_values("first").drop(columns=["first", "last"]).to_markdown(floatfmt=".1f"))
-    jobs["stage"] = jobs["rule"].map(STAGES).fillna("evaluation+report")
-    stages = jobs.groupby("stage").agg(jobs=("jobid", "size"), start=("start", "min"), end=("end", "max"),
-                                       job_s=("wall_s", "sum"), cpu_s=("cpu_time", "sum"),
-                                       max_rss_mb=("max_rss", "max")).sort_values("start")
-    stages["span_s"] = (stages["end"] - stages["start"]).dt.total_seconds()
-    print(stages.drop(columns=["start", "end"]).to_markdown(floatfmt=".1f"))
+    print(stage_figures(jobs).to_markdown(floatfmt=".1f"))
     print(f"workflow wall time, first job start to last job end: "
           f"{(jobs['end'].max() - jobs['start'].min()).total_seconds():.0f} s")
     results = out / "results" / "million"

@@ -1,12 +1,16 @@
-"""benchmarks/bench_million.py's memory check: jobs read from a Snakemake log and benchmark files (fabricated,
-small), flagged when their max_rss exceeds their declared mem_mb or 8 GB."""
+"""benchmarks/bench_million.py's memory check: jobs read from a Snakemake log, benchmark files and the job worker's
+log lines (fabricated, small), flagged when their max_rss exceeds their declared mem_mb or 8 GB; and
+bench_growth.py's growth exponent and projection."""
 
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_growth import growth_exponent, projection
 from bench_million import job_log, oversized_jobs, read_benchmarks, synthetic_dataset
 
 LOG = """\
@@ -62,3 +66,36 @@ def test_synthetic_questions_come_from_their_passage() -> None:
     for question in questions:
         words = question["question"].rstrip("?").split()
         assert len(words) == 5 and sum(word in texts[question["labels"][0]["doc_id"]] for word in words) >= 4
+
+
+def test_the_job_workers_figures_replace_the_hand_over_process_benchmark(tmp_path: Path) -> None:
+    folder = tmp_path / "results" / "million" / "benchmarks"
+    (folder / "embed_corpus").mkdir(parents=True)
+    (folder / "embed_corpus" / "shard-0.tsv").write_text(HEADER + "20.5\t0:00:20\t60.0\t1\t1\t1\t0\t0\t1\t0.1\n")
+    (folder / "bm25_index.tsv").write_text(HEADER + "30.1\t0:00:30\t2400.7\t1\t1\t1\t0\t0\t95\t29\n")
+    log = tmp_path / "logs" / "million" / "embed_corpus" / "passage" / "static" / "shard-0.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("encoding\nrankbench job worker: the job took 18.25 CPU-s, peak memory 4512 MB (resident, ...)\n")
+    jobs = read_benchmarks(job_log(LOG), tmp_path).set_index("rule")
+    assert jobs.loc["embed_corpus", ["s", "cpu_time", "max_rss"]].tolist() == [20.5, 18.25, 4512.0]
+    assert jobs.loc["bm25_index", ["cpu_time", "max_rss"]].tolist() == [29.0, 2400.7]  # no log line: the file's
+    assert oversized_jobs(jobs.reset_index())["rule"].tolist() == ["embed_corpus", "bm25_index"]
+
+
+def test_growth_exponents_recover_power_laws() -> None:
+    sizes = np.array([1e5, 3e5, 1e6, 3e6])
+    assert growth_exponent(sizes, 2e-3 * sizes ** 1.0) == pytest.approx(1.0)
+    assert growth_exponent(sizes, 7e-6 * sizes ** 1.5) == pytest.approx(1.5)
+    assert growth_exponent(sizes, np.full(4, 3.2)) == pytest.approx(0.0, abs=1e-12)
+    assert growth_exponent(sizes, [0.0, 0.0, 0.0, 5.0]) != growth_exponent(sizes, [1.0, 2.0, 3.0, 5.0])
+    assert np.isnan(growth_exponent(sizes, [0.0, np.nan, 0.0, 5.0]))
+
+
+def test_projection_extrapolates_from_the_largest_size() -> None:
+    sizes = [100_000, 1_000_000]
+    stages = pd.DataFrame({"stage": ["bm25", "bm25", "questions", "questions"], "passages": sizes * 2,
+                           "cpu_s": [10.0, 100.0, 5.0, 5.0], "max_rss_mb": [300.0, 3000.0, 200.0, 200.0]})
+    rows = projection(stages, [10_000_000]).set_index("stage")
+    assert rows.loc["bm25", "cpu_s@10,000,000"] == pytest.approx(1000.0)
+    assert rows.loc["bm25", "largest_job_mb@10,000,000"] == pytest.approx(30000.0)
+    assert rows.loc["questions", "cpu_s@10,000,000"] == pytest.approx(5.0)
