@@ -243,8 +243,9 @@ def is_api_encoder(encoder):
 
 def mem_mb_for_inputs(floor_mb, mb_per_input_mb):
     """Declared memory of a job that holds its inputs in memory: 500 MB of Python and libraries plus
-    `mb_per_input_mb` per MB of input, never below the rule's floor. The factors are measured maxima (with headroom)
-    of the million-passage benchmark (benchmarks/README.md), so a cluster job asks for what a large corpus needs.
+    `mb_per_input_mb` per MB of input, never below the rule's floor. The factors are measured maxima (with ~10%
+    headroom) of the growth benchmark up to 3M passages (benchmarks/README.md), so a cluster job asks for what a
+    large corpus needs.
     """
     return lambda wildcards, input: max(
         floor_mb, 500 + round(mb_per_input_mb * input.size_mb)

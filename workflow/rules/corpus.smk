@@ -14,7 +14,7 @@ rule load_corpus:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=mem_mb_for_inputs(2000, 3),
+        mem_mb=mem_mb_for_inputs(2000, 4.6),
     params:
         format=DATASET["format"],
         source=corpus_source(config),
@@ -39,7 +39,7 @@ rule chunk:
         "../../environment.yml"
     threads: 1
     resources:
-        mem_mb=mem_mb_for_inputs(2000, 14),
+        mem_mb=mem_mb_for_inputs(2000, 17.5),
     params:
         spec=lambda wildcards: chunker_settings(config["chunkers"][wildcards.chunker]),
     script:

@@ -55,7 +55,7 @@ rule retrieve_bm25:
         "../../../environment.yml"
     threads: 1
     resources:
-        mem_mb=mem_mb_for_inputs(2000, 2.5),
+        mem_mb=mem_mb_for_inputs(2000, 3),
         runtime=60,
     params:
         depth=EVALUATION["depth"],

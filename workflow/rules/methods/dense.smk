@@ -55,7 +55,7 @@ rule retrieve_dense:
         "../../../environment.yml"
     threads: 1
     resources:
-        mem_mb=mem_mb_for_inputs(2000, 1.6),
+        mem_mb=mem_mb_for_inputs(2000, 2),
         runtime=60,
     params:
         depth=EVALUATION["depth"],
