@@ -9,7 +9,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from rankbench.evaluation.scoring import breakdown_aggregate, breakdown_groups
-from rankbench.report.comparison import breakdown_sections
+from rankbench.report.comparison import breakdown_sections, plots_line
 from rankbench.report.tables import group_order, group_tables, holm_within
 
 TAGS = ("billing", "login", "refund")
@@ -97,3 +97,12 @@ def test_absent_breakdowns_say_why() -> None:
     assert "no question of this version has a `tags` field" in text
     assert "no question of this version has a `difficulty` field" in text
     assert "|" not in text  # no empty table
+
+
+def test_the_plot_links_name_the_per_kind_heatmap_only_for_two_kinds_or_more() -> None:
+    one_kind = pd.DataFrame({"kind": ["all", "beir"]})
+    several = pd.DataFrame({"kind": ["all", "answerable", "unanswerable"]})
+    assert "plots/kinds.svg" not in plots_line(one_kind) and "](plots/bars.svg)" in plots_line(one_kind)
+    assert plots_line(several) == ("- plots: [bars](plots/bars.svg), [recall@k](plots/recall.svg), [by question kind]"
+                                   "(plots/kinds.svg), [mean grade by rank](plots/grades.svg), "
+                                   "[calibration](plots/calibration.svg)")

@@ -11,10 +11,10 @@ from rankbench.report.index_page import VERSION_PAGES, VERSION_PLOTS, VersionEnt
 REPORT = {"grain": "chunk", "headline": [["ndcg", 10], ["hit", 1]]}
 
 
-def aggregate(shift: float) -> pd.DataFrame:
-    rows = [{"method": method, "grain": grain, "kind": "all", "metric": metric, "k": k, "n": 40,
-             "mean": value + shift + (0.1 if grain == "document" else 0.0)}
-            for method, value in (("bm25", 0.5), ("dense", 0.7), ("hybrid[k=60]", 0.7))
+def aggregate(shift: float, kinds: tuple[str, ...] = ("all", "answerable", "unanswerable")) -> pd.DataFrame:
+    rows = [{"method": method, "grain": grain, "kind": kind, "metric": metric, "k": k, "n": 40,
+             "mean": value + shift + (0.1 if grain == "document" else 0.0) - (0.2 if kind != "all" else 0.0)}
+            for method, value in (("bm25", 0.5), ("dense", 0.7), ("hybrid[k=60]", 0.7)) for kind in kinds
             for grain in ("chunk", "document") for metric, k in (("ndcg", 10), ("hit", 1))]
     return pd.DataFrame(rows)
 
@@ -43,3 +43,11 @@ def test_a_quick_run_without_baseline_diffs_or_history_links_the_comparison_page
     assert "the plots, the diffs between versions and the history are absent" in page
     assert "<code>rankbench run</code> (without <code>--quick</code>) builds them" in page
     assert "Between versions" not in page and "history.html" not in page and ">baseline</th>" in page
+
+
+def test_questions_of_one_kind_get_no_link_to_the_per_kind_heatmap() -> None:
+    # BEIR data (SciFact): every question is of one kind, so the heatmap would be one column repeating the bars
+    for kinds in (("all",), ("all", "beir")):
+        versions = [VersionEntry("test", "a" * 64, 50, aggregate(0.0, kinds), [*VERSION_PAGES, *VERSION_PLOTS])]
+        links = re.findall(r'href="([^"]+)"', index_page("scifact", versions, [], False, REPORT, "bm25"))
+        assert "test/plots/kinds.svg" not in links and "test/plots/bars.svg" in links

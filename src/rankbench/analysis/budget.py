@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.evaluation.scoring import ALL_KINDS, question_kinds
 from rankbench.evaluation.stats import TIE_TOLERANCE, t_test_rejects
 
 POWER = 0.8
@@ -133,7 +133,7 @@ def plan_budget(per_query: Mapping[str, pd.DataFrame], aggregate: pd.DataFrame, 
     methods = sorted(per_query)
     rows: list[dict[str, Any]] = []
     seeded = 0  # pairs planned so far: each one's simulation seed
-    kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
+    kinds = question_kinds(aggregate)
     kinds = [ALL_KINDS] + (kinds if len(kinds) > 1 else [])  # one kind: its rows would repeat "all"
     for metric, k in headline:
         for kind in kinds:

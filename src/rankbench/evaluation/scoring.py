@@ -33,6 +33,14 @@ from rankbench.io.ranked_lists import collapse_to_documents
 
 GRAINS = ("document", "chunk")
 ALL_KINDS = "all"
+
+
+def question_kinds(aggregate: pd.DataFrame) -> list[str]:
+    """The question kinds an aggregate has rows for, sorted, without the all-questions rows: with fewer than two,
+    every per-kind view repeats the all-questions one (the pages then leave it out)."""
+    return sorted(set(aggregate["kind"]) - {ALL_KINDS})
+
+
 PER_QUERY_COLUMNS = ["qid", "kind", "grain", "metric", "k", "value"]
 # Against the configured baseline (NaN on the baseline's own rows and without a baseline): diff = method -
 # baseline with its bootstrap CI, the standardized effect d_z with its CI, p-values (p_holm: Holm over the

@@ -14,7 +14,7 @@ import pandas as pd
 
 from rankbench.analysis.frontier import cheapest_as_good
 from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
-from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.evaluation.scoring import ALL_KINDS, question_kinds
 from rankbench.io.audience import audience_line
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.chunking import chunking_section
@@ -53,8 +53,16 @@ HOW_SURE_QUICK = ("How sure is this table: the budget page (how many questions w
                   "robustness page (whether the verdict survives label noise) are absent from a quick run; "
                   "`rankbench run` (without `--quick`) builds them.")
 # The version's plots, linked from the header where the page names them (the quick run draws none).
-PLOTS_LINE = ("- plots: [bars](plots/bars.svg), [recall@k](plots/recall.svg), [by question kind](plots/kinds.svg), "
-              "[mean grade by rank](plots/grades.svg), [calibration](plots/calibration.svg)")
+PLOTS = (("bars", "bars"), ("recall@k", "recall"), ("by question kind", "kinds"), ("mean grade by rank", "grades"),
+         ("calibration", "calibration"))
+
+
+def plots_line(aggregate: pd.DataFrame) -> str:
+    """The header's plot links; the per-kind heatmap only when the questions have two kinds or more (with one, it is
+    a single column repeating the bars, and the page says the per-kind breakdown does not apply)."""
+    several_kinds = len(question_kinds(aggregate)) > 1
+    links = [f"[{label}](plots/{name}.svg)" for label, name in PLOTS if several_kinds or name != "kinds"]
+    return "- plots: " + ", ".join(links)
 
 
 def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str,
@@ -393,7 +401,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "",
         QUICK_LINE if inputs.quick else "- every question, what each method returned and where it wins or loses: "
         "[explorer.html](explorer.html)",
-        *([] if inputs.quick else [PLOTS_LINE]),
+        *([] if inputs.quick else [plots_line(aggregate)]),
         "",
         *decision_lines(aggregate, inputs.pairs, grain, headline, alpha, inputs.method_types,
                         inputs.method_inputs or {}, inputs.decision or {}, abstention=inputs.abstention),
@@ -472,7 +480,7 @@ def breakdown_sections(aggregate: pd.DataFrame, breakdowns: pd.DataFrame | None,
     """Every metric per question kind, per tag and per difficulty (report.tables.group_tables), or a line saying
     why a breakdown is absent (one kind only; no tags or difficulty on the questions)."""
     lines = ["## Breakdowns", "", GROUP_LEGEND.format(grain=grain), ""]
-    kinds = sorted(set(aggregate["kind"]) - {ALL_KINDS})
+    kinds = question_kinds(aggregate)
     if len(kinds) < 2:
         lines += ["### Per question kind", "", f"Not applicable: every question is of one kind ({', '.join(kinds)}); "
                   "a native question set gives its questions a `kind` (answerable, unanswerable, …).", ""]

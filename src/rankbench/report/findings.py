@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.evaluation.scoring import ALL_KINDS, question_kinds
 from rankbench.evaluation.stats import format_p, holm, holm_versus_best
 from rankbench.report.tables import pair_row
 from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
@@ -74,7 +74,7 @@ def kind_patterns(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metr
                   types: Mapping[str, str], alpha: float, resamples: int) -> list[str]:
     """Per question kind, every pair of methods whose difference survives Holm correction (metrics grouped);
     nothing when the questions are all of one kind (the all-questions findings say it already)."""
-    if len(set(aggregate["kind"]) - {ALL_KINDS}) < 2:
+    if len(question_kinds(aggregate)) < 2:
         return []
     found: dict[tuple[str, str, str], list[str]] = {}
     for metric, k in metrics:

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.evaluation.scoring import ALL_KINDS, question_kinds
 from rankbench.io.audience import audience_line
 from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.decision import decision_lines
@@ -102,8 +102,11 @@ def index_page(dataset: str, versions: Sequence[VersionEntry], diffs: Sequence[s
             lines += [markdown_grid(table), ""]
         lines += [f"- [{VERSION_PAGES[page].split(':')[0]}]({entry.qset}/{page}):"
                   f"{VERSION_PAGES[page].split(':', 1)[1]}" for page in VERSION_PAGES if page in entry.pages]
+        # the per-kind heatmap only with two kinds or more, as on the comparison page
+        shown = [plot for plot in VERSION_PLOTS if plot in entry.pages
+                 and (plot != "plots/kinds.svg" or len(question_kinds(entry.aggregate)) > 1)]
         plots = [f"[{VERSION_PLOTS[plot].split(':')[0]}]({entry.qset}/{plot}) ({VERSION_PLOTS[plot].split(': ', 1)[1]})"
-                 for plot in VERSION_PLOTS if plot in entry.pages]
+                 for plot in shown]
         lines += [f"- plots: {'; '.join(plots)}"] if plots else []
         lines.append("")
     if quick:
