@@ -12,7 +12,7 @@ from rankbench.evaluation.marks import BETTER as BETTER
 from rankbench.evaluation.marks import LATEX_MARKS as LATEX_MARKS
 from rankbench.evaluation.marks import NEAR as NEAR
 from rankbench.evaluation.marks import WORSE as WORSE
-from rankbench.evaluation.marks import cell, latex_escape
+from rankbench.evaluation.marks import cell, cell_rows, latex_escape
 from rankbench.evaluation.marks import legend as legend
 from rankbench.evaluation.marks import marked as marked
 from rankbench.evaluation.marks import wide as wide
@@ -183,7 +183,7 @@ def csv_table(table: pd.DataFrame, metrics: Sequence[tuple[str, int]], ci: bool)
     """Tidy CSV of every cell the tables show (all kinds, both grains), with its marks."""
     keep = pd.MultiIndex.from_frame(table[["metric", "k"]]).isin(list(metrics))
     rows = table[keep].copy()
-    rows["cell"] = [cell(row, ci).replace("**", "") for _, row in rows.iterrows()]
+    rows["cell"] = [cell(row, ci).replace("**", "") for row in cell_rows(rows)]
     rows["below_one_question"] = rows["near"]
     rows = rows.sort_values(["grain", "kind", "metric", "k", "method"], ignore_index=True)[CSV_COLUMNS]
     return csv_text(rows, float_format="%.6f")
