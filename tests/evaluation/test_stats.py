@@ -26,6 +26,7 @@ from rankbench.evaluation.stats import (
     paired_randomization_test,
     randomization_p_values,
     rank_intervals,
+    sorted_percentiles,
     standardized_effects,
     t_test_p_values,
     t_test_rejects,
@@ -76,6 +77,18 @@ def test_bootstrap_reproduces_scipy_draws_with_the_same_generator() -> None:
     assert float(high) == pytest.approx(ref.high, rel=1e-12)
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 40, 10_000])
+def test_percentiles_of_sorted_rows_are_numpys_bit_for_bit(n: int) -> None:
+    """sorted_percentiles skips np.percentile's partition; every value must be np.percentile's own, ties, zeros of
+    both signs and wide magnitudes included, at the bootstrap's percentiles and at the ends."""
+    rng = np.random.default_rng(n)
+    rows = np.concatenate([rng.normal(0, 1, (20, n)), rng.integers(-2, 3, (20, n)) / 4.0,
+                           rng.lognormal(0, 8, (20, n)), np.full((2, n), -0.0), np.zeros((2, n))])
+    rows.sort(axis=1)
+    percentiles = [0.0, 2.5, 5.0, 25.0, 50.0, 95.0, 97.5, 100.0, 100.0 * (1.0 - 0.025), 100.0 * 0.005]
+    ours = sorted_percentiles(rows, percentiles)
+    for value, reference in zip(ours, np.percentile(rows, percentiles, axis=1)):
+        assert value.tobytes() == reference.tobytes()
 def test_bootstrap_rows_are_independent_of_each_other_and_1d_shape() -> None:
     values = np.random.default_rng(2).random((3, 25))
     low, high = bootstrap_ci(values, n_resamples=2_000, seed=9)

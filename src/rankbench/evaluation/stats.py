@@ -211,6 +211,25 @@ def rank_intervals(
     return rank.astype(np.int64), low, high
 
 
+def sorted_percentiles(rows: np.ndarray, percentiles: Sequence[float]) -> list[np.ndarray]:
+    """np.percentile(rows, q, axis=1) (method "linear") of each q, bit for bit, for rows already sorted along axis 1:
+    numpy's own steps (index (n - 1) q / 100, its floor and the next, numpy's _lerp), without the partition that
+    np.percentile runs on every row even when it is sorted (half of bootstrap_ci's time after the sort)."""
+    n = rows.shape[1]
+    quantiles = np.true_divide(np.asarray(percentiles, dtype=np.float64), 100)
+    virtual = (n - 1) * quantiles
+    previous = np.floor(virtual)
+    following = previous + 1
+    following[virtual >= n - 1] = previous[virtual >= n - 1] = -1  # the last value, weighted as numpy weighs it
+    gamma = virtual - previous
+    values = []
+    for index, next_index, weight in zip(previous.astype(np.intp), following.astype(np.intp), gamma):
+        a, b = rows[:, index], rows[:, next_index]
+        difference = b - a
+        values.append(b - difference * (1 - weight) if weight >= 0.5 else a + difference * weight)
+    return values
+
+
 def bootstrap_ci(
     values: np.ndarray,
     *,
@@ -241,10 +260,9 @@ def bootstrap_ci(
     alpha = (1.0 - confidence) / 2.0
     low, high = np.empty(len(rows)), np.empty(len(rows))
     for block, means in _bootstrap_mean_blocks(rows, n_resamples, seed):  # a row's percentiles are its own
-        # sorted first: the same percentiles, and numpy's sort is vectorized where its partition is not (2x faster)
+        # sorted, then read off (numpy's sort is vectorized where its partition is not: 2x faster than percentile)
         means.sort(axis=1)
-        low[block], high[block] = np.percentile(means, [100.0 * alpha, 100.0 * (1.0 - alpha)], axis=1,
-                                                overwrite_input=True)
+        low[block], high[block] = sorted_percentiles(means, [100.0 * alpha, 100.0 * (1.0 - alpha)])
     low, high = low[inverse.reshape(-1)], high[inverse.reshape(-1)]
     if arr.ndim == 1:
         return np.asarray(low[0]), np.asarray(high[0])
