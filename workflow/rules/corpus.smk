@@ -93,8 +93,8 @@ rule embed_corpus:
         f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.tsv"
     wildcard_constraints:
         shard=r"\d+",
-    # the slow start of the dense chain, early: see Priorities in common.smk
-    priority: 9
+    # the longest chain's start, with the chunks: see Priorities in common.smk
+    priority: 20
     conda:
         "../../environment.yml"
     threads: encoding_threads

