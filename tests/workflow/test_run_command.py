@@ -102,13 +102,18 @@ def test_kill_9_of_rankbench_run_stops_snakemake_and_the_next_run_works(tmp_path
     while not (log.is_file() and "Finished jobid" in log.read_text()) and time.monotonic() < deadline:
         assert running.poll() is None, "rankbench run ended before it could be killed"
         time.sleep(0.2)
-    snakemake, = _children(running.pid)
+    children = _children(running.pid)
+    snakemake, = [pid for pid in children if b"snakemake" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+    workers = [pid for pid in children if pid != snakemake]  # the job worker rankbench started for the run
+    assert all(b"rankbench.pipeline.job_worker" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in workers)
     running.kill()  # SIGKILL: rankbench gets no chance to forward anything
     running.wait()
     deadline = time.monotonic() + 20
-    while (_alive(snakemake) or _alive(snakemake, group=True)) and time.monotonic() < deadline:
+    while ((_alive(snakemake) or _alive(snakemake, group=True) or any(map(_alive, workers)))
+           and time.monotonic() < deadline):
         time.sleep(0.2)
     assert not _alive(snakemake) and not _alive(snakemake, group=True), "Snakemake or a job outlived rankbench"
+    assert not any(map(_alive, workers)), "the job worker outlived rankbench"
     text = log.read_text()
     assert "Terminating processes on user request" in text and "steps (100%) done" not in text
     result = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=900)

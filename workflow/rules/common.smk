@@ -59,8 +59,11 @@ from rankbench.pipeline.dataset_formats import (
 )
 from rankbench.pipeline.start_checks import check_dataset
 from rankbench.pipeline.drafts import is_draft, record_frozen_results
-from rankbench.pipeline.job_worker import MODEL_WORKER_LIBRARIES
-from rankbench.pipeline.local_run import start_local_run, stop_job_worker
+from rankbench.pipeline.local_run import (
+    model_libraries,
+    start_local_run,
+    stop_job_worker,
+)
 from rankbench.analysis.run_store import RUNS_FOLDER
 from rankbench.pipeline.mlflow import mlflow_settings
 
@@ -142,14 +145,7 @@ onerror:
 
 # The slow libraries of the run's encoders (torch), loaded once in the model worker instead of in every encoding and
 # rerank job.
-WORKER_MODULES = sorted(
-    {
-        library
-        for settings in config.get("encoders", {}).values()
-        for library in encoder_kind(settings).modules
-        if library in MODEL_WORKER_LIBRARIES
-    }
-)
+WORKER_MODULES = model_libraries(config)
 
 
 def drafts_of(*qsets):

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from rankbench.errors import InputError
 from rankbench.pipeline.defaults import RESULTS
+from rankbench.pipeline.local_run import model_libraries, start_job_worker, stop_job_worker
 from rankbench.pipeline.run_view import RunView
 
 # The package's workflow folder: src/rankbench/workflow links to the repository's workflow/, and the wheel ships it.
@@ -35,6 +36,8 @@ PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 # `snakemake --config quick=true`: set by `rankbench run --quick`, read (and removed) by the Snakefile.
 QUICK_KEY = "quick"
 _CONFIG_FILE_OPTIONS = ("--configfile", "--configfiles")
+# Options with which Snakemake may run the jobs on other machines.
+_ELSEWHERE_OPTIONS = ("--profile", "--workflow-profile", "--executor", "-e")
 _CORE_OPTIONS = ("--cores", "-c", "--jobs", "-j", "--profile", "--workflow-profile")
 _INCOMPLETE_OPTIONS = ("--rerun-incomplete", "--ri", "--keep-incomplete")
 # Snakemake options that run no job: their output is what the user asked for, printed as it is.
@@ -106,8 +109,12 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
     log = folder / RUN_LOG
     log.parent.mkdir(parents=True, exist_ok=True)
     view = RunView(sys.stdout, folder, sys.stdout.isatty())
-    with open(log, "w", encoding="utf-8") as output:
-        code = _supervised(command, output, view)
+    try:
+        _start_workers_early(command, args)
+        with open(log, "w", encoding="utf-8") as output:
+            code = _supervised(command, output, view)
+    finally:
+        stop_job_worker()
     if code == 0:
         page = _index_page(command, folder)
         print((f"done: {view.done}/{view.total} jobs" if view.total else "nothing to do: every result is up to date")
@@ -116,6 +123,22 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
         print("\n".join(view.failure_lines()), file=sys.stderr)
         print(f"rankbench run failed (exit {code}); Snakemake's whole output: {log}", file=sys.stderr)
     return code
+
+
+def _start_workers_early(command: Sequence[str], args: Sequence[str]) -> None:
+    """Start the run's job workers (pipeline/local_run.py) now, so that the model worker loads torch while Snakemake
+    starts and builds its DAG (~2 s; the encodings wait for it otherwise), and Snakemake's run takes them over.
+    Not for a run Snakemake may send elsewhere (a profile, an executor), nor when the config does not read."""
+    if _given(args, _ELSEWHERE_OPTIONS) or os.environ.get("SNAKEMAKE_PROFILE"):
+        return
+    from rankbench.io.config_file import load_config_file
+
+    try:
+        config = load_config_file(Path(command[command.index("--configfile") + 1]))
+        preload = model_libraries(config)
+    except (InputError, OSError, ValueError, TypeError, AttributeError):  # Snakemake reports it, with its file
+        return
+    start_job_worker(preload)
 
 
 def _supervised(command: Sequence[str], output: TextIO | None, view: RunView | None) -> int:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rankbench.pipeline.job_worker import (
+    MODEL_WORKER_LIBRARIES,
     WORKER_VARIABLE,
     model_worker_address,
     needs_model_worker,
@@ -43,6 +44,8 @@ def start_local_run(workflow: Any, preload: Sequence[str] = ()) -> None:
     worker, and the model worker with the `preload` modules loaded (the libraries of the run's encoders)."""
     settings = workflow.executor_plugin.common_settings
     if settings.non_local_exec or settings.dryrun_exec or settings.touch_exec:
+        if os.environ.get(WORKER_VARIABLE, "off") != "off":  # one `rankbench run` started: not for cluster jobs
+            del os.environ[WORKER_VARIABLE]
         return
     stop_scheduler_polling(workflow)
     start_job_worker(preload)
@@ -68,6 +71,8 @@ def start_job_worker(preload: Sequence[str] = ()) -> None:
     # Linux only: macOS system libraries are not safe to use in a forked copy (Python's own pools spawn there)
     if os.environ.get(WORKER_VARIABLE) == "off" or _workers or not sys.platform.startswith("linux"):
         return
+    if os.path.exists(os.environ.get(WORKER_VARIABLE, "")):  # started for this run by `rankbench run`: serve from it
+        return
     folder = tempfile.mkdtemp(prefix="rankbench-worker-")  # private to this user (mode 0700)
     address = os.path.join(folder, "socket")
     if len(max(address, model_worker_address(address)).encode()) > _SOCKET_PATH_LIMIT:
@@ -90,6 +95,14 @@ def start_job_worker(preload: Sequence[str] = ()) -> None:
             break  # jobs then run in their own processes (hand_over finds no worker)
         time.sleep(0.005)
     os.environ[WORKER_VARIABLE] = address
+
+
+def model_libraries(config: Mapping[str, Any]) -> list[str]:
+    """What a run of this config's model worker loads at its start: the slow libraries of its encoders."""
+    from rankbench.retrieval.encoders.kinds import encoder_kind
+
+    return sorted({library for settings in (config.get("encoders") or {}).values()
+                   for library in encoder_kind(settings).modules if library in MODEL_WORKER_LIBRARIES})
 
 
 def stop_job_worker() -> None:
