@@ -190,7 +190,9 @@ def test_cost_gives_each_methods_query_side_work_per_question_apart_from_one_tim
     assert p50["bm25-filtered"] <= 2 * p50["bm25"] and p50["bm25"] <= 2 * p50["bm25-filtered"], p50
     for method, cells in table.items():
         assert float(cells["ms/question p95"].rstrip("*†")) >= p50[method] > 0
-    assert float(table["bm25"]["one-time s (query side)"]) > 0.1  # start-up and loading, no longer per question
+    # start-up and loading (the index's load: ~0.05 s since jobs start in the worker), no longer per question: more
+    # than a hundred questions' worth
+    assert float(table["bm25"]["one-time s (query side)"]) * 1000 > 100 * p50["bm25"]
     records = list((demo / BASE / "timings" / "retrieve" / "v1").glob("*.json"))
     assert {path.stem for path in records} == set(table)
     record = json.loads((demo / BASE / "timings" / "retrieve" / "v1" / "bm25.json").read_text())

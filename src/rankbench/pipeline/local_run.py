@@ -177,8 +177,8 @@ def _launched_in_worker(script_job: Any, fname: str) -> bool:
         _fill_benchmark(script_job.bench_record, time.time() - started, cpu_seconds, peak_kb)
     if script_job.log:
         record_usage(script_job.log[0], cpu_seconds, peak_kb, "its benchmark file records the same")
-    if code != 0:
-        raise subprocess.CalledProcessError(code, f"{sys.executable} {fname}")
+    if code != 0:  # the error its own process gave: raised in Snakemake's shell, so Snakemake prints no frame of ours
+        script_job._execute_cmd(": {fname:q}; exit {code}", fname=fname, code=code if code > 0 else 128 - code)
     return True
 
 
