@@ -101,7 +101,7 @@ def test_kill_9_of_rankbench_run_stops_snakemake_and_the_next_run_works(tmp_path
     deadline = time.monotonic() + 300
     while not (log.is_file() and "Finished jobid" in log.read_text()) and time.monotonic() < deadline:
         assert running.poll() is None, "rankbench run ended before it could be killed"
-        time.sleep(0.2)
+        time.sleep(0.02)  # its 13 jobs take ~1.5 s in the job worker: kill early in them
     children = _children(running.pid)
     snakemake, = [pid for pid in children if b"snakemake" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     workers = [pid for pid in children if pid != snakemake]  # the job worker rankbench started for the run
@@ -115,7 +115,10 @@ def test_kill_9_of_rankbench_run_stops_snakemake_and_the_next_run_works(tmp_path
     assert not _alive(snakemake) and not _alive(snakemake, group=True), "Snakemake or a job outlived rankbench"
     assert not any(map(_alive, workers)), "the job worker outlived rankbench"
     text = log.read_text()
-    assert "Terminating processes on user request" in text and "steps (100%) done" not in text
+    # Snakemake stopped on the SIGINT: in its scheduler's wait ("Terminating ...") or, with jobs this short, often
+    # while it evaluated the next job's resources (its KeyboardInterrupt, wrapped in an InputFunctionException)
+    assert "Terminating processes on user request" in text or "KeyboardInterrupt" in text, text[-2000:]
+    assert "steps (100%) done" not in text
     result = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Traceback" not in result.stdout + result.stderr
