@@ -195,7 +195,8 @@ def test_a_user_can_turn_the_worker_off(monkeypatch: pytest.MonkeyPatch) -> None
     assert os.environ[WORKER_VARIABLE] == "off"
 
 
-SNAKEFILE = """
+# The workflow's hooks (workflow/rules/common.smk), in the Snakefiles of these tests.
+HOOKS = """
 from rankbench.pipeline.local_run import start_local_run, stop_job_worker
 
 onstart:
@@ -206,7 +207,9 @@ onsuccess:
 
 onerror:
     stop_job_worker()
+"""
 
+SNAKEFILE = HOOKS + """
 rule all:
     input: expand("served/{i}.txt", i=range(3))
 
@@ -317,18 +320,7 @@ def _worker_of(command_line: str) -> tuple[str, tuple[str, ...]]:
     return Path(words[at + 1]).name, tuple(words[at + 3:])
 
 
-DIRECT_SNAKEFILE = """
-from rankbench.pipeline.local_run import start_local_run, stop_job_worker
-
-onstart:
-    start_local_run(workflow)
-
-onsuccess:
-    stop_job_worker()
-
-onerror:
-    stop_job_worker()
-
+DIRECT_SNAKEFILE = HOOKS + """
 rule all:
     input: "burnt.txt"
 
