@@ -468,7 +468,8 @@ def test_rankbench_run_starts_the_workers_before_snakemake_and_snakemake_takes_t
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"encoders": encoders}))
     try:
-        _start_workers_early(["snakemake", "--configfile", str(config), *args], args)
+        with open(tmp_path / "run.log", "w", encoding="utf-8") as output:
+            _start_workers_early(["snakemake", "--configfile", str(config), *args], args, output)
         started = [tuple(worker.args[5:]) for worker in local_run._workers]
         assert started == workers
         if workers:

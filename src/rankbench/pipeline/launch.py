@@ -109,12 +109,12 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
     log = folder / RUN_LOG
     log.parent.mkdir(parents=True, exist_ok=True)
     view = RunView(sys.stdout, folder, sys.stdout.isatty())
-    try:
-        _start_workers_early(command, args)
-        with open(log, "w", encoding="utf-8") as output:
+    with open(log, "w", encoding="utf-8") as output:
+        try:
+            _start_workers_early(command, args, output)
             code = _supervised(command, output, view)
-    finally:
-        stop_job_worker()
+        finally:
+            stop_job_worker()
     if code == 0:
         page = _index_page(command, folder)
         print((f"done: {view.done}/{view.total} jobs" if view.total else "nothing to do: every result is up to date")
@@ -125,10 +125,11 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
     return code
 
 
-def _start_workers_early(command: Sequence[str], args: Sequence[str]) -> None:
+def _start_workers_early(command: Sequence[str], args: Sequence[str], output: TextIO) -> None:
     """Start the run's job workers (pipeline/local_run.py) now, so that the model worker loads torch while Snakemake
     starts and builds its DAG (~2 s; the encodings wait for it otherwise), and Snakemake's run takes them over.
-    Not for a run Snakemake may send elsewhere (a profile, an executor), nor when the config does not read."""
+    Not for a run Snakemake may send elsewhere (a profile, an executor), nor when the config does not read. What
+    the workers print goes to `output`, Snakemake's log, as when Snakemake starts them."""
     if _given(args, _ELSEWHERE_OPTIONS) or os.environ.get("SNAKEMAKE_PROFILE"):
         return
     from rankbench.io.config_file import load_config_file
@@ -138,7 +139,7 @@ def _start_workers_early(command: Sequence[str], args: Sequence[str]) -> None:
         preload = model_libraries(config)
     except (InputError, OSError, ValueError, TypeError, AttributeError):  # Snakemake reports it, with its file
         return
-    start_job_worker(preload)
+    start_job_worker(preload, output)
 
 
 def _supervised(command: Sequence[str], output: TextIO | None, view: RunView | None) -> int:

@@ -15,7 +15,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from rankbench.pipeline.job_worker import (
     MODEL_WORKER_LIBRARIES,
@@ -63,7 +63,7 @@ def stop_scheduler_polling(workflow: Any) -> None:
         scheduler.job_rate_limiter = None
 
 
-def start_job_worker(preload: Sequence[str] = ()) -> None:
+def start_job_worker(preload: Sequence[str] = (), output: TextIO | None = None) -> None:
     """Start the worker of the light jobs and, when there are `preload` modules, the model worker that loads them
     meanwhile; point the run's jobs at them (they inherit this process's environment). Nothing when the user set
     RANKBENCH_JOB_WORKER=off, off Linux, or when the sockets' paths would be too long."""
@@ -86,7 +86,7 @@ def start_job_worker(preload: Sequence[str] = ()) -> None:
     served = [(address, ())] + ([(model_worker_address(address), tuple(preload))] if preload else [])
     for socket_path, modules in served:
         command = [sys.executable, "-m", "rankbench.pipeline.job_worker", socket_path, str(os.getpid()), *modules]
-        _workers.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, env=env))
+        _workers.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env))
     _worker_folder = folder
     # The first jobs start as soon as this returns; Snakemake hands them over itself, so the sockets must be there
     deadline = time.monotonic() + _WORKER_START_SECONDS
