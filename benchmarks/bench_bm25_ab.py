@@ -30,6 +30,7 @@ def kernel_from(path: Path):
     """The kernel module in a bm25_numba.py copy, under a name of its own (numba caches it apart)."""
     spec = importlib.util.spec_from_file_location(f"ab_kernel_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # numba's cache finds the compiled code's module again by this name
     spec.loader.exec_module(module)
     return module
 

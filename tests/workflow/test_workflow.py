@@ -113,6 +113,41 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
                                    np.load(demo / f"results/demo/v2/query-embeddings/{encoder}.npy"), atol=1e-6, rtol=0)
 
 
+_ENCODE_QUESTIONS_AT = """
+import sys
+import pandas as pd
+from rankbench.pipeline.threads import limit_threads
+limit_threads(int(sys.argv[1]))
+from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
+encoder = load_encoder(encoder_spec({"kind": "sentence-transformers", "model": sys.argv[2]}))
+sys.stdout.buffer.write(encoder.encode_queries(pd.read_parquet(sys.argv[3])["question"].tolist()).tobytes())
+"""
+
+
+def test_a_small_torch_question_job_books_one_thread_and_computes_on_two(demo: Path) -> None:
+    """The demo's MiniLM question jobs (a few KB of questions) book one thread, so they run beside the corpus
+    encodings, yet compute on QUESTION_ENCODING_THREADS: the vectors of the version encoded first are those of 2
+    torch threads, which on these questions differ from 1 thread's (so a job computing on what it booked fails)."""
+    import subprocess
+    import sys
+
+    from rankbench.retrieval.encoders.kinds import QUESTION_ENCODING_THREADS
+
+    log = sorted((demo / ".snakemake" / "log").glob("*.log"))[0].read_text()  # the demo's own run
+    jobs = [block for block in log.split("rule ")[1:] if block.startswith("embed_queries:")
+            and "encoder=minilm" in block.split("[")[0]]
+    assert len(jobs) == 3 and not any("threads:" in job.split("[")[0] for job in jobs)  # Snakemake omits 1 thread
+    first = next(qset for qset in ("v1", "v2", "v3") if "0 from the cache" in (
+        demo / "logs" / "demo" / "embed_queries" / qset / "minilm.log").read_text())
+    model = demo_config(demo)["encoders"]["minilm"]["model"]
+    vectors = {threads: subprocess.run([sys.executable, "-c", _ENCODE_QUESTIONS_AT, str(threads), model,
+                                        f"results/demo/{first}/questions.parquet"], cwd=demo, check=True,
+                                       capture_output=True).stdout for threads in (1, QUESTION_ENCODING_THREADS)}
+    stored = np.load(demo / "results" / "demo" / first / "query-embeddings" / "minilm.npy")
+    assert stored.tobytes() == vectors[QUESTION_ENCODING_THREADS]
+    assert stored.tobytes() != vectors[1]
+
+
 def test_editing_a_corpus_document_reembeds_no_question(demo: Path, tmp_path: Path) -> None:
     workdir = shutil.copytree(demo, tmp_path / "demo", symlinks=True)
     corpus = workdir / "data" / "demo" / "corpus.jsonl"

