@@ -25,6 +25,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import yaml
+from bench_workflow import snakemake_start
 
 REPO = Path(__file__).resolve().parents[1]
 MINI = REPO / "tests" / "fixtures" / "mini"
@@ -134,6 +135,7 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="also time the default (full) run")
     parser.add_argument("--dense", choices=sorted(ENCODERS), help="add a dense method with this encoder")
     args = parser.parse_args()
+    print(snakemake_start())
     with tempfile.TemporaryDirectory() as tmp:
         project = write_project(Path(tmp) / "quick-project", args.dense)
         wall, cpu = timed_run(project, "--quick", "--cores", args.cores)

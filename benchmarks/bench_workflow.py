@@ -64,6 +64,17 @@ def snakemake(workdir: Path, configfile: str, *args: str, repo: Path = REPO) -> 
     return seconds, result.stdout
 
 
+def snakemake_start() -> str:
+    """How long `snakemake --version` takes here, with a warning when Snakemake's start stalls: where SLURM's client
+    tools are installed but no controller answers, its SLURM plugin waits ~9 s at every start (both trees alike, so
+    ratios lean towards 1); `scripts/slurm-cluster.sh start` brings a controller up."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "snakemake", "--version"], capture_output=True, check=True)
+    seconds = time.perf_counter() - start
+    stalled = "; STALLED: start a SLURM controller (scripts/slurm-cluster.sh start) or the figures carry ~9 s a run"
+    return f"Snakemake starts in {seconds:.1f} s{stalled if seconds > 4 else ''}"
+
+
 def planned(workdir: Path, configfile: str, *args: str) -> int:
     """Jobs a dry run schedules."""
     _, out = snakemake(workdir, configfile, "--dry-run", "--quiet", "rules", *args)
@@ -163,7 +174,7 @@ def cold_comparison(cores_list: list[str], against: Path | None, keep: bool, pai
     then the per-rule breakdown of the first runs side by side."""
     repos = {"after": REPO} if against is None else {"before": against.resolve(), "after": REPO}
     columns: dict[str, dict[str, tuple[int, float, float]]] = {}
-    print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(f"load average at start {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; {snakemake_start()}")
     for cores in cores_list:
         measured: dict[str, list[tuple[float, float]]] = {name: [] for name in repos}
         for _ in range(pairs):
@@ -230,6 +241,7 @@ def main() -> int:
         jobs = planned(args.workdir, "config.yaml", "--forceall") - 1
         floor_comparison(args.workdir, jobs, args.cores, args.repeats)
         return 0
+    print(snakemake_start())
     workdir = Path(tempfile.mkdtemp(prefix="rankbench-bench-workflow-"))
     try:
         shutil.copytree(REPO / "data" / "demo", workdir / "data" / "demo")
