@@ -346,6 +346,39 @@ def test_numba_equals_numpy_on_random_zipf_corpora(seed):
     assert (expected[0][:, -1] >= 0).mean() > 0.5  # mostly full lists: the cut at the k-th place is exercised
 
 
+@numba_installed
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_numba_leaves_terms_that_add_nothing_out_and_fills_with_their_first_matches(variant):
+    """Terms whose every posting is 0 (robertson's IDF 0: in over half the passages) are left out of the numba
+    search and fill the list in position order only when fewer than k passages score above 0: lists equal numpy's
+    bit for bit whether those terms come first or last in the query, with rare terms of fewer matches than k, weights
+    of 0, a negative weight (which keeps them in), masks, and k beyond the matches."""
+    rng = np.random.default_rng(11)
+    passages = []
+    for _ in range(3001):
+        common = [w for w, share in (("often", 0.8), ("mostly", 0.6), ("halfway", 0.55)) if rng.random() < share]
+        rare = [f"r{j}" for j in rng.choice(40, size=rng.integers(0, 3))] if rng.random() < 0.05 else []
+        passages.append(" ".join(["everywhere", *common, *rare, *rng.choice([f"w{j}" for j in range(300)], size=6)]))
+    analyzer = Analyzer(stopwords=False, stemming=False)
+    index = build_index(passages, analyzer, BM25Params(variant=variant))
+    queries = [{"everywhere": 1.0}, {"often": 1.0, "mostly": 2.0}, {"often": 1.0, "r3": 1.0},
+               {"r3": 1.0, "often": 1.0}, {"r3": 1.0, "r7": 0.5, "everywhere": 1.0, "mostly": 1.0},
+               {"w5": 1.0, "everywhere": 1.0}, {"r3": 0.0, "often": 1.0}, {"r3": 1.0, "w9": -0.5, "often": 1.0},
+               {"halfway": 1.0, "r12": 1.0, "nothing": 1.0}]
+    vocabulary = ["everywhere", "often", "mostly", "halfway", *(f"r{j}" for j in range(40)), "w1", "w2"]
+    queries += [{str(w): float(rng.choice([1.0, 2.0, 0.3])) for w in rng.choice(vocabulary, size=rng.integers(1, 5))}
+                for _ in range(120)]
+    allowed = ChunkMasks(group=rng.integers(0, 2, size=len(queries)), masks=rng.random((2, len(passages))) < 0.6)
+    for k in (1, 10, 100, 5000):
+        for masks in (None, allowed):
+            expected = search_weighted(index, queries, k, masks)
+            got = search_weighted(index, queries, k, masks, backend="numba")
+            assert np.array_equal(expected[0], got[0]) and np.array_equal(expected[1], got[1])
+    if variant == "robertson":  # the case is there: "often" matches 80% of passages, all at score 0, r3 few
+        positions, scores = search_weighted(index, [{"often": 1.0, "r3": 1.0}], 100)
+        assert 0 < (scores[0] > 0).sum() < 100 and (scores[0] == 0).sum() > 0 and positions[0, -1] >= 0
+
+
 def test_unknown_backend_is_refused():
     index = build_index(ENGLISH, EN, BM25Params())
     with pytest.raises(ValueError, match="unknown BM25 backend 'jax'; accepted: auto, numpy, numba"):

@@ -2,7 +2,9 @@
 
 Every score returned is summed as the numpy backend sums it (float64, query terms in query order, from 0.0, the
 bm25l/bm25+ baseline last), and the top k is the unique one under (score desc, position asc). What differs is
-which documents get scored. Per query: each term's upper bound (its largest posting times its weight); a floor,
+which documents get scored. Per query: each term's upper bound (its largest posting times its weight); terms that
+add 0 to every score (every posting 0: robertson's IDF 0) left out when no weight is negative, their first matches
+filling the list only if fewer than k documents score above 0; a floor,
 the k-th best partial score among the strongest terms' first postings; then either MaxScore, document at a time,
 which never visits documents that only weak terms match once the k-th score is above what those terms can add,
 or, when the terms that can still reach the floor hold most postings, the plain sum of every posting. Pruning
@@ -136,9 +138,9 @@ def _score_floor(data, indices, start, end, n, weights, order, width, mask, sums
 
 
 @njit(cache=True, nogil=True)
-def _exhaustive(data, indices, n_docs, start, end, order, n, weights, baseline, with_baseline, mask, floor,
+def _exhaustive(data, indices, n_docs, start, end, order, n, n_slots, weights, baseline, with_baseline, mask, floor,
                 totals, matched, touched, heap_scores, heap_docs) -> int:
-    """Every posting of every term added up, term by term in query order; the heap gets the documents at or above
+    """Every posting of every list added up, list by list in query order; the heap gets the documents at or above
     the floor. For queries whose strong terms are common: one pass over their postings beats visiting each document.
     totals (-0.0 per document: "no posting yet", as +0.0 + x == -0.0 + (x + 0.0) bit for bit), matched (False per
     document) and touched are scratch space, left as found. Returns the heap size."""
@@ -148,10 +150,12 @@ def _exhaustive(data, indices, n_docs, start, end, order, n, weights, baseline, 
     # Many postings: scan every document afterwards; few: list the matched ones as they come.
     dense = n_postings * 8 > n_docs
     n_touched = 0
-    for slot in range(n):
+    for slot in range(n_slots):
         i = 0
-        while order[i] != slot:
+        while i < n and order[i] != slot:
             i += 1
+        if i == n:  # a term left out: it adds 0 to every document
+            continue
         weight = weights[slot]
         if dense:
             for j in range(start[i], end[i]):
@@ -205,8 +209,8 @@ def _take(data, cursor, i, order, weights, contribution, present) -> float:
 
 
 @njit(cache=True, nogil=True)
-def _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, weights, baseline, with_baseline, mask,
-              floor, margin, contribution, present, heap_scores, heap_docs) -> int:
+def _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, n_slots, weights, baseline, with_baseline,
+              mask, floor, margin, contribution, present, heap_scores, heap_docs) -> int:
     """MaxScore (Turtle and Flood 1995), document at a time over postings sorted by document: once the k-th best
     score (or the floor) is above what the weakest terms can add together, documents found only in those terms are
     never visited, and a visited document stops being looked up when it cannot reach the k-th score. A document that
@@ -250,7 +254,7 @@ def _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, weigh
                 ceiling += _take(data, cursor, i, order, weights, contribution, present)
             i -= 1
         score = 0.0
-        for slot in range(n):  # the numpy backend's sum: query order, from 0.0, then the baseline
+        for slot in range(n_slots):  # the numpy backend's sum: query order, from 0.0, then the baseline
             if present[slot]:
                 score += contribution[slot]
                 present[slot] = False
@@ -264,13 +268,75 @@ def _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, weigh
 
 
 @njit(cache=True, nogil=True)
+def _search_lists(data, indices, n_docs, cursor, end, order, bounds, reach, n, n_slots, weights, baseline,
+                  with_baseline, mask, margin, totals, sums, matched, touched, candidates, contribution, present,
+                  heap_scores, heap_docs) -> int:
+    """The heap filled with the top k of the documents in n lists (sorted by upper bound; reach their running sums):
+    a floor from the strongest lists' documents, then MaxScore when the lists that can still reach the floor have
+    few postings, else the exhaustive sum. Returns the heap size."""
+    floor = _score_floor(data, indices, cursor, end, n, weights, order, len(heap_scores), mask, sums,
+                         candidates) + baseline - margin
+    essential_postings, all_postings = 0, 0
+    for i in range(n):
+        all_postings += end[i] - cursor[i]
+        if reach[i] + baseline + margin >= floor:
+            essential_postings += end[i] - cursor[i]
+    if essential_postings * EXHAUSTIVE_RATIO > all_postings:
+        return _exhaustive(data, indices, n_docs, cursor, end, order, n, n_slots, weights, baseline, with_baseline,
+                           mask, floor, totals, matched, touched, heap_scores, heap_docs)
+    return _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, n_slots, weights, baseline,
+                     with_baseline, mask, floor, margin, contribution, present, heap_scores, heap_docs)
+
+
+@njit(cache=True, nogil=True)
+def _empty_heap_into(positions, scores, size, heap_scores, heap_docs) -> None:
+    """Write the heap's entries into a query's row, best first (popping the worst first fills it from the back)."""
+    for slot in range(size - 1, -1, -1):
+        positions[slot], scores[slot] = heap_docs[0], heap_scores[0]
+        size -= 1
+        heap_scores[0], heap_docs[0] = heap_scores[size], heap_docs[size]
+        _sift_down(heap_scores, heap_docs, size)
+
+
+@njit(cache=True, nogil=True)
+def _fill_with_zero_scores(indices, n_docs, cursor, end, n, mask, zero_score, positions, scores, matched) -> None:
+    """Complete a row whose documents above zero_score are all in it with the documents that score zero_score, in
+    position order: every unlisted match of the query's n lists (merged by document) that the row does not hold above
+    zero_score, until the row is full. matched (False per document) is scratch space, left as found."""
+    width, above = len(positions), 0
+    while above < width and positions[above] >= 0 and scores[above] > zero_score:
+        matched[positions[above]] = True
+        above += 1
+    filled = above
+    while filled < width:
+        doc = n_docs
+        for i in range(n):
+            if cursor[i] < end[i] and indices[cursor[i]] < doc:
+                doc = indices[cursor[i]]
+        if doc == n_docs:
+            break
+        for i in range(n):
+            if cursor[i] < end[i] and indices[cursor[i]] == doc:
+                cursor[i] += 1
+        if not matched[doc] and (len(mask) == 0 or mask[doc]):
+            positions[filled], scores[filled] = doc, zero_score
+            filled += 1
+    positions[filled:] = -1
+    scores[filled:] = 0.0
+    for c in range(above):
+        matched[positions[c]] = False
+
+
+@njit(cache=True, nogil=True)
 def _search_all(data, indices, indptr, n_docs, query_ptr, term_ids, weights, baselines, masks, groups,
                 positions, scores):
     """Fill positions/scores ([n_queries, k], pre-filled with -1 / 0.0) with each query's top k matches.
 
-    Per query: its terms sorted by upper bound, a floor from the strongest terms' documents, then MaxScore when the
-    terms that can still reach the floor have few postings, else the exhaustive sum. Both are exact: bounds carry a
-    margin for rounding, and the scores kept are summed as the numpy backend sums them.
+    Per query: its terms sorted by upper bound, then the search of their lists (_search_lists). Terms whose every
+    posting is 0 (IDF 0: in most documents) add 0 to every score, so when no weight is negative they are left out of
+    that search, and only if fewer than k documents score above 0 do their first matches fill the rest, in position
+    order, without a pass over their long lists. Exact throughout: bounds carry a margin for rounding, and the
+    scores kept are summed as the numpy backend sums them (adding 0 changes no sum that starts from 0.0).
     """
     width = positions.shape[1]
     longest = 0
@@ -298,6 +364,7 @@ def _search_all(data, indices, indptr, n_docs, query_ptr, term_ids, weights, bas
         query_weights = weights[first:first + n]
         baseline = baselines[row] if len(baselines) else 0.0
         magnitude = abs(baseline)
+        negative = False
         for slot in range(n):
             term, weight = term_ids[first + slot], query_weights[slot]
             if np.isnan(term_bounds[term]):
@@ -305,12 +372,13 @@ def _search_all(data, indices, indptr, n_docs, query_ptr, term_ids, weights, bas
             # Postings are >= 0 (search_all checks): a term adds at most weight x its largest, or nothing.
             bound = max(weight * term_bounds[term], 0.0)
             magnitude += abs(weight) * term_bounds[term]
+            negative = negative or weight * term_bounds[term] < 0
             place = slot  # insertion sort: a handful of terms
             while place > 0 and bounds[place - 1] > bound:
                 bounds[place], order[place] = bounds[place - 1], order[place - 1]
                 place -= 1
             bounds[place], order[place] = bound, slot
-        total, essential_postings, all_postings = 0.0, 0, 0
+        total = 0.0
         for i in range(n):
             total += bounds[i]
             reach[i] = total
@@ -318,25 +386,24 @@ def _search_all(data, indices, indptr, n_docs, query_ptr, term_ids, weights, bas
         # Rounding margin: sums of the same terms in another order differ by far less than this.
         margin = 1e-9 * (magnitude + total)
         mask = masks[groups[row]]
-        floor = _score_floor(data, indices, cursor, end, n, query_weights, order, width, mask, sums,
-                             candidates) + baseline - margin
-        for i in range(n):
-            all_postings += end[i] - cursor[i]
-            if reach[i] + baseline + margin >= floor:
-                essential_postings += end[i] - cursor[i]
         with_baseline = len(baselines) > 0
-        if essential_postings * EXHAUSTIVE_RATIO > all_postings:
-            size = _exhaustive(data, indices, n_docs, cursor, end, order, n, query_weights, baseline, with_baseline,
-                               mask, floor, totals, matched, touched, heap_scores, heap_docs)
-        else:
-            size = _maxscore(data, indices, n_docs, cursor, end, order, bounds, reach, n, query_weights, baseline,
-                             with_baseline, mask, floor, margin, contribution, present, heap_scores, heap_docs)
-        # Pop the worst first: the heap empties from the back of the row to the front.
-        for slot in range(size - 1, -1, -1):
-            positions[row, slot], scores[row, slot] = heap_docs[0], heap_scores[0]
-            size -= 1
-            heap_scores[0], heap_docs[0] = heap_scores[size], heap_docs[size]
-            _sift_down(heap_scores, heap_docs, size)
+        # With no negative weight, the terms that add 0 to every score are the first ones by upper bound.
+        zero_terms = 0
+        while not negative and zero_terms < n and bounds[zero_terms] == 0.0:
+            zero_terms += 1
+        size = 0
+        if zero_terms < n:
+            z = zero_terms
+            size = _search_lists(data, indices, n_docs, cursor[z:n], end[z:n], order[z:n], bounds[z:n], reach[z:n],
+                                 n - z, n, query_weights, baseline, with_baseline, mask, margin, totals, sums,
+                                 matched, touched, candidates, contribution, present, heap_scores, heap_docs)
+        _empty_heap_into(positions[row], scores[row], size, heap_scores, heap_docs)
+        zero_score = 0.0 + baseline if with_baseline else 0.0  # the numpy backend's score of a match adding 0s
+        if zero_terms > 0 and (size < width or scores[row, width - 1] <= zero_score):
+            for slot in range(n):
+                cursor[slot], end[slot] = indptr[term_ids[first + slot]], indptr[term_ids[first + slot] + 1]
+            _fill_with_zero_scores(indices, n_docs, cursor, end, n, mask, zero_score, positions[row], scores[row],
+                                   matched)
 
 
 def search_all(scores: dict, query_ptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray,
