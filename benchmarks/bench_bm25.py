@@ -71,11 +71,11 @@ def top_by_score(scores: np.ndarray, k: int) -> list[int]:
     return [int(p) for p in order if scores[p] > 0]
 
 
-def bm25s_numba(index, query_ids: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+def bm25s_numba(index, query_ids: list[list[int]], k: int = TOP_K) -> tuple[np.ndarray, np.ndarray]:
     """bm25s's own numba top-k retrieval (single-threaded) on a rankbench index."""
     from bm25s.numba.retrieve_utils import _retrieve_numba_functional
 
-    return _retrieve_numba_functional(query_ids, index.scores, k=TOP_K, show_progress=False, n_threads=1)
+    return _retrieve_numba_functional(query_ids, index.scores, k=k, show_progress=False, n_threads=1)
 
 
 def timed(fn, *args):
