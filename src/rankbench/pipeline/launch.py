@@ -17,7 +17,6 @@ from types import FrameType
 from typing import Any, TextIO
 
 from rankbench.errors import InputError
-from rankbench.pipeline.defaults import RESULTS
 from rankbench.pipeline.local_run import model_libraries, start_job_worker, stop_job_worker
 from rankbench.pipeline.run_view import RunView
 
@@ -203,6 +202,7 @@ def _index_page(command: Sequence[str], folder: Path) -> Path | None:
     """The results' index.html of the run's config (config `results`, default results/, and dataset name), when it
     exists."""
     from rankbench.io.config_file import load_config_file
+    from rankbench.pipeline.defaults import RESULTS
 
     config_file = Path(command[command.index("--configfile") + 1]) if "--configfile" in command else None
     if config_file is None or not config_file.is_file():

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 
 from rankbench.errors import InputError
-from rankbench.io.files import write_npy_rows
 from rankbench.retrieval.encoders.base import Encoder
 from rankbench.retrieval.vector_checks import checked_vectors
 
@@ -180,6 +179,8 @@ def save_cache(folder: str | Path, key: str, hashes: np.ndarray, vectors: np.nda
     if len(hashes):
         name = f"{_key_digest(key)}-{hashlib.sha256(hashes.tobytes()).hexdigest()[:16]}.npy"
         blocks = [vectors] if isinstance(vectors, np.ndarray) else vectors
+        from rankbench.io.files import write_npy_rows  # pandas: not for `rankbench run`, which reads the kinds table
+
         write_npy_rows(_record_blocks(hashes, blocks), len(hashes), folder / name)
     if replace:
         for path in folder.iterdir():

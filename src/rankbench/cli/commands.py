@@ -1,7 +1,5 @@
-"""Command line: `rankbench init` starts a project from documents and a questions sheet; `rankbench run` runs the
-packaged workflow in a project folder; `rankbench check` validates question-set versions, `rankbench freeze`
-registers one; `rankbench eval` scores runs without Snakemake; `rankbench pool-export` / `pool-import` complete
-labels through a new frozen version."""
+"""The `rankbench` subcommands but `run` (cli/run.py, read without loading this module: pandas and the evaluation
+layer cost ~0.5 s at every start): their parser, and what each does."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 import rankbench
+from rankbench.cli.run import RUN_DESCRIPTION, RUN_HELP, add_run_options
 from rankbench.errors import EXIT_USAGE, InputError
 from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
 from rankbench.evaluation.metric_names import MetricNameError, known_metrics_text, parse_metrics, rbp_persistence
@@ -26,10 +25,14 @@ from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
 from rankbench.io.ranked_lists import collapse_to_documents
 from rankbench.io.trec import read_qrels, read_run, trec_run_tag
-from rankbench.pipeline.launch import PROJECT_INSTALL, run_workflow
+from rankbench.pipeline.launch import PROJECT_INSTALL
 from rankbench.pipeline.options import whole_number
 from rankbench.pipeline.run_commands import RUN_COMMANDS, add_run_commands
-from rankbench.redaction import redact_uncaught
+
+DESCRIPTION = ("`rankbench init` starts a project from documents and a questions sheet; `rankbench run` runs the "
+               "packaged workflow in a project folder; `rankbench check` validates question-set versions, `rankbench "
+               "freeze` registers one; `rankbench eval` scores runs without Snakemake; `rankbench pool-export` / "
+               "`pool-import` complete labels through a new frozen version.")
 
 
 def _argument(read: Callable[[str], object]) -> Callable[[str], Any]:
@@ -299,10 +302,9 @@ def _project_options(parser: argparse.ArgumentParser) -> None:
                         "for the workflow)")
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `rankbench` command."""
-    redact_uncaught()
-    parser = argparse.ArgumentParser(prog="rankbench", description=__doc__)
+def dispatch(argv: list[str]) -> int:
+    """Every subcommand but `run`: its arguments read, its work done; its exit code."""
+    parser = argparse.ArgumentParser(prog="rankbench", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"rankbench {rankbench.__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     freeze_parser = commands.add_parser("freeze",
@@ -378,19 +380,11 @@ def main(argv: list[str] | None = None) -> int:
     publish_parser.add_argument("--version", required=True, help="name in the lock (and in config `qsets`)")
     publish_parser.add_argument("--dest", type=Path, required=True, help="where the frozen file lives (never replaced)")
     publish_parser.add_argument("--lock", type=Path, required=True, help="the dataset's lock file")
-    run_parser = commands.add_parser("run", allow_abbrev=False,
-                                     help="run the workflow in this project folder (Snakemake options follow)",
-                                     description="Run rankbench's packaged workflow in the current folder: its "
-                                     "config.yaml, its results/. Other options go to Snakemake (e.g. --cores 2, -n).")
-    run_parser.add_argument("--quick", action="store_true",
-                            help="only what the comparison page needs: runs, metrics, aggregate, the page")
+    # Listed for --help; rankbench.cli runs it before this parser is built.
+    add_run_options(commands.add_parser("run", allow_abbrev=False, help=RUN_HELP, description=RUN_DESCRIPTION))
     add_run_commands(commands)
-    args, snakemake_args = parser.parse_known_args(argv)
-    if snakemake_args and args.command != "run":
-        parser.error(f"unrecognized arguments: {' '.join(snakemake_args)}")
+    args = parser.parse_args(argv)
     try:
-        if args.command == "run":
-            return run_workflow(snakemake_args, args.quick, Path.cwd())
         if args.command in RUN_COMMANDS:
             return RUN_COMMANDS[args.command](args)
         if args.command == "publish":
@@ -405,7 +399,3 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:
         print(f"rankbench: {error}", file=sys.stderr)
         return EXIT_USAGE
-
-
-if __name__ == "__main__":
-    sys.exit(main())
