@@ -202,7 +202,7 @@ def _index_page(command: Sequence[str], folder: Path) -> Path | None:
     """The results' index.html of the run's config (config `results`, default results/, and dataset name), when it
     exists."""
     from rankbench.io.config_file import load_config_file
-    from rankbench.pipeline.defaults import RESULTS
+    from rankbench.pipeline.defaults import RESULTS  # loads pandas (via chunking): after the run, not before it
 
     config_file = Path(command[command.index("--configfile") + 1]) if "--configfile" in command else None
     if config_file is None or not config_file.is_file():
