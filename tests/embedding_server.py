@@ -69,6 +69,7 @@ class CountingProxy(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.stall_from: int | None = None
         self.released = threading.Event()
+        self.delay = 0.0  # seconds each request waits before it is forwarded: a slow API, for jobs long enough to stop
 
     def stall_after(self, requests: int) -> threading.Event:
         """Forward `requests` more requests, then hold each later one (no answer) until the returned event is set."""
@@ -101,6 +102,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.server.headers_seen.append(dict(self.headers))
             failure = self.server.failures.pop(0) if self.server.failures else None
             stalled = self.server.stall_from is not None and len(self.server.requests) > self.server.stall_from
+        if self.server.delay:
+            time.sleep(self.server.delay)
         if stalled:
             self.server.released.wait(60)
             self.close_connection = True

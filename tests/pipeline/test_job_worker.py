@@ -19,6 +19,7 @@ import yaml
 
 from rankbench.pipeline.job_worker import WORKER_VARIABLE, needs_model_worker
 from rankbench.pipeline.local_run import hand_over_models, job_environment, start_local_run, stop_job_worker
+from rankbench.pipeline.processes import holders
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -467,11 +468,14 @@ def test_rankbench_run_starts_the_workers_before_snakemake_and_snakemake_takes_t
     monkeypatch.setattr(local_run, "_workers", [])
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({"encoders": encoders}))
+    lock = os.open(tmp_path / "run.lock", os.O_RDWR | os.O_CREAT)
     try:
         with open(tmp_path / "run.log", "w", encoding="utf-8") as output:
-            _start_workers_early(["snakemake", "--configfile", str(config), *args], args, output)
+            _start_workers_early(["snakemake", "--configfile", str(config), *args], args, output, lock)
         started = [tuple(worker.args[5:]) for worker in local_run._workers]
         assert started == workers
+        # the workers hold the run's lock: it is free only once every process of the run has ended
+        assert holders(tmp_path / "run.lock") == sorted([os.getpid(), *(w.pid for w in local_run._workers)])
         if workers:
             address = os.environ[WORKER_VARIABLE]
             assert Path(address).exists()
@@ -481,9 +485,164 @@ def test_rankbench_run_starts_the_workers_before_snakemake_and_snakemake_takes_t
             assert WORKER_VARIABLE not in os.environ
     finally:
         stop_job_worker()
+        os.close(lock)
 
 
 def test_a_cluster_run_does_not_pass_the_early_workers_on_to_its_jobs(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(WORKER_VARIABLE, "/tmp/some-run/socket")
     start_local_run(fake_workflow(non_local=True))
     assert WORKER_VARIABLE not in os.environ
+
+
+# A job that writes and reads Parquet and multiplies matrices on two BLAS threads: what forks most often hang on
+# when a lock of the worker's was held at the fork (Arrow's pools and allocator, OpenBLAS's pool).
+PARQUET_AND_BLAS = '''
+import os, sys
+import numpy as np
+import pandas as pd
+from threadpoolctl import threadpool_limits
+
+index = snakemake.index
+frame = pd.DataFrame({"qid": [f"q{index}"] * 50, "score": np.arange(50.0)})
+path = os.path.join(snakemake.folder, f"{index % 8}-{os.getpid()}.parquet")
+frame.to_parquet(path, index=False)
+assert pd.read_parquet(path)["score"].sum() == 1225.0
+os.remove(path)
+with threadpool_limits(2):
+    matrix = np.full((96, 96), 1.0 / 96)
+    assert abs((matrix @ matrix @ matrix).sum() - 96.0) < 1e-9
+sys.exit(index % 3)
+'''
+
+
+def start_worker(tmp_path: Path, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
+    """A worker whose run is this test's process (so this process may launch in it), its stderr piped."""
+    address = str(tmp_path / "socket")
+    process = subprocess.Popen([sys.executable, "-m", "rankbench.pipeline.job_worker", address, str(os.getpid())],
+                               env={**os.environ, "PYTHONPATH": str(SRC), **(env or {})}, stderr=subprocess.PIPE,
+                               text=True)
+    deadline = time.monotonic() + 30
+    while not Path(address).exists():
+        assert time.monotonic() < deadline and process.poll() is None, "the worker did not open its socket"
+        time.sleep(0.05)
+    return process, address
+
+
+@pytest.mark.slow
+def test_thousands_of_forked_jobs_doing_parquet_and_blas_never_hang(tmp_path: Path) -> None:
+    """Issue 55: the worker forks with its libraries' idle pools alive (jemalloc's, OpenBLAS's, Arrow's); 2,000
+    jobs, two at a time, each end within 60 s with their own exit status, and none is refused."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rankbench.pipeline.job_worker import run_in_worker, worker_connection
+
+    script = tmp_path / "job.py"
+    script.write_text(PARQUET_AND_BLAS)
+    worker, address = start_worker(tmp_path)
+
+    def one(index: int) -> int | None:
+        connection = worker_connection(address, models=False)
+        assert connection is not None
+        connection.settimeout(60)  # a hung job fails the test instead of hanging it
+        end = run_in_worker(connection, str(script), SimpleNamespace(index=index, folder=str(tmp_path)),
+                            cwd=str(tmp_path), env=dict(os.environ), path=list(sys.path), argv=[str(script)])
+        return None if end is None else end.status
+
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            statuses = list(pool.map(one, range(2000)))
+    finally:
+        worker.terminate()
+        _, err = worker.communicate(timeout=30)
+    assert statuses == [index % 3 for index in range(2000)], err[-3000:]
+    assert "runs in a process of its own" not in err
+
+
+BUSY_MODULE = '''
+"""Starts a thread that reads Parquet without end, at import: the worker loads it with a script's imports."""
+import threading
+import pandas as pd
+
+def _read_forever(path):
+    while True:
+        pd.read_parquet(path)
+
+pd.DataFrame({"x": range(10_000)}).to_parquet(__file__ + ".parquet")
+threading.Thread(target=_read_forever, args=(__file__ + ".parquet",), daemon=True).start()
+'''
+
+
+def test_the_worker_does_not_fork_while_another_thread_of_its_runs(tmp_path: Path) -> None:
+    """A script importing a module that starts a busy thread (a fork then would copy its locks held) runs in the
+    launcher's own process, with the same result, and the worker says why."""
+    (tmp_path / "busy_module.py").write_text(BUSY_MODULE)
+    script = tmp_path / "job.py"
+    script.write_text(JOB.replace("from rankbench.pipeline.job_worker import hand_over",
+                                  "import busy_module\nfrom rankbench.pipeline.job_worker import hand_over"))
+    worker, address = start_worker(tmp_path, {"PYTHONPATH": os.pathsep.join([str(SRC), str(tmp_path)])})
+    try:
+        launcher = tmp_path / "launch.py"
+        launcher.write_text(LAUNCHER.format(src=str(SRC), label="three", script=str(script),
+                                            log=str(tmp_path / "three.log")))
+        env = {**os.environ, WORKER_VARIABLE: address, "PYTHONPATH": str(tmp_path)}
+        job = subprocess.run([sys.executable, str(launcher)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                             timeout=120)
+    finally:
+        worker.terminate()
+        _, err = worker.communicate(timeout=30)
+    assert job.returncode == 3, job.stderr
+    words = job.stdout.split()
+    assert int(words[words.index("pid") + 1]) != 0
+    assert "runs in a process of its own: 1 Python thread(s) besides the main one run in the worker" in err
+
+
+def test_a_job_that_uses_no_cpu_is_named_and_ended_past_the_limit(tmp_path: Path) -> None:
+    """A forked job hung on a lock would use no CPU: named in the run's output, and ended past the limit."""
+    worker, address = start_worker(tmp_path, {"RANKBENCH_STALLED_JOB_SECONDS": "2"})
+    try:
+        job = launch(tmp_path, "sleep", address)
+        _, job_err = job.communicate(timeout=60)
+    finally:
+        worker.terminate()
+        _, err = worker.communicate(timeout=30)
+    assert job.returncode == 1
+    assert "the job was ended: it used no CPU for longer than RANKBENCH_STALLED_JOB_SECONDS allows" in job_err
+    assert re.search(r"rankbench: warning: job job\.py has used no CPU for \d+ s: it may be hung", err), err
+    assert re.search(r"rankbench: warning: job job\.py used no CPU for \d+ s: ended", err), err
+
+
+def test_a_silent_connection_does_not_block_the_worker(tmp_path: Path, worker: str) -> None:
+    """A process that connects to the worker and sends nothing: the jobs of the run go on meanwhile."""
+    import socket
+
+    silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    silent.connect(worker)
+    try:
+        job = launch(tmp_path, "three", worker)
+        job.communicate(timeout=20)
+        assert job.returncode == 3
+    finally:
+        silent.close()
+
+
+def test_a_worker_started_by_another_run_is_not_used(tmp_path: Path) -> None:
+    """A worker variable inherited from another run (here: a worker whose run is not an ancestor of the job's
+    process) is not followed: the script runs in its own process."""
+    address = str(tmp_path / "socket")
+    other_run = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import subprocess, sys, os, time
+        subprocess.Popen([sys.executable, "-m", "rankbench.pipeline.job_worker", {address!r}, str(os.getpid())])
+        time.sleep(60)
+    """)], env={**os.environ, "PYTHONPATH": str(SRC)}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not Path(address).exists():
+            assert time.monotonic() < deadline, "the other run's worker did not start"
+            time.sleep(0.05)
+        job = launch(tmp_path, "three", address)
+        out, _ = job.communicate(timeout=60)
+    finally:
+        os.killpg(other_run.pid, signal.SIGKILL)
+    assert job.returncode == 3
+    words = out.split()
+    assert int(words[words.index("pid") + 1]) == job.pid  # its own process, not a copy of the other run's worker

@@ -20,7 +20,7 @@ import sys
 from rankbench.cli import main
 from rankbench.pipeline import launch
 
-def at_snakemake_start(command, output, view):
+def at_snakemake_start(command, output, view, lock=None):
     print("LOADED:", *sorted(name for name in ("pandas", "pyarrow", "rankbench.commands") if name in sys.modules))
     return 0
 

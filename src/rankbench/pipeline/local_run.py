@@ -6,13 +6,16 @@ keeps Snakemake's own behaviour: every job its own process."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import gc
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -20,13 +23,17 @@ from typing import Any, TextIO
 
 from rankbench.pipeline.job_worker import (
     MODEL_WORKER_LIBRARIES,
+    WORKER_FOLDER_PREFIX,
     WORKER_VARIABLE,
     model_worker_address,
     needs_model_worker,
     record_usage,
     run_in_worker,
+    running_jobs,
+    serves_this_process,
     worker_connection,
 )
+from rankbench.pipeline.processes import alive, ancestors, descendants
 
 # A Unix socket's path must fit in 108 bytes: a longer TMPDIR runs every job in its own process.
 _SOCKET_PATH_LIMIT = 100
@@ -38,6 +45,10 @@ _worker_folder: str | None = None
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "GOTO_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                      "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
 _TMPDIR_VARIABLES = ("TMPDIR", "TMP", "TEMPDIR", "TEMP")
+# After Ctrl-C (or its run's end), how long the run's jobs have to end on SIGTERM before they are killed, and how long
+# Snakemake then has to remove their incomplete outputs and its locks before it is killed too.
+_JOB_GRACE_SECONDS = 3.0
+_SNAKEMAKE_GRACE_SECONDS = 30.0
 
 
 def start_local_run(workflow: Any, preload: Sequence[str] = ()) -> None:
@@ -49,6 +60,7 @@ def start_local_run(workflow: Any, preload: Sequence[str] = ()) -> None:
             del os.environ[WORKER_VARIABLE]
         return
     stop_scheduler_polling(workflow)
+    stop_jobs_on_interrupt()
     start_job_worker(preload)
     if os.environ.get(WORKER_VARIABLE, "off") != "off":
         launch_scripts_in_worker()
@@ -64,17 +76,67 @@ def stop_scheduler_polling(workflow: Any) -> None:
         scheduler.job_rate_limiter = None
 
 
-def start_job_worker(preload: Sequence[str] = (), output: TextIO | None = None) -> None:
+def stop_jobs_on_interrupt() -> None:
+    """Make Ctrl-C (SIGINT: the user's, or the one `rankbench run` leaves Snakemake when it dies) and SIGTERM end the
+    run's jobs at once, and Snakemake then stop as on Ctrl-C (removing their incomplete outputs): Snakemake itself
+    only waits for running jobs (for SIGTERM, it even lets them finish), and neither a job running in a worker nor a
+    subprocess of a job hears the signal when Snakemake runs in a session of its own. Should Snakemake hang, it is
+    ended after _SNAKEMAKE_GRACE_SECONDS. In Snakemake's main thread only (after its scheduler set its own SIGTERM)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def interrupted(signal_number: int, frame: Any) -> None:
+        end_jobs()
+        last_resort = threading.Timer(_SNAKEMAKE_GRACE_SECONDS, os.kill, (os.getpid(), signal.SIGKILL))
+        last_resort.daemon = True  # Snakemake's exit does not wait for it
+        last_resort.start()
+        signal.default_int_handler(signal_number, frame)
+
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, interrupted)
+
+
+def end_jobs() -> None:
+    """Send SIGTERM to the jobs this process runs (in a worker, or as its subprocesses, with theirs), and SIGKILL to
+    those still alive _JOB_GRACE_SECONDS later. The job workers, when this process started them, stay: they end with
+    the run."""
+    workers = {worker.pid for worker in _workers}
+    groups = running_jobs()
+    processes = [pid for pid in descendants(os.getpid()) if not workers.intersection([pid, *ancestors(pid)])]
+    for pid in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGTERM)
+    for pid in processes:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGTERM)
+
+    def kill_the_rest() -> None:
+        for pid in groups:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+        for pid in processes:
+            if alive(pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+
+    timer = threading.Timer(_JOB_GRACE_SECONDS, kill_the_rest)
+    timer.daemon = True
+    timer.start()
+
+
+def start_job_worker(preload: Sequence[str] = (), output: TextIO | None = None, keep_fds: Sequence[int] = ()) -> None:
     """Start the worker of the light jobs and, when there are `preload` modules, the model worker that loads them
     meanwhile; point the run's jobs at them (they inherit this process's environment). Nothing when the user set
-    RANKBENCH_JOB_WORKER=off, off Linux, or when the sockets' paths would be too long."""
+    RANKBENCH_JOB_WORKER=off, off Linux, when the sockets' paths would be too long, or when a worker of this run
+    already serves (`rankbench run` starts them before Snakemake, which takes them over). The workers inherit
+    `keep_fds` (the run's lock: pipeline/run_lock.py)."""
     global _worker_folder
     # Linux only: macOS system libraries are not safe to use in a forked copy (Python's own pools spawn there)
     if os.environ.get(WORKER_VARIABLE) == "off" or _workers or not sys.platform.startswith("linux"):
         return
-    if os.path.exists(os.environ.get(WORKER_VARIABLE, "")):  # started for this run by `rankbench run`: serve from it
+    if serves_this_process(os.environ.get(WORKER_VARIABLE, "")):  # not one inherited from another run
         return
-    folder = tempfile.mkdtemp(prefix="rankbench-worker-")  # private to this user (mode 0700)
+    folder = tempfile.mkdtemp(prefix=WORKER_FOLDER_PREFIX)  # private to this user (mode 0700)
     address = os.path.join(folder, "socket")
     if len(max(address, model_worker_address(address)).encode()) > _SOCKET_PATH_LIMIT:
         shutil.rmtree(folder, ignore_errors=True)
@@ -87,7 +149,8 @@ def start_job_worker(preload: Sequence[str] = (), output: TextIO | None = None) 
     served = [(address, ())] + ([(model_worker_address(address), tuple(preload))] if preload else [])
     for socket_path, modules in served:
         command = [sys.executable, "-m", "rankbench.pipeline.job_worker", socket_path, str(os.getpid()), *modules]
-        _workers.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env))
+        _workers.append(subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env,
+                                         pass_fds=tuple(keep_fds)))
     _worker_folder = folder
     # The first jobs start as soon as this returns; Snakemake hands them over itself, so the sockets must be there
     deadline = time.monotonic() + _WORKER_START_SECONDS
@@ -175,19 +238,22 @@ def _launched_in_worker(script_job: Any, fname: str) -> bool:
         return False
     script = os.path.realpath(script_job.path.get_path_or_uri(secret_free=True))
     started = time.time()
-    usage = run_in_worker(connection, script, snakemake, cwd=os.getcwd(),
-                          env=job_environment(os.environ, script_job.threads, script_job.resources),
-                          path=[os.path.dirname(script), *sys.path], argv=[fname])
-    if usage is None:
-        raise WorkflowError("rankbench: the job worker ended before this job did; run again "
-                            "(RANKBENCH_JOB_WORKER=off runs every job in its own process)")
-    code, cpu_seconds, peak_kb = usage
+    end = run_in_worker(connection, script, snakemake, cwd=os.getcwd(),
+                        env=job_environment(os.environ, script_job.threads, script_job.resources),
+                        path=[os.path.dirname(script), *sys.path], argv=[fname])
+    if end is None:  # the worker would not fork it (pipeline/job_worker.py: when a fork is safe)
+        return False
+    if end.status is None:
+        raise WorkflowError(f"rankbench: {end.failure()}")
     if script_job.bench_record is not None:
-        _fill_benchmark(script_job.bench_record, time.time() - started, cpu_seconds, peak_kb)
+        _fill_benchmark(script_job.bench_record, time.time() - started, end.cpu_seconds, end.peak_kb)
     if script_job.log:
-        record_usage(script_job.log[0], cpu_seconds, peak_kb, "its benchmark file records the same")
-    if code != 0:  # the error its own process gave: raised in Snakemake's shell, so Snakemake prints no frame of ours
-        script_job._execute_cmd(": {fname:q}; exit {code}", fname=fname, code=code if code > 0 else 128 - code)
+        record_usage(script_job.log[0], end.cpu_seconds, end.peak_kb, "its benchmark file records the same")
+    if end.status != 0:  # the error its own process gave: raised in Snakemake's shell, so no frame of ours is shown
+        if end.failure() and end.status < 0:
+            print(f"rankbench: {end.failure()}", file=sys.stderr, flush=True)
+        code = end.status if end.status > 0 else 128 - end.status
+        script_job._execute_cmd(": {fname:q}; exit {code}", fname=fname, code=code)
     return True
 
 
