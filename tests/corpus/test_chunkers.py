@@ -108,3 +108,41 @@ def test_one_embedding_pass_per_text_across_chunkers(tmp_path) -> None:
     second = ["b", "c", "d", "a"]  # another chunker: three texts the first one embedded
     _, count = embed_passages(Counting(), second, *load_caches([tmp_path / "two", tmp_path / "one"], key))
     assert count == 1 and encoded == ["a", "b", "c", "d"]
+
+
+_LF_TEXT = ("Intro line one. Intro two\n## Charge\nLa batterie se charge en trois heures. Le vélo roule.\n"
+            "Une seconde ligne ici avec des mots.\n\nUn autre paragraphe assez long pour couper.\n## Autre\nFin.\n")
+_EVERY_KIND = [ChunkerSpec("sections", 60, 10), ChunkerSpec("fixed", 60, 10), ChunkerSpec("tokens", 8, 2),
+               ChunkerSpec("sentences", 2, 0), ChunkerSpec("recursive", 60, 0)]
+
+
+@pytest.mark.parametrize("spec", _EVERY_KIND, ids=lambda spec: spec.kind)
+@pytest.mark.parametrize("ends", ["\r", "\r\n\r", "\n\r"], ids=["CR", "mixed CR LF", "mixed LF CR"])
+def test_line_ends_that_keep_the_length_give_the_spans_of_newlines(spec: ChunkerSpec, ends: str) -> None:
+    """A CR (or a mix of CR and LF) in place of each LF keeps every offset: every chunker gives the same chunks and
+    spans as on the LF text (CR-only sections once each spanned their whole section, and CR ended no sentence)."""
+    lf = chunk_document(document(_LF_TEXT), spec)
+    pieces = _LF_TEXT.split("\n")
+    text = "".join(piece + ends[number % len(ends)] for number, piece in enumerate(pieces[:-1])) + pieces[-1]
+    assert len(text) == len(_LF_TEXT)
+    other = chunk_document(document(text), spec)
+    assert [(c["chunk_id"], c["start"], c["end"]) for c in other] == [(c["chunk_id"], c["start"], c["end"]) for c in lf]
+    assert [c["text"].replace("\r", "\n") for c in other] == [c["text"] for c in lf]
+
+
+@pytest.mark.parametrize("spec", _EVERY_KIND, ids=lambda spec: spec.kind)
+@pytest.mark.parametrize("end", ["\n", "\r", "\r\n", "\u2028", "\x85", "\u2029"])
+def test_every_line_end_gives_each_window_its_own_span(spec: ChunkerSpec, end: str) -> None:
+    """Whatever ends the lines, a chunk's span is its own text in the document (a section window's span: its text,
+    the heading line's markup aside), never its whole section's."""
+    text = _LF_TEXT.replace("\n\n", end * 2).replace(".\n", "." + end)
+    chunks = chunk_document(document(text), spec)
+    assert len(chunks) > 2
+    for c in chunks:
+        span = text[c["start"]:c["end"]]
+        if spec.kind != "sections" or not span.startswith("#"):
+            assert span == c["text"]
+        else:  # a first window: `## Heading` and its line end in the text, `Heading\n` in the chunk
+            heading, _, rest = c["text"].partition("\n")
+            assert span.startswith(f"## {heading}") and span.endswith(rest)
+            assert len(span) <= len(c["text"]) + 4

@@ -79,17 +79,14 @@ def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
 
 def _section_spans(text: str, section: Section, body: str, windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Document spans of a section chunk's windows over `body` (the heading, a newline, the section's body): a
-    window's part in the heading maps to the heading line's start, its part in the body to the body's characters.
-    Where the body is no slice of the text (line separators other than newlines), every window spans the section."""
+    window's part in the heading maps to the heading line's start, its part in the body to the body's characters (the
+    section's body is a slice of the text at body_start, whatever its line ends)."""
     prefix = len(body) - len(section.body)
-    body_start = text.find(section.body, section.start, section.end)
-    if body_start < 0:
-        return [(section.start, section.end)] * len(windows)
     spans = []
     for start, end in windows:
         start, end = _stripped(body, start, end)
-        spans.append((section.start if start < prefix else body_start + start - prefix,
-                      body_start + max(end - prefix, 0)))
+        spans.append((section.start if start < prefix else section.body_start + start - prefix,
+                      section.body_start + max(end - prefix, 0)))
     return spans
 
 
@@ -149,8 +146,11 @@ def unit_windows(units: list[tuple[int, int]], size: int, overlap: int) -> list[
     return windows
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n\s*")
-_PARAGRAPH_END = re.compile(r"\n[ \t\r\f\v]*\n\s*")
+# A line ends at \r\n, \r or \n (as sections.text_lines reads lines), or at a Unicode line or paragraph separator
+# (U+0085, U+2028, U+2029), which the sentence and paragraph splits honour too.
+_LINE_END = r"(?:\r\n|\r(?!\n)|[\n\x85\u2028\u2029])"
+_SENTENCE_END = re.compile(rf"(?<=[.!?…])\s+|{_LINE_END}\s*")
+_PARAGRAPH_END = re.compile(rf"{_LINE_END}[ \t\f\v]*{_LINE_END}\s*|\u2029\s*")
 
 
 def _pieces(text: str, start: int, end: int, boundary: re.Pattern[str]) -> list[tuple[int, int]]:
