@@ -17,7 +17,7 @@ from rankbench.cli import main
 from rankbench.errors import InputError
 from rankbench.io import config_file
 from rankbench.io.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_NODES, load_config_file
-from rankbench.pipeline.config import MAX_METHODS, check_config, check_paths, path_values
+from rankbench.pipeline.config import MAX_METHODS, check_config, check_paths, path_values, validate_config
 from rankbench.pipeline.defaults import DATASET_ENTRIES, HISTORY_FILE, RESULTS, RESULTS_ENTRIES
 from rankbench.pipeline.study import read_members
 from rankbench.retrieval.encoders.hub import REVISION
@@ -508,3 +508,48 @@ def test_numba_backend_without_numba_stops_at_start(monkeypatch: pytest.MonkeyPa
         check_config(config, SCHEMA, "my.yaml")
     config["methods"]["bm25"]["backend"] = "numpy"
     check_config(config, SCHEMA, "my.yaml")
+
+
+def number_keys(schema: dict[str, Any]) -> list[str]:
+    """Every key template of a schema that takes a number (`*` any name, `[]` any item)."""
+    def numeric(node: dict[str, Any]) -> bool:
+        kinds = node.get("type", [])
+        return "number" in (kinds if isinstance(kinds, list) else [kinds]) or \
+            any(numeric(branch) for branch in node.get("oneOf", []) + node.get("anyOf", []))
+    return sorted(key for key, node in schema_keys(schema).items() if numeric(node))
+
+
+def with_value(config: dict[str, Any], template: str, value: Any) -> str:
+    """The config with one key template set to value (`*` as `x`, `[]` as item 0): the concrete key."""
+    parts = re.findall(r"[^.\[\]]+|\[\]", template)
+    node: Any = config
+    where = ""
+    for part, following in zip(parts, parts[1:] + [None]):
+        name: Any = 0 if part == "[]" else ("x" if part == "*" else part)
+        where += f"[{name}]" if part == "[]" else (f".{name}" if where else name)
+        child: Any = value if following is None else ([] if following == "[]" else {})
+        if isinstance(node, list):
+            node[:] = [child] if not node or following is None or not isinstance(node[0], type(child)) else node
+            node = node[0]
+        else:
+            if following is None or not isinstance(node.get(name), type(child)):
+                node[name] = child
+            node = node[name]
+    return where
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("schema, template", [(SCHEMA, key) for key in number_keys(SCHEMA)] +
+                         [(STUDY_SCHEMA, key) for key in number_keys(STUDY_SCHEMA)],
+                         ids=number_keys(SCHEMA) + [f"study:{key}" for key in number_keys(STUDY_SCHEMA)])
+def test_every_number_of_a_config_must_be_finite(monkeypatch: pytest.MonkeyPatch, schema: dict[str, Any],
+                                                  template: str, value: float) -> None:
+    """NaN passes every JSON Schema bound (each comparison with it is false): a margin of NaN made every p-value NaN,
+    a decision threshold of NaN disabled its rule. Every number key of both schemas is refused non-finite, named."""
+    monkeypatch.chdir(REPO)
+    config = mini_config() if schema is SCHEMA else {"datasets": {}}
+    where = with_value(config, template, value)
+    with pytest.raises(InputError) as error:
+        validate_config(config, schema, "my.yaml")
+    assert error.value.where == where and "not a finite number" in str(error.value), str(error.value)
+
