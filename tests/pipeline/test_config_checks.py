@@ -19,6 +19,7 @@ from rankbench.io import config_file
 from rankbench.io.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_NODES, load_config_file
 from rankbench.pipeline.config import MAX_METHODS, check_config, check_paths, path_values, validate_config
 from rankbench.pipeline.defaults import DATASET_ENTRIES, HISTORY_FILE, RESULTS, RESULTS_ENTRIES
+from rankbench.pipeline.start_checks import start_run
 from rankbench.pipeline.study import read_members
 from rankbench.retrieval.encoders.hub import REVISION
 
@@ -553,3 +554,52 @@ def test_every_number_of_a_config_must_be_finite(monkeypatch: pytest.MonkeyPatch
         validate_config(config, schema, "my.yaml")
     assert error.value.where == where and "not a finite number" in str(error.value), str(error.value)
 
+
+
+# What `rankbench run` refuses at start beyond the config mistakes of CASES (its start_run checks margins, report,
+# diffs, models and the dataset's records too), each as an edit of the mini config, its key and its problem.
+START_CASES = {
+    **CASES,
+    "k1 a word": (set_key("methods.bm25.k1", "fast"), "methods.bm25.k1", "'fast' is not of type 'number'"),
+    "grid over the chunker a method sets": (set_key("methods.bm25b", {"type": "bm25", "chunker": "sections",
+                                                                      "grid": {"chunker": ["sections"]}}),
+                                            "methods.bm25b", "chunker"),
+    "margin NaN": (set_key("evaluation.margin", {"ndcg@3": float("nan")}), "evaluation.margin.ndcg@3",
+                   "not a finite number"),
+    "low score NaN": (set_key("decision.low_score", float("nan")), "decision.low_score", "not a finite number"),
+    "k1 inf": (set_key("methods.bm25.k1", float("inf")), "methods.bm25.k1", "not a finite number"),
+    "margin at an unknown k": (set_key("evaluation.margin", {"ndcg@10": 0.02}), "evaluation.margin.ndcg@10",
+                               "not in evaluation.ks"),
+    "report column at an unknown k": (set_key("report.columns", ["ndcg@7"]), "report.columns", "not in evaluation.ks"),
+    "diff of an unknown version": (set_key("diffs", [["v1", "v9"]]), "diffs[0]", "'v9'"),
+}
+
+
+@pytest.mark.parametrize("edit, where, problem", START_CASES.values(), ids=START_CASES.keys())
+def test_rankbench_check_refuses_what_run_refuses_at_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str], edit, where: str,
+                                                           problem: str) -> None:
+    """`run` starts with start_run (common.smk); `check` calls the same function, so each refusal of run's start is
+    check's too, with exit 2 and the same message."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    config = mini_config()
+    edit(config)
+    with pytest.raises(InputError) as refused:
+        start_run(config, "config.yaml")
+    assert where in str(refused.value) and problem in str(refused.value), str(refused.value)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert main(["check", "--config", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert str(refused.value).removeprefix("config.yaml") in error and "Traceback" not in error, error
+
+
+def test_the_workflow_starts_through_start_run_only() -> None:
+    """common.smk runs no start check of its own beside start_run (which `rankbench check` runs too): the two cannot
+    drift apart."""
+    common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
+    assert "start_run(config, CONFIG_SOURCE" in common
+    for check in ("check_config(", "check_dataset(", "resolve_models(", "margin_settings(", "report_settings(",
+                  "diff_pairs(", "mlflow_settings("):
+        assert check not in common, check
