@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
+from rankbench.corpus.tokens import TOKENIZER_FIX, tokenizer_problem
 from rankbench.errors import InputError
 from rankbench.io.http import api_key, check_base_url
 from rankbench.pipeline.dataset_formats import check_dataset_keys
@@ -505,8 +506,21 @@ def check_paths(config: Mapping[str, Any], schema: Mapping[str, Any], source: st
                              "mean it.")
 
 
+def check_tokenizers(config: Mapping[str, Any], source: str) -> None:
+    """Every tokenizer the config names (a tokens chunker's, evaluation.tokenizer) can be read: a missing file once
+    fell back to the regex counter while the effective config and the pages named the file."""
+    named = [(f"chunkers.{name}.tokenizer", spec.get("tokenizer")) for name, spec in config["chunkers"].items()]
+    setting = config.get("evaluation", {}).get("tokenizer")
+    named += [("evaluation.tokenizer", setting)] if setting != "auto" else []
+    for where, tokenizer in named:
+        problem = tokenizer_problem(tokenizer)
+        if problem:
+            raise InputError(source, where, problem, TOKENIZER_FIX)
+
+
 def check_inputs(config: Mapping[str, Any], source: str) -> None:
     """Every file and folder the config reads exists, whatever results are already there."""
+    check_tokenizers(config, source)
     for where, path, folder in input_paths(config):
         if "{" in path or "}" in path:
             raise InputError(source, where, f"{path!r} contains {{…}}, which Snakemake reads as a wildcard",
