@@ -6,14 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from workflow_helpers import REPO
 
 from rankbench.corpus.chunking import ChunkerSpec, chunk_document, sentence_spans
 from rankbench.corpus.sections import split_sections
 from rankbench.corpus.tokens import load_tokenizer
 from rankbench.errors import InputError
-from rankbench.pipeline.config import expand_chunkers
+from rankbench.pipeline.config import check_config, expand_chunkers
+from rankbench.pipeline.defaults import effective_config
 from rankbench.retrieval.encoders.cache import cache_key, embed_passages, load_caches, save_cache, text_hashes
 
 _words = st.sampled_from(["vélo", "batterie", "charge", "3", "h.", "Oui!", "avion", "dépôt", "de", "500 €"])
@@ -146,3 +149,23 @@ def test_every_line_end_gives_each_window_its_own_span(spec: ChunkerSpec, end: s
             heading, _, rest = c["text"].partition("\n")
             assert span.startswith(f"## {heading}") and span.endswith(rest)
             assert len(span) <= len(c["text"]) + 4
+
+
+@pytest.mark.parametrize("kind, size, overlap", [("sentences", 5, 1), ("tokens", 256, 32), ("fixed", 1500, 200),
+                                                 ("sections", 1500, 200), ("recursive", 1500, 200)])
+def test_size_and_overlap_default_per_unit(kind: str, size: int, overlap: int) -> None:
+    """`{kind: sentences, size: 3}` was refused: the default overlap was 200 whatever the unit."""
+    assert ChunkerSpec.from_config({"kind": kind}) == ChunkerSpec(kind, size, overlap)
+    small = ChunkerSpec.from_config({"kind": kind, "size": 3} if kind in ("sentences", "tokens") else {"kind": kind})
+    assert 0 <= small.overlap < (small.size or 1)
+    assert effective_config({"chunker": "c", "chunkers": {"c": {"kind": kind}}, "dataset": {}, "methods": {}},
+                            {})["chunkers"]["c"] == {"kind": kind, "size": size, "overlap": overlap}
+
+
+def test_a_sentences_chunker_of_three_passes_the_start_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    config = yaml.safe_load((REPO / "tests/fixtures/mini/config.yaml").read_text())
+    config["chunkers"]["sentences"] = {"kind": "sentences", "size": 3}
+    config["chunkers"]["tokens"] = {"kind": "tokens", "size": 20}
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    check_config(config, schema, "config.yaml")

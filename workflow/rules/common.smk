@@ -3,6 +3,7 @@ from pathlib import Path
 
 from rankbench.retrieval.registry import REPORT_ONLY_KEYS
 
+from rankbench.corpus.chunking import chunker_settings
 from rankbench.pipeline.config import (
     check_outputs,
     method_chunker,
@@ -170,8 +171,10 @@ def methods_at_grain(grain):
     return [name for name in METHODS if grain in method_grains(METHOD_SPECS[name])]
 
 
-def chunker_settings(spec):
-    """A chunker's spec as its job takes it: a tokens chunker without a tokenizer counts with the evaluation's."""
+def chunk_settings(spec):
+    """A chunker's spec as its job takes it: its unit's size and overlap where it gives none (so a changed default
+    reruns it), and a tokens chunker without a tokenizer counts with the evaluation's."""
+    spec = chunker_settings(spec)
     if spec.get("kind") == "tokens" and not spec.get("tokenizer"):
         spec = {**spec, "tokenizer": PROMPT_TOKENIZER[0]}
     return dict(sorted(spec.items()))

@@ -41,7 +41,7 @@ rule chunk:
     resources:
         mem_mb=mem_mb_for_inputs(2000, 17.5),
     params:
-        spec=lambda wildcards: chunker_settings(config["chunkers"][wildcards.chunker]),
+        spec=lambda wildcards: chunk_settings(config["chunkers"][wildcards.chunker]),
     script:
         "../scripts/chunk.py"
 

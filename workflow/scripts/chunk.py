@@ -12,7 +12,7 @@ from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):
-    documents, spec = pd.read_parquet(snakemake.input.documents), ChunkerSpec(**snakemake.params.spec)
+    documents, spec = pd.read_parquet(snakemake.input.documents), ChunkerSpec.from_config(snakemake.params.spec)
     check_chunkable(documents, spec, snakemake.input.documents, f"chunker {snakemake.wildcards.chunker!r}")
     write_parquet(chunk_corpus(documents, spec), snakemake.output.chunks)
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -21,6 +23,10 @@ CHUNKER_KINDS = ("sections", "fixed", "tokens", "sentences", "recursive")
 # What a chunker's size and overlap count, by kind.
 SIZE_UNITS = {"sections": "characters", "fixed": "characters", "tokens": "tokens", "sentences": "sentences",
               "recursive": "characters"}
+# Default size and overlap by unit (an overlap of 200 characters would be 200 sentences, refused under any size
+# below it); a given size smaller than four times the overlap default takes a quarter of it as its overlap.
+UNIT_DEFAULTS = {"characters": {"size": 1500, "overlap": 200}, "tokens": {"size": 256, "overlap": 32},
+                 "sentences": {"size": 5, "overlap": 1}}
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,11 @@ class ChunkerSpec:
     overlap: int = 200
     tokenizer: str | None = None
 
+    @classmethod
+    def from_config(cls, spec: Mapping[str, Any]) -> ChunkerSpec:
+        """A chunker as the config gives it, its kind's unit's defaults (chunker_settings) filled in."""
+        return cls(**chunker_settings(spec))
+
     def __post_init__(self) -> None:
         if self.kind not in CHUNKER_KINDS:
             raise ValueError(f"unknown chunker kind {self.kind!r}; use one of {', '.join(CHUNKER_KINDS)}")
@@ -44,6 +55,15 @@ class ChunkerSpec:
             raise ValueError("only a tokens chunker takes a tokenizer")
         if self.size is not None and not 0 <= self.overlap < self.size:
             raise ValueError(f"overlap {self.overlap} must be >= 0 and smaller than size {self.size}")
+
+
+def chunker_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A chunker's config with the size and overlap its kind's unit defaults to (UNIT_DEFAULTS; the overlap at most
+    a quarter of the size) where it gives none: what the chunk job runs and the effective config records."""
+    defaults = UNIT_DEFAULTS[SIZE_UNITS.get(spec.get("kind", "sections"), "characters")]
+    size = spec.get("size", defaults["size"])
+    overlap = defaults["overlap"] if not isinstance(size, int) else min(defaults["overlap"], size // 4)
+    return {"size": size, "overlap": overlap, **spec}
 
 
 _SNAP = 40  # characters an edge may move back to land on a space

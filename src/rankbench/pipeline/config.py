@@ -362,7 +362,7 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
                          f"Use one of: {', '.join(sorted(config['chunkers']))}.")
     for name, spec in config["chunkers"].items():
         try:
-            ChunkerSpec(**spec)
+            ChunkerSpec.from_config(spec)
         except ValueError as error:
             raise InputError(source, f"chunkers.{name}", str(error),
                              "Every chunker but sections needs a size; the overlap must be smaller than the "

@@ -125,7 +125,7 @@ def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str
     corpus = (corpus_files(config) or [source(config["dataset"].get("id", ""), "docs")])[0]
     question_schema = _schema(schemas, "questions")
     for name, spec in sorted(config["chunkers"].items()):
-        check_chunkable(documents, ChunkerSpec(**spec), corpus, f"chunker {name!r}")
+        check_chunkable(documents, ChunkerSpec.from_config(spec), corpus, f"chunker {name!r}")
     doc_ids = set(documents["doc_id"])
     for path in config["dataset"].get("expansions", {}).values():
         load_expansions(Path(path), doc_ids)
