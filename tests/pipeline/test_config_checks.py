@@ -576,6 +576,14 @@ START_CASES = {
                                                 "chunkers.tok.tokenizer", "a folder without a tokenizer.json"),
     "evaluation tokenizer missing": (set_key("evaluation.tokenizer", "no/such/tokenizer.json"),
                                      "evaluation.tokenizer", "neither an existing tokenizer.json"),
+    "index dimensions above the model's": (set_key("methods.dense.index", {"kind": "flat", "dimensions": 512}),
+                                           "methods.dense.index.dimensions", "more than the 384 dimensions"),
+    "pq_m not dividing the model's dimension": (
+        set_key("methods.dense.index", {"kind": "flat", "quantization": "pq", "pq_m": 7}), "methods.dense.index.pq_m",
+        "does not divide the 384 dimensions"),
+    "binary codes of a dimension not a multiple of 8": (
+        set_key("methods.dense.index", {"kind": "flat", "quantization": "binary", "dimensions": 100}),
+        "methods.dense.index.dimensions", "need a multiple of 8"),
     "margin at an unknown k": (set_key("evaluation.margin", {"ndcg@10": 0.02}), "evaluation.margin.ndcg@10",
                                "not in evaluation.ks"),
     "report column at an unknown k": (set_key("report.columns", ["ndcg@7"]), "report.columns", "not in evaluation.ks"),
@@ -611,3 +619,21 @@ def test_the_workflow_starts_through_start_run_only() -> None:
     for check in ("check_config(", "check_dataset(", "resolve_models(", "margin_settings(", "report_settings(",
                   "diff_pairs(", "mlflow_settings("):
         assert check not in common, check
+
+
+def test_a_report_audience_no_question_has_is_refused_at_start_by_run_and_check(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It was refused by the prepare_questions job (exit 1), after the corpus was encoded."""
+    monkeypatch.chdir(REPO)
+    public = [line for line in (MINI.parent / "questions/v1.jsonl").read_text().splitlines() if '"staff"' not in line]
+    (tmp_path / "v2.jsonl").write_text("\n".join(public) + "\n", encoding="utf-8")
+    config = mini_config()
+    config["qsets"] = {"v2": {"path": str(tmp_path / "v2.jsonl"), "draft": True}}
+    config["report"] = {"audience": "staff"}
+    with pytest.raises(InputError, match=r"^config\.yaml, report\.audience: is 'staff', but question-set version 'v2' "
+                       "has no staff question"):
+        start_run(config, "config.yaml")
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert main(["check", "--config", str(path)]) == 2
+    assert "report.audience: is 'staff'" in capsys.readouterr().err

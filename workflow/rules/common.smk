@@ -157,6 +157,9 @@ def methods_of_rule(rule):
 INDEX_NAMES = {}
 # Method -> the size and build-time record of the index it searches (the cost page's index bytes and build seconds).
 INDEX_STATS = {}
+# Method -> the index block of a first-stage index built over its chunks that a chunker can yield too few chunks for
+# (the chunk job refuses then, before the corpus is encoded).
+INDEX_BLOCKS = {}
 # Methods searching an approximate or compressed index: each version gets their recall page, ann-recall/<method>.md.
 ANN_RECALL_METHODS = []
 # Further pages of each version a type writes (`<page>.md` and `<page>.html`, linked from the index page).

@@ -23,6 +23,7 @@ import yaml
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.label_checks import check_label_targets
 from rankbench.errors import InputError
+from rankbench.io.audience import ALL_AUDIENCES, for_audience
 from rankbench.io.config_file import sorted_mappings
 from rankbench.io.expansions import expansion_lock_key, expansion_record, load_expansions
 from rankbench.io.files import corpus_record
@@ -118,8 +119,10 @@ def check_frozen_files(config: Mapping[str, Any], results: str) -> None:
         check_results_record(key, digest, expansion_record(results, name))
 
 
-def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str) -> None:
-    """Every record of the corpus, the question sets, their labels and rewrites, with the loaders the jobs use."""
+def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str, config_file: str = "config"
+                          ) -> None:
+    """Every record of the corpus, the question sets, their labels and rewrites, with the loaders the jobs use; each
+    version has questions of report.audience."""
     fmt = config["dataset"]["format"]
     documents = checked_documents(config, schemas, results)
     corpus = (corpus_files(config) or [source(config["dataset"].get("id", ""), "docs")])[0]
@@ -139,14 +142,15 @@ def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str
         labels_source = files[-1] if files else source(version_spec["id"], "qrels")
         check_label_targets(labels, documents, labels_source)
         check_evaluable(labels, evaluation_settings(config), labels_source)
+        for_audience(questions, labels, config.get("report", {}).get("audience", ALL_AUDIENCES), version, config_file)
         for path in spec.get("rewrites", {}).values():
             load_rewrites(Path(path), questions)
 
 
-def check_dataset(config: Mapping[str, Any], schemas: Path, results: str) -> None:
+def check_dataset(config: Mapping[str, Any], schemas: Path, results: str, config_file: str = "config") -> None:
     """All start-of-run checks of the dataset's files; `results` is the dataset's results folder."""
     check_frozen_files(config, results)
-    check_dataset_records(config, schemas, results)
+    check_dataset_records(config, schemas, results, config_file)
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,7 @@ class StartPlan:
     mlflow: dict[str, str] | None
 
 
-def start_run(config: Mapping[str, Any], source: str, main_process: bool = True) -> StartPlan:
+def start_run(config: Mapping[str, Any], config_file: str, main_process: bool = True) -> StartPlan:
     """Every check a dataset run makes when it starts, in order: the config whole (check_config), hub models (resolved,
     downloaded once by the main process when hub access is on), the dataset's files and records (main process), the
     margins, report, diffs and MLflow settings. The workflow (common.smk) and `rankbench check` both call this one
@@ -170,12 +174,13 @@ def start_run(config: Mapping[str, Any], source: str, main_process: bool = True)
     (the project folder)."""
     config = sorted_mappings(config)
     schema = yaml.safe_load((SCHEMA_FOLDER / "config.schema.yaml").read_text(encoding="utf-8"))
-    methods = check_config(config, schema, source)
-    config["chunkers"] = expand_chunkers(config["chunkers"], source)
-    commits = resolve_models({**config, "methods": methods}, source, download=main_process)
+    methods = check_config(config, schema, config_file)
+    config["chunkers"] = expand_chunkers(config["chunkers"], config_file)
+    commits = resolve_models({**config, "methods": methods}, config_file, download=main_process)
     if main_process:
-        check_dataset(config, SCHEMA_FOLDER, f"{config.get('results', RESULTS)}/{config['dataset']['name']}")
+        results = f"{config.get('results', RESULTS)}/{config['dataset']['name']}"
+        check_dataset(config, SCHEMA_FOLDER, results, config_file)
     ks = evaluation_settings(config)["ks"]
-    report = report_settings(config, ks, source)
-    return StartPlan(config, methods, commits, margin_settings(config, ks, source), report, diff_pairs(config, source),
-                     mlflow_settings(report, os.environ.get("MLFLOW_TRACKING_URI")))
+    report = report_settings(config, ks, config_file)
+    return StartPlan(config, methods, commits, margin_settings(config, ks, config_file), report,
+                     diff_pairs(config, config_file), mlflow_settings(report, os.environ.get("MLFLOW_TRACKING_URI")))
