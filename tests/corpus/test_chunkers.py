@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from workflow_helpers import REPO
 
-from rankbench.corpus.chunking import ChunkerSpec, chunk_document, sentence_spans
+from rankbench.corpus.chunking import MAX_SENTENCE_CHARS, ChunkerSpec, chunk_document, sentence_spans
 from rankbench.corpus.sections import split_sections
 from rankbench.corpus.tokens import load_tokenizer
 from rankbench.errors import InputError
@@ -168,4 +168,29 @@ def test_a_sentences_chunker_of_three_passes_the_start_checks(monkeypatch: pytes
     config["chunkers"]["sentences"] = {"kind": "sentences", "size": 3}
     config["chunkers"]["tokens"] = {"kind": "tokens", "size": 20}
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    check_config(config, schema, "config.yaml")
+
+
+def test_a_sentence_without_end_is_cut_into_bounded_word_windows() -> None:
+    """A 5 MB line with no sentence end was one sentence, hence one chunk of any `sentences` chunker."""
+    text = " ".join(f"mot{i}" for i in range(20_000))
+    spans = sentence_spans(text, 0, len(text))
+    assert len(spans) > 1 and all(b - a <= MAX_SENTENCE_CHARS for a, b in spans)
+    chunks = chunk_document(document(text), ChunkerSpec("sentences", 2, 0))
+    assert all(len(c["text"]) <= 2 * MAX_SENTENCE_CHARS + 1 for c in chunks)
+    words = " ".join(c["text"] for c in chunks).split()
+    assert set(words) == set(text.split()) and len(words) < 1.01 * 20_000  # word windows may share an edge word
+
+
+@pytest.mark.parametrize("spec", [{"kind": "fixed", "size": 1000, "overlap": 990},
+                                  {"kind": "sentences", "size": 4, "overlap": 3},
+                                  {"kind": "tokens", "size": 100, "overlap": 51}])
+def test_an_overlap_above_half_the_size_is_refused_at_start(monkeypatch: pytest.MonkeyPatch, spec) -> None:
+    monkeypatch.chdir(REPO)
+    config = yaml.safe_load((REPO / "tests/fixtures/mini/config.yaml").read_text())
+    config["chunkers"]["x"] = spec
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    with pytest.raises(InputError, match=r"chunkers\.x: overlap \d+ is more than half of size"):
+        check_config(config, schema, "config.yaml")
+    config["chunkers"]["x"] = {**spec, "overlap": spec["size"] // 2}
     check_config(config, schema, "config.yaml")

@@ -23,6 +23,8 @@ CHUNKER_KINDS = ("sections", "fixed", "tokens", "sentences", "recursive")
 # What a chunker's size and overlap count, by kind.
 SIZE_UNITS = {"sections": "characters", "fixed": "characters", "tokens": "tokens", "sentences": "sentences",
               "recursive": "characters"}
+# The most of a window a config's chunker may share with the next (ChunkerSpec.check_overlap).
+MAX_OVERLAP_SHARE = 0.5
 # Default size and overlap by unit (an overlap of 200 characters would be 200 sentences, refused under any size
 # below it); a given size smaller than four times the overlap default takes a quarter of it as its overlap.
 UNIT_DEFAULTS = {"characters": {"size": 1500, "overlap": 200}, "tokens": {"size": 256, "overlap": 32},
@@ -55,6 +57,13 @@ class ChunkerSpec:
             raise ValueError("only a tokens chunker takes a tokenizer")
         if self.size is not None and not 0 <= self.overlap < self.size:
             raise ValueError(f"overlap {self.overlap} must be >= 0 and smaller than size {self.size}")
+
+    def check_overlap(self) -> None:
+        """A config's chunker shares at most half a window (MAX_OVERLAP_SHARE): closer to the size, the chunk count
+        explodes (size 1,000 and overlap 990 made 874,589 chunks of a 5 MB line, every character in 100 of them)."""
+        if self.size is not None and self.kind != "recursive" and self.overlap > self.size * MAX_OVERLAP_SHARE:
+            raise ValueError(f"overlap {self.overlap} is more than half of size {self.size}: each part of the text "
+                             f"would be in about {self.size // max(self.size - self.overlap, 1)} chunks")
 
 
 def chunker_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,10 +192,21 @@ def _pieces(text: str, start: int, end: int, boundary: re.Pattern[str]) -> list[
     return [(a, b) for a, b in spans if b > a]
 
 
+# The longest a sentence unit may be: a text with no sentence end (a 5 MB line) is cut into word windows of this many
+# characters, so a `sentences` chunk stays bounded whatever the text.
+MAX_SENTENCE_CHARS = 2000
+
+
 def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Sentences of text[start:end]: ended by `.`, `!`, `?` or `…` before a blank, or by a line break (a heading
-    or a list item is a sentence of its own)."""
-    return _pieces(text, start, end, _SENTENCE_END)
+    or a list item is a sentence of its own); a longer one than MAX_SENTENCE_CHARS is cut into word windows."""
+    spans = []
+    for a, b in _pieces(text, start, end, _SENTENCE_END):
+        if b - a <= MAX_SENTENCE_CHARS:
+            spans.append((a, b))
+        else:
+            spans += [_stripped(text, a + x, a + y) for x, y in word_windows(text[a:b], MAX_SENTENCE_CHARS, 0)]
+    return spans
 
 
 def recursive_spans(text: str, sections: list[Section], size: int) -> list[tuple[int, int]]:

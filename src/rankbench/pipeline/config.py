@@ -362,10 +362,10 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
                          f"Use one of: {', '.join(sorted(config['chunkers']))}.")
     for name, spec in config["chunkers"].items():
         try:
-            ChunkerSpec.from_config(spec)
+            ChunkerSpec.from_config(spec).check_overlap()
         except ValueError as error:
             raise InputError(source, f"chunkers.{name}", str(error),
-                             "Every chunker but sections needs a size; the overlap must be smaller than the "
+                             "Every chunker but sections needs a size; the overlap must be at most half the "
                              "size.") from None
     for name, spec in config.get("encoders", {}).items():
         _check_api_encoder(name, spec, source)
