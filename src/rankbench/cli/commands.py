@@ -4,6 +4,7 @@ layer cost ~0.5 s at every start): their parser, and what each does."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -239,8 +240,6 @@ def check_command(args: argparse.Namespace) -> int:
     """`rankbench check`: every start check of `rankbench run` (the same function, start_run: config, models, the
     dataset's records, margins, report), then every (or the given) version of a project against its corpus;
     warnings are printed. Paths resolve against --directory (default: here), as the workflow's do."""
-    import contextlib
-
     from rankbench.io.config_file import load_config_file
     from rankbench.pipeline.drafts import check_version
     from rankbench.pipeline.launch import quick_mode
@@ -248,8 +247,9 @@ def check_command(args: argparse.Namespace) -> int:
 
     source = str(args.config)
     config = load_config_file(args.config)
-    config_path = args.config.resolve()
-    with contextlib.chdir(args.directory or Path.cwd()):
+    config_path, here = args.config.resolve(), Path.cwd()
+    os.chdir(args.directory or here)  # the config's paths start from the project folder, as the workflow's do
+    try:
         quick_mode(config, source)
         if isinstance(config.get("qsets"), dict):  # else check_version says what is missing
             start_run(config, source)
@@ -261,6 +261,8 @@ def check_command(args: argparse.Namespace) -> int:
             print(f"{version}: {result.questions} questions, {result.labels} labels: ok"
                   + (" (draft: may still change; `rankbench freeze --version " + version + "` freezes it)"
                      if result.draft else ""))
+    finally:
+        os.chdir(here)
     return 0
 
 

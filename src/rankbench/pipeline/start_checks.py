@@ -172,15 +172,15 @@ def start_run(config: Mapping[str, Any], config_file: str, main_process: bool = 
     margins, report, diffs and MLflow settings. The workflow (common.smk) and `rankbench check` both call this one
     function, so `check` refuses exactly what `run` refuses at start. Paths resolve against the working directory
     (the project folder)."""
-    config = sorted_mappings(config)
+    settings: dict[str, Any] = sorted_mappings(config)
     schema = yaml.safe_load((SCHEMA_FOLDER / "config.schema.yaml").read_text(encoding="utf-8"))
-    methods = check_config(config, schema, config_file)
-    config["chunkers"] = expand_chunkers(config["chunkers"], config_file)
-    commits = resolve_models({**config, "methods": methods}, config_file, download=main_process)
+    methods = check_config(settings, schema, config_file)
+    settings["chunkers"] = expand_chunkers(settings["chunkers"], config_file)
+    commits = resolve_models({**settings, "methods": methods}, config_file, download=main_process)
     if main_process:
-        results = f"{config.get('results', RESULTS)}/{config['dataset']['name']}"
-        check_dataset(config, SCHEMA_FOLDER, results, config_file)
-    ks = evaluation_settings(config)["ks"]
-    report = report_settings(config, ks, config_file)
-    return StartPlan(config, methods, commits, margin_settings(config, ks, config_file), report,
-                     diff_pairs(config, config_file), mlflow_settings(report, os.environ.get("MLFLOW_TRACKING_URI")))
+        results = f"{settings.get('results', RESULTS)}/{settings['dataset']['name']}"
+        check_dataset(settings, SCHEMA_FOLDER, results, config_file)
+    ks = evaluation_settings(settings)["ks"]
+    report = report_settings(settings, ks, config_file)
+    return StartPlan(settings, methods, commits, margin_settings(settings, ks, config_file), report,
+                     diff_pairs(settings, config_file), mlflow_settings(report, os.environ.get("MLFLOW_TRACKING_URI")))
