@@ -6,14 +6,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from workflow_helpers import REPO
 
-from rankbench.corpus.chunking import ChunkerSpec, chunk_document, sentence_spans
+from rankbench.corpus.chunking import MAX_SENTENCE_CHARS, ChunkerSpec, chunk_document, sentence_spans
 from rankbench.corpus.sections import split_sections
 from rankbench.corpus.tokens import load_tokenizer
 from rankbench.errors import InputError
-from rankbench.pipeline.config import expand_chunkers
+from rankbench.pipeline.config import check_config, expand_chunkers
+from rankbench.pipeline.defaults import effective_config
 from rankbench.retrieval.encoders.cache import cache_key, embed_passages, load_caches, save_cache, text_hashes
 
 _words = st.sampled_from(["vélo", "batterie", "charge", "3", "h.", "Oui!", "avion", "dépôt", "de", "500 €"])
@@ -108,3 +111,86 @@ def test_one_embedding_pass_per_text_across_chunkers(tmp_path) -> None:
     second = ["b", "c", "d", "a"]  # another chunker: three texts the first one embedded
     _, count = embed_passages(Counting(), second, *load_caches([tmp_path / "two", tmp_path / "one"], key))
     assert count == 1 and encoded == ["a", "b", "c", "d"]
+
+
+_LF_TEXT = ("Intro line one. Intro two\n## Charge\nLa batterie se charge en trois heures. Le vélo roule.\n"
+            "Une seconde ligne ici avec des mots.\n\nUn autre paragraphe assez long pour couper.\n## Autre\nFin.\n")
+_EVERY_KIND = [ChunkerSpec("sections", 60, 10), ChunkerSpec("fixed", 60, 10), ChunkerSpec("tokens", 8, 2),
+               ChunkerSpec("sentences", 2, 0), ChunkerSpec("recursive", 60, 0)]
+
+
+@pytest.mark.parametrize("spec", _EVERY_KIND, ids=lambda spec: spec.kind)
+@pytest.mark.parametrize("ends", ["\r", "\r\n\r", "\n\r"], ids=["CR", "mixed CR LF", "mixed LF CR"])
+def test_line_ends_that_keep_the_length_give_the_spans_of_newlines(spec: ChunkerSpec, ends: str) -> None:
+    """A CR (or a mix of CR and LF) in place of each LF keeps every offset: every chunker gives the same chunks and
+    spans as on the LF text (CR-only sections once each spanned their whole section, and CR ended no sentence)."""
+    lf = chunk_document(document(_LF_TEXT), spec)
+    pieces = _LF_TEXT.split("\n")
+    text = "".join(piece + ends[number % len(ends)] for number, piece in enumerate(pieces[:-1])) + pieces[-1]
+    assert len(text) == len(_LF_TEXT)
+    other = chunk_document(document(text), spec)
+    assert [(c["chunk_id"], c["start"], c["end"]) for c in other] == [(c["chunk_id"], c["start"], c["end"]) for c in lf]
+    assert [c["text"].replace("\r", "\n") for c in other] == [c["text"] for c in lf]
+
+
+@pytest.mark.parametrize("spec", _EVERY_KIND, ids=lambda spec: spec.kind)
+@pytest.mark.parametrize("end", ["\n", "\r", "\r\n", "\u2028", "\x85", "\u2029"])
+def test_every_line_end_gives_each_window_its_own_span(spec: ChunkerSpec, end: str) -> None:
+    """Whatever ends the lines, a chunk's span is its own text in the document (a section window's span: its text,
+    the heading line's markup aside), never its whole section's."""
+    text = _LF_TEXT.replace("\n\n", end * 2).replace(".\n", "." + end)
+    chunks = chunk_document(document(text), spec)
+    assert len(chunks) > 2
+    for c in chunks:
+        span = text[c["start"]:c["end"]]
+        if spec.kind != "sections" or not span.startswith("#"):
+            assert span == c["text"]
+        else:  # a first window: `## Heading` and its line end in the text, `Heading\n` in the chunk
+            heading, _, rest = c["text"].partition("\n")
+            assert span.startswith(f"## {heading}") and span.endswith(rest)
+            assert len(span) <= len(c["text"]) + 4
+
+
+@pytest.mark.parametrize("kind, size, overlap", [("sentences", 5, 1), ("tokens", 256, 32), ("fixed", 1500, 200),
+                                                 ("sections", 1500, 200), ("recursive", 1500, 200)])
+def test_size_and_overlap_default_per_unit(kind: str, size: int, overlap: int) -> None:
+    """`{kind: sentences, size: 3}` was refused: the default overlap was 200 whatever the unit."""
+    assert ChunkerSpec.from_config({"kind": kind}) == ChunkerSpec(kind, size, overlap)
+    small = ChunkerSpec.from_config({"kind": kind, "size": 3} if kind in ("sentences", "tokens") else {"kind": kind})
+    assert 0 <= small.overlap < (small.size or 1)
+    assert effective_config({"chunker": "c", "chunkers": {"c": {"kind": kind}}, "dataset": {}, "methods": {}},
+                            {})["chunkers"]["c"] == {"kind": kind, "size": size, "overlap": overlap}
+
+
+def test_a_sentences_chunker_of_three_passes_the_start_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    config = yaml.safe_load((REPO / "tests/fixtures/mini/config.yaml").read_text())
+    config["chunkers"]["sentences"] = {"kind": "sentences", "size": 3}
+    config["chunkers"]["tokens"] = {"kind": "tokens", "size": 20}
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    check_config(config, schema, "config.yaml")
+
+
+def test_a_sentence_without_end_is_cut_into_bounded_word_windows() -> None:
+    """A 5 MB line with no sentence end was one sentence, hence one chunk of any `sentences` chunker."""
+    text = " ".join(f"mot{i}" for i in range(20_000))
+    spans = sentence_spans(text, 0, len(text))
+    assert len(spans) > 1 and all(b - a <= MAX_SENTENCE_CHARS for a, b in spans)
+    chunks = chunk_document(document(text), ChunkerSpec("sentences", 2, 0))
+    assert all(len(c["text"]) <= 2 * MAX_SENTENCE_CHARS + 1 for c in chunks)
+    words = " ".join(c["text"] for c in chunks).split()
+    assert set(words) == set(text.split()) and len(words) < 1.01 * 20_000  # word windows may share an edge word
+
+
+@pytest.mark.parametrize("spec", [{"kind": "fixed", "size": 1000, "overlap": 990},
+                                  {"kind": "sentences", "size": 4, "overlap": 3},
+                                  {"kind": "tokens", "size": 100, "overlap": 51}])
+def test_an_overlap_above_half_the_size_is_refused_at_start(monkeypatch: pytest.MonkeyPatch, spec) -> None:
+    monkeypatch.chdir(REPO)
+    config = yaml.safe_load((REPO / "tests/fixtures/mini/config.yaml").read_text())
+    config["chunkers"]["x"] = spec
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    with pytest.raises(InputError, match=r"chunkers\.x: overlap \d+ is more than half of size"):
+        check_config(config, schema, "config.yaml")
+    config["chunkers"]["x"] = {**spec, "overlap": spec["size"] // 2}
+    check_config(config, schema, "config.yaml")

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rankbench.corpus.tokens import REGEX_TOKENIZER, Tokenizer, load_tokenizer
+from rankbench.errors import InputError
 from rankbench.evaluation.evidence import evidence_per_query, evidence_questions
 
 DOCS = ("a", "b", "c")
@@ -71,4 +72,12 @@ def test_only_questions_whose_every_relevant_label_has_evidence_are_scored_so() 
 def test_the_regex_fallback_counts_words_and_punctuation(tmp_path) -> None:
     counter = load_tokenizer(None)
     assert counter.name == REGEX_TOKENIZER and counter.count("Le dépôt : 300 €, rendu.") == 8
-    assert load_tokenizer(str(tmp_path)).name == REGEX_TOKENIZER  # a folder without tokenizer.json
+    assert load_tokenizer("regex").name == REGEX_TOKENIZER
+
+
+@pytest.mark.parametrize("name", ["missing/tokenizer.json", "folder"])
+def test_a_named_tokenizer_that_cannot_be_read_is_refused_not_replaced_by_the_regex(tmp_path, name: str) -> None:
+    """A missing file, or a folder without tokenizer.json, once counted with the regex while the pages named it."""
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(InputError, match=r"neither an existing tokenizer\.json|folder without a tokenizer\.json"):
+        load_tokenizer(str(tmp_path / name))

@@ -25,7 +25,7 @@ from http_servers import ScriptedServer, elsewhere, scripted, tls_scripted
 from rankbench.errors import InputError
 from rankbench.io.http import api_key, check_base_url, post_json, retry_after
 from rankbench.llm.chat import chat_from_spec
-from rankbench.pipeline.config import check_endpoints
+from rankbench.pipeline.config import check_endpoints, check_finite
 from rankbench.pipeline.scripting import run_script
 from rankbench.redaction import redact, register_secret
 from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
@@ -243,8 +243,8 @@ def test_check_base_url_accepts_a_plain_url() -> None:
 def test_a_timeout_that_is_no_number_is_refused_at_start() -> None:
     config = {"encoders": {}, "methods": {}, "llm": {"chat": {"backend": "openai", "base_url": "http://h/v1",
                                                               "model": "m", "timeout": float("nan")}}}
-    with pytest.raises(InputError, match=r"^my\.yaml, llm\.chat\.timeout: is nan, not a number of seconds"):
-        check_endpoints(config, "my.yaml")
+    with pytest.raises(InputError, match=r"^my\.yaml, llm\.chat\.timeout: is nan, not a finite number"):
+        check_finite(config, "my.yaml")
 
 
 def test_the_config_recorded_on_pages_and_in_the_history_is_redacted() -> None:

@@ -17,8 +17,9 @@ from rankbench.cli import main
 from rankbench.errors import InputError
 from rankbench.io import config_file
 from rankbench.io.config_file import MAX_CONFIG_BYTES, MAX_CONFIG_NODES, load_config_file
-from rankbench.pipeline.config import MAX_METHODS, check_config, check_paths, path_values
+from rankbench.pipeline.config import MAX_METHODS, check_config, check_paths, path_values, validate_config
 from rankbench.pipeline.defaults import DATASET_ENTRIES, HISTORY_FILE, RESULTS, RESULTS_ENTRIES
+from rankbench.pipeline.start_checks import start_run
 from rankbench.pipeline.study import read_members
 from rankbench.retrieval.encoders.hub import REVISION
 
@@ -508,3 +509,131 @@ def test_numba_backend_without_numba_stops_at_start(monkeypatch: pytest.MonkeyPa
         check_config(config, SCHEMA, "my.yaml")
     config["methods"]["bm25"]["backend"] = "numpy"
     check_config(config, SCHEMA, "my.yaml")
+
+
+def number_keys(schema: dict[str, Any]) -> list[str]:
+    """Every key template of a schema that takes a number (`*` any name, `[]` any item)."""
+    def numeric(node: dict[str, Any]) -> bool:
+        kinds = node.get("type", [])
+        return "number" in (kinds if isinstance(kinds, list) else [kinds]) or \
+            any(numeric(branch) for branch in node.get("oneOf", []) + node.get("anyOf", []))
+    return sorted(key for key, node in schema_keys(schema).items() if numeric(node))
+
+
+def with_value(config: dict[str, Any], template: str, value: Any) -> str:
+    """The config with one key template set to value (`*` as `x`, `[]` as item 0): the concrete key."""
+    parts = re.findall(r"[^.\[\]]+|\[\]", template)
+    node: Any = config
+    where = ""
+    for part, following in zip(parts, parts[1:] + [None]):
+        name: Any = 0 if part == "[]" else ("x" if part == "*" else part)
+        where += f"[{name}]" if part == "[]" else (f".{name}" if where else name)
+        child: Any = value if following is None else ([] if following == "[]" else {})
+        if isinstance(node, list):
+            node[:] = [child] if not node or following is None or not isinstance(node[0], type(child)) else node
+            node = node[0]
+        else:
+            if following is None or not isinstance(node.get(name), type(child)):
+                node[name] = child
+            node = node[name]
+    return where
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("schema, template", [(SCHEMA, key) for key in number_keys(SCHEMA)] +
+                         [(STUDY_SCHEMA, key) for key in number_keys(STUDY_SCHEMA)],
+                         ids=number_keys(SCHEMA) + [f"study:{key}" for key in number_keys(STUDY_SCHEMA)])
+def test_every_number_of_a_config_must_be_finite(monkeypatch: pytest.MonkeyPatch, schema: dict[str, Any],
+                                                  template: str, value: float) -> None:
+    """NaN passes every JSON Schema bound (each comparison with it is false): a margin of NaN made every p-value NaN,
+    a decision threshold of NaN disabled its rule. Every number key of both schemas is refused non-finite, named."""
+    monkeypatch.chdir(REPO)
+    config = mini_config() if schema is SCHEMA else {"datasets": {}}
+    where = with_value(config, template, value)
+    with pytest.raises(InputError) as error:
+        validate_config(config, schema, "my.yaml")
+    assert error.value.where == where and "not a finite number" in str(error.value), str(error.value)
+
+
+
+# What `rankbench run` refuses at start beyond the config mistakes of CASES (its start_run checks margins, report,
+# diffs, models and the dataset's records too), each as an edit of the mini config, its key and its problem.
+START_CASES = {
+    **CASES,
+    "k1 a word": (set_key("methods.bm25.k1", "fast"), "methods.bm25.k1", "'fast' is not of type 'number'"),
+    "grid over the chunker a method sets": (set_key("methods.bm25b", {"type": "bm25", "chunker": "sections",
+                                                                      "grid": {"chunker": ["sections"]}}),
+                                            "methods.bm25b", "chunker"),
+    "margin NaN": (set_key("evaluation.margin", {"ndcg@3": float("nan")}), "evaluation.margin.ndcg@3",
+                   "not a finite number"),
+    "low score NaN": (set_key("decision.low_score", float("nan")), "decision.low_score", "not a finite number"),
+    "k1 inf": (set_key("methods.bm25.k1", float("inf")), "methods.bm25.k1", "not a finite number"),
+    "tokens chunker's tokenizer missing": (set_key("chunkers.tok", {"kind": "tokens", "size": 100, "overlap": 10,
+                                                                    "tokenizer": "no/such/tokenizer.json"}),
+                                           "chunkers.tok.tokenizer", "neither an existing tokenizer.json"),
+    "tokenizer folder without tokenizer.json": (set_key("chunkers.tok", {"kind": "tokens", "size": 100, "overlap": 10,
+                                                                         "tokenizer": "tests/fixtures"}),
+                                                "chunkers.tok.tokenizer", "a folder without a tokenizer.json"),
+    "evaluation tokenizer missing": (set_key("evaluation.tokenizer", "no/such/tokenizer.json"),
+                                     "evaluation.tokenizer", "neither an existing tokenizer.json"),
+    "index dimensions above the model's": (set_key("methods.dense.index", {"kind": "flat", "dimensions": 512}),
+                                           "methods.dense.index.dimensions", "more than the 384 dimensions"),
+    "pq_m not dividing the model's dimension": (
+        set_key("methods.dense.index", {"kind": "flat", "quantization": "pq", "pq_m": 7}), "methods.dense.index.pq_m",
+        "does not divide the 384 dimensions"),
+    "binary codes of a dimension not a multiple of 8": (
+        set_key("methods.dense.index", {"kind": "flat", "quantization": "binary", "dimensions": 100}),
+        "methods.dense.index.dimensions", "need a multiple of 8"),
+    "margin at an unknown k": (set_key("evaluation.margin", {"ndcg@10": 0.02}), "evaluation.margin.ndcg@10",
+                               "not in evaluation.ks"),
+    "report column at an unknown k": (set_key("report.columns", ["ndcg@7"]), "report.columns", "not in evaluation.ks"),
+    "diff of an unknown version": (set_key("diffs", [["v1", "v9"]]), "diffs[0]", "'v9'"),
+}
+
+
+@pytest.mark.parametrize("edit, where, problem", START_CASES.values(), ids=START_CASES.keys())
+def test_rankbench_check_refuses_what_run_refuses_at_start(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str], edit, where: str,
+                                                           problem: str) -> None:
+    """`run` starts with start_run (common.smk); `check` calls the same function, so each refusal of run's start is
+    check's too, with exit 2 and the same message."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    config = mini_config()
+    edit(config)
+    with pytest.raises(InputError) as refused:
+        start_run(config, "config.yaml")
+    assert where in str(refused.value) and problem in str(refused.value), str(refused.value)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert main(["check", "--config", str(path)]) == 2
+    error = capsys.readouterr().err
+    assert str(refused.value).removeprefix("config.yaml") in error and "Traceback" not in error, error
+
+
+def test_the_workflow_starts_through_start_run_only() -> None:
+    """common.smk runs no start check of its own beside start_run (which `rankbench check` runs too): the two cannot
+    drift apart."""
+    common = (REPO / "workflow/rules/common.smk").read_text(encoding="utf-8")
+    assert "start_run(config, CONFIG_SOURCE" in common
+    for check in ("check_config(", "check_dataset(", "resolve_models(", "margin_settings(", "report_settings(",
+                  "diff_pairs(", "mlflow_settings("):
+        assert check not in common, check
+
+
+def test_a_report_audience_no_question_has_is_refused_at_start_by_run_and_check(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It was refused by the prepare_questions job (exit 1), after the corpus was encoded."""
+    monkeypatch.chdir(REPO)
+    public = [line for line in (MINI.parent / "questions/v1.jsonl").read_text().splitlines() if '"staff"' not in line]
+    (tmp_path / "v2.jsonl").write_text("\n".join(public) + "\n", encoding="utf-8")
+    config = mini_config()
+    config["qsets"] = {"v2": {"path": str(tmp_path / "v2.jsonl"), "draft": True}}
+    config["report"] = {"audience": "staff"}
+    with pytest.raises(InputError, match=r"^config\.yaml, report\.audience: is 'staff', but question-set version 'v2' "
+                       "has no staff question"):
+        start_run(config, "config.yaml")
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert main(["check", "--config", str(path)]) == 2
+    assert "report.audience: is 'staff'" in capsys.readouterr().err

@@ -160,3 +160,18 @@ def test_the_summary_names_what_init_left_out_or_read_from_outside(tmp_path: Pat
            f"are no documents): {old}" in text
     assert f"Read 1 file(s) through a link leaving the documents folder (check that you meant to include them): " \
            f"{documents / 'outside.md'}" in text
+
+
+def test_a_site_generators_html_templates_are_skipped_and_named(tmp_path: Path, sources: tuple[Path, Path]) -> None:
+    """A docs folder's Jinja templates (mkdocs overrides/partials/nav.html) were read as documents."""
+    documents, sheet = sources
+    partials = documents / "overrides" / "partials"
+    partials.mkdir(parents=True)
+    (partials / "nav.html").write_text('<nav>{% for item in nav %}<a href="{{ item.url }}">{{ item.title }}</a>'
+                                       "{% endfor %}</nav>\n", encoding="utf-8")
+    (partials / "footer.html").write_text("<footer>{{ config.copyright }}</footer>\n", encoding="utf-8")
+    summary = init_project(tmp_path / "proj", documents, sheet)
+    assert summary.documents == 4  # the four documents, not the two templates
+    text = summary_text(summary)
+    assert "Skipped 2 HTML template(s) (Jinja `{%…%}`/`{{…}}` tags: a site's templates, not documents): " in text
+    assert str(partials / "nav.html") in text and str(partials / "footer.html") in text

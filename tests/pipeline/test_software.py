@@ -75,8 +75,10 @@ def test_check_refuses_before_the_versions(monkeypatch: pytest.MonkeyPatch, tmp_
                                            capsys: pytest.CaptureFixture[str]) -> None:
     _without(monkeypatch, "torch")
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump({"dataset": {"name": "d"}, "qsets": {"v1": {"path": "missing.jsonl"}},
-                                      **PROJECT}), encoding="utf-8")
+    dataset = {"name": "d", "format": "native", "corpus": "missing.jsonl", "lock": "missing.lock"}
+    config.write_text(yaml.safe_dump({"dataset": dataset, "qsets": {"v1": {"path": "missing.jsonl"}},
+                                      "chunker": "s", "chunkers": {"s": {"kind": "sections"}}, **PROJECT}),
+                      encoding="utf-8")
     assert main(["check", "--config", str(config)]) != 0
     error = capsys.readouterr().err
     assert "method dense-minilm needs `pip install 'rankbench[dense]'`" in error and "Traceback" not in error

@@ -90,3 +90,24 @@ def test_index_names_and_settings_show_only_what_the_index_reads() -> None:
         IndexSpec(kind="hnsw", quantization="int8")
     with pytest.raises(ValueError, match="a float index has nothing to re-score"):
         IndexSpec(rescore=10)
+
+
+@pytest.mark.parametrize("chunks", [50, 255])
+def test_product_codes_over_too_few_chunks_are_refused_before_encoding_with_the_nbits_that_fit(chunks: int) -> None:
+    """FAISS stops with a raw RuntimeError under 2^pq_nbits vectors; check_index_sizes (the chunk job) says so
+    first, and the pq_nbits it advises builds."""
+    from rankbench.errors import InputError
+    from rankbench.retrieval.dense import check_index_sizes
+
+    vectors = unit_vectors(chunks, 64, seed=1)
+    block = {"kind": "flat", "quantization": "pq"}
+    with pytest.raises(RuntimeError):
+        build_index(vectors, IndexSpec.from_config(block))
+    with pytest.raises(InputError) as refused:
+        check_index_sizes([["dense-pq", block]], chunks, "sections", "config")
+    message = str(refused.value)
+    assert "methods.dense-pq.index" in message and f"chunker 'sections' yields {chunks}" in message
+    bits = int(message.split("pq_nbits: ")[1].split("`")[0])
+    assert build_index(vectors, IndexSpec.from_config({**block, "pq_nbits": bits})).ntotal == chunks
+    check_index_sizes([["dense-pq", {**block, "pq_nbits": bits}]], chunks, "sections", "config")
+    check_index_sizes([["dense-pq", block]], 256, "sections", "config")

@@ -196,3 +196,19 @@ def test_a_bad_external_run_fails_cleanly(mini: Path) -> None:
     add_external_run(mini, ["q1 Q0 returns-2025 1 2.5 ext", "q2 Q0 error-codes 1 9 ext", "q1 Q0 returns-2025 3 1 ext"])
     assert_clean_failure(mini, ["external/v1.trec, lines 1 and 3", "question 'q1'", "'returns-2025' twice"],
                          "results/mini/v1/runs/outside.parquet")
+
+
+def test_product_codes_over_too_few_chunks_stop_at_the_chunk_job_before_any_encoding(mini: Path) -> None:
+    """PQ with its defaults (pq_nbits 8: 256 centroids) over the fixture's few chunks once failed the faiss_index job
+    with FAISS's raw RuntimeError after the corpus was encoded."""
+    config = yaml.safe_load((mini / "config.yaml").read_text())
+    config["methods"]["dense-pq"] = {"type": "dense", "encoder": "minilm", "index": {"kind": "flat",
+                                                                                     "quantization": "pq"}}
+    (mini / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = snakemake(mini, "--cores", "1")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output[-3000:]
+    assert "methods.dense-pq.index: has product codes of pq_nbits 8" in output and "chunker 'sections' yields" in \
+        output and "Set `methods.dense-pq.index.pq_nbits:" in output
+    assert "RuntimeError" not in output and "Traceback" not in output
+    assert not list((mini / "results").rglob("embeddings")) and not list((mini / "results").rglob("*.faiss"))

@@ -1,14 +1,11 @@
-import os
 import re
 from pathlib import Path
 
 from rankbench.retrieval.registry import REPORT_ONLY_KEYS
-import yaml
 
+from rankbench.corpus.chunking import chunker_settings
 from rankbench.pipeline.config import (
-    check_config,
     check_outputs,
-    expand_chunkers,
     method_chunker,
 )
 from rankbench.pipeline.defaults import (
@@ -31,7 +28,6 @@ from rankbench.retrieval.registry import (
     method_inputs,
 )
 from rankbench.retrieval.encoders.kinds import QUESTION_ENCODING_THREADS, encoder_kind
-from rankbench.io.config_file import sorted_mappings
 from rankbench.io.expansions import expansion_lock_key, expansion_record
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
@@ -39,17 +35,13 @@ from rankbench.pipeline.models import (
     method_cards,
     method_models,
     prompt_tokenizer,
-    resolve_models,
     used_models,
     with_resolved_revision,
 )
 from rankbench.pipeline.provenance import (
     canonical_config,
     config_hash,
-    diff_pairs,
     qset_config,
-    margin_settings,
-    report_settings,
 )
 from rankbench.pipeline.dataset_formats import (
     corpus_files,
@@ -57,7 +49,7 @@ from rankbench.pipeline.dataset_formats import (
     version_files,
     version_source,
 )
-from rankbench.pipeline.start_checks import check_dataset
+from rankbench.pipeline.start_checks import start_run
 from rankbench.pipeline.drafts import is_draft, record_frozen_results
 from rankbench.pipeline.local_run import (
     end_local_run,
@@ -65,37 +57,27 @@ from rankbench.pipeline.local_run import (
     start_local_run,
 )
 from rankbench.analysis.run_store import RUNS_FOLDER
-from rankbench.pipeline.mlflow import mlflow_settings
 
-# Key order means nothing in a dataset config: with every mapping sorted, every rule's params (which Snakemake
-# compares by repr) are the same whatever order the YAML wrote the keys in, so only a changed value reruns a job.
-_SORTED_CONFIG = sorted_mappings(config)
+# Every start check (pipeline/start_checks.py, start_run; `rankbench check` runs the same): the config whole (schema,
+# grids, names, limits, inputs that must exist), hub models, the dataset's files, every record and every frozen hash
+# (main process, dry runs too), margins and report settings, before any job. Key order means nothing in a dataset
+# config: with every mapping sorted, every rule's params (which Snakemake compares by repr) are the same whatever
+# order the YAML wrote the keys in, so only a changed value reruns a job. Grids become one method per point
+# (`name[key=value]`) and one chunker per point (`fixed-size400`), so everything below sees concrete ones only; hub
+# models are resolved to the commit of their snapshot in the local Hugging Face cache: the jobs load exactly that
+# commit offline, and a cache that moves reruns them.
+START = start_run(config, CONFIG_SOURCE, main_process=workflow.is_main_process)
 config.clear()
-config.update(_SORTED_CONFIG)
-# The config checked whole before any job (schema, grids, names, limits, inputs that must exist); grids become
-# one method per point (`name[key=value]`), so everything below sees concrete methods only.
-METHOD_SPECS = check_config(
-    config,
-    yaml.safe_load((SCHEMA_FOLDER / "config.schema.yaml").read_text()),
-    CONFIG_SOURCE,
-)
-# Chunker grids too: one chunker per point (`fixed-size400`), which the rules below and the start checks see.
-config["chunkers"] = expand_chunkers(config["chunkers"], CONFIG_SOURCE)
+config.update(START.config)
+METHOD_SPECS = START.methods
 EXPANDED_CONFIG = {**config, "methods": METHOD_SPECS}
-# Hub models resolved to the commit of their snapshot in the local Hugging Face cache (downloaded once, here, by the
-# main process when hub access is on): the jobs load exactly that commit offline, and a cache that moves reruns them.
-MODEL_COMMITS = resolve_models(
-    EXPANDED_CONFIG, CONFIG_SOURCE, download=workflow.is_main_process
-)
+MODEL_COMMITS = START.model_commits
 DATASET = config["dataset"]
 RESULTS_FOLDER = config.get("results", RESULTS)
 R = f"{RESULTS_FOLDER}/{DATASET['name']}"
 # Job logs: logs/<dataset>/ beside the default results folder; inside any other results folder, so that two
 # configs of one dataset with different `results` (the demo and the LLM demo) never share log files.
 LOGS = f"logs/{DATASET['name']}" if RESULTS_FOLDER == RESULTS else f"{R}/logs"
-# The dataset's files, every record and every frozen hash, on every run (dry runs too), before any job.
-if workflow.is_main_process:
-    check_dataset(config, SCHEMA_FOLDER, R)
 
 EVALUATION = evaluation_settings(config)
 # Methods with graded abstention (calibration page, run record, `rankbench gate --abstention`): name -> [t1, t2].
@@ -112,7 +94,7 @@ def zones_input(wildcards, name):
 
 
 # Non-inferiority margins of the metrics evaluation.margin names: [[metric, k, δ], ...] (the pairs' margin tests).
-MARGINS = margin_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
+MARGINS = START.margins
 # Thresholds of the comparison page's "What to do" rules (docs/concepts/report.md).
 DECISION = {**DECISION_DEFAULTS, **config.get("decision", {})}
 # What counts prompt tokens at evidence grain, and its name for the pages (one for every method).
@@ -175,6 +157,9 @@ def methods_of_rule(rule):
 INDEX_NAMES = {}
 # Method -> the size and build-time record of the index it searches (the cost page's index bytes and build seconds).
 INDEX_STATS = {}
+# Method -> the index block of a first-stage index built over its chunks that a chunker can yield too few chunks for
+# (the chunk job refuses then, before the corpus is encoded).
+INDEX_BLOCKS = {}
 # Methods searching an approximate or compressed index: each version gets their recall page, ann-recall/<method>.md.
 ANN_RECALL_METHODS = []
 # Further pages of each version a type writes (`<page>.md` and `<page>.html`, linked from the index page).
@@ -189,8 +174,10 @@ def methods_at_grain(grain):
     return [name for name in METHODS if grain in method_grains(METHOD_SPECS[name])]
 
 
-def chunker_settings(spec):
-    """A chunker's spec as its job takes it: a tokens chunker without a tokenizer counts with the evaluation's."""
+def chunk_settings(spec):
+    """A chunker's spec as its job takes it: its unit's size and overlap where it gives none (so a changed default
+    reruns it), and a tokens chunker without a tokenizer counts with the evaluation's."""
+    spec = chunker_settings(spec)
     if spec.get("kind") == "tokens" and not spec.get("tokenizer"):
         spec = {**spec, "tokenizer": PROMPT_TOKENIZER[0]}
     return dict(sorted(spec.items()))
@@ -475,11 +462,11 @@ wildcard_constraints:
 # The report: settings, provenance, and what each figure and cost row reads.
 CONFIG_JSON = {q: canonical_config(qset_config(config, q)) for q in QSETS}
 CONFIG_SHA256 = {q: config_hash(text) for q, text in CONFIG_JSON.items()}
-REPORT = report_settings(config, EVALUATION["ks"], CONFIG_SOURCE)
-DIFFS = diff_pairs(config, CONFIG_SOURCE)
+REPORT = START.report
+DIFFS = START.diffs
 HISTORY = f"{RESULTS_FOLDER}/{HISTORY_FILE}"
 # MLflow export of each stored run (docs/how-to/runs.md); None when not configured.
-MLFLOW = mlflow_settings(REPORT, os.environ.get("MLFLOW_TRACKING_URI"))
+MLFLOW = START.mlflow
 FIGURES = ("recall", "bars", "kinds", "grades")
 
 

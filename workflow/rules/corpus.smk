@@ -41,7 +41,13 @@ rule chunk:
     resources:
         mem_mb=mem_mb_for_inputs(2000, 17.5),
     params:
-        spec=lambda wildcards: chunker_settings(config["chunkers"][wildcards.chunker]),
+        spec=lambda wildcards: chunk_settings(config["chunkers"][wildcards.chunker]),
+        # [method, index block] of each index a method type builds over these chunks (INDEX_BLOCKS)
+        indexes=lambda wildcards: [
+            [m, INDEX_BLOCKS[m]]
+            for m in sorted(INDEX_BLOCKS)
+            if index_chunker(m).split("~")[0] == wildcards.chunker
+        ],
     script:
         "../scripts/chunk.py"
 

@@ -9,12 +9,16 @@ import pandas as pd
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable, chunk_corpus
 from rankbench.io.files import write_parquet
 from rankbench.pipeline.scripting import run_script
+from rankbench.retrieval.dense import check_index_sizes
 
 
 def main(snakemake):
-    documents, spec = pd.read_parquet(snakemake.input.documents), ChunkerSpec(**snakemake.params.spec)
+    documents, spec = pd.read_parquet(snakemake.input.documents), ChunkerSpec.from_config(snakemake.params.spec)
     check_chunkable(documents, spec, snakemake.input.documents, f"chunker {snakemake.wildcards.chunker!r}")
-    write_parquet(chunk_corpus(documents, spec), snakemake.output.chunks)
+    chunks = chunk_corpus(documents, spec)
+    # each index over these chunks can be built from as many (refused here, before the corpus is encoded)
+    check_index_sizes(snakemake.params.indexes, len(chunks), snakemake.wildcards.chunker, "config")
+    write_parquet(chunks, snakemake.output.chunks)
 
 
 run_script(main, snakemake)

@@ -4,6 +4,7 @@ layer cost ~0.5 s at every start): their parser, and what each does."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from collections.abc import Callable
@@ -236,25 +237,32 @@ def init_command(args: argparse.Namespace) -> int:
 
 
 def check_command(args: argparse.Namespace) -> int:
-    """`rankbench check`: every (or the given) version of a project against its corpus; warnings are printed."""
+    """`rankbench check`: every start check of `rankbench run` (the same function, start_run: config, models, the
+    dataset's records, margins, report), then every (or the given) version of a project against its corpus;
+    warnings are printed. Paths resolve against --directory (default: here), as the workflow's do."""
     from rankbench.io.config_file import load_config_file
-    from rankbench.pipeline.config import check_renamed_keys, expand_methods
     from rankbench.pipeline.drafts import check_version
-    from rankbench.pipeline.software import check_installed
+    from rankbench.pipeline.launch import quick_mode
+    from rankbench.pipeline.start_checks import start_run
 
+    source = str(args.config)
     config = load_config_file(args.config)
-    if isinstance(config.get("methods"), dict):  # what the methods need, before the versions' records
-        methods = expand_methods(config["methods"], str(args.config))
-        check_renamed_keys(methods, str(args.config))
-        check_installed({**config, "methods": methods}, args.config)
-    versions = args.version or sorted(config.get("qsets") or {})
-    for version in versions:
-        result = check_version(args.config, version, args.directory)
-        for warning in result.warnings:
-            print(f"rankbench: warning: {warning}", file=sys.stderr)
-        print(f"{version}: {result.questions} questions, {result.labels} labels: ok"
-              + (" (draft: may still change; `rankbench freeze --version " + version + "` freezes it)"
-                 if result.draft else ""))
+    config_path, here = args.config.resolve(), Path.cwd()
+    os.chdir(args.directory or here)  # the config's paths start from the project folder, as the workflow's do
+    try:
+        quick_mode(config, source)
+        if isinstance(config.get("qsets"), dict):  # else check_version says what is missing
+            start_run(config, source)
+        versions = args.version or sorted(config.get("qsets") or {})
+        for version in versions:
+            result = check_version(config_path, version)
+            for warning in result.warnings:
+                print(f"rankbench: warning: {warning}", file=sys.stderr)
+            print(f"{version}: {result.questions} questions, {result.labels} labels: ok"
+                  + (" (draft: may still change; `rankbench freeze --version " + version + "` freezes it)"
+                     if result.draft else ""))
+    finally:
+        os.chdir(here)
     return 0
 
 

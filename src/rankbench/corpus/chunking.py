@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -21,6 +23,12 @@ CHUNKER_KINDS = ("sections", "fixed", "tokens", "sentences", "recursive")
 # What a chunker's size and overlap count, by kind.
 SIZE_UNITS = {"sections": "characters", "fixed": "characters", "tokens": "tokens", "sentences": "sentences",
               "recursive": "characters"}
+# The most of a window a config's chunker may share with the next (ChunkerSpec.check_overlap).
+MAX_OVERLAP_SHARE = 0.5
+# Default size and overlap by unit (an overlap of 200 characters would be 200 sentences, refused under any size
+# below it); a given size smaller than four times the overlap default takes a quarter of it as its overlap.
+UNIT_DEFAULTS = {"characters": {"size": 1500, "overlap": 200}, "tokens": {"size": 256, "overlap": 32},
+                 "sentences": {"size": 5, "overlap": 1}}
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,11 @@ class ChunkerSpec:
     overlap: int = 200
     tokenizer: str | None = None
 
+    @classmethod
+    def from_config(cls, spec: Mapping[str, Any]) -> ChunkerSpec:
+        """A chunker as the config gives it, its kind's unit's defaults (chunker_settings) filled in."""
+        return cls(**chunker_settings(spec))
+
     def __post_init__(self) -> None:
         if self.kind not in CHUNKER_KINDS:
             raise ValueError(f"unknown chunker kind {self.kind!r}; use one of {', '.join(CHUNKER_KINDS)}")
@@ -44,6 +57,22 @@ class ChunkerSpec:
             raise ValueError("only a tokens chunker takes a tokenizer")
         if self.size is not None and not 0 <= self.overlap < self.size:
             raise ValueError(f"overlap {self.overlap} must be >= 0 and smaller than size {self.size}")
+
+    def check_overlap(self) -> None:
+        """A config's chunker shares at most half a window (MAX_OVERLAP_SHARE): closer to the size, the chunk count
+        explodes (size 1,000 and overlap 990 made 874,589 chunks of a 5 MB line, every character in 100 of them)."""
+        if self.size is not None and self.kind != "recursive" and self.overlap > self.size * MAX_OVERLAP_SHARE:
+            raise ValueError(f"overlap {self.overlap} is more than half of size {self.size}: each part of the text "
+                             f"would be in about {self.size // max(self.size - self.overlap, 1)} chunks")
+
+
+def chunker_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A chunker's config with the size and overlap its kind's unit defaults to (UNIT_DEFAULTS; the overlap at most
+    a quarter of the size) where it gives none: what the chunk job runs and the effective config records."""
+    defaults = UNIT_DEFAULTS[SIZE_UNITS.get(spec.get("kind", "sections"), "characters")]
+    size = spec.get("size", defaults["size"])
+    overlap = defaults["overlap"] if not isinstance(size, int) else min(defaults["overlap"], size // 4)
+    return {"size": size, "overlap": overlap, **spec}
 
 
 _SNAP = 40  # characters an edge may move back to land on a space
@@ -79,17 +108,14 @@ def _stripped(text: str, start: int, end: int) -> tuple[int, int]:
 
 def _section_spans(text: str, section: Section, body: str, windows: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Document spans of a section chunk's windows over `body` (the heading, a newline, the section's body): a
-    window's part in the heading maps to the heading line's start, its part in the body to the body's characters.
-    Where the body is no slice of the text (line separators other than newlines), every window spans the section."""
+    window's part in the heading maps to the heading line's start, its part in the body to the body's characters (the
+    section's body is a slice of the text at body_start, whatever its line ends)."""
     prefix = len(body) - len(section.body)
-    body_start = text.find(section.body, section.start, section.end)
-    if body_start < 0:
-        return [(section.start, section.end)] * len(windows)
     spans = []
     for start, end in windows:
         start, end = _stripped(body, start, end)
-        spans.append((section.start if start < prefix else body_start + start - prefix,
-                      body_start + max(end - prefix, 0)))
+        spans.append((section.start if start < prefix else section.body_start + start - prefix,
+                      section.body_start + max(end - prefix, 0)))
     return spans
 
 
@@ -149,8 +175,11 @@ def unit_windows(units: list[tuple[int, int]], size: int, overlap: int) -> list[
     return windows
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n\s*")
-_PARAGRAPH_END = re.compile(r"\n[ \t\r\f\v]*\n\s*")
+# A line ends at \r\n, \r or \n (as sections.text_lines reads lines), or at a Unicode line or paragraph separator
+# (U+0085, U+2028, U+2029), which the sentence and paragraph splits honour too.
+_LINE_END = r"(?:\r\n|\r(?!\n)|[\n\x85\u2028\u2029])"
+_SENTENCE_END = re.compile(rf"(?<=[.!?…])\s+|{_LINE_END}\s*")
+_PARAGRAPH_END = re.compile(rf"{_LINE_END}[ \t\f\v]*{_LINE_END}\s*|\u2029\s*")
 
 
 def _pieces(text: str, start: int, end: int, boundary: re.Pattern[str]) -> list[tuple[int, int]]:
@@ -163,10 +192,21 @@ def _pieces(text: str, start: int, end: int, boundary: re.Pattern[str]) -> list[
     return [(a, b) for a, b in spans if b > a]
 
 
+# The longest a sentence unit may be: a text with no sentence end (a 5 MB line) is cut into word windows of this many
+# characters, so a `sentences` chunk stays bounded whatever the text.
+MAX_SENTENCE_CHARS = 2000
+
+
 def sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Sentences of text[start:end]: ended by `.`, `!`, `?` or `…` before a blank, or by a line break (a heading
-    or a list item is a sentence of its own)."""
-    return _pieces(text, start, end, _SENTENCE_END)
+    or a list item is a sentence of its own); a longer one than MAX_SENTENCE_CHARS is cut into word windows."""
+    spans = []
+    for a, b in _pieces(text, start, end, _SENTENCE_END):
+        if b - a <= MAX_SENTENCE_CHARS:
+            spans.append((a, b))
+        else:
+            spans += [_stripped(text, a + x, a + y) for x, y in word_windows(text[a:b], MAX_SENTENCE_CHARS, 0)]
+    return spans
 
 
 def recursive_spans(text: str, sections: list[Section], size: int) -> list[tuple[int, int]]:

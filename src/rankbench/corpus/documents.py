@@ -244,6 +244,17 @@ class FolderNotes:
     project_files: list[Path] = field(default_factory=list)  # a rankbench project's own files and result pages
     outside: list[Path] = field(default_factory=list)  # links to files outside the folder (read)
     linked_folders: list[Path] = field(default_factory=list)  # links to folders (not followed)
+    templates: list[Path] = field(default_factory=list)  # HTML templates of a site generator (Jinja tags)
+
+
+# A Jinja statement or expression (`{% if nav %}`, `{{ page.title }}`): an HTML file holding one is a site
+# generator's template (mkdocs `overrides/`, Sphinx `_templates/`), its text no document's.
+_TEMPLATE_TAG = re.compile(r"\{%-?\s.*?-?%\}|\{\{-?\s*[\w.\[\]'\"|( )]+?\s*-?\}\}")
+
+
+def is_template(path: Path) -> bool:
+    """Whether a file is an HTML template (a Jinja tag in it), not a document."""
+    return path.suffix.lower() in HTML_SUFFIXES and _TEMPLATE_TAG.search(_decoded(path)) is not None
 
 
 def _document_files(folder: Path, notes: FolderNotes) -> Iterator[Path]:
@@ -301,6 +312,9 @@ def folder_documents(folder: Path) -> tuple[pd.DataFrame, FolderNotes]:
             notes.other_type.append(path)
             continue
         try:  # every file is read: the mistakes of all of them are told at once
+            if is_template(path):
+                notes.templates.append(path)
+                continue
             rows.append(_folder_document(folder, path, reader, first))
         except InputError as error:
             errors.append(error)

@@ -19,13 +19,15 @@ def text_lines(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Section:
-    """One section of a document: its slug id, heading text and body, with its character span."""
+    """One section of a document: its slug id, heading text and body, with its character span [start, end) and
+    where its body starts (the body is text[body_start:...] exactly, whatever the line ends)."""
 
     section_id: str
     heading: str
     body: str
     start: int
     end: int
+    body_start: int
 
 
 def slugify(heading: str) -> str:
@@ -51,30 +53,31 @@ def heading_text(line: str) -> str | None:
 def split_sections(text: str) -> list[Section]:
     """Sections of a text in order; text before the first heading is the section '_intro'.
 
-    A repeated heading gets a numeric suffix (`-2`, `-3`) so every section id is unique.
+    A repeated heading gets a numeric suffix (`-2`, `-3`) so every section id is unique. A body is a slice of the
+    text (blanks at its edges left out), so every offset in it is an offset of the text whatever ends its lines
+    (\n, \r\n, \r or a mix).
     """
     sections: list[Section] = []
     seen: dict[str, int] = {}
-    heading, section_id, start = "", INTRO_SECTION, 0
-    body_lines: list[str] = []
+    heading, section_id, start, body_from = "", INTRO_SECTION, 0, 0
     offset = 0
 
     def close(end: int) -> None:
-        body = "\n".join(body_lines).strip()
+        raw = text[body_from:end]
+        body = raw.strip()
         if body or section_id != INTRO_SECTION:
-            sections.append(Section(section_id, heading, body, start, end))
+            sections.append(Section(section_id, heading, body, start, end,
+                                    body_from + len(raw) - len(raw.lstrip())))
 
     for line in text_lines(text):
-        found = heading_text(line.rstrip("\n"))
+        found = heading_text(line.rstrip("\r\n"))
         if found is not None:
             close(offset)
             heading = found
             base = slugify(heading) or "section"
             seen[base] = seen.get(base, 0) + 1
             section_id = base if seen[base] == 1 else f"{base}-{seen[base]}"
-            start, body_lines = offset, []
-        else:
-            body_lines.append(line.rstrip("\n"))
+            start, body_from = offset, offset + len(line)
         offset += len(line)
     close(offset)
     return sections

@@ -4,10 +4,13 @@ prompt tokens of the chunks a method returns. Neither needs torch."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from rankbench.errors import InputError
 
 REGEX_TOKENIZER = "regex"
 # The fallback: a word (letters, digits, underscore) or any other non-blank character is one token; close to a
@@ -31,25 +34,43 @@ def _regex_spans(text: str) -> list[tuple[int, int]]:
     return [match.span() for match in _REGEX_TOKENS.finditer(text)]
 
 
+TOKENIZER_FIX = ("Give the path of a tokenizer.json or of a model folder holding one (relative paths start from the "
+                 "project folder), or `regex` for the built-in word counter; the `tokenizers` package reads the file "
+                 "(`pip install tokenizers`).")
+
+
+def tokenizer_problem(tokenizer: str | None) -> str | None:
+    """Why a tokenizer named in a config cannot be read (None when it can, or when it is `regex` or not named): a
+    named file is never silently replaced by the regex fallback."""
+    if not tokenizer or tokenizer == REGEX_TOKENIZER:
+        return None
+    path = Path(tokenizer)
+    if path.is_dir() and not (path / "tokenizer.json").is_file():
+        return f"{tokenizer!r} is a folder without a tokenizer.json"
+    if not path.exists():
+        return f"{tokenizer!r} is neither an existing tokenizer.json nor a folder holding one"
+    if importlib.util.find_spec("tokenizers") is None:
+        return f"{tokenizer!r} needs the `tokenizers` package, which is not installed"
+    return None
+
+
 def load_tokenizer(tokenizer: str | None) -> Tokenizer:
-    """A `tokenizers` tokenizer from a tokenizer.json (a file, or a model folder holding one), else the regex
-    fallback (`regex`, None, a folder without tokenizer.json, or the `tokenizers` package not installed)."""
-    path = Path(tokenizer) if tokenizer and tokenizer != REGEX_TOKENIZER else None
-    if path is not None and path.is_dir():
-        path = path / "tokenizer.json"
-    if path is not None and path.is_file():
-        try:
-            from tokenizers import Tokenizer as HFTokenizer
-        except ImportError:
-            pass
-        else:
-            model = HFTokenizer.from_file(str(path))
-            model.no_padding()  # a model's file may pad to a fixed length or truncate: count the text's own tokens
-            model.no_truncation()
+    """A `tokenizers` tokenizer from a tokenizer.json (a file, or a model folder holding one), or the regex fallback
+    for `regex` or None; a named tokenizer that cannot be read is an InputError (tokenizer_problem), never the
+    fallback in its place."""
+    problem = tokenizer_problem(tokenizer)
+    if problem:
+        raise InputError(tokenizer, None, problem, TOKENIZER_FIX)
+    if not tokenizer or tokenizer == REGEX_TOKENIZER:
+        return Tokenizer(REGEX_TOKENIZER, _regex_spans)
+    from tokenizers import Tokenizer as HFTokenizer
 
-            def spans(text: str) -> list[tuple[int, int]]:
-                return [(start, end) for start, end in model.encode(text, add_special_tokens=False).offsets
-                        if end > start]
+    path = Path(tokenizer)
+    model = HFTokenizer.from_file(str(path / "tokenizer.json" if path.is_dir() else path))
+    model.no_padding()  # a model's file may pad to a fixed length or truncate: count the text's own tokens
+    model.no_truncation()
 
-            return Tokenizer(str(tokenizer), spans)
-    return Tokenizer(REGEX_TOKENIZER, _regex_spans)
+    def spans(text: str) -> list[tuple[int, int]]:
+        return [(start, end) for start, end in model.encode(text, add_special_tokens=False).offsets if end > start]
+
+    return Tokenizer(str(tokenizer), spans)

@@ -10,14 +10,15 @@ from rankbench.errors import InputError
 ALL_AUDIENCES = "all"
 
 
-def for_audience(questions: pd.DataFrame, labels: pd.DataFrame, audience: str, version: str
+def for_audience(questions: pd.DataFrame, labels: pd.DataFrame, audience: str, version: str, source: str = "config"
                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The questions of `audience` and their labels (everything for 'all'); an error when the version has none."""
+    """The questions of `audience` and their labels (everything for 'all'); an error naming the config file
+    (`source`) when the version has none (the start checks call this too, before any job)."""
     if audience == ALL_AUDIENCES:
         return questions, labels
     kept = questions[questions["audience"] == audience].reset_index(drop=True)
     if not len(kept):
-        raise InputError("config", "report.audience", f"is {audience!r}, but question-set version {version!r} has "
+        raise InputError(source, "report.audience", f"is {audience!r}, but question-set version {version!r} has "
                          f"no {audience} question", "Set report.audience to all, or to an audience the version has.")
     return kept, labels[labels["qid"].isin(kept["qid"])].reset_index(drop=True)
 

@@ -14,6 +14,7 @@ from typing import Any
 import jsonschema
 
 from rankbench.corpus.chunking import ChunkerSpec
+from rankbench.corpus.tokens import TOKENIZER_FIX, tokenizer_problem
 from rankbench.errors import InputError
 from rankbench.io.http import api_key, check_base_url
 from rankbench.pipeline.dataset_formats import check_dataset_keys
@@ -49,10 +50,27 @@ _GRID_VALUE = re.compile(r"^[A-Za-z0-9_.+-]{1,100}$")
 
 
 def validate_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: str) -> None:
-    """The raw config against the JSON schema; the most relevant error named by its key."""
+    """The raw config against the JSON schema, every number in it finite first; the most relevant error named by its
+    key."""
+    check_finite(config, source)
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if error is not None:
         raise _schema_error(error, source)
+
+
+def check_finite(value: Any, source: str, where: str = "") -> None:
+    """No number of a config is NaN or infinite (YAML reads `.nan` and `.inf` as numbers). JSON Schema's bounds let
+    NaN through (every comparison with it is false), and no key means anything by an infinite value: a margin, a
+    threshold, a weight or a timeout must be a finite number, or be left out for its default."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(source, where or "top level", f"is {value}, not a finite number",
+                         "Give a finite number, or leave the key out for its default (see docs/reference/config.md).")
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            check_finite(item, source, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for number, item in enumerate(value):
+            check_finite(item, source, f"{where}[{number}]")
 
 
 def _schema_error(error: jsonschema.ValidationError, source: str) -> InputError:
@@ -236,7 +254,7 @@ def check_methods(config: Mapping[str, Any], source: str) -> None:
                              "Give one weight per input, in the order of `inputs`.")
         _check_keys_apply(spec, where, source)
         zones = spec.get("abstention", {}).get("zones")
-        if zones is not None and not (math.isfinite(zones[0]) and math.isfinite(zones[1]) and zones[0] < zones[1]):
+        if zones is not None and not zones[0] < zones[1]:  # finite: check_finite
             raise InputError(source, f"{where}.abstention.zones", f"is {zones}: not two finite thresholds t1 < t2",
                              "Give [t1, t2] with t1 < t2 on the method's score scale: below t1 it abstains, from "
                              "t1 to below t2 it answers cautiously (the calibration page lists its top-1 scores).")
@@ -344,10 +362,10 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
                          f"Use one of: {', '.join(sorted(config['chunkers']))}.")
     for name, spec in config["chunkers"].items():
         try:
-            ChunkerSpec(**spec)
+            ChunkerSpec.from_config(spec).check_overlap()
         except ValueError as error:
             raise InputError(source, f"chunkers.{name}", str(error),
-                             "Every chunker but sections needs a size; the overlap must be smaller than the "
+                             "Every chunker but sections needs a size; the overlap must be at most half the "
                              "size.") from None
     for name, spec in config.get("encoders", {}).items():
         _check_api_encoder(name, spec, source)
@@ -372,18 +390,14 @@ def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:
 
 
 def check_endpoints(config: Mapping[str, Any], source: str) -> None:
-    """Every API endpoint (embedding encoders, chat models): finite timeouts, no credentials in its URL, its key's
-    variable set."""
+    """Every API endpoint (embedding encoders, chat models): no credentials in its URL, its key's variable set (its
+    timeouts are finite: check_finite)."""
     endpoints = [(f"encoders.{name}", spec) for name, spec in config.get("encoders", {}).items()
                  if encoder_kind(spec).api]
     endpoints += [("llm.chat", config.get("llm", {}).get("chat", {}))]
     endpoints += [(f"methods.{name}.scorer.chat", spec["scorer"].get("chat", {}))
                   for name, spec in config["methods"].items() if isinstance(spec.get("scorer"), Mapping)]
     for setting, spec in endpoints:
-        for key in ("timeout", "backoff"):
-            if isinstance(spec.get(key), float) and not math.isfinite(spec[key]):
-                raise InputError(source, f"{setting}.{key}", f"is {spec[key]}, not a number of seconds",
-                                 "Give a positive number of seconds, e.g. 60.")
         if spec.get("base_url"):
             check_base_url(spec["base_url"], setting, source)
         if spec.get("api_key_env"):
@@ -492,8 +506,21 @@ def check_paths(config: Mapping[str, Any], schema: Mapping[str, Any], source: st
                              "mean it.")
 
 
+def check_tokenizers(config: Mapping[str, Any], source: str) -> None:
+    """Every tokenizer the config names (a tokens chunker's, evaluation.tokenizer) can be read: a missing file once
+    fell back to the regex counter while the effective config and the pages named the file."""
+    named = [(f"chunkers.{name}.tokenizer", spec.get("tokenizer")) for name, spec in config["chunkers"].items()]
+    setting = config.get("evaluation", {}).get("tokenizer")
+    named += [("evaluation.tokenizer", setting)] if setting != "auto" else []
+    for where, tokenizer in named:
+        problem = tokenizer_problem(tokenizer)
+        if problem:
+            raise InputError(source, where, problem, TOKENIZER_FIX)
+
+
 def check_inputs(config: Mapping[str, Any], source: str) -> None:
     """Every file and folder the config reads exists, whatever results are already there."""
+    check_tokenizers(config, source)
     for where, path, folder in input_paths(config):
         if "{" in path or "}" in path:
             raise InputError(source, where, f"{path!r} contains {{…}}, which Snakemake reads as a wildcard",

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from rankbench.corpus.chunking import ChunkerSpec
+from rankbench.corpus.chunking import ChunkerSpec, chunker_settings
 from rankbench.llm.chat import BACKEND_DEFAULTS
 from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.kinds import encoder_kind
@@ -123,7 +123,8 @@ def effective_config(config: Mapping[str, Any], methods: Mapping[str, Mapping[st
                  "evaluation": evaluation_settings(config),
                  "report": {**REPORT_DEFAULTS, **config.get("report", {})},
                  "decision": {**DECISION_DEFAULTS, **config.get("decision", {})},
-                 "chunkers": {name: {**CHUNKER_DEFAULTS, **spec} for name, spec in config["chunkers"].items()},
+                 "chunkers": {name: {**CHUNKER_DEFAULTS, **chunker_settings(spec)}
+                              for name, spec in config["chunkers"].items()},
                  "encoders": {name: encoder_settings(spec) for name, spec in config.get("encoders", {}).items()},
                  "methods": {name: method_settings(spec) for name, spec in methods.items()}}
     for spec in effective["methods"].values():

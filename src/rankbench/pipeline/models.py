@@ -26,7 +26,7 @@ from rankbench.retrieval.encoders.hub import (
     weights_sha256,
 )
 from rankbench.retrieval.encoders.kinds import ENCODER_KINDS, HUB_KINDS, encoder_kind
-from rankbench.retrieval.model_files import model_folder_problem
+from rankbench.retrieval.model_files import model_folder_problem, output_dimension
 from rankbench.retrieval.registry import engine_key, hook, method_inputs, method_type, own_models, scorer_model
 from rankbench.retrieval.scorer_kinds import SCORER_KINDS, scorer_kind
 
@@ -90,6 +90,7 @@ def resolve_models(config: Mapping[str, Any], source: str, download: bool) -> di
             except InputError as failed:
                 raise InputError(source, f"{where}.model", failed.problem, failed.fix) from None
     check_model_files(config, resolved, source)
+    check_index_dimensions(config, resolved, source)
     return resolved
 
 
@@ -108,6 +109,40 @@ def check_model_files(config: Mapping[str, Any], commits: Mapping[str, str | Non
                    f"Give a {kind} model folder (see docs/reference/config.md, `encoders`); download or save it "
                    "again if its files were damaged.")
             raise InputError(source, f"{where}.model", f"{entry['model']!r} ({folder}) {problem}", fix)
+
+
+def check_index_dimensions(config: Mapping[str, Any], commits: Mapping[str, str | None], source: str) -> None:
+    """A dense method's compressed index fits its encoder's vectors, where the model folder says their size
+    (output_dimension): `dimensions` at most it, `pq_m` dividing the dimension kept, binary codes a whole number of
+    bytes. Known at start, these once failed the index job after the corpus was encoded."""
+    for name, spec in config["methods"].items():
+        if spec["type"] != "dense" or not spec.get("index"):
+            continue
+        encoder = config.get("encoders", {}).get(spec.get("encoder"), {})
+        where = f"encoders.{spec.get('encoder')}"
+        if encoder.get("kind") not in HUB_KINDS or encoder_kind(encoder).sparse:
+            continue
+        folder = resolve_model_path(encoder.get("model", DEFAULT_MODEL), commits.get(where))
+        model = output_dimension(folder)
+        index = spec["index"]
+        if model is None:
+            continue
+        kept = index.get("dimensions") or model
+        if kept > model:
+            raise InputError(source, f"methods.{name}.index.dimensions", f"is {kept}, more than the {model} "
+                             f"dimensions encoder {spec['encoder']!r} gives", f"Set at most {model}, or leave "
+                             "`dimensions` out to keep them all.")
+        if index.get("quantization") == "pq" and kept % index.get("pq_m", 8):
+            raise InputError(source, f"methods.{name}.index.pq_m", f"is {index.get('pq_m', 8)}, which does not "
+                             f"divide the {kept} dimensions the index keeps",
+                             f"Pick pq_m among the divisors of {kept} (e.g. {_divisors(kept)}).")
+        if index.get("quantization") == "binary" and kept % 8:
+            raise InputError(source, f"methods.{name}.index.dimensions", f"keeps {kept} dimensions; binary codes "
+                             "need a multiple of 8", f"Set `dimensions: {kept - kept % 8 or 8}`.")
+
+
+def _divisors(number: int) -> str:
+    return ", ".join(str(d) for d in (4, 8, 12, 16, 24, 32, 48, 64, 96) if number % d == 0) or "1"
 
 
 def with_resolved_revision(spec: Mapping[str, Any], commit: str | None) -> dict[str, Any]:

@@ -201,6 +201,8 @@ def summary_text(summary: InitSummary) -> str:
              f"{summary.dataset}."]
     notes = summary.notes
     for paths, what in ((notes.other_type, "Skipped {} file(s) of another type"),
+                        (notes.templates, "Skipped {} HTML template(s) (Jinja `{{%…%}}`/`{{{{…}}}}` tags: a site's "
+                                          "templates, not documents)"),
                         (notes.project_files, "Left out {} folder(s) or file(s) of a rankbench project (its config, "
                                               "corpus, questions and result pages are no documents)"),
                         (notes.hidden, "Left out {} hidden file(s) or folder(s)"),

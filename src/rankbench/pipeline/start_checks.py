@@ -9,9 +9,11 @@ alone can be skipped. The same loaders run again inside the jobs as a second lin
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,8 @@ import yaml
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.label_checks import check_label_targets
 from rankbench.errors import InputError
+from rankbench.io.audience import ALL_AUDIENCES, for_audience
+from rankbench.io.config_file import sorted_mappings
 from rankbench.io.expansions import expansion_lock_key, expansion_record, load_expansions
 from rankbench.io.files import corpus_record
 from rankbench.io.frozen import (
@@ -33,7 +37,9 @@ from rankbench.io.frozen import (
     rewrite_lock_key,
 )
 from rankbench.io.ir_datasets_source import check_same_docs, records_digest, source
+from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.io.rewrites import load_rewrites
+from rankbench.pipeline.config import check_config, expand_chunkers
 from rankbench.pipeline.dataset_formats import (
     corpus_files,
     corpus_source,
@@ -43,8 +49,11 @@ from rankbench.pipeline.dataset_formats import (
     version_files,
     version_source,
 )
-from rankbench.pipeline.defaults import evaluation_settings
+from rankbench.pipeline.defaults import RESULTS, evaluation_settings
 from rankbench.pipeline.drafts import check_evaluable, is_draft
+from rankbench.pipeline.mlflow import mlflow_settings
+from rankbench.pipeline.models import resolve_models
+from rankbench.pipeline.provenance import diff_pairs, margin_settings, report_settings
 
 
 @contextmanager
@@ -110,14 +119,16 @@ def check_frozen_files(config: Mapping[str, Any], results: str) -> None:
         check_results_record(key, digest, expansion_record(results, name))
 
 
-def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str) -> None:
-    """Every record of the corpus, the question sets, their labels and rewrites, with the loaders the jobs use."""
+def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str, config_file: str = "config"
+                          ) -> None:
+    """Every record of the corpus, the question sets, their labels and rewrites, with the loaders the jobs use; each
+    version has questions of report.audience."""
     fmt = config["dataset"]["format"]
     documents = checked_documents(config, schemas, results)
     corpus = (corpus_files(config) or [source(config["dataset"].get("id", ""), "docs")])[0]
     question_schema = _schema(schemas, "questions")
     for name, spec in sorted(config["chunkers"].items()):
-        check_chunkable(documents, ChunkerSpec(**spec), corpus, f"chunker {name!r}")
+        check_chunkable(documents, ChunkerSpec.from_config(spec), corpus, f"chunker {name!r}")
     doc_ids = set(documents["doc_id"])
     for path in config["dataset"].get("expansions", {}).values():
         load_expansions(Path(path), doc_ids)
@@ -131,11 +142,45 @@ def check_dataset_records(config: Mapping[str, Any], schemas: Path, results: str
         labels_source = files[-1] if files else source(version_spec["id"], "qrels")
         check_label_targets(labels, documents, labels_source)
         check_evaluable(labels, evaluation_settings(config), labels_source)
+        for_audience(questions, labels, config.get("report", {}).get("audience", ALL_AUDIENCES), version, config_file)
         for path in spec.get("rewrites", {}).values():
             load_rewrites(Path(path), questions)
 
 
-def check_dataset(config: Mapping[str, Any], schemas: Path, results: str) -> None:
+def check_dataset(config: Mapping[str, Any], schemas: Path, results: str, config_file: str = "config") -> None:
     """All start-of-run checks of the dataset's files; `results` is the dataset's results folder."""
     check_frozen_files(config, results)
-    check_dataset_records(config, schemas, results)
+    check_dataset_records(config, schemas, results, config_file)
+
+
+@dataclass(frozen=True)
+class StartPlan:
+    """What a dataset run's start checks resolved, as the workflow's rules read it."""
+
+    config: dict[str, Any]  # every mapping sorted, chunker grids expanded into one chunker per point
+    methods: dict[str, dict[str, Any]]  # method grids expanded into one method per point
+    model_commits: dict[str, str | None]  # config key -> the hub commit its model resolved to (None: not a hub id)
+    margins: list[list[Any]]  # evaluation.margin as [metric, k, δ]
+    report: dict[str, Any]  # the report block with its defaults
+    diffs: list[tuple[str, str]]
+    mlflow: dict[str, str] | None
+
+
+def start_run(config: Mapping[str, Any], config_file: str, main_process: bool = True) -> StartPlan:
+    """Every check a dataset run makes when it starts, in order: the config whole (check_config), hub models (resolved,
+    downloaded once by the main process when hub access is on), the dataset's files and records (main process), the
+    margins, report, diffs and MLflow settings. The workflow (common.smk) and `rankbench check` both call this one
+    function, so `check` refuses exactly what `run` refuses at start. Paths resolve against the working directory
+    (the project folder)."""
+    settings: dict[str, Any] = sorted_mappings(config)
+    schema = yaml.safe_load((SCHEMA_FOLDER / "config.schema.yaml").read_text(encoding="utf-8"))
+    methods = check_config(settings, schema, config_file)
+    settings["chunkers"] = expand_chunkers(settings["chunkers"], config_file)
+    commits = resolve_models({**settings, "methods": methods}, config_file, download=main_process)
+    if main_process:
+        results = f"{settings.get('results', RESULTS)}/{settings['dataset']['name']}"
+        check_dataset(settings, SCHEMA_FOLDER, results, config_file)
+    ks = evaluation_settings(settings)["ks"]
+    report = report_settings(settings, ks, config_file)
+    return StartPlan(settings, methods, commits, margin_settings(settings, ks, config_file), report,
+                     diff_pairs(settings, config_file), mlflow_settings(report, os.environ.get("MLFLOW_TRACKING_URI")))

@@ -79,6 +79,12 @@ class IndexSpec:
         return name + (f"-{self.quantization}" if self.quantization else "")
 
     @property
+    def min_vectors(self) -> int:
+        """The fewest vectors the index can be built from: product codes train 2^pq_nbits centroids a sub-vector
+        (FAISS stops with a RuntimeError under that); every other index builds from one."""
+        return 2 ** self.pq_nbits if self.quantization == "pq" else 1
+
+    @property
     def compressed(self) -> bool:
         """Whether the index holds fewer or coarser numbers than the encoder's float vectors."""
         return bool(self.dimensions or self.quantization)
@@ -141,6 +147,21 @@ def check_dense_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], wher
     if dimensions and index.quantization == "pq" and dimensions % index.pq_m:
         raise InputError(source, f"{where}.index.pq_m", f"is {index.pq_m}, which does not divide `dimensions: "
                          f"{dimensions}`", "Pick pq_m among the divisors of the dimension (e.g. 8, 16, 32).")
+
+
+def check_index_sizes(needs: list[list[Any]], chunks: int, chunker: str, source: str) -> None:
+    """Before the corpus is encoded: each index built over a chunker's chunks ([method, index block] of `needs`) can
+    be built from as many vectors as the chunker yields (IndexSpec.min_vectors); an IVF index with more lists than
+    chunks gets one list a chunk (build_index)."""
+    for method, block in needs:
+        spec = IndexSpec.from_config(block)
+        if chunks < spec.min_vectors:
+            bits = max(chunks.bit_length() - 1, 1)
+            raise InputError(source, f"methods.{method}.index", f"has product codes of pq_nbits {spec.pq_nbits}, "
+                             f"which train {spec.min_vectors} centroids a sub-vector from at least as many chunks, "
+                             f"but chunker {chunker!r} yields {chunks}",
+                             f"Set `methods.{method}.index.pq_nbits: {bits}` (2^{bits} <= {chunks}), use "
+                             "`quantization: int8`, or a chunker that yields more chunks.")
 
 
 def truncated(vectors: np.ndarray, dimensions: int | None) -> np.ndarray:

@@ -92,3 +92,25 @@ def uninitialised_parameters(model: Any, folder: str | Path) -> list[str]:
     prefix = f"{getattr(model, 'base_model_prefix', '')}."
     return sorted(name for name in model.state_dict()
                   if not {name, name.removeprefix(prefix), prefix + name} & stored)
+
+
+def output_dimension(folder: str | Path) -> int | None:
+    """The vector size a sentence-transformers folder encodes to, read from its modules' configs (a Dense layer's
+    out_features, else the Pooling layer's dimension times its pooling modes); None when the folder does not say."""
+    folder = Path(folder)
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        dimension = None
+        for module in modules:
+            config_path = folder / module.get("path", "") / "config.json"
+            if not module.get("path") or not config_path.is_file():
+                continue
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+            if "out_features" in config:
+                dimension = int(config["out_features"])
+            elif "word_embedding_dimension" in config:
+                modes = sum(bool(value) for key, value in config.items() if key.startswith("pooling_mode_"))
+                dimension = int(config["word_embedding_dimension"]) * max(modes, 1)
+        return dimension
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None

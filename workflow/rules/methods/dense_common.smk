@@ -63,5 +63,12 @@ def dense_index_name(method):
 
 INDEX_NAMES["faiss_index"] = dense_index_name
 INDEX_STATS.update({m: dense_index_stats(m) for m in methods_indexed_by("faiss_index")})
+INDEX_BLOCKS.update(
+    {
+        m: METHOD_SPECS[m]["index"]
+        for m in methods_indexed_by("faiss_index")
+        if dense_index(m).min_vectors > 1
+    }
+)
 ANN_RECALL_METHODS.extend(approximate_methods())
 VERSION_PAGES.extend(["vector-size"] if FLOAT_TWINS else [])
