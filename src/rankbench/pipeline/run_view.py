@@ -1,7 +1,12 @@
 """What `rankbench run` shows while Snakemake works: jobs done/total, the running step and the last progress line of
 its log (encoders and indexes write one at every tenth of their work or every 10 s, io/progress.py), read from
 Snakemake's own output, which goes whole to a log file. On a terminal it is one line, rewritten; elsewhere (CI, a
-pipe) a line when a step starts and when its progress moves."""
+pipe) a line when a step starts and when its progress moves, each naming its job (two jobs may run at once).
+
+Every warning of a run is shown too, naming its job, once however often it comes: a job's warnings are read from
+its log (run_script writes `time WARNING message` lines there and to Snakemake's output), and a warning line of
+Snakemake's output that no job's log holds (a job without a log file) is shown with the job that was running alone
+when it came, if one was. `finish` reads what the jobs wrote last; `warning_lines` repeats them all at the end."""
 
 from __future__ import annotations
 
@@ -22,6 +27,12 @@ _ERROR = re.compile(r"^Error in rule (\S+):")
 # A progress line of a job's log (io/progress.py's Progress.line), after logging's time and level.
 _PROGRESS = re.compile(r"INFO (.+: [\d,]+/[\d,]+ .+ETA .+)$")
 _START_ERROR = re.compile(r'^\w+ in file ".+", line \d+:$')
+# A warning, as logging writes it in a job (pipeline/scripting.py's format: time, level, message; a Python warning
+# caught by logging.captureWarnings is one too), as Python prints an uncaught one (`file:line: XWarning: text`), or as
+# rankbench's own processes print one (`rankbench: warning: text`: the job worker names a job that uses no CPU).
+_WARNING = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ WARNING (.+)$")
+_PYTHON_WARNING = re.compile(r"^\S+:\d+: (\w*Warning: .+)$")
+_RANKBENCH_WARNING = re.compile(r"^rankbench: warning: (.+)$")
 TAIL_LINES = 15  # of Snakemake's output, shown when a run fails before any job (a config or input error)
 
 
@@ -31,6 +42,16 @@ class _Job:
     log: Path | None = None
     wildcards: str = ""
     progress: str = ""
+    read_to: int = 0  # how far its log was read for warnings (bytes)
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    """A warning of the run: the job that gave it (its rule and wildcards; '' when no job can be named) and its
+    first line."""
+
+    job: str
+    message: str
 
 
 @dataclass
@@ -46,8 +67,10 @@ class RunView:
     failed: list[_Job] = field(default_factory=list)
     running: dict[str, _Job] = field(default_factory=dict)
     tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+    warnings: list[RunWarning] = field(default_factory=list)
     _block: _Job | None = None
     _shown: str = ""
+    _loose: list[tuple[str, str]] = field(default_factory=list)  # (job running alone or '', message)
 
     def feed(self, line: str) -> None:
         """One line of Snakemake's output."""
@@ -74,7 +97,12 @@ class RunView:
             else:
                 self.running[value] = self._block
         elif match := _FINISHED.match(line):
-            self.running.pop(match.group(1), None)
+            finished = self.running.pop(match.group(1), None)
+            if finished is not None:
+                self._read_warnings(finished)
+        elif match := _WARNING.match(line) or _PYTHON_WARNING.match(line) or _RANKBENCH_WARNING.match(line):
+            alone = list(self.running.values())
+            self._loose.append((_name(alone[0]) if len(alone) == 1 else "", match.group(1)))
         elif match := _STEPS.match(line):
             self.done, self.total = int(match.group(1)), int(match.group(2))
             self._show()
@@ -82,18 +110,47 @@ class RunView:
             self.total = int(match.group(1))
 
     def poll(self) -> None:
-        """Read each running job's last progress line from its log; show what moved."""
-        for job in self.running.values():
+        """Read each running job's last progress line and new warnings from its log; show what moved, and the
+        warnings of Snakemake's output read before that no job's log holds."""
+        loose, self._loose = self._loose, []
+        for job in list(self.running.values()):
+            self._read_warnings(job)
             latest = _last_progress(job.log)
             if latest and latest != job.progress:
                 job.progress = latest
                 if not self.terminal:
-                    self._print(f"  {latest}")
+                    self._print(f"  {_name(job)}: {latest}")
+        self._settle(loose)
         self._show()
 
+    def finish(self) -> None:
+        """After Snakemake ended: the warnings the jobs wrote last (the running and failed jobs' logs) and those of
+        Snakemake's output no log holds."""
+        for job in [*self.running.values(), *self.failed]:
+            self._read_warnings(job)
+        loose, self._loose = self._loose, []
+        self._settle(loose)
+        self.close()
+
+    def warning_lines(self) -> list[str]:
+        """Every warning of the run once, naming the jobs that gave it: `warning: job, job: message`."""
+        jobs: dict[str, list[str]] = {}
+        for warning in self.warnings:
+            jobs.setdefault(warning.message, [])
+            if warning.job and warning.job not in jobs[warning.message]:
+                jobs[warning.message].append(warning.job)
+        return [f"warning: {', '.join(names)}: {message}" if names else f"warning: {message}"
+                for message, names in jobs.items()]
+
+    def warning_count(self) -> str:
+        """`N warning(s)` of the run ('' when none)."""
+        count = len(self.warning_lines())
+        return f"{count} warning{'s' if count > 1 else ''}" if count else ""
+
     def status(self) -> str:
-        """`[done/total jobs] rule (wildcards): its last progress line`, of the job started last."""
-        count = f"[{self.done}/{self.total if self.total is not None else '?'} jobs]"
+        """`[done/total jobs, N warnings] rule (wildcards): its last progress line`, of the job started last."""
+        count = f"[{self.done}/{self.total if self.total is not None else '?'} jobs" + (
+            f", {self.warning_count()}]" if self.warnings else "]")
         if not self.running:
             return count
         job = list(self.running.values())[-1]
@@ -119,6 +176,37 @@ class RunView:
                 shown += ["  " + text for text in
                           job.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]]
         return shown
+
+    def _read_warnings(self, job: _Job) -> None:
+        """The warnings a job's log gained since it was last read (whole lines only)."""
+        if job.log is None or not job.log.is_file():
+            return
+        with open(job.log, "rb") as handle:
+            handle.seek(job.read_to)
+            text = handle.read()
+        complete = text.rfind(b"\n") + 1
+        job.read_to += complete
+        for line in text[:complete].decode("utf-8", errors="replace").splitlines():
+            if match := _WARNING.match(line) or _PYTHON_WARNING.match(line):
+                self._warn(RunWarning(_name(job), match.group(1)))
+
+    def _settle(self, loose: list[tuple[str, str]]) -> None:
+        """Warnings of Snakemake's output: those a job's log held are shown already; the others now."""
+        known = {warning.message for warning in self.warnings}
+        for job, message in loose:
+            if message not in known:
+                self._warn(RunWarning(job, message))
+
+    def _warn(self, warning: RunWarning) -> None:
+        if warning in self.warnings:
+            return
+        self.warnings.append(warning)
+        text = f"warning: {warning.job}: {warning.message}" if warning.job else f"warning: {warning.message}"
+        if self.terminal and self._shown:  # above the rewritten line, which is drawn again below it
+            self.out.write("\r" + " " * len(self._shown) + "\r")
+            self._shown = ""
+        self._print(text)
+        self._show()
 
     def _say_started(self, job: _Job) -> None:
         if not self.terminal:

@@ -15,6 +15,7 @@ from rankbench.io.markdown import markdown_grid, markdown_literal
 from rankbench.report.run_pages import DRAFT_MARK, previous_of, run_change_text
 
 WIDTH, HEIGHT, LEFT, RIGHT, TOP, BOTTOM = 760, 320, 56, 200, 16, 40
+NAME_CHAR, LEGEND_ROW = 6.6, 14  # px of a method name's character at 11 px (wide, to be safe), of a legend row
 COLOURS = ("#1b6ca8", "#d1495b", "#00798c", "#edae49", "#66a182", "#8d5a97", "#30343f", "#e07a5f", "#3d405b",
            "#81b29a", "#f2cc8f", "#6d597a")
 
@@ -47,7 +48,11 @@ def _chart(means: pd.DataFrame, labels: Sequence[str], runs: Sequence[str], colo
     """One SVG line chart: x the runs in order, y the metric, one polyline (and dots) per method."""
     low, high = float(means.min().min()), float(means.max().max())
     low, high = (low - 0.05, high + 0.05) if high - low < 1e-9 else (low, high)
+    # The legend of method names right of the plot gets the room its longest name needs and its rows need (at a
+    # fixed RIGHT and HEIGHT, long or many names were cut); the page shrinks the whole chart to fit its width.
     inner_w, inner_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    width = LEFT + inner_w + max(RIGHT, 16 + round(NAME_CHAR * max(map(len, means.columns), default=0)))
+    height = max(HEIGHT, TOP + LEGEND_ROW * len(means.columns) + 10)
 
     def x(i: int) -> float:
         return LEFT + (inner_w * i / (len(runs) - 1) if len(runs) > 1 else inner_w / 2)
@@ -55,7 +60,7 @@ def _chart(means: pd.DataFrame, labels: Sequence[str], runs: Sequence[str], colo
     def y(v: float) -> float:
         return TOP + inner_h * (high - v) / (high - low)
 
-    parts = [f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" role="img">',
+    parts = [f'<svg viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img">',
              f'<line x1="{LEFT}" y1="{TOP + inner_h}" x2="{LEFT + inner_w}" y2="{TOP + inner_h}" stroke="#888"/>',
              f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + inner_h}" stroke="#888"/>']
     for value in (low, (low + high) / 2, high):
@@ -71,7 +76,7 @@ def _chart(means: pd.DataFrame, labels: Sequence[str], runs: Sequence[str], colo
                      f'stroke="{colour}" stroke-width="2"/>')
         parts += [f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.5" fill="{colour}"><title>{html.escape(method)}, '
                   f'run {html.escape(runs[i])}: {v:.4f}</title></circle>' for i, v in enumerate(series) if pd.notna(v)]
-        parts.append(f'<text x="{LEFT + inner_w + 10}" y="{TOP + 14 * row + 10}" fill="{colour}">'
+        parts.append(f'<text x="{LEFT + inner_w + 10}" y="{TOP + LEGEND_ROW * row + 10}" fill="{colour}">'
                      f'{html.escape(method)}</text></g>')
     return "".join(parts) + "</svg>"
 
@@ -125,7 +130,8 @@ def history_html(dataset: str, versions: Mapping[str, pd.DataFrame], headline: S
     body = ("".join(charts) if charts else "<p>No run recorded yet.</p>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(dataset)}: history of runs</title><style>body{{font-family:sans-serif;margin:1em}}"
-            "svg text{font-size:11px}ol.runs{font-size:.9em}label{margin-right:.8em}</style></head><body>"
+            "svg text{font-size:11px}svg{max-width:100%;height:auto}ol.runs{font-size:.9em;overflow-wrap:anywhere}"
+            "label{margin-right:.8em}</style></head><body>"
             f"<h1>{html.escape(dataset)}: history of runs</h1><p>Each point is a recorded run (x: its number; hover "
             "for its id and config change, listed under the chart). The table is in history.md; "
             "<code>rankbench runs</code> and <code>rankbench diff-runs</code> say what changed.</p>"

@@ -11,7 +11,10 @@ from markdown_it import MarkdownIt
 from markdown_it.renderer import RendererHTML
 from markdown_it.token import Token
 
-STYLE = ("body{font-family:system-ui,sans-serif;margin:1.5em;max-width:110em;color:#222}"
+# The page never scrolls sideways, whatever its width (1280 px and narrower): a table wider than the page scrolls in
+# its own box (div.wide), a word or code longer than a line breaks, images shrink to fit.
+STYLE = ("body{font-family:system-ui,sans-serif;margin:1.5em;max-width:110em;color:#222;overflow-wrap:break-word}"
+         "div.wide{overflow-x:auto;max-width:100%}img{max-width:100%;height:auto}"
          "table{border-collapse:collapse;margin:.6em 0;font-size:.9em}"
          "th,td{border:1px solid #ccc;padding:.25em .5em}th{background:#f2f2f2}"
          "tr:nth-child(even) td{background:#fafafa}code{background:#f4f4f4;padding:0 .2em}"
@@ -34,10 +37,22 @@ def _image(renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: A
     return html.escape(f"![{token.content}]({source})")
 
 
+def _table_open(renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+    """A table in its own sideways-scrolling box (STYLE's div.wide)."""
+    return '<div class="wide">' + renderer.renderToken(tokens, idx, options, env)
+
+
+def _table_close(renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: Any, env: Any) -> str:
+    return renderer.renderToken(tokens, idx, options, env) + "</div>\n"
+
+
 def markdown_html(text: str, title: str) -> str:
-    """A whole HTML document for a Markdown page (CommonMark with pipe tables; images only of local files)."""
+    """A whole HTML document for a Markdown page (CommonMark with pipe tables, each in a box of its own that scrolls
+    when the table is wider than the page; images only of local files)."""
     parser = MarkdownIt("commonmark", {"html": False}).enable("table")
     parser.add_render_rule("image", _image)
+    parser.add_render_rule("table_open", _table_open)
+    parser.add_render_rule("table_close", _table_close)
     body = parser.render(text)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body>\n{body}</body></html>\n")

@@ -221,11 +221,27 @@ def history_plot(history: pd.DataFrame, metric: str, title: str) -> Figure:
     rows_of_panels = max(1, -(-len(qsets) // columns))
     methods = sorted(history["method"].unique())
     height = max(3.2, 0.22 * len(methods) + 1.6)
-    figure, axes = new_figure(rows_of_panels, columns, figsize=(WIDTH if columns > 1 else 7.0,
-                                                                height * rows_of_panels + 0.6), squeeze=False)
+    width = WIDTH if columns > 1 else 7.0
+    lines = history.groupby("qset")["run"].nunique().max() > 1
+    # One legend for every panel (a method has one colour in all), in a row of its own under them, in as many
+    # columns as its longest name lets fit the width: beside a panel it was cut at the figure's edge or covered the
+    # next panel.
+    legend_columns = max(1, min(len(methods), int(width / (0.06 * max(map(len, methods), default=1) + 0.5))))
+    legend_height = (0.17 * -(-len(methods) // legend_columns) + 0.2) if lines else 0.0
+    figure = Figure(figsize=(width, height * rows_of_panels + 0.6 + legend_height))
+    grid = figure.add_gridspec(rows_of_panels + bool(lines), columns,
+                               height_ratios=[height] * rows_of_panels + ([legend_height] if lines else []))
+    axes = np.array([[figure.add_subplot(grid[row, column]) for column in range(columns)]
+                     for row in range(rows_of_panels)])
     for axis in list(axes.flat)[len(qsets):]:
         axis.set_visible(False)
     palette = colors(methods)
+    if lines:
+        key = figure.add_subplot(grid[-1, :])
+        key.axis("off")
+        handles = [key.plot([], [], marker="o", markersize=3, color=palette[method])[0] for method in methods]
+        key.legend(handles, methods, loc="upper center", ncol=legend_columns, fontsize=7, frameon=False,
+                   borderaxespad=0)
     for axis, qset in zip(axes.flat, qsets):
         rows = history[history["qset"] == qset]
         runs = rows.drop_duplicates("run")[["run", "date", "label"]].reset_index(drop=True)
@@ -247,7 +263,6 @@ def history_plot(history: pd.DataFrame, metric: str, title: str) -> Figure:
         axis.set(ylabel=metric, title=qset, ylim=(0, 1.02))
         axis.title.set_fontsize(9)
         axis.grid(alpha=0.3)
-        axis.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     figure.suptitle(title, fontsize=10)
     return figure
 

