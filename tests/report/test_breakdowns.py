@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from statsmodels.stats.multitest import multipletests
 
 from rankbench.evaluation.scoring import breakdown_aggregate, breakdown_groups
-from rankbench.report.comparison import breakdown_sections, plots_line
+from rankbench.report.comparison import breakdown_sections, kinds_not_applicable, plots_line
 from rankbench.report.tables import group_order, group_tables, holm_within
 
 TAGS = ("billing", "login", "refund")
@@ -106,3 +107,28 @@ def test_the_plot_links_name_the_per_kind_heatmap_only_for_two_kinds_or_more() -
     assert plots_line(several) == ("- plots: [bars](plots/bars.svg), [recall@k](plots/recall.svg), [by question kind]"
                                    "(plots/kinds.svg), [mean grade by rank](plots/grades.svg), "
                                    "[calibration](plots/calibration.svg)")
+
+
+@pytest.mark.parametrize(("evaluated", "asked", "said"), [
+    (["answerable"], {"answerable": 10, "unanswerable": 2},
+     "every evaluated question (with a relevant label) is of one kind (answerable); the other questions have no "
+     "relevant label, so no metric is computed on them (2 unanswerable questions)."),
+    (["answerable"], {"answerable": 10, "unanswerable": 1, "chitchat": 3},
+     "(3 chitchat questions; 1 unanswerable question)"),
+    (["beir"], {"beir": 40}, "every question is of one kind (beir); a native question set"),
+    ([], {"unanswerable": 4}, "no question has a relevant label, so no kind has a metric (4 unanswerable questions)"),
+])
+def test_the_per_kind_line_counts_every_question(evaluated: list[str], asked: dict[str, int], said: str) -> None:
+    """Before: "every question is of one kind (answerable)" on a set holding 2 unanswerable questions."""
+    text = kinds_not_applicable(evaluated, asked)
+    assert text.startswith("Not applicable: ") and said in text
+    if len(asked) > 1:
+        assert "every question is of one kind" not in text
+
+
+def test_the_page_names_the_unanswerable_questions_the_aggregate_leaves_out() -> None:
+    aggregate = pd.DataFrame({"method": ["a", "a"], "grain": "document", "kind": ["all", "answerable"],
+                              "metric": "ndcg", "k": 10})
+    questions = pd.DataFrame({"qid": ["q1", "q2", "q3"], "kind": ["answerable", "unanswerable", "unanswerable"]})
+    text = "\n".join(breakdown_sections(aggregate, None, "document", [("ndcg", 10)], True, ["a"], 0.05, questions))
+    assert "every question is of one kind" not in text and "(2 unanswerable questions)" in text

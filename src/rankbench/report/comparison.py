@@ -463,7 +463,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
                               baseline, inputs.tokenizer)
     at_grain = set(aggregate.loc[aggregate["grain"] == grain, ["metric", "k"]].itertuples(index=False, name=None))
     lines += breakdown_sections(aggregate, inputs.breakdowns, grain, [(m, k) for m, k in full if (m, k) in at_grain],
-                                ci, methods, alpha)
+                                ci, methods, alpha, inputs.questions)
     lines += ["## Labels", "", *labels_section(inputs.validation)]
     if inputs.judged:
         lines += judge_section(inputs.judge_agreement)
@@ -475,15 +475,33 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     return "\n".join(lines)
 
 
+def kinds_not_applicable(evaluated: Sequence[str], asked: Mapping[str, int]) -> str:
+    """Why the per-kind breakdown is absent, true in every case: the kinds with a metric (`evaluated`: fewer than
+    two) against the kinds of every question of the version (`asked`: kind -> questions), where unanswerable
+    questions (no relevant label, no metric) count too."""
+    others = {kind: n for kind, n in sorted(asked.items()) if kind not in evaluated}
+    apart = "; ".join(f"{n} {markdown_literal(kind)} question{'s' if n != 1 else ''}" for kind, n in others.items())
+    hint = "a native question set gives its questions a `kind` (answerable, unanswerable, …)."
+    if not evaluated:
+        return f"Not applicable: no question has a relevant label, so no kind has a metric ({apart or 'no question'})."
+    if not others:
+        return f"Not applicable: every question is of one kind ({markdown_literal(evaluated[0])}); {hint}"
+    return (f"Not applicable: every evaluated question (with a relevant label) is of one kind "
+            f"({markdown_literal(evaluated[0])}); the other questions have no relevant label, so no metric is "
+            f"computed on them ({apart}).")
+
+
 def breakdown_sections(aggregate: pd.DataFrame, breakdowns: pd.DataFrame | None, grain: str,
-                       metrics: Sequence[tuple[str, int]], ci: bool, methods: Sequence[str], alpha: float) -> list[str]:
+                       metrics: Sequence[tuple[str, int]], ci: bool, methods: Sequence[str], alpha: float,
+                       questions: pd.DataFrame | None = None) -> list[str]:
     """Every metric per question kind, per tag and per difficulty (report.tables.group_tables), or a line saying
-    why a breakdown is absent (one kind only; no tags or difficulty on the questions)."""
+    why a breakdown is absent (one evaluated kind only, naming the questions of other kinds, e.g. unanswerable ones,
+    that have no metric; no tags or difficulty on the questions)."""
     lines = ["## Breakdowns", "", GROUP_LEGEND.format(grain=grain), ""]
     kinds = question_kinds(aggregate)
     if len(kinds) < 2:
-        lines += ["### Per question kind", "", f"Not applicable: every question is of one kind ({', '.join(kinds)}); "
-                  "a native question set gives its questions a `kind` (answerable, unanswerable, …).", ""]
+        asked = questions["kind"].value_counts().to_dict() if questions is not None else dict.fromkeys(kinds, 1)
+        lines += ["### Per question kind", "", kinds_not_applicable(kinds, asked), ""]
     else:
         lines += group_tables(aggregate[aggregate["kind"] != ALL_KINDS], grain, metrics, ci, methods, alpha,
                               "Per question kind")
