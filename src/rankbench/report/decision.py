@@ -135,8 +135,29 @@ def abstention_rules(zones: pd.DataFrame | None) -> list[str]:
         action = ("keep the zones; the calibration page lists each zone's questions and hit@k" if caught > lost
                   else "its top-1 score does not tell them apart at t1: move t1, or take a reranker's score as the "
                   "signal (calibration page)")
+        few = [f"{n} {kind} question{'s' if n != 1 else ''}"
+               for n, kind in ((total_u, "unanswerable"), (total_a, "answerable")) if n < SMALL_N]
+        if few:
+            action = (f"only {' and '.join(few)}: too few to rely on these shares (see their intervals); add "
+                      f"questions (at least {SMALL_N} of each kind) before acting on it. On these numbers: {action}")
+        caught_n, lost_n = int(abstain["unanswerable"]), int(abstain["answerable"])
         lines.append(f"- **Abstention ({markdown_literal(str(method))})**: abstaining below t1 = "
-                     f"{abstain['high']:.4g} catches {caught:.0%} of the unanswerable questions "
-                     f"({int(abstain['unanswerable'])} of {total_u}) at the cost of {lost:.0%} of the answerable "
-                     f"ones ({int(abstain['answerable'])} of {total_a}). → {action[0].upper()}{action[1:]}.")
+                     f"{abstain['high']:.4g} catches {caught:.0%} of the unanswerable questions ({caught_n} of "
+                     f"{total_u}; 95% CI {share_interval(caught_n, total_u)}) at the cost of {lost:.0%} of the "
+                     f"answerable ones ({lost_n} of {total_a}; 95% CI {share_interval(lost_n, total_a)}). → "
+                     f"{action[0].upper()}{action[1:]}.")
     return lines
+
+
+# Fewer questions of a kind than this, and the advice resting on them says it is too few to rely on: a share of 20
+# questions has a 95% interval about ±0.2 wide.
+SMALL_N = 20
+
+
+def share_interval(count: int, n: int) -> str:
+    """The exact (Clopper-Pearson) 95% interval of a share of count out of n questions, as "a%–b%"."""
+    from scipy.special import betaincinv  # scipy.stats.beta.ppf's own function
+
+    low = 0.0 if count == 0 else float(betaincinv(count, n - count + 1, 0.025))
+    high = 1.0 if count == n else float(betaincinv(count + 1, n - count, 0.975))
+    return f"{low:.0%}–{high:.0%}"
