@@ -86,19 +86,18 @@ def compare(pairs: pd.DataFrame, a: str, b: str, p_holm: float, family: Sequence
     (the comparisons it was adjusted over, "x vs y"); None when never compared."""
     direct = pairs[(pairs["method_a"] == a) & (pairs["method_b"] == b)]
     swapped = pairs[(pairs["method_a"] == b) & (pairs["method_b"] == a)]
-    context = {"p_holm": p_holm, "family": tuple(family), "alpha": alpha}
     if len(direct):
         row = direct.iloc[0]
         return Comparison(a, b, row["mean_a"], row["mean_b"], row["diff"], row["diff_low"], row["diff_high"],
                           wins=int(row["wins"]), ties=int(row["ties"]), losses=int(row["losses"]), n=int(row["n"]),
                           p_noninferior=row.get("p_noninferior_a", np.nan), p_raw=float(row["p_randomization"]),
-                          **context)
+                          p_holm=p_holm, family=tuple(family), alpha=alpha)
     if len(swapped):
         row = swapped.iloc[0]
         return Comparison(a, b, row["mean_b"], row["mean_a"], 0.0 - row["diff"], 0.0 - row["diff_high"],
                           0.0 - row["diff_low"], wins=int(row["losses"]), ties=int(row["ties"]),
                           losses=int(row["wins"]), n=int(row["n"]), p_noninferior=row.get("p_noninferior_b", np.nan),
-                          p_raw=float(row["p_randomization"]), **context)
+                          p_raw=float(row["p_randomization"]), p_holm=p_holm, family=tuple(family), alpha=alpha)
     return None
 
 
