@@ -182,7 +182,36 @@ def test_what_to_do_says_what_the_abstain_zone_catches_and_costs() -> None:
     hits = pd.DataFrame({"method": "m", "qid": [f"q{i}" for i in range(6)], "hit": 1.0})
     table = zone_table(question_zones(top1, zones, hits), zones)
     line, = abstention_rules(table)
-    assert "below t1 = 0.4 catches 75% of the unanswerable questions (3 of 4) at the cost of 17% of the answerable " \
-           "ones (1 of 6). → Keep the zones" in line
+    assert "below t1 = 0.4 catches 75% of the unanswerable questions (3 of 4; 95% CI 19%–99%) at the cost of 17% " \
+           "of the answerable ones (1 of 6; 95% CI 0%–64%). → Only 4 unanswerable questions and 6 answerable " \
+           "questions: too few to rely on these shares" in line and "On these numbers: keep the zones" in line
     assert abstention_rules(table.assign(unanswerable_share=np.nan)) == []  # nothing to catch: no rule
     assert abstention_rules(None) == []
+
+
+@pytest.mark.parametrize(("count", "n"), [(1, 2), (3, 4), (0, 5), (5, 5), (40, 60)])
+def test_the_share_interval_is_the_exact_binomial_one(count: int, n: int) -> None:
+    """Checked against statsmodels' Clopper-Pearson ("beta") interval."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    from rankbench.report.decision import share_interval
+
+    low, high = proportion_confint(count, n, alpha=0.05, method="beta")
+    assert share_interval(count, n) == f"{low:.0%}–{high:.0%}"
+
+
+def test_abstention_advice_on_two_unanswerable_questions_warns_and_many_do_not() -> None:
+    """Before: "catches 50% … → keep the zones" on 2 unanswerable questions, with no word about n."""
+    from rankbench.report.decision import SMALL_N, abstention_rules
+
+    def table(unanswerable: int, answerable: int) -> pd.DataFrame:
+        return pd.DataFrame({"method": "m", "zone": ["abstain", "normal"], "high": [0.3, 0.9],
+                             "unanswerable": [unanswerable // 2, unanswerable - unanswerable // 2],
+                             "answerable": [0, answerable], "unanswerable_share": [0.5, 0.5],
+                             "answerable_share": [0.0, 1.0]})
+
+    line, = abstention_rules(table(2, 40))
+    assert "catches 50% of the unanswerable questions (1 of 2; 95% CI 1%–99%)" in line
+    assert "→ Only 2 unanswerable questions: too few to rely on these shares" in line
+    line, = abstention_rules(table(2 * SMALL_N, 40))
+    assert "too few" not in line and "→ Keep the zones" in line

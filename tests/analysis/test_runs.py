@@ -367,7 +367,7 @@ CLEAR_AFTER = CLEAR_BEFORE - np.where(np.arange(27) < 5, 0.2646, 0.0)
 
 @pytest.mark.parametrize(("options", "code", "says"), [
     ((), 3, "INCONCLUSIVE: bm25 nDCG@10 0.9400 → 0.8910"),
-    (("--margin", "0.01"), 3, "more questions like these would not decide it"),
+    (("--margin", "0.01"), 3, "questions like these would decide it (you have 27)"),  # they would show the drop
     (("--margin", "0.3"), 0, "PASS"),  # every loss (0.26) is within 0.3: shown
 ])
 def test_a_clear_regression_on_a_few_questions_never_passes(tmp_path: Path, capsys, options, code, says) -> None:

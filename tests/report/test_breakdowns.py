@@ -4,12 +4,15 @@ absent."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
+import pytest
 from statsmodels.stats.multitest import multipletests
 
-from rankbench.evaluation.scoring import breakdown_aggregate, breakdown_groups
-from rankbench.report.comparison import breakdown_sections, plots_line
+from rankbench.evaluation.scoring import MAX_GROUPS, breakdown_aggregate, breakdown_groups, largest_groups
+from rankbench.report.comparison import breakdown_sections, kinds_not_applicable, plots_line
 from rankbench.report.tables import group_order, group_tables, holm_within
 
 TAGS = ("billing", "login", "refund")
@@ -106,3 +109,81 @@ def test_the_plot_links_name_the_per_kind_heatmap_only_for_two_kinds_or_more() -
     assert plots_line(several) == ("- plots: [bars](plots/bars.svg), [recall@k](plots/recall.svg), [by question kind]"
                                    "(plots/kinds.svg), [mean grade by rank](plots/grades.svg), "
                                    "[calibration](plots/calibration.svg)")
+
+
+@pytest.mark.parametrize(("evaluated", "asked", "said"), [
+    (["answerable"], {"answerable": 10, "unanswerable": 2},
+     "every evaluated question (with a relevant label) is of one kind (answerable); the other questions have no "
+     "relevant label, so no metric is computed on them (2 unanswerable questions)."),
+    (["answerable"], {"answerable": 10, "unanswerable": 1, "chitchat": 3},
+     "(3 chitchat questions; 1 unanswerable question)"),
+    (["beir"], {"beir": 40}, "every question is of one kind (beir); a native question set"),
+    ([], {"unanswerable": 4}, "no question has a relevant label, so no kind has a metric (4 unanswerable questions)"),
+])
+def test_the_per_kind_line_counts_every_question(evaluated: list[str], asked: dict[str, int], said: str) -> None:
+    """Before: "every question is of one kind (answerable)" on a set holding 2 unanswerable questions."""
+    text = kinds_not_applicable(evaluated, asked)
+    assert text.startswith("Not applicable: ") and said in text
+    if len(asked) > 1:
+        assert "every question is of one kind" not in text
+
+
+def test_the_page_names_the_unanswerable_questions_the_aggregate_leaves_out() -> None:
+    aggregate = pd.DataFrame({"method": ["a", "a"], "grain": "document", "kind": ["all", "answerable"],
+                              "metric": "ndcg", "k": 10})
+    questions = pd.DataFrame({"qid": ["q1", "q2", "q3"], "kind": ["answerable", "unanswerable", "unanswerable"]})
+    text = "\n".join(breakdown_sections(aggregate, None, "document", [("ndcg", 10)], True, ["a"], 0.05, questions))
+    assert "every question is of one kind" not in text and "(2 unanswerable questions)" in text
+
+
+def test_thousands_of_tags_on_a_few_questions_take_seconds_and_the_page_says_what_it_shows() -> None:
+    """Before: 12 questions with 10,000 distinct tags kept the aggregate and comparison_table jobs busy for minutes
+    (a bootstrap and a column per tag). Now the MAX_GROUPS largest tags are computed and shown, and the page says so."""
+    n, spread = 12, 1000
+    qids = [f"q{i:02d}" for i in range(n)]
+    # t0000 is on every question, t0001 on half of them, then each tag on one question.
+    tags = [["t0000", *(["t0001"] if i % 2 else []), *[f"x{j:04d}" for j in range(spread) if j % n == i]]
+            for i in range(n)]
+    questions = pd.DataFrame({"qid": qids, "kind": "answerable", "tags": tags, "difficulty": None})
+    rng = np.random.default_rng(0)
+    per_query = {m: pd.DataFrame({"qid": qids, "kind": "answerable", "grain": "document", "metric": "ndcg", "k": 10,
+                                  "value": rng.uniform(0, 1, n)}) for m in ("a", "b")}
+    started = time.perf_counter()
+    table = breakdown_aggregate(per_query, questions, "d", "v1", n_resamples=1000, baseline="a")
+    aggregate = pd.DataFrame({"method": ["a", "b"], "grain": "document", "kind": "answerable", "metric": "ndcg",
+                              "k": 10})
+    text = "\n".join(breakdown_sections(aggregate, table, "document", [("ndcg", 10)], True, ["a", "b"], 0.05,
+                                        questions))
+    assert time.perf_counter() - started < 15
+    shown = sorted(table["kind"].unique())
+    assert len(shown) == MAX_GROUPS and {"t0000", "t0001"} <= set(shown)
+    assert shown == largest_groups(breakdown_groups(questions)["group"].value_counts().to_dict())
+    assert f"1,002 tags: the {MAX_GROUPS} with the most questions are shown (ties by name); the other 972 hold at " \
+           "most 1 question each" in text
+    header = next(line for line in text.splitlines() if line.startswith("| method |"))
+    assert header.count("(n=") == MAX_GROUPS and "t0000 (n=12/12)" in header and "t0001 (n=6/6)" in header
+
+
+def test_a_breakdown_of_many_kinds_shows_the_largest_and_says_so() -> None:
+    kinds = [f"k{i:02d}" for i in range(40)]
+    rows = pd.DataFrame({"method": "a", "baseline": None, "grain": "document", "kind": kinds, "metric": "ndcg",
+                         "k": 10, "mean": 0.5, "ci_low": 0.4, "ci_high": 0.6, "n": np.arange(40) + 1,
+                         "n_excluded": 0, "diff": np.nan, "p_randomization": np.nan, "p_holm": np.nan,
+                         "below_one_question": False})
+    lines = group_tables(rows, "document", [("ndcg", 10)], False, ["a"], 0.05, "Per question kind")
+    header = next(line for line in lines if line.startswith("| method |"))
+    assert header.count("(n=") == MAX_GROUPS and "k39 (n=40/40)" in header and "k09 (n=10/10)" not in header
+    aggregate = pd.concat([rows, rows.assign(kind="all", n=820)])
+    text = "\n".join(breakdown_sections(aggregate, None, "document", [("ndcg", 10)], False, ["a"], 0.05))
+    assert "40 question kinds: the 30 with the most questions are shown (ties by name); the other 10 hold at most " \
+           "10 questions each and are left out of these tables (`aggregate.parquet` has every kind" in text
+
+
+def test_the_per_kind_heatmap_shows_the_largest_kinds() -> None:
+    from rankbench.report.plots import kind_heatmap
+
+    rows = pd.DataFrame({"method": "a", "grain": "document", "kind": [f"k{i:02d}" for i in range(40)] + ["all"],
+                         "metric": "ndcg", "k": 10, "mean": 0.5, "n": [*range(1, 41), 820]})
+    figure = kind_heatmap(rows, "document", "ndcg", 10, "by kind")
+    axis = figure.axes[0]
+    assert len(axis.get_xticks()) == 1 + MAX_GROUPS and axis.get_title() == "by kind (the 30 largest of 40 kinds)"

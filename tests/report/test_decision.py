@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from rankbench.analysis.decision import advice, verdict
 from rankbench.evaluation.scoring import summarize
@@ -71,3 +72,56 @@ def test_the_page_sections_state_the_evidence_and_the_budget() -> None:
     rerank = next(line for line in lines.splitlines() if "reranker gains a lot" in line)
     assert "m4 over its first stage m2, Δ +0.1" in rerank and "Holm p" in rerank and "W/T/L" in rerank
     assert "30.0 ms/question p50, 80.0 p95 — over `decision.latency_budget_ms` 50" in rerank
+
+
+def test_a_ci_that_excludes_0_beside_a_non_significant_holm_p_is_explained() -> None:
+    """Before: "Δ +0.030 (95% CI +0.005 to +0.066), Holm p = 0.625, W/T/L 4/21/0", unexplained."""
+    from rankbench.analysis.decision import Comparison
+    from rankbench.report.decision import evidence
+
+    c = Comparison("a", "b", 0.6, 0.57, 0.030, 0.005, 0.066, 0.625, 4, 21, 0, 25, p_raw=0.125,
+                   family=("a vs b", "c vs b", "d vs b", "e vs b", "f vs b"))
+    text = evidence(c)
+    assert text.startswith("Δ +0.030 (95% CI +0.005 to +0.066), Holm p = 0.625, W/T/L 4/21/0 over 25 questions (")
+    assert "Holm-corrected over 5 comparisons, so they need not agree" in text
+    assert "with 4 changed questions the exact sign-flip test cannot go below p = 0.125" in text
+    # The floor is the exact test's: 4 wins, no loss, over every sign pattern (scipy's exact permutation test).
+    from scipy.stats import permutation_test
+
+    d = np.array([0.2, 0.25, 0.3, 0.35])  # the 21 ties flip to themselves: they change no pattern's extremeness
+    exact = permutation_test((d,), np.mean, permutation_type="samples", n_resamples=np.inf).pvalue
+    assert exact == pytest.approx(0.125)
+    agreeing = evidence(Comparison("a", "b", 0.6, 0.5, 0.1, 0.05, 0.15, 0.001, 30, 0, 0, 30, p_raw=0.0002))
+    assert "need not agree" not in agreeing
+
+
+@pytest.mark.parametrize("p_raw", [0.049, 0.012, 0.0031])
+def test_the_family_and_how_it_would_change_are_said_and_true(p_raw: float) -> None:
+    """Before: advice resting on a family of one at p = 0.049 disappeared when 13 methods were added, without a
+    word. The clause names the family and the largest family in which the p surely stays below alpha: checked
+    against statsmodels' Holm with the other comparisons' p at their least favourable (all larger)."""
+    from statsmodels.stats.multitest import multipletests
+
+    from rankbench.analysis.decision import Comparison
+    from rankbench.report.decision import evidence
+
+    text = evidence(Comparison("bm25", "dense", 0.6, 0.5, 0.1, 0.01, 0.2, p_raw, 30, 10, 20, 60, p_raw=p_raw,
+                               family=("bm25 vs dense",)))
+    largest = int(text.split("in any family of up to ")[1].split(" comparison")[0].replace(",", ""))
+    assert "Holm over 1 comparison (bm25 vs dense)" in text
+    rng = np.random.default_rng(0)
+    for size in sorted({1, max(1, largest // 2), largest}):  # whatever the others' p, it stays below alpha
+        for _ in range(5):
+            others = rng.uniform(0, 1, size - 1)
+            assert multipletests([p_raw, *others], method="holm")[1][0] < 0.05
+    worst = multipletests([p_raw] + [1.0] * largest, method="holm")[1][0]  # one comparison more: can lapse
+    assert worst >= 0.05
+
+
+def test_the_rules_name_their_family() -> None:
+    summary, pairs = _tables({"m1": BASE - 0.05 + NOISE, "m2": BASE - 0.2 + NOISE, "m3": BASE + NOISE,
+                              "m4": BASE - 0.19})
+    lines = "\n".join(decision_lines(summary, pairs, "document", [("ndcg", 10)], 0.05, TYPES, INPUTS,
+                                     DECISION_DEFAULTS))
+    lexical = next(line for line in lines.splitlines() if "Lexical clearly above dense" in line)
+    assert "Holm over 3 comparisons (m3 vs m2, m1 vs m2, m4 vs m2)" in lexical

@@ -78,3 +78,31 @@ def test_the_cost_page_shows_each_dense_index_size_and_build_time() -> None:
     rows = {line.split(" | ")[0]: line for line in page.splitlines() if line.startswith("| ")}
     assert "| 1.536 | 0.10 |" in rows["| dense"] and "| – | – |" in rows["| bm25"]
     assert "FAISS index MB" in page
+
+
+def test_a_compressed_method_written_as_the_docs_show_finds_the_twin_init_wrote() -> None:
+    """Before: `init` writes `filters: []` (and `chunker`, `index: {kind: flat}`) for dense-e5, a compressed method
+    written as the docs show has none of them, and every compressed method showed `float twin: none`."""
+    from rankbench.pipeline.project_init import project_config
+
+    written = project_config("demo", "v1", "english")["methods"]
+    assert written["dense-e5"]["filters"] == []  # what made the raw specs differ
+    methods = {"dense-e5": {**written["dense-e5"]},
+               "dense-e5-int8": {"type": "dense", "encoder": "e5", "chunker": "sections",
+                                 "index": {"kind": "flat", "quantization": "int8"}},
+               "dense-e5-d128": {"type": "dense", "encoder": "e5", "chunker": "sections", "filters": None,
+                                 "rewrite": None, "index": {"kind": "flat", "dimensions": 128}}}
+    assert float_twins(methods) == {"dense-e5-int8": "dense-e5", "dense-e5-d128": "dense-e5"}
+
+
+def test_a_setting_that_changes_the_ranking_keeps_a_method_from_being_a_twin() -> None:
+    """Every key the type reads but `index` counts (expansion was left out), filters compared by value."""
+    base = {"type": "dense", "encoder": "e", "chunker": "s"}
+    methods = {"float": {**base, "filters": ["audience"]}, "float-expanded": {**base, "expansion": "doc2query"},
+               "int8": {**base, "filters": ["audience"], "index": {"kind": "flat", "quantization": "int8"}},
+               "int8-expanded": {**base, "expansion": "doc2query", "filters": [],
+                                 "index": {"kind": "flat", "quantization": "int8"}},
+               "int8-other-filters": {**base, "filters": ["as_of"], "index": {"kind": "flat", "quantization": "int8"}},
+               "int8-other-encoder": {**base, "encoder": "x", "index": {"kind": "flat", "quantization": "int8"}}}
+    assert float_twins(methods) == {"int8": "float", "int8-expanded": "float-expanded", "int8-other-filters": None,
+                                    "int8-other-encoder": None}

@@ -38,6 +38,9 @@ class Comparison:
     losses: int
     n: int
     p_noninferior: float = np.nan
+    p_raw: float = np.nan  # the pair's own two-sided randomization p, before Holm
+    family: tuple[str, ...] = ()  # the comparisons ("x vs y") p_holm is adjusted over
+    alpha: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -77,20 +80,24 @@ def _cut(frame: pd.DataFrame, grain: str, metric: str, k: int) -> pd.DataFrame:
                  & (frame["k"] == k)]
 
 
-def compare(pairs: pd.DataFrame, a: str, b: str, p_holm: float) -> Comparison | None:
-    """a against b from the pairs rows of one (grain, kind, metric, k), seen from a; None when never compared."""
+def compare(pairs: pd.DataFrame, a: str, b: str, p_holm: float, family: Sequence[str] = (),
+            alpha: float = 0.05) -> Comparison | None:
+    """a against b from the pairs rows of one (grain, kind, metric, k), seen from a, with the Holm p over `family`
+    (the comparisons it was adjusted over, "x vs y"); None when never compared."""
     direct = pairs[(pairs["method_a"] == a) & (pairs["method_b"] == b)]
     swapped = pairs[(pairs["method_a"] == b) & (pairs["method_b"] == a)]
     if len(direct):
         row = direct.iloc[0]
-        return Comparison(a, b, row["mean_a"], row["mean_b"], row["diff"], row["diff_low"], row["diff_high"], p_holm,
-                          int(row["wins"]), int(row["ties"]), int(row["losses"]), int(row["n"]),
-                          row.get("p_noninferior_a", np.nan))
+        return Comparison(a, b, row["mean_a"], row["mean_b"], row["diff"], row["diff_low"], row["diff_high"],
+                          wins=int(row["wins"]), ties=int(row["ties"]), losses=int(row["losses"]), n=int(row["n"]),
+                          p_noninferior=row.get("p_noninferior_a", np.nan), p_raw=float(row["p_randomization"]),
+                          p_holm=p_holm, family=tuple(family), alpha=alpha)
     if len(swapped):
         row = swapped.iloc[0]
         return Comparison(a, b, row["mean_b"], row["mean_a"], 0.0 - row["diff"], 0.0 - row["diff_high"],
-                          0.0 - row["diff_low"], p_holm, int(row["losses"]), int(row["ties"]), int(row["wins"]),
-                          int(row["n"]), row.get("p_noninferior_b", np.nan))
+                          0.0 - row["diff_low"], wins=int(row["losses"]), ties=int(row["ties"]),
+                          losses=int(row["wins"]), n=int(row["n"]), p_noninferior=row.get("p_noninferior_b", np.nan),
+                          p_raw=float(row["p_randomization"]), p_holm=p_holm, family=tuple(family), alpha=alpha)
     return None
 
 
@@ -117,7 +124,8 @@ def verdict(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: st
                 .itertuples(index=False)}
     adjusted = dict(zip(others, holm_versus_best(best["method"], others, p_values)))
     tied = [m for m in others if adjusted[m] >= alpha]
-    lead = compare(scope, best["method"], others[0], adjusted[others[0]]) if others else None
+    family = [f"{best['method']} vs {m}" for m in others]
+    lead = compare(scope, best["method"], others[0], adjusted[others[0]], family, alpha) if others else None
     needed = np.nan
     if lead is not None and lead.p_holm >= alpha:
         sd = _sd(scope, lead.a, lead.b)
@@ -158,6 +166,8 @@ def advice(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str
                        ["p_randomization"].min()) for pair in tested}
     raw = {pair: (1.0 if np.isnan(p) else p) for pair, p in raw.items()}
     adjusted = dict(zip(raw, holm(list(raw.values())))) if raw else {}
+    family = [f"{x} vs {y}" for x, y in tested]
+
     found: list[Advice] = []
     means = rows.set_index("method")["mean"]
     if means.max() < settings["low_score"]:
@@ -165,22 +175,22 @@ def advice(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str
         found.append(Advice("low_scores", figures={"best": float(means.max()), "low_score": settings["low_score"]},
                             methods=[str(top)]))
     if hybrid and dense:
-        above = compare(scope, hybrid, dense, adjusted[(hybrid, dense)])
+        above = compare(scope, hybrid, dense, adjusted[(hybrid, dense)], family, alpha)
         if above is not None and above.diff > 0 and above.p_holm < alpha:
             found.append(Advice("hybrid_above_dense", [above], methods=[hybrid, dense]))
         elif above is not None and above.p_holm >= alpha:  # neither clearly above the other
-            close = compare(scope, dense, hybrid, adjusted[(hybrid, dense)])
+            close = compare(scope, dense, hybrid, adjusted[(hybrid, dense)], family, alpha)
             if close is not None and close.p_noninferior < alpha:
                 found.append(Advice("dense_close_to_hybrid", [close], {"margin": _margin(scope)},
                                     methods=[dense, hybrid]))
             elif close is not None and np.isnan(_margin(scope)):  # why "dense ≈ hybrid" cannot be said
                 found.append(Advice("needs_margin", [close], methods=[dense, hybrid]))
     if lexical and dense:
-        above = compare(scope, lexical, dense, adjusted[(lexical, dense)])
+        above = compare(scope, lexical, dense, adjusted[(lexical, dense)], family, alpha)
         if above is not None and above.diff > 0 and above.p_holm < alpha:
             found.append(Advice("lexical_above_dense", [above], methods=[lexical, dense]))
     for reranker, first in rerankers:
-        gain = compare(scope, reranker, first, adjusted[(reranker, first)])
+        gain = compare(scope, reranker, first, adjusted[(reranker, first)], family, alpha)
         if gain is not None and gain.diff >= settings["rerank_gain"] and gain.p_holm < alpha:
             found.append(Advice("reranker_gains", [gain], {"rerank_gain": settings["rerank_gain"],
                                                            "latency_budget_ms": settings.get("latency_budget_ms")
@@ -188,7 +198,7 @@ def advice(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str
                                 methods=[reranker, first]))
     settled = verdict(aggregate, pairs, grain, metric, k, alpha)
     if settled is not None and settled.lead is not None and settled.lead.p_holm >= alpha:
-        runner_up = compare(scope, settled.lead.b, settled.best, settled.lead.p_holm)
+        runner_up = compare(scope, settled.lead.b, settled.best, settled.lead.p_holm, settled.lead.family, alpha)
         if runner_up is None or not runner_up.p_noninferior < alpha:  # shown within the margin: settled enough
             found.append(Advice("wide_intervals", [settled.lead], {"needed": settled.needed},
                                 methods=[settled.best, settled.lead.b]))

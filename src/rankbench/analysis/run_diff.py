@@ -116,6 +116,16 @@ def _differences(moved: pd.DataFrame, n: int) -> np.ndarray:
     return np.concatenate([moved["delta"].to_numpy(dtype=np.float64), np.zeros(n - len(moved))])
 
 
+def _needed(delta: float, sd: float, margin: float, alpha: float) -> float:
+    """About how many questions like these would decide an undecided gate: a loss beyond the margin (delta <= -margin)
+    is decided by showing the drop (two-sided test at alpha: the --max-drop branch's count for the same data), a
+    smaller one by showing it within the margin (one-sided at alpha); NaN when the mean change is exactly 0 at
+    margin 0, which no number of questions decides."""
+    if delta + margin > 0:
+        return normal_n(delta + margin, sd, 2 * alpha)
+    return normal_n(delta, sd, alpha)
+
+
 def gate_verdict(diff: RunDiff, method: str, metric: str, k: int, max_drop: float, alpha: float,
                  margin: float | None = None, worst: int = 5) -> GateVerdict:
     """The gate's verdict on one method's metric between two runs (docs/how-to/runs.md).
@@ -148,8 +158,7 @@ def gate_verdict(diff: RunDiff, method: str, metric: str, k: int, max_drop: floa
             return GateVerdict(PASS, "non-inferior", row, regressed, p_margin)
         if shown_worse:
             return GateVerdict(FAIL, "worse", row, regressed, p_margin)
-        needed = normal_n(delta + margin, sd, 2 * alpha) if delta + margin > 0 else np.nan
-        return GateVerdict(INCONCLUSIVE, "inconclusive", row, regressed, p_margin, needed)
+        return GateVerdict(INCONCLUSIVE, "inconclusive", row, regressed, p_margin, _needed(delta, sd, margin, alpha))
     if -delta > max_drop:
         if shown_worse:
             return GateVerdict(FAIL, "regression", row, regressed)
@@ -159,8 +168,8 @@ def gate_verdict(diff: RunDiff, method: str, metric: str, k: int, max_drop: floa
     if int(row["wins"]) == 0 and int(row["losses"]) > 0:
         p_margin = float(noninferiority_p_values(d[None, :], max_drop)[0])
         if p_margin >= alpha:
-            needed = normal_n(delta + max_drop, sd, 2 * alpha) if delta + max_drop > 0 else np.nan
-            return GateVerdict(INCONCLUSIVE, "only losses", row, regressed, p_margin, needed)
+            return GateVerdict(INCONCLUSIVE, "only losses", row, regressed, p_margin,
+                               _needed(delta, sd, max_drop, alpha))
         return GateVerdict(PASS, "within tolerance", row, regressed, p_margin)
     return GateVerdict(PASS, "within tolerance", row, regressed)
 
@@ -221,8 +230,8 @@ def _abstention_check(diff: RunDiff, method: str, metric: str, margin: float, al
     if unchanged.worse > margin and unchanged.p < alpha:
         return replace(unchanged, outcome=FAIL, reason="worse", p_margin=p_margin)
     sd = float(gains.std(ddof=1)) if len(gains) > 1 else 0.0
-    needed = normal_n(gains.mean() + margin, sd, 2 * alpha) if gains.mean() + margin > 0 else np.nan
-    return replace(unchanged, outcome=INCONCLUSIVE, reason="inconclusive", p_margin=p_margin, needed=needed)
+    return replace(unchanged, outcome=INCONCLUSIVE, reason="inconclusive", p_margin=p_margin,
+                   needed=_needed(float(gains.mean()), sd, margin, alpha))
 
 
 def abstention_verdict(diff: RunDiff, method: str, lost_margin: float, caught_margin: float,

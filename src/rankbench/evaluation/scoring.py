@@ -267,6 +267,15 @@ def aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, da
 
 
 BREAKDOWN_FIELDS = ("tags", "difficulty")
+# Most groups of one breakdown (tags, difficulties, kinds) a page shows and the aggregate computes: the largest ones.
+# Each group costs its bootstrap and a column; 10,000 distinct tags on 12 questions kept the jobs busy for many
+# minutes for a table nobody reads.
+MAX_GROUPS = 30
+
+
+def largest_groups(sizes: Mapping[str, int], limit: int = MAX_GROUPS) -> list[str]:
+    """The `limit` groups with the most questions (group -> questions), ties by name: the groups a breakdown shows."""
+    return sorted(sorted(sizes, key=lambda group: (-sizes[group], str(group)))[:limit], key=str)
 
 
 def breakdown_groups(questions: pd.DataFrame) -> pd.DataFrame:
@@ -286,10 +295,14 @@ def breakdown_groups(questions: pd.DataFrame) -> pd.DataFrame:
 def breakdown_aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, dataset: str, qset: str,
                         n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None) -> pd.DataFrame:
     """The aggregate per tag and per difficulty: AGGREGATE_COLUMNS plus `breakdown` (tags or difficulty), `kind`
-    holding the group (a tag, a difficulty), computed as the per-kind rows are; empty without tags and difficulty."""
+    holding the group (a tag, a difficulty), computed as the per-kind rows are, for the MAX_GROUPS largest groups of
+    each breakdown (largest_groups); empty without tags and difficulty."""
     groups = breakdown_groups(questions)
     if not len(groups):
         return pd.DataFrame(columns=["breakdown"] + AGGREGATE_COLUMNS)
+    shown = [(field, group) for field, rows in groups.groupby("breakdown", sort=True)
+             for group in largest_groups(rows["group"].value_counts().to_dict())]
+    groups = groups[pd.MultiIndex.from_frame(groups[["breakdown", "group"]]).isin(shown)]
     long = pd.concat([frame.drop(columns="kind").assign(method=method) for method, frame in sorted(per_query.items())],
                      ignore_index=True).merge(groups.rename(columns={"group": "kind"}), on="qid")
     summary, _ = summarize(long, ["breakdown", "grain", "kind"], baseline, n_resamples=n_resamples, seed=seed)

@@ -129,8 +129,15 @@ def _first_duplicate(values: list[tuple[int, str]]) -> tuple[int, int, str] | No
 
 
 def record_schema(name: str) -> dict[str, Any]:
-    """The packaged JSON schema of `corpus` or `questions` records."""
+    """The packaged JSON schema of `corpus` or `questions` records (or of the `config`)."""
     return yaml.safe_load((SCHEMA_FOLDER / f"{name}.schema.yaml").read_text(encoding="utf-8"))
+
+
+def margin_bounds() -> tuple[float, float]:
+    """The lowest and highest non-inferiority margin δ of a metric's mean, as the config schema bounds
+    `evaluation.margin`: the one place they are set, which `rankbench gate --margin/--max-drop` read too."""
+    margin = record_schema("config")["properties"]["evaluation"]["properties"]["margin"]["additionalProperties"]
+    return float(margin["minimum"]), float(margin["maximum"])
 
 
 def load_corpus(path: Path, schema: Mapping[str, Any] | None = None) -> pd.DataFrame:

@@ -4,6 +4,7 @@ between two of them, and a regression gate for CI (exit 0 pass, 1 fail, 3 inconc
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -20,6 +21,7 @@ from rankbench.analysis.run_store import (
 )
 from rankbench.errors import InputError
 from rankbench.evaluation.metric_names import parse_metrics
+from rankbench.io.loaders import margin_bounds
 from rankbench.pipeline.defaults import RESULTS
 from rankbench.pipeline.options import finite_number, whole_number
 from rankbench.report.run_pages import abstention_paragraph, diff_markdown, gate_paragraph, runs_table
@@ -204,6 +206,22 @@ def _resampling(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=whole_number(0), default=0)
 
 
+def metric_change(*, open_low: bool) -> Callable[[str], float]:
+    """An argparse type for --max-drop and --margin: a change of a metric's mean within evaluation.margin's bounds
+    (io.loaders.margin_bounds), the lower one excluded when open. Beyond them every loss passes: a drop from 1.000 to
+    0.105 is "within 2", and 1e308 overflows the test."""
+    low, high = margin_bounds()
+    read = finite_number(low, high, open_low=open_low)
+
+    def checked(text: str) -> float:
+        try:
+            return read(text)
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentTypeError(f"{error}: a change of the metric's mean, bounded as evaluation.margin is "
+                                             "in the config (a larger one would pass every regression)") from None
+    return checked
+
+
 def add_run_commands(commands: argparse._SubParsersAction) -> None:
     """The subcommands `runs`, `diff-runs` and `gate` (docs/how-to/runs.md)."""
     runs = commands.add_parser("runs", help="list the recorded runs of a question-set version")
@@ -219,10 +237,11 @@ def add_run_commands(commands: argparse._SubParsersAction) -> None:
     gate.add_argument("--metric", help="recorded metric, e.g. ndcg@10")
     gate.add_argument("--against", default="last",
                       help="reference: last (the run before the latest, default), a RUN, or pinned")
-    gate.add_argument("--max-drop", type=finite_number(0),
-                      help=f"tolerated drop of the mean, a finite number >= 0 (default: {DEFAULT_MAX_DROP})")
-    gate.add_argument("--margin", type=finite_number(0, open_low=True),
-                      help="non-inferiority margin δ (a finite number above 0) instead of --max-drop: pass "
+    low, high = margin_bounds()
+    gate.add_argument("--max-drop", type=metric_change(open_low=False),
+                      help=f"tolerated drop of the mean, in [{low:g}, {high:g}] (default: {DEFAULT_MAX_DROP})")
+    gate.add_argument("--margin", type=metric_change(open_low=True),
+                      help=f"non-inferiority margin δ, in ({low:g}, {high:g}], instead of --max-drop: pass "
                            "only when the loss is shown within δ, fail when shown worse, else inconclusive "
                            "(exit 3)")
     gate.add_argument("--abstention", action="store_true",

@@ -20,9 +20,46 @@ def _p(p: float) -> str:
 
 
 def evidence(c: Comparison) -> str:
-    """Δ with its CI, the Holm p and W/T/L of one comparison, in one parenthesis-free clause."""
-    return (f"Δ {c.diff:+.3f} (95% CI {c.diff_low:+.3f} to {c.diff_high:+.3f}), {_p(c.p_holm)}, W/T/L "
+    """Δ with its CI, the Holm p and W/T/L of one comparison; then why the CI and the p disagree when they do, and
+    the family the p is adjusted over (which comparisons, how many) and how it would change with more."""
+    text = (f"Δ {c.diff:+.3f} (95% CI {c.diff_low:+.3f} to {c.diff_high:+.3f}), {_p(c.p_holm)}, W/T/L "
             f"{c.wins}/{c.ties}/{c.losses} over {c.n} questions")
+    return text + disagreement(c) + family_clause(c)
+
+
+def disagreement(c: Comparison) -> str:
+    """Why a 95% CI that excludes 0 sits beside a Holm p at or above alpha (or one that includes 0 beside a p below
+    it): the CI is the bootstrap's for the pair alone, the p a sign-flip test corrected over its family; and with m
+    changed questions the exact test cannot go below 2 / 2**m (4 changed questions: 0.125)."""
+    excludes = c.diff_low > 0 or c.diff_high < 0
+    if excludes == (c.p_holm < c.alpha) or not np.isfinite(c.p_holm):
+        return ""
+    changed = c.wins + c.losses
+    floor = 2.0 ** (1 - changed) if changed else 1.0
+    why = [f"the CI is the percentile bootstrap's for this pair alone, the p the paired randomization test "
+           f"Holm-corrected over {len(c.family) or 1} comparison{'s' if len(c.family) != 1 else ''}, so they "
+           "need not agree"]
+    if floor >= c.alpha:
+        why.append(f"with {changed} changed question{'s' if changed != 1 else ''} the exact sign-flip test cannot "
+                   f"go below p = {floor:.3g}, whatever the sizes of the changes, while the bootstrap's interval "
+                   "narrows on so few values: trust the test")
+    return " (" + "; ".join(why) + ")"
+
+
+def family_clause(c: Comparison) -> str:
+    """The Holm family of a comparison, and the largest family in which its raw p would surely stay below alpha
+    (Holm's p is at most the family's size times the raw p, and exactly that when the others are larger)."""
+    if not c.family or not np.isfinite(c.p_raw):
+        return ""
+    size = len(c.family)
+    listed = ", ".join(markdown_literal(pair) for pair in c.family)
+    if c.p_raw >= c.alpha:
+        holds = f"its raw p {c.p_raw:.3f} is not below {c.alpha:g} even alone"
+    else:
+        largest = int(np.ceil(c.alpha / c.p_raw)) - 1
+        holds = (f"its raw p is {c.p_raw:.3g}: below {c.alpha:g} in any family of up to {largest:,} comparison"
+                 f"{'s' if largest != 1 else ''}, and a larger one (more methods) can lift it above")
+    return f"; Holm over {size} comparison{'s' if size != 1 else ''} ({listed}): {holds}"
 
 
 def page_ref(name: str, links: str | None) -> str:
@@ -135,8 +172,29 @@ def abstention_rules(zones: pd.DataFrame | None) -> list[str]:
         action = ("keep the zones; the calibration page lists each zone's questions and hit@k" if caught > lost
                   else "its top-1 score does not tell them apart at t1: move t1, or take a reranker's score as the "
                   "signal (calibration page)")
+        few = [f"{n} {kind} question{'s' if n != 1 else ''}"
+               for n, kind in ((total_u, "unanswerable"), (total_a, "answerable")) if n < SMALL_N]
+        if few:
+            action = (f"only {' and '.join(few)}: too few to rely on these shares (see their intervals); add "
+                      f"questions (at least {SMALL_N} of each kind) before acting on it. On these numbers: {action}")
+        caught_n, lost_n = int(abstain["unanswerable"]), int(abstain["answerable"])
         lines.append(f"- **Abstention ({markdown_literal(str(method))})**: abstaining below t1 = "
-                     f"{abstain['high']:.4g} catches {caught:.0%} of the unanswerable questions "
-                     f"({int(abstain['unanswerable'])} of {total_u}) at the cost of {lost:.0%} of the answerable "
-                     f"ones ({int(abstain['answerable'])} of {total_a}). → {action[0].upper()}{action[1:]}.")
+                     f"{abstain['high']:.4g} catches {caught:.0%} of the unanswerable questions ({caught_n} of "
+                     f"{total_u}; 95% CI {share_interval(caught_n, total_u)}) at the cost of {lost:.0%} of the "
+                     f"answerable ones ({lost_n} of {total_a}; 95% CI {share_interval(lost_n, total_a)}). → "
+                     f"{action[0].upper()}{action[1:]}.")
     return lines
+
+
+# Fewer questions of a kind than this, and the advice resting on them says it is too few to rely on: a share of 20
+# questions has a 95% interval about ±0.2 wide.
+SMALL_N = 20
+
+
+def share_interval(count: int, n: int) -> str:
+    """The exact (Clopper-Pearson) 95% interval of a share of count out of n questions, as "a%–b%"."""
+    from scipy.special import betaincinv  # scipy.stats.beta.ppf's own function
+
+    low = 0.0 if count == 0 else float(betaincinv(count, n - count + 1, 0.025))
+    high = 1.0 if count == n else float(betaincinv(count + 1, n - count, 0.975))
+    return f"{low:.0%}–{high:.0%}"

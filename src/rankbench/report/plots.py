@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.evaluation.scoring import ALL_KINDS
+from rankbench.evaluation.scoring import ALL_KINDS, largest_groups
 from rankbench.io.files import write_atomically
 
 if TYPE_CHECKING:
@@ -142,13 +142,19 @@ def metric_bars(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title:
 
 @house_style
 def kind_heatmap(aggregate: pd.DataFrame, grain: str, metric: str, k: int, title: str) -> Figure:
-    """Methods × question kinds, the value written in each cell (darker = better)."""
+    """Methods × question kinds, the value written in each cell (darker = better): all questions, then the
+    MAX_GROUPS kinds with the most questions (the title says so when there are more)."""
     rows = _rows(aggregate, grain, metric, kind=None)
     rows = rows[(rows["k"] == k)]
+    n = rows.groupby("kind")["n"].max()
+    sizes = {str(kind): int(size) for kind, size in n.items() if kind != ALL_KINDS}
+    shown = largest_groups(sizes)
+    if len(shown) < len(sizes):
+        title = f"{title} (the {len(shown)} largest of {len(sizes):,} kinds)"
+    rows = rows[rows["kind"].isin([ALL_KINDS, *shown])]
     grid = rows.pivot(index="method", columns="kind", values="mean")
     kinds = [ALL_KINDS] + sorted(c for c in grid.columns if c != ALL_KINDS)
     grid = grid[[c for c in kinds if c in grid.columns]]
-    n = rows.groupby("kind")["n"].max()
     figure, axis = new_figure(figsize=(min(WIDTH, 1.2 * len(grid.columns) + 2.6), 0.5 * len(grid) + 1.8))
     image = axis.imshow(grid.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=1, aspect="auto")
     for (i, j), value in np.ndenumerate(grid.to_numpy(dtype=float)):

@@ -17,6 +17,7 @@ from rankbench.evaluation.marks import legend as legend
 from rankbench.evaluation.marks import marked as marked
 from rankbench.evaluation.marks import wide as wide
 from rankbench.evaluation.metric_names import EXTRA_METRICS_AT_K, EXTRA_METRICS_FULL, metric_label
+from rankbench.evaluation.scoring import largest_groups
 from rankbench.evaluation.stats import holm
 from rankbench.io.files import csv_text
 from rankbench.io.markdown import markdown_grid, markdown_literal
@@ -69,9 +70,12 @@ def group_order(groups: Sequence[str]) -> list[str]:
 def group_tables(rows: pd.DataFrame, grain: str, metrics: Sequence[tuple[str, int]], ci: bool,
                  methods: Sequence[str], alpha: float, heading: str) -> list[str]:
     """Per metric, a Markdown table of methods × groups (the `kind` column of aggregate-like rows: kinds, tags or
-    difficulties), each with its CIs and its marks Holm-corrected within the table; `heading` names the groups."""
+    difficulties), each with its CIs and its marks Holm-corrected within the table; `heading` names the groups. At
+    most MAX_GROUPS groups, the largest (scoring.largest_groups): the caller says how many more there are."""
     rows = rows[rows["grain"] == grain]
-    groups = group_order(list(rows["kind"].unique()))
+    sizes = (rows["n"] + rows["n_excluded"]).groupby(rows["kind"]).max()
+    groups = group_order(largest_groups({str(group): int(n) for group, n in sizes.items()}))
+    rows = rows[rows["kind"].isin(groups)]
     lines: list[str] = []
     for metric, k in metrics:
         one = rows[(rows["metric"] == metric) & (rows["k"] == k)]

@@ -5,6 +5,7 @@ and quantized to int8, binary or product codes, optionally re-scored in float.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -16,6 +17,7 @@ import pandas as pd
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.io.files import write_atomically, write_parquet, write_text
+from rankbench.retrieval.registry import method_defaults, method_type
 
 if TYPE_CHECKING:
     import faiss
@@ -119,17 +121,26 @@ def dense_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"index": IndexSpec.from_config(spec.get("index")).settings}
 
 
+def ranking_settings(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Every setting a method's type reads but its `index` (chunker, encoder, expansion, rewrite, filters, …) as the
+    run uses it: the type's defaults filled in, and an empty value (absent, null, [], {}) read as absent, since each
+    means the feature is off (`init` writes `filters: []` where the docs' examples leave filters out). Two methods
+    alike in these rank the same texts the same way but for their index."""
+    settings = method_defaults(spec)
+
+    def normal(value: Any) -> str:
+        return json.dumps(None if value in (None, [], {}, ()) else value, sort_keys=True, default=str)
+
+    return tuple((key, normal(settings.get(key))) for key in sorted({"type", *method_type(spec).keys} - {"index"}))
+
+
 def float_twins(methods: Mapping[str, Mapping[str, Any]]) -> dict[str, str | None]:
     """Of the dense methods given (those searching a FAISS index the workflow builds), each with a compressed index
-    -> the method ranking the same texts (the chunks indexed, encoder, rewrite, filters) with the exact float
-    index, or None when there is none."""
-
-    def ranks_alike(spec: Mapping[str, Any]) -> tuple:
-        return tuple(repr(spec.get(key)) for key in ("chunker", "encoder", "rewrite", "filters"))
-
-    flat = {ranks_alike(spec): name for name, spec in sorted(methods.items(), reverse=True)
+    -> the method ranking the same texts with the exact float index (equal ranking_settings), or None when there is
+    none."""
+    flat = {ranking_settings(spec): name for name, spec in sorted(methods.items(), reverse=True)
             if IndexSpec.from_config(spec.get("index")) == IndexSpec()}
-    return {name: flat.get(ranks_alike(spec)) for name, spec in sorted(methods.items())
+    return {name: flat.get(ranking_settings(spec)) for name, spec in sorted(methods.items())
             if IndexSpec.from_config(spec.get("index")).compressed}
 
 
