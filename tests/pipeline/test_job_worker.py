@@ -646,3 +646,32 @@ def test_a_worker_started_by_another_run_is_not_used(tmp_path: Path) -> None:
     assert job.returncode == 3
     words = out.split()
     assert int(words[words.index("pid") + 1]) == job.pid  # its own process, not a copy of the other run's worker
+
+
+def test_worker_folders_no_worker_listens_in_are_removed_once_old(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run killed with its workers at once leaves their folder: the next run removes it; a live run's folder, and
+    a folder too new to have its socket yet, stay."""
+    import socket
+
+    from rankbench.pipeline.local_run import remove_stale_worker_folders
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    folders = {name: tmp_path / f"rankbench-worker-{name}" for name in ("dead", "live", "new", "empty")}
+    for folder in folders.values():
+        folder.mkdir(mode=0o700)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(folders["dead"] / "socket"))
+    dead.close()  # its file stays, nobody listens
+    live = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    live.bind(str(folders["live"] / "socket"))
+    live.listen(1)
+    (folders["new"] / "socket").touch()
+    for name in ("dead", "live", "empty"):
+        os.utime(folders[name], (time.time() - 3600, time.time() - 3600))
+    try:
+        removed = remove_stale_worker_folders()
+    finally:
+        live.close()
+    assert sorted(removed) == sorted([folders["dead"], folders["empty"]])
+    assert folders["live"].exists() and folders["new"].exists() and not folders["dead"].exists()

@@ -69,6 +69,21 @@ def start_until_half_encoded(project: Path, api: CountingProxy) -> subprocess.Po
     return running
 
 
+@pytest.mark.parametrize("seconds", [0.5, 2.0])
+def test_a_run_killed_while_snakemake_starts_leaves_no_process_and_the_next_run_recovers(
+        tmp_path: Path, slow_api: CountingProxy, seconds: float) -> None:
+    """Other moments: before Snakemake has built its jobs (its own start, no hook of the workflow's set yet), and as
+    the first jobs start."""
+    project = write_project(tmp_path / "p", slow_api.base_url)
+    running = subprocess.Popen(RUN, cwd=project, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(seconds)
+    tree = descendants(running.pid)
+    running.kill()
+    running.wait()
+    assert_all_gone(tree)
+    assert_next_run_finishes(project, slow_api)
+
+
 def worker_address(snakemake: int) -> str:
     """The job worker's socket, as Snakemake's process got it from `rankbench run`."""
     environment = Path(f"/proc/{snakemake}/environ").read_bytes().split(b"\0")

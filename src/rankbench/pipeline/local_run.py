@@ -12,6 +12,7 @@ import gc
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -49,6 +50,8 @@ _TMPDIR_VARIABLES = ("TMPDIR", "TMP", "TEMPDIR", "TEMP")
 # Snakemake then has to remove their incomplete outputs and its locks before it is killed too.
 _JOB_GRACE_SECONDS = 3.0
 _SNAKEMAKE_GRACE_SECONDS = 30.0
+# A worker folder with no worker listening in it, this old, is left from a run killed with its workers.
+_STALE_FOLDER_SECONDS = 60.0
 
 
 def start_local_run(workflow: Any, preload: Sequence[str] = ()) -> None:
@@ -136,6 +139,7 @@ def start_job_worker(preload: Sequence[str] = (), output: TextIO | None = None, 
         return
     if serves_this_process(os.environ.get(WORKER_VARIABLE, "")):  # not one inherited from another run
         return
+    remove_stale_worker_folders()
     folder = tempfile.mkdtemp(prefix=WORKER_FOLDER_PREFIX)  # private to this user (mode 0700)
     address = os.path.join(folder, "socket")
     if len(max(address, model_worker_address(address)).encode()) > _SOCKET_PATH_LIMIT:
@@ -159,6 +163,33 @@ def start_job_worker(preload: Sequence[str] = (), output: TextIO | None = None, 
             break  # jobs then run in their own processes (hand_over finds no worker)
         time.sleep(0.005)
     os.environ[WORKER_VARIABLE] = address
+
+
+def remove_stale_worker_folders(older_than: float = _STALE_FOLDER_SECONDS) -> list[Path]:
+    """Remove this user's worker folders in the temporary folder that no worker listens in any more (left when a
+    worker and its run were both killed at once), once older than `older_than` seconds (a starting run's worker
+    opens its socket within seconds); those removed."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{WORKER_FOLDER_PREFIX}*"):
+        try:
+            if folder.stat().st_uid != os.getuid() or time.time() - folder.stat().st_mtime < older_than:
+                continue
+        except OSError:
+            continue
+        if not any(_listening(socket_path) for socket_path in folder.iterdir()):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _listening(address: Path) -> bool:
+    """Whether a process accepts connections on the Unix socket at `address`."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(address))
+        except OSError:
+            return False
+    return True
 
 
 def model_libraries(config: Mapping[str, Any]) -> list[str]:
