@@ -16,7 +16,7 @@ from rankbench.analysis.run_diff import FAIL, INCONCLUSIVE, PASS, diff_runs, gat
 from rankbench.analysis.run_store import store_run, write_record
 from rankbench.cli import main
 from rankbench.io.loaders import SCHEMA_FOLDER, margin_bounds
-from rankbench.report.run_pages import _change
+from rankbench.report.run_pages import _worsening
 
 # The issue's real regression: nDCG@10 1.000 -> 0.105 on 12 questions, W/T/L 0/0/12.
 PERFECT = np.ones(12)
@@ -132,7 +132,7 @@ def test_the_count_is_what_a_simulation_needs_to_show_the_drop() -> None:
                                              (0.0, "no change"), (0.0004, "no change")])
 def test_the_abstention_change_is_said_in_words(worse: float, said: str) -> None:
     """Before: catching more unanswerable questions printed "worse by −50.0%", and no change "−0.0%"."""
-    assert _change(worse) == said and "−" not in _change(worse) and "-" not in _change(worse)
+    assert _worsening(worse) == said and "−" not in _worsening(worse) and "-" not in _worsening(worse)
 
 
 def test_the_abstention_gate_says_better_when_more_unanswerable_questions_are_caught(tmp_path: Path,
