@@ -154,3 +154,13 @@ def test_the_abstention_gate_says_better_when_more_unanswerable_questions_are_ca
         "percentage points" in out
     assert "answerable lost: PASS: 0.0% → 0.0% of 2 questions in the abstain zone (no change" in out
     assert "-0.0" not in out and "−" not in out
+
+
+@pytest.mark.parametrize("alpha", ["1e-300", "5e-324", "1e-17"])
+def test_a_tiny_alpha_gives_a_verdict_not_a_traceback(tmp_path: Path, capsys, alpha: str) -> None:
+    """Before: `--alpha 1e-300` on a drop with too few changed questions ended in an OverflowError traceback (exit 1)
+    while counting the questions that would decide it."""
+    gate = _stored(tmp_path, CLEAR_BEFORE, CLEAR_AFTER)
+    assert main([*gate, "--alpha", alpha]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("INCONCLUSIVE") and "questions like these would decide it" in out

@@ -180,6 +180,8 @@ def _needed(needed: float, n: int) -> str:
     """About how many questions like these would decide, or why more would not."""
     if needed != needed:  # NaN
         return "more questions like these would not decide it"
+    if needed == float("inf"):
+        return "no number of questions like these would decide it at this alpha"
     return f"about {int(needed)} questions like these would decide it (you have {n})"
 
 
