@@ -627,6 +627,43 @@ def test_rankbench_check_refuses_what_run_refuses_at_start(monkeypatch: pytest.M
     assert str(refused.value).removeprefix("config.yaml") in error and "Traceback" not in error, error
 
 
+STUDY_CASES = {
+    "a dataset config's k1 a word": ("methods.bm25.k1", "fast", "methods.bm25.k1: 'fast' is not of type 'number'"),
+    "a study method its dataset does not configure": ("", None, "study.methods.Hybrid: names 'hybridx'"),
+    "none: a sound study": (None, None, ""),
+}
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), STUDY_CASES.values(), ids=STUDY_CASES.keys())
+def test_rankbench_check_runs_a_studys_start_checks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str], key: str | None, value: Any,
+                                                     problem: str) -> None:
+    """Before: `rankbench check --config study.yaml` printed nothing and exited 0 whatever its dataset configs held
+    (a study has no qsets of its own), while `rankbench run` refused them at start."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    member = mini_config()
+    member["evaluation"]["baseline"] = "bm25"
+    if key:
+        set_key(key, value)(member)
+    (tmp_path / "mini.yaml").write_text(yaml.safe_dump(member), encoding="utf-8")
+    other = mini_config()  # a study has two datasets at least
+    other["dataset"]["name"], other["evaluation"]["baseline"] = "mini-b", "bm25"
+    (tmp_path / "mini-b.yaml").write_text(yaml.safe_dump(other), encoding="utf-8")
+    study = {"study": {"name": "s", "datasets": {"Mini": {"config": str(tmp_path / "mini.yaml")},
+                                                 "Mini B": {"config": str(tmp_path / "mini-b.yaml")}},
+                       "methods": {"BM25": "bm25", "Hybrid": "hybridx" if key == "" else "hybrid"},
+                       "baseline": "BM25", "metrics": ["ndcg@3"]}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study), encoding="utf-8")
+    code = main(["check", "--config", str(tmp_path / "study.yaml")])
+    out, error = capsys.readouterr()
+    if key is None:  # each dataset config's versions are checked too
+        assert code == 0 and all(f"{name}.yaml: {version}: " in out for version in member["qsets"]
+                                 for name in ("mini", "mini-b")), out
+    else:
+        assert code == 2 and problem in error and "Traceback" not in error, error
+
+
 def test_the_workflow_starts_through_start_run_only() -> None:
     """common.smk runs no start check of its own beside start_run (which `rankbench check` runs too): the two cannot
     drift apart."""
