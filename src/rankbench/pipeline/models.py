@@ -117,7 +117,7 @@ def check_index_dimensions(config: Mapping[str, Any], commits: Mapping[str, str 
     `pq_m` dividing the dimension kept, binary codes a whole number of bytes. Known at start, these once failed the
     index job after the corpus was encoded."""
     for name, spec in config["methods"].items():
-        if spec["type"] != "dense" or not spec.get("index"):
+        if "index" not in method_type(spec).keys or not spec.get("index"):  # the types that build a FAISS index
             continue
         encoder = config.get("encoders", {}).get(spec.get("encoder"), {})
         where = f"encoders.{spec.get('encoder')}"
