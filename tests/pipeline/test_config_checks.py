@@ -627,6 +627,26 @@ def test_rankbench_check_refuses_what_run_refuses_at_start(monkeypatch: pytest.M
     assert str(refused.value).removeprefix("config.yaml") in error and "Traceback" not in error, error
 
 
+@pytest.mark.parametrize("qsets", [None, [], ["v1"], "v1", 3])
+def test_rankbench_check_refuses_a_config_whose_qsets_run_refuses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  qsets: Any) -> None:
+    """Before: a config without `qsets`, or with a list of them, skipped the start checks: `check` printed nothing
+    and exited 0 where `run` refused it."""
+    monkeypatch.chdir(REPO)
+    config = mini_config()
+    if qsets is None:
+        del config["qsets"]
+    else:
+        config["qsets"] = qsets
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        start_run(config, str(path))
+    assert main(["check", "--config", str(path)]) == 2
+    assert str(refused.value) in capsys.readouterr().err
+
+
 STUDY_CASES = {
     "a dataset config's k1 a word": ("methods.bm25.k1", "fast", "methods.bm25.k1: 'fast' is not of type 'number'"),
     "a study method its dataset does not configure": ("", None, "study.methods.Hybrid: names 'hybridx'"),

@@ -259,9 +259,8 @@ def check_command(args: argparse.Namespace) -> int:
                 raise InputError(source, "--version", "names versions, but this is a study config (its versions "
                                  "are its dataset configs')", "Run `rankbench check --config` on a dataset config "
                                  "to check one of its versions.")
-        else:
-            if isinstance(config.get("qsets"), dict):  # else check_version says what is missing
-                start_run(config, source)
+        else:  # whatever the config lacks or holds (no `qsets`, a list of them) is refused as the run refuses it
+            start_run(config, source)
             configs = {config_path: config}
         for path, settings in configs.items():
             for version in args.version or sorted(settings.get("qsets") or {}):
