@@ -9,6 +9,7 @@ import pytest
 from rankbench.analysis.budget import (
     _quantiles,
     minimum_detectable_difference,
+    normal_n,
     plan_budget,
     plan_pair,
 )
@@ -215,3 +216,19 @@ def test_a_pair_that_matters_twice_gets_one_count(baseline: str) -> None:
         for column in ("n_needed", "power_at_needed", "mdd", "simulated"):
             assert twin[column] == top[column] or (np.isnan(twin[column]) and np.isnan(top[column]))
         assert twin["diff"] == (top["diff"] if twin["method_a"] == top["method_a"] else -top["diff"])
+
+
+@pytest.mark.parametrize("alpha", [1e-7, 1e-17, 1e-300])
+def test_a_tiny_alpha_needs_a_finite_count_matching_the_normal_formula(alpha: float) -> None:
+    """`1 - alpha / 2` rounds to 1 below alpha = 1e-16: the quantile was infinite and `gate --alpha 1e-300` (or
+    report.alpha: 1e-17 on the budget page) ended in an OverflowError traceback."""
+    import scipy.stats as sps
+
+    needed = normal_n(0.1, 1.0, alpha)
+    reference = ((sps.norm.isf(alpha / 2) + sps.norm.ppf(0.8)) * 1.0 / 0.1) ** 2  # large n: t is normal
+    assert np.isfinite(needed) and reference <= needed <= 1.01 * reference + 1
+    assert _quantiles(alpha, 0.8, 50) == pytest.approx(sps.t.isf(alpha / 2, 49) + sps.t.ppf(0.8, 49), rel=1e-9)
+    assert np.isinf(normal_n(0.1, 1.0, 5e-324))  # alpha / 2 underflows to 0: no count, said as such
+    row = plan_pair(np.array([0.1, 0.3, -0.05, 0.2]), 5e-324, seed=0)
+    assert "about ∞ questions" in budget_finding(pd.Series({**row, "kind": "all", "metric": "ndcg", "k": 10,
+                                                             "method_a": "a", "method_b": "b"}))

@@ -16,7 +16,7 @@ from rankbench.analysis.run_diff import FAIL, INCONCLUSIVE, PASS, diff_runs, gat
 from rankbench.analysis.run_store import store_run, write_record
 from rankbench.cli import main
 from rankbench.io.loaders import SCHEMA_FOLDER, margin_bounds
-from rankbench.report.run_pages import _change
+from rankbench.report.run_pages import _worsening
 
 # The issue's real regression: nDCG@10 1.000 -> 0.105 on 12 questions, W/T/L 0/0/12.
 PERFECT = np.ones(12)
@@ -132,7 +132,7 @@ def test_the_count_is_what_a_simulation_needs_to_show_the_drop() -> None:
                                              (0.0, "no change"), (0.0004, "no change")])
 def test_the_abstention_change_is_said_in_words(worse: float, said: str) -> None:
     """Before: catching more unanswerable questions printed "worse by −50.0%", and no change "−0.0%"."""
-    assert _change(worse) == said and "−" not in _change(worse) and "-" not in _change(worse)
+    assert _worsening(worse) == said and "−" not in _worsening(worse) and "-" not in _worsening(worse)
 
 
 def test_the_abstention_gate_says_better_when_more_unanswerable_questions_are_caught(tmp_path: Path,
@@ -154,3 +154,13 @@ def test_the_abstention_gate_says_better_when_more_unanswerable_questions_are_ca
         "percentage points" in out
     assert "answerable lost: PASS: 0.0% → 0.0% of 2 questions in the abstain zone (no change" in out
     assert "-0.0" not in out and "−" not in out
+
+
+@pytest.mark.parametrize("alpha", ["1e-300", "5e-324", "1e-17"])
+def test_a_tiny_alpha_gives_a_verdict_not_a_traceback(tmp_path: Path, capsys, alpha: str) -> None:
+    """Before: `--alpha 1e-300` on a drop with too few changed questions ended in an OverflowError traceback (exit 1)
+    while counting the questions that would decide it."""
+    gate = _stored(tmp_path, CLEAR_BEFORE, CLEAR_AFTER)
+    assert main([*gate, "--alpha", alpha]) == 3
+    out = capsys.readouterr().out
+    assert out.startswith("INCONCLUSIVE") and "questions like these would decide it" in out

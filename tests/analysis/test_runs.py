@@ -303,11 +303,23 @@ def test_every_numeric_option_of_the_gate_is_a_finite_number_in_range(tmp_path: 
     assert f"argument {option}: must be a " in error and f"got {value!r}" in error
 
 
+def test_a_negative_zero_tolerance_is_read_as_zero(tmp_path: Path, capsys) -> None:
+    """`--max-drop -0` printed "the tolerance -0"."""
+    store, _ = _two_runs(BASE, REGRESSION, tmp_path)
+    (tmp_path / "d" / "v1").mkdir(parents=True)
+    store.rename(tmp_path / "d" / "v1" / "runs-history")
+    main(["gate", "--results", str(tmp_path), "--method", "bm25", "--metric", "ndcg@10", "--max-drop", "-0"])
+    out = capsys.readouterr().out
+    assert "the tolerance 0 " in out and "tolerance -0" not in out
+
+
 @pytest.mark.parametrize(("argv", "option"), [
     (["diff-runs", "--results", "r", "--seed", "nan"], "--seed"),
     (["diff-runs", "--results", "r", "--resamples", "-5"], "--resamples"),
     (["pool-export", "--results", "r", "--qset", "v1", "--output", "p.csv", "--depth", "0"], "--depth"),
     (["eval", "--resamples", "0", "q", "r"], "--resamples"),
+    (["eval", "--resamples", "²", "q", "r"], "--resamples"),  # str.isdigit, but not int(): "invalid read value"
+    (["eval", "-M", "¹⁰", "q", "r"], "-M"),
 ])
 def test_the_other_commands_numeric_options_are_checked_too(capsys, argv: list[str], option: str) -> None:
     with pytest.raises(SystemExit) as stop:

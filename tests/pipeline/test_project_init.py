@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import jsonschema
@@ -11,6 +12,7 @@ import pytest
 import yaml
 from document_helpers import QUESTIONS_CSV, write_documents
 
+from rankbench.corpus.documents import is_template
 from rankbench.errors import InputError
 from rankbench.io.config_file import load_config_file
 from rankbench.io.loaders import record_schema
@@ -179,6 +181,18 @@ def test_a_site_generators_html_templates_are_skipped_and_named(tmp_path: Path, 
     assert str(partials / "nav.html") in text and str(partials / "footer.html") in text
 
 
+def test_an_html_page_that_shows_jinja_as_text_is_a_document(tmp_path: Path, sources: tuple[Path, Path]) -> None:
+    """A help page about templates shows the tags as text (in <code> or <pre>, or escaped): it is a document, not a
+    site generator's template (every HTML file with `{{ name }}` in it was skipped)."""
+    documents, sheet = sources
+    (documents / "mail-merge.html").write_text(
+        "<html><head><title>Mail merge</title></head><body><h1>Mail merge</h1><p>Write <code>{{ customer.name }}"
+        "</code> where the name goes.</p><pre>{% if vip %}Dear friend{% endif %}</pre>"
+        "<p>Loops: &#123;% for x in items %&#125;.</p></body></html>\n", encoding="utf-8")
+    summary = init_project(tmp_path / "proj", documents, sheet)
+    assert summary.documents == 5 and "HTML template" not in summary_text(summary)
+
+
 def test_the_next_step_is_the_readmes(tmp_path: Path, sources: tuple[Path, Path]) -> None:
     """Issue 55: init said `rankbench run --cores 2` and `comparison.md` where the README says `--quick` and the
     index page. The command init prints is the one of the README's `cd my-project && ...` line."""
@@ -226,3 +240,13 @@ def test_the_config_holds_every_default_and_lists_every_other_setting(tmp_path: 
     unset = sorted(key for key in keys if not written_or_listed(key))
     assert unset == [], unset
     assert text.startswith("# Written by `rankbench init`, with every setting that has a default spelled out")
+
+
+@pytest.mark.parametrize("body", ["{% " * 300_000, "<code>x " * 100_000, "{{ " + "a " * 1_000_000, "<code " * 300_000])
+def test_telling_a_template_is_linear_in_the_file(tmp_path: Path, body: str) -> None:
+    """Every `{%` of a line without `%}` (or unclosed `<code>`) was scanned to the line's end: 20,000 took 11 s."""
+    page = tmp_path / "page.html"
+    page.write_text(f"<html><body>{body}</body></html>", encoding="utf-8")
+    started = time.process_time()
+    assert not is_template(page)
+    assert time.process_time() - started < 5

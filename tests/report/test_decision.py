@@ -125,3 +125,18 @@ def test_the_rules_name_their_family() -> None:
                                      DECISION_DEFAULTS))
     lexical = next(line for line in lines.splitlines() if "Lexical clearly above dense" in line)
     assert "Holm over 3 comparisons (m3 vs m2, m1 vs m2, m4 vs m2)" in lexical
+
+
+@pytest.mark.parametrize(("runner_up", "head"), [(BASE, "Tied on every question"),
+                                                 (BASE - 0.0005 + NOISE, "Wide intervals")])
+def test_a_pair_more_questions_would_not_settle_is_not_told_to_add_questions(runner_up: np.ndarray,
+                                                                             head: str) -> None:
+    """Before: two methods equal on every question (no margin set) read "Wide intervals … Δ +0.000 (95% CI +0.000 to
+    +0.000) …; more questions would not settle it. → Not enough questions …: add questions"; a lead needing more than
+    100 times the questions said "treat them as tied" and then "add questions" too."""
+    summary, pairs = _tables({"m1": BASE, "m2": runner_up, "m3": BASE - 0.3, "m4": BASE - 0.3}, margin=None)
+    lines = "\n".join(decision_lines(summary, pairs, "document", [("ndcg", 10)], 0.05, TYPES, INPUTS,
+                                     DECISION_DEFAULTS))
+    rule = next(line for line in lines.splitlines() if line.startswith(f"- **{head}**"))
+    assert "would not settle it" in rule or "treat them as tied" in rule
+    assert "add questions" not in rule and "→ Treat them as tied: choose on cost" in rule

@@ -3,7 +3,7 @@ the number of questions needed to detect the observed one (normal formula, check
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,8 @@ POWER = 0.8
 SIMULATIONS = 1000
 # Above this many questions the mean difference is close enough to normal that the formula is kept as it is.
 MAX_SIMULATED = 2000
+# Below this alpha, quantiles are read from alpha / 2 (1 - alpha / 2 loses its digits).
+_TINY_ALPHA = 1e-6
 # A pair that would need more than this many times the questions at hand is called practically tied, not planned.
 PRACTICAL_TIE = 100
 BUDGET_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k", "pair", "method_a", "method_b", "n", "diff",
@@ -25,14 +27,19 @@ BUDGET_COLUMNS = ["dataset", "qset", "grain", "kind", "metric", "k", "pair", "me
 
 
 def _quantiles(alpha: float, power: float, n: int) -> float:
-    """t_{1-alpha/2} + t_{power} with n - 1 degrees of freedom (normal for n = 1 or more than 10^6)."""
+    """t_{1-alpha/2} + t_{power} with n - 1 degrees of freedom (normal for n = 1 or more than 10^6). Below alpha =
+    1e-6 the upper quantile is read as minus the lower one, exact where `1 - alpha / 2` loses digits (it rounds to 1,
+    an infinite quantile, below 1e-16); infinite only when alpha / 2 underflows to 0."""
     # scipy.stats.norm.ppf's and t.ppf's own functions, without scipy.stats's import (0.6 CPU s); here, not at the
     # top: the report jobs that only print pages skip scipy
     from scipy.special import ndtri, stdtrit
 
+    def upper(quantile: Callable[[float], float]) -> float:
+        return float(quantile(1 - alpha / 2) if alpha > _TINY_ALPHA else -quantile(alpha / 2))
+
     if n < 2 or n > 1_000_000:
-        return float(ndtri(1 - alpha / 2) + ndtri(power))
-    return float(stdtrit(n - 1, 1 - alpha / 2) + stdtrit(n - 1, power))
+        return upper(ndtri) + float(ndtri(power))
+    return upper(lambda q: stdtrit(n - 1, q)) + float(stdtrit(n - 1, power))
 
 
 def minimum_detectable_difference(sd: float, n: int, alpha: float, power: float = POWER) -> float:
@@ -42,14 +49,21 @@ def minimum_detectable_difference(sd: float, n: int, alpha: float, power: float 
 
 def normal_n(delta: float, sd: float, alpha: float, power: float = POWER) -> float:
     """Questions needed for a paired t-test to detect `delta` given the sd of the differences (fixed point of the
-    t-quantile formula); NaN when there is no difference, 2 when every question differs by the same amount."""
+    t-quantile formula); NaN when there is no difference, 2 when every question differs by the same amount, inf
+    when no number of questions would do (an alpha whose quantile is infinite)."""
     if abs(delta) <= TIE_TOLERANCE:
         return np.nan
     if sd <= TIE_TOLERANCE:
         return 2.0
     n = 2.0
     for _ in range(50):
-        following = max(2.0, np.ceil((_quantiles(alpha, power, int(n)) * sd / abs(delta)) ** 2))
+        quantile = _quantiles(alpha, power, int(n))
+        if not np.isfinite(quantile):
+            return np.inf
+        root = quantile * sd / abs(delta)
+        # a tiny alpha's t quantile at few degrees of freedom (about 1e300 at one) overflows its square: go on from a
+        # count where t is normal, whose quantile is finite
+        following = max(2.0, np.ceil(root ** 2)) if root < 1e150 else 1e15
         if following == n:
             break
         n = following

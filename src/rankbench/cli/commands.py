@@ -243,7 +243,8 @@ def check_command(args: argparse.Namespace) -> int:
     from rankbench.io.config_file import load_config_file
     from rankbench.pipeline.drafts import check_version
     from rankbench.pipeline.launch import quick_mode
-    from rankbench.pipeline.start_checks import start_run
+    from rankbench.pipeline.start_checks import start_run, start_study
+    from rankbench.pipeline.study import is_study
 
     source = str(args.config)
     config = load_config_file(args.config)
@@ -251,16 +252,25 @@ def check_command(args: argparse.Namespace) -> int:
     os.chdir(args.directory or here)  # the config's paths start from the project folder, as the workflow's do
     try:
         quick_mode(config, source)
-        if isinstance(config.get("qsets"), dict):  # else check_version says what is missing
+        if is_study(config):  # each dataset config's start checks and versions, then the study's plan
+            members = start_study(config, source)
+            configs = {Path(m.source).resolve(): m.config for m in members.values() if Path(m.source).is_file()}
+            if args.version:
+                raise InputError(source, "--version", "names versions, but this is a study config (its versions "
+                                 "are its dataset configs')", "Run `rankbench check --config` on a dataset config "
+                                 "to check one of its versions.")
+        else:  # whatever the config lacks or holds (no `qsets`, a list of them) is refused as the run refuses it
             start_run(config, source)
-        versions = args.version or sorted(config.get("qsets") or {})
-        for version in versions:
-            result = check_version(config_path, version)
-            for warning in result.warnings:
-                print(f"rankbench: warning: {warning}", file=sys.stderr)
-            print(f"{version}: {result.questions} questions, {result.labels} labels: ok"
-                  + (" (draft: may still change; `rankbench freeze --version " + version + "` freezes it)"
-                     if result.draft else ""))
+            configs = {config_path: config}
+        for path, settings in configs.items():
+            for version in args.version or sorted(settings.get("qsets") or {}):
+                result = check_version(path, version)
+                for warning in result.warnings:
+                    print(f"rankbench: warning: {warning}", file=sys.stderr)
+                print(f"{'' if path == config_path else f'{path.name}: '}{version}: {result.questions} questions, "
+                      f"{result.labels} labels: ok"
+                      + (" (draft: may still change; `rankbench freeze --version " + version + "` freezes it)"
+                         if result.draft else ""))
     finally:
         os.chdir(here)
     return 0

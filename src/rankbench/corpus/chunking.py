@@ -157,7 +157,7 @@ def _spans(text: str, sections: list[Section], spec: ChunkerSpec) -> list[tuple[
     if spec.kind == "fixed":
         return word_windows(text, size, spec.overlap)
     if spec.kind == "tokens":
-        return unit_windows(load_tokenizer(spec.tokenizer).spans(text), size, spec.overlap)
+        return unit_windows(bounded_units(load_tokenizer(spec.tokenizer).spans(text)), size, spec.overlap)
     if spec.kind == "sentences":
         return unit_windows(sentence_spans(text, 0, len(text)), size, spec.overlap)
     return recursive_spans(text, sections, size)
@@ -173,6 +173,16 @@ def unit_windows(units: list[tuple[int, int]], size: int, overlap: int) -> list[
         if first + size >= len(units):
             break
     return windows
+
+
+# The longest a token unit may be: a word the tokenizer reads as one token (the regex fallback's `\w+`, a WordPiece
+# [UNK] of a 5 MB line without a space) is cut into pieces of this many characters, so a `tokens` chunk stays bounded.
+MAX_TOKEN_CHARS = 100
+
+
+def bounded_units(units: list[tuple[int, int]], longest: int = MAX_TOKEN_CHARS) -> list[tuple[int, int]]:
+    """The (non-empty) units, each one longer than `longest` characters cut into consecutive pieces of that many."""
+    return [(start, min(start + longest, b)) for a, b in units for start in range(a, b, longest)]
 
 
 # A line ends at \r\n, \r or \n (as sections.text_lines reads lines), or at a Unicode line or paragraph separator

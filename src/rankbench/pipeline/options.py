@@ -10,10 +10,10 @@ from collections.abc import Callable
 
 
 def whole_number(minimum: int = 0) -> Callable[[str], int]:
-    """An argparse type: a whole number >= minimum (written in digits, e.g. 10000)."""
+    """An argparse type: a whole number >= minimum (written in ASCII digits, e.g. 10000)."""
     def read(text: str) -> int:
         digits = text.strip().lstrip("+")
-        if not digits.isdigit() or int(digits) < minimum:
+        if not (digits.isascii() and digits.isdigit()) or int(digits) < minimum:  # "²".isdigit(), not int("²")
             raise argparse.ArgumentTypeError(f"must be a whole number >= {minimum}, got {text!r}")
         return int(digits)
     return read
@@ -34,5 +34,5 @@ def finite_number(low: float, high: float = math.inf, *, open_low: bool = False,
         if not (math.isfinite(value) and inside):
             raise argparse.ArgumentTypeError(f"must be a finite number {'in ' if high != math.inf else ''}{span}, "
                                              f"got {text!r}")
-        return value
+        return value + 0.0  # -0 is 0 (said "the tolerance -0")
     return read

@@ -54,6 +54,7 @@ from rankbench.pipeline.drafts import check_evaluable, is_draft
 from rankbench.pipeline.mlflow import mlflow_settings
 from rankbench.pipeline.models import resolve_models
 from rankbench.pipeline.provenance import diff_pairs, margin_settings, report_settings
+from rankbench.pipeline.study import Member, MemberView, read_members, study_plan
 
 
 @contextmanager
@@ -184,3 +185,25 @@ def start_run(config: Mapping[str, Any], config_file: str, main_process: bool = 
     report = report_settings(settings, ks, config_file)
     return StartPlan(settings, methods, commits, margin_settings(settings, ks, config_file), report,
                      diff_pairs(settings, config_file), mlflow_settings(report, os.environ.get("MLFLOW_TRACKING_URI")))
+
+
+def start_study(config: Mapping[str, Any], config_file: str) -> dict[str, Member]:
+    """Every check a study run makes when it starts (workflow/rules/study_common.smk): the study itself, each dataset
+    config's start_run (as the module loading it runs it), then the study's plan against what they configure. The
+    members by column label; `rankbench check` calls it for a study config, which it once passed unchecked."""
+    members = read_members(config, _schema(SCHEMA_FOLDER, "study"), config_file)
+    plans: dict[str, StartPlan] = {}  # a dataset config several columns show is checked once
+    views: dict[str, MemberView] = {}
+    for label, member in members.items():
+        if member.source not in plans:
+            plans[member.source] = start_run(member.config, member.source)
+        plan = plans[member.source]
+        dataset, qsets = plan.config["dataset"], sorted(plan.config["qsets"])
+        lock = read_lock(dataset["lock"]) if dataset["format"] == "native" else {}
+        views[label] = MemberView(source=member.source, dataset=dataset["name"],
+                                  results=f"{plan.config.get('results', RESULTS)}/{dataset['name']}", qsets=qsets,
+                                  method_types={m: spec["type"] for m, spec in plan.methods.items()},
+                                  evaluation=evaluation_settings(plan.config),
+                                  drafts=[q for q in qsets if is_draft(plan.config, q, lock)])
+    study_plan(config, config_file, views)
+    return members

