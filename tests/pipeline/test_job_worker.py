@@ -675,3 +675,16 @@ def test_worker_folders_no_worker_listens_in_are_removed_once_old(tmp_path: Path
         live.close()
     assert sorted(removed) == sorted([folders["dead"], folders["empty"]])
     assert folders["live"].exists() and folders["new"].exists() and not folders["dead"].exists()
+
+
+@pytest.mark.parametrize(("value", "limit"), [("", 1800.0), ("0", 0.0), ("45", 45.0), ("1e-300", 1800.0),
+                                              ("nan", 1800.0), ("-5", 1800.0), ("inf", 1800.0), ("soon", 1800.0)])
+def test_the_stalled_job_limit_is_read_or_its_default_said(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str], value: str,
+                                                           limit: float) -> None:
+    from rankbench.pipeline.job_worker import STALL_VARIABLE, _stall_limit
+
+    monkeypatch.setenv(STALL_VARIABLE, value)
+    assert _stall_limit() == limit
+    said = capsys.readouterr().err
+    assert ("is not a number of seconds, at least 1" in said) == (value not in ("", "0", "45"))

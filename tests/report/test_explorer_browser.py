@@ -370,8 +370,9 @@ def test_a_mean_links_to_its_cell_of_the_comparison_page(demo_v1: Path) -> None:
                 const [method, label] = arguments;
                 const heading = [...document.querySelectorAll("h2")]
                     .find(h => h.textContent === `All questions, ${arguments[2]} grain`);
-                let table = heading.nextElementSibling;
-                while (table.tagName !== "TABLE") table = table.nextElementSibling;
+                let table = heading.nextElementSibling;  // a table, or the box it scrolls sideways in
+                while (table.tagName !== "TABLE" && !table.querySelector("table")) table = table.nextElementSibling;
+                if (table.tagName !== "TABLE") table = table.querySelector("table");
                 const column = [...table.tHead.rows[0].cells].findIndex(c => c.textContent === label);
                 const row = [...table.tBodies[0].rows].find(r => r.cells[0].textContent === method);
                 const rect = row.cells[column].getBoundingClientRect();

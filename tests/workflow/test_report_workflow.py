@@ -315,7 +315,7 @@ def test_the_calibration_page_has_the_demo_reranker_abstention_zones_and_the_rec
     comparison = (demo / BASE / "v2/comparison.md").read_text().split("## Headline")[0]
     unanswerable = int((~top1["answerable"]).sum())
     assert f"**Abstention ({markdown_literal(RERANK)})**" in comparison
-    assert f"({caught} of {unanswerable})" in comparison
+    assert f"({caught} of {unanswerable}; 95% CI " in comparison
 
 
 def test_new_abstention_zones_rerun_no_retrieval(demo: Path) -> None:

@@ -445,9 +445,9 @@ def _stall_limit() -> float:
         seconds = float(value)
     except ValueError:
         seconds = -1.0
-    if not (seconds >= 0 and seconds != float("inf")):
-        print(f"rankbench: warning: {STALL_VARIABLE}={value!r} is not a number of seconds (0 for no limit); "
-              f"jobs are ended after {STALL_LIMIT_SECONDS:g} s without CPU", file=sys.stderr, flush=True)
+    if not (seconds == 0 or 1 <= seconds < float("inf")):  # below a second, any job waiting a moment would end
+        print(f"rankbench: warning: {STALL_VARIABLE}={value!r} is not a number of seconds, at least 1 (0 for no "
+              f"limit); jobs are ended after {STALL_LIMIT_SECONDS:g} s without CPU", file=sys.stderr, flush=True)
         return STALL_LIMIT_SECONDS
     return seconds
 
