@@ -176,7 +176,8 @@ def methods_at_grain(grain):
 
 def chunk_settings(spec):
     """A chunker's spec as its job takes it: its unit's size and overlap where it gives none (so a changed default
-    reruns it), and a tokens chunker without a tokenizer counts with the evaluation's."""
+    reruns it), and a tokens chunker without a tokenizer counts with the evaluation's.
+    """
     spec = chunker_settings(spec)
     if spec.get("kind") == "tokens" and not spec.get("tokenizer"):
         spec = {**spec, "tokenizer": PROMPT_TOKENIZER[0]}
