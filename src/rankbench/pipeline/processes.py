@@ -6,6 +6,7 @@ pipeline/run_lock.py). Off Linux every answer is empty."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def group_cpu_ticks(group: int) -> int:
 def other_threads() -> list[tuple[int, str, str]]:
     """The threads of this process other than the calling one: (thread id, name, state letter of proc(5): R
     running, S sleeping, D waiting on a device, ...)."""
-    own = _own_thread_id()
+    own = threading.get_native_id()
     found = []
     for task in (PROC / "self" / "task").glob("[0-9]*"):
         if int(task.name) == own:
@@ -89,10 +90,6 @@ def other_threads() -> list[tuple[int, str, str]]:
     return found
 
 
-def _own_thread_id() -> int:
-    return int(os.readlink(PROC / "thread-self").rsplit("/", 1)[1]) if (PROC / "thread-self").exists() else os.getpid()
-
-
 def holders(path: Path) -> list[int]:
     """The live processes that hold `path` open (an inherited descriptor counts), by /proc/<pid>/fd."""
     target = str(path.resolve())
@@ -103,6 +100,23 @@ def holders(path: Path) -> list[int]:
         except OSError:  # gone, or another user's
             continue
         if any(_link(descriptor) == target for descriptor in descriptors):
+            found.append(pid)
+    return sorted(found)
+
+
+def working_in(folder: Path, program: bytes) -> list[int]:
+    """The live processes of this user whose working folder is `folder` and whose command names `program` among
+    its first three words (`python -m snakemake ...`, `.venv/bin/snakemake ...`)."""
+    target = str(folder.resolve())
+    found = []
+    for pid, _ in _processes():
+        try:
+            if os.readlink(PROC / str(pid) / "cwd") != target:
+                continue
+            command = (PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # gone, or another user's
+            continue
+        if any(part.endswith(program) for part in command[:3]):
             found.append(pid)
     return sorted(found)
 

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from rankbench.errors import InputError
-from rankbench.pipeline.processes import alive, holders
+from rankbench.pipeline.processes import alive, holders, working_in
 
 LOCK_FILE = Path(".snakemake") / "rankbench-run.lock"
 SNAKEMAKE_LOCKS = Path(".snakemake") / "locks"
@@ -66,7 +66,7 @@ def clear_stale_snakemake_locks(folder: Path) -> bool:
     locks = sorted((folder / SNAKEMAKE_LOCKS).glob("*.lock"))
     if not locks:
         return False
-    working = snakemake_processes_in(folder)
+    working = working_in(folder, b"snakemake")  # Snakemake works in its --directory
     if working:
         raise InputError(folder, None, f"a Snakemake run works in this folder (PID {working[0]}) and holds its locks",
                          f"Wait for it to end, or stop it (kill {working[0]}), then run again.")
@@ -76,25 +76,10 @@ def clear_stale_snakemake_locks(folder: Path) -> bool:
     return True
 
 
-def snakemake_processes_in(folder: Path) -> list[int]:
-    """The live processes of this user running Snakemake in `folder` (Snakemake works in its --directory)."""
-    target = str(folder.resolve())
-    found = []
-    for process in Path("/proc").glob("[0-9]*"):
-        try:
-            if os.readlink(process / "cwd") != target:
-                continue
-            command = (process / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if any(part.endswith(b"snakemake") for part in command[:3]) and alive(int(process.name)):
-            found.append(int(process.name))
-    return sorted(found)
-
-
 def _recorded_owner(descriptor: int) -> int | None:
     """The process id the holder of the lock wrote in it (its `rankbench run`)."""
     try:
-        return int(os.pread(descriptor, 32, 0).decode().strip() or "x")
-    except (OSError, ValueError):
+        recorded = os.pread(descriptor, 32, 0).decode().strip()
+    except OSError:
         return None
+    return int(recorded) if recorded.isdigit() else None
