@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 SNAKEFILE = """
-from rankbench.pipeline.local_run import start_local_run, stop_job_worker
+from rankbench.execution.local_run import start_local_run, stop_job_worker
 
 onstart:
     start_local_run(workflow)
@@ -59,7 +59,7 @@ open(snakemake.output[0], "w").close()
 '''
 
 LIGHT = '''"""A light rankbench job with no work: the imports, thread sizing and logging of a workflow script."""
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)
 
@@ -67,7 +67,7 @@ hand_over(snakemake, __file__)
 import pandas as pd
 
 from rankbench.io.files import write_parquet
-from rankbench.pipeline.scripting import run_script
+from rankbench.execution.scripting import run_script
 
 
 def main(snakemake):
@@ -83,7 +83,7 @@ def evaluate_imports() -> str:
     source = (REPO / "workflow" / "scripts" / "evaluate.py").read_text()
     tree = ast.parse(source)
     statements = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)
-                  and not (isinstance(node, ast.ImportFrom) and node.module == "rankbench.pipeline.job_worker")]
+                  and not (isinstance(node, ast.ImportFrom) and node.module == "rankbench.execution.job_worker")]
     return "\n".join(ast.get_source_segment(source, node) or "" for node in statements)
 
 

@@ -38,7 +38,7 @@ QUESTION_TOPIC_WORDS = 4
 TOPIC_SHARE = 0.5
 RSS_CEILING_MB = 8000
 BENCHMARK_COLUMNS = ("s", "max_rss", "cpu_time")
-# The line rankbench's job worker adds to a job's log (rankbench.pipeline.job_worker.hand_over).
+# The line rankbench's job worker adds to a job's log (rankbench.execution.job_worker.hand_over).
 WORKER_FIGURES = re.compile(r"rankbench job worker: the job took ([\d.]+) CPU-s, peak memory (\d+) MB")
 # The stages; every other rule is evaluation and report.
 STAGES = {"load_corpus": "corpus", "chunk": "corpus", "prepare_questions": "questions", "validate_labels": "questions",

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import yaml
 
+from rankbench.configuration.dataset_formats import corpus_files
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.frozen import content_hash
 from rankbench.io.loaders import load_beir_corpus, load_corpus
-from rankbench.pipeline.dataset_formats import corpus_files
-from rankbench.pipeline.start_checks import (
+from rankbench.project.start_checks import (
     check_dataset_records,
     check_frozen_files,
     corpus_record,

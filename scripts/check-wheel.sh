@@ -43,10 +43,10 @@ for version in "${versions[@]}"; do
 done
 workflow_venv="$work/venv-3.12"
 if [ -d "$workflow_venv" ]; then
-    # The README's install (rankbench.pipeline.launch.PROJECT_INSTALL, which tests/codebase/test_packaging.py
+    # The README's install (rankbench.execution.launch.PROJECT_INSTALL, which tests/codebase/test_packaging.py
     # finds in the README): no torch may come with it.
     install=$(env -u PYTHONPATH "$workflow_venv/bin/python" -c \
-        'from rankbench.pipeline.launch import PROJECT_INSTALL; print(PROJECT_INSTALL)')
+        'from rankbench.execution.launch import PROJECT_INSTALL; print(PROJECT_INSTALL)')
     "$workflow_venv/bin/python" -m pip install --quiet --disable-pip-version-check "$wheel${install#rankbench}"
     heavy=$("$workflow_venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null \
         | grep -i -E '^(torch|sentence-transformers|transformers|nvidia-.*) ' || true)

@@ -23,9 +23,9 @@ from rankbench.analysis.calibration import (
 from rankbench.analysis.run_diff import abstention_verdict, diff_runs
 from rankbench.analysis.run_store import store_run, stored_runs, write_record
 from rankbench.cli import main
+from rankbench.configuration.config import check_methods
+from rankbench.configuration.defaults import method_settings
 from rankbench.errors import InputError
-from rankbench.pipeline.config import check_methods
-from rankbench.pipeline.defaults import method_settings
 from rankbench.report.calibration import calibration_markdown
 
 ZONES = {"a": [0.3, 0.6], "b": [-1.0, 2.0]}

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from rankbench.analysis.failures import RANKING, RECALL, analyse
-from rankbench.pipeline.config import expand_methods
+from rankbench.configuration.config import expand_methods
 
 INPUT_RANK = re.compile(r"^(.+): (?:chunk (\d+)|not retrieved)$")
 

@@ -27,10 +27,10 @@ from rankbench.analysis.run_store import (
     stored_runs,
 )
 from rankbench.cli import main
+from rankbench.configuration.config import expand_methods
+from rankbench.configuration.defaults import method_settings
 from rankbench.errors import InputError
-from rankbench.pipeline.config import expand_methods
-from rankbench.pipeline.defaults import method_settings
-from rankbench.pipeline.provenance import method_identities
+from rankbench.records.provenance import method_identities
 from rankbench.report.explorer import _moved_bits
 from rankbench.report.history import history_html, run_means
 from rankbench.report.run_pages import change_text

@@ -96,7 +96,7 @@ def test_the_package_data_ships_py_typed_the_workflow_and_the_schemas() -> None:
 def test_the_readme_install_is_the_project_install_and_brings_no_torch() -> None:
     """Issue 42: the README's command is what `rankbench init` writes a project for (PROJECT_INSTALL, which
     scripts/check-wheel.sh installs in a fresh venv), and none of its extras pulls torch."""
-    from rankbench.pipeline.launch import PROJECT_INSTALL
+    from rankbench.execution.launch import PROJECT_INSTALL
 
     for page in ("README.md", "docs/getting-started.md", "docs/init.md"):
         assert f"pip install '{PROJECT_INSTALL}'" in (REPO / page).read_text(), page

@@ -108,16 +108,16 @@ def test_no_code_compares_a_scorer_kind_name_outside_the_table_of_scorer_kinds()
 
 
 def test_the_check_finds_type_names_in_python_and_snakemake(tmp_path: Path) -> None:
-    (tmp_path / "src/rankbench/pipeline").mkdir(parents=True)
+    (tmp_path / "src/rankbench/execution").mkdir(parents=True)
     (tmp_path / "workflow/rules").mkdir(parents=True)
-    (tmp_path / "src/rankbench/pipeline/m.py").write_text(
+    (tmp_path / "src/rankbench/execution/m.py").write_text(
         'RULES = {"bm25": "x", "dense": "y"}\nconfig = {"bm25": {}}\n'
         'if spec["type"] in ("dense", "other"):\n    pass\nok = kind == "chunk"\nkey = "bm25" in config\n')
     (tmp_path / "workflow/rules/common.smk").write_text(
         'if METHOD_SPECS[m]["type"] == "bm25":\n    pass\nx = methods_of_type("rerank")\n')
     assert type_name_comparisons(tmp_path, {"bm25", "dense", "rerank"}) == [
-        "src/rankbench/pipeline/m.py:1: bm25", "src/rankbench/pipeline/m.py:1: dense",
-        "src/rankbench/pipeline/m.py:3: dense",
+        "src/rankbench/execution/m.py:1: bm25", "src/rankbench/execution/m.py:1: dense",
+        "src/rankbench/execution/m.py:3: dense",
         "workflow/rules/common.smk:1: bm25", "workflow/rules/common.smk:3: rerank"]
 
 

@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from workflow_helpers import REPO
 
+from rankbench.configuration.config import check_config, expand_chunkers
+from rankbench.configuration.defaults import effective_config
 from rankbench.corpus.chunking import (
     MAX_SENTENCE_CHARS,
     MAX_TOKEN_CHARS,
@@ -24,8 +26,6 @@ from rankbench.corpus.chunking import (
 from rankbench.corpus.sections import split_sections
 from rankbench.corpus.tokens import load_tokenizer
 from rankbench.errors import InputError
-from rankbench.pipeline.config import check_config, expand_chunkers
-from rankbench.pipeline.defaults import effective_config
 from rankbench.retrieval.encoders.cache import cache_key, embed_passages, load_caches, save_cache, text_hashes
 
 _words = st.sampled_from(["vélo", "batterie", "charge", "3", "h.", "Oui!", "avion", "dépôt", "de", "500 €"])

@@ -12,8 +12,8 @@ from document_helpers import write_documents
 from rankbench.corpus.label_checks import check_label_targets
 from rankbench.errors import InputError
 from rankbench.io.loaders import load_corpus, load_questions
-from rankbench.pipeline.drafts import check_version, freeze_draft
-from rankbench.pipeline.project_init import init_project
+from rankbench.project.drafts import check_version, freeze_draft
+from rankbench.project.project_init import init_project
 
 TEXT = "Intro line.\n## Delays\nRefunds take ten days. Refunds take ten days.\n## Costs\nShipping is free.\n"
 

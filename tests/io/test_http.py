@@ -22,11 +22,11 @@ import pandas as pd
 import pytest
 from http_servers import ScriptedServer, elsewhere, scripted, tls_scripted
 
+from rankbench.configuration.config import check_endpoints, check_finite
 from rankbench.errors import InputError
+from rankbench.execution.scripting import run_script
 from rankbench.io.http import api_key, check_base_url, post_json, retry_after
 from rankbench.llm.chat import chat_from_spec
-from rankbench.pipeline.config import check_endpoints, check_finite
-from rankbench.pipeline.scripting import run_script
 from rankbench.redaction import redact, register_secret
 from rankbench.retrieval.encoders.api import ApiEncoder, ApiEncoderSpec
 
@@ -248,7 +248,7 @@ def test_a_timeout_that_is_no_number_is_refused_at_start() -> None:
 
 
 def test_the_config_recorded_on_pages_and_in_the_history_is_redacted() -> None:
-    from rankbench.pipeline.provenance import canonical_config
+    from rankbench.records.provenance import canonical_config
 
     recorded = canonical_config({"llm": {"chat": {"base_url": "http://me:pa55word@h/v1", "note": f"key {KEY}"}}})
     assert "pa55word" not in recorded and KEY not in recorded and "http://***@h/v1" in recorded
@@ -305,7 +305,7 @@ def test_a_worker_threads_unexpected_traceback_is_redacted_on_stderr(tmp_path: P
     script.write_text(textwrap.dedent(f"""
         import threading, urllib.parse
         from types import SimpleNamespace
-        from rankbench.pipeline.scripting import run_script
+        from rankbench.execution.scripting import run_script
         from rankbench.io.http import api_key
 
         def main(_):

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from workflow_helpers import REPO, SNAKEMAKE, planned_jobs, shared_dataset, snakemake
 
+from rankbench.configuration.config import check_config
 from rankbench.errors import InputError
 from rankbench.io.ir_datasets_source import check_same_docs, load_ir_documents, load_ir_questions
 from rankbench.io.loaders import load_beir_corpus, load_beir_questions
-from rankbench.pipeline.config import check_config
 
 TINY = REPO / "tests" / "fixtures" / "beir-tiny"
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())

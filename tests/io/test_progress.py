@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.progress import Progress, blocks, tracked
-from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.analyzer import Analyzer
 from rankbench.retrieval.bm25 import BM25Params, build_index
 

@@ -12,11 +12,11 @@ import pytest
 import yaml
 from workflow_helpers import REPO, shared_dataset, snakemake
 
+from rankbench.configuration.config import check_config
+from rankbench.configuration.dataset_formats import corpus_files, corpus_source, load_documents
 from rankbench.errors import InputError
 from rankbench.io.loaders import load_beir_corpus, load_beir_questions
 from rankbench.io.trec_topics import load_topics, load_trec_documents, load_trec_questions
-from rankbench.pipeline.config import check_config
-from rankbench.pipeline.dataset_formats import corpus_files, corpus_source, load_documents
 
 SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
 TINY = REPO / "tests" / "fixtures" / "beir-tiny"

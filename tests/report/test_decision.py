@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from rankbench.analysis.decision import advice, verdict
+from rankbench.configuration.defaults import DECISION_DEFAULTS
 from rankbench.evaluation.scoring import summarize
-from rankbench.pipeline.defaults import DECISION_DEFAULTS
 from rankbench.report.decision import decision_lines
 
 N = 80

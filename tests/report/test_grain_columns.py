@@ -8,7 +8,7 @@ import pytest
 
 from rankbench.errors import InputError
 from rankbench.evaluation.marks import marked
-from rankbench.pipeline.provenance import report_settings
+from rankbench.records.provenance import report_settings
 from rankbench.report.comparison import other_grain_lines
 from rankbench.report.tables import table_metrics
 

@@ -41,8 +41,8 @@ from rankbench.errors import InputError
 from rankbench.evaluation.stats import format_p, holm, tiers
 from rankbench.io.frozen import read_lock
 from rankbench.io.markdown import markdown_grid, markdown_literal
-from rankbench.pipeline.cost import cost_table, method_stages
-from rankbench.pipeline.provenance import canonical_config, config_hash, report_settings
+from rankbench.records.cost import cost_table, method_stages
+from rankbench.records.provenance import canonical_config, config_hash, report_settings
 from rankbench.report.calibration import calibration_markdown
 from rankbench.report.comparison import cost_page, judge_section, labels_section, leaks_section
 from rankbench.report.failures import failures_markdown
@@ -510,7 +510,7 @@ def test_a_filled_jsonl_pool_is_read_by_the_one_jsonl_reader(tmp_path) -> None:
 
 
 def test_diff_pairs_must_name_two_configured_versions() -> None:
-    from rankbench.pipeline.provenance import diff_pairs
+    from rankbench.records.provenance import diff_pairs
 
     config = {"qsets": {"v1": {}, "v2": {}}}
     assert diff_pairs({**config, "diffs": [["v1", "v2"]]}, "c") == [("v1", "v2")]
@@ -519,7 +519,7 @@ def test_diff_pairs_must_name_two_configured_versions() -> None:
 
 
 def test_a_versions_config_leaves_out_the_other_versions_and_the_diffs() -> None:
-    from rankbench.pipeline.provenance import qset_config
+    from rankbench.records.provenance import qset_config
 
     config = {"qsets": {"v1": {"path": "a"}, "v2": {"path": "b"}}, "diffs": [["v1", "v2"]], "methods": {"m": 1}}
     assert qset_config(config, "v1") == {"qsets": {"v1": {"path": "a"}}, "methods": {"m": 1}}

@@ -83,7 +83,7 @@ def test_the_cost_page_shows_each_dense_index_size_and_build_time() -> None:
 def test_a_compressed_method_written_as_the_docs_show_finds_the_twin_init_wrote() -> None:
     """Before: `init` writes `filters: []` (and `chunker`, `index: {kind: flat}`) for dense-e5, a compressed method
     written as the docs show has none of them, and every compressed method showed `float twin: none`."""
-    from rankbench.pipeline.project_init import project_config
+    from rankbench.project.project_init import project_config
 
     written = project_config("demo", "v1", "english")["methods"]
     assert written["dense-e5"]["filters"] == []  # what made the raw specs differ

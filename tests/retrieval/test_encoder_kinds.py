@@ -10,8 +10,8 @@ import pytest
 import yaml
 from workflow_helpers import REPO
 
+from rankbench.configuration.models import check_model_names
 from rankbench.errors import InputError
-from rankbench.pipeline.models import check_model_names
 from rankbench.retrieval.encoders.api import ApiEncoderSpec
 from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.kinds import (
@@ -61,7 +61,7 @@ def test_a_revision_is_refused_on_a_kind_the_table_marks_off_the_hub() -> None:
 
 _ENCODE_AT = """
 import json, sys
-from rankbench.pipeline.threads import limit_threads
+from rankbench.execution.threads import limit_threads
 limit_threads(int(sys.argv[1]))
 import numpy as np
 from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder

@@ -22,8 +22,7 @@ from model_helpers import hub_cache_layout, tiny_cross_encoder
 from workflow_helpers import REPO, SNAKEMAKE, copy_dataset
 
 from rankbench.analysis.headline_history import run_records
-from rankbench.errors import InputError
-from rankbench.pipeline.models import (
+from rankbench.configuration.models import (
     check_model_names,
     configured_models,
     method_models,
@@ -31,6 +30,7 @@ from rankbench.pipeline.models import (
     resolve_models,
     with_resolved_revision,
 )
+from rankbench.errors import InputError
 from rankbench.report.comparison import models_lines
 from rankbench.retrieval.encoders.base import EncoderSpec, resolve_model_path
 from rankbench.retrieval.encoders.hub import cached_snapshot, download_snapshot, weights_sha256
@@ -118,7 +118,7 @@ def test_an_unreachable_hub_fails_fast_with_how_to_download_it(tmp_path: Path) -
         port = probe.getsockname()[1]  # closed once the socket is: connections are refused
     env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
     env.update(HF_HOME=str(tmp_path / "hf"), HF_ENDPOINT=f"http://127.0.0.1:{port}", PYTHONPATH=str(SRC))
-    code = ("from rankbench.pipeline.models import resolve_models\n"
+    code = ("from rankbench.configuration.models import resolve_models\n"
             "resolve_models({'encoders': {'e': {'kind': 'sentence-transformers', 'model': 'BAAI/bge-small-en-v1.5', "
             "'revision': 'v1.0'}}, 'methods': {}}, 'c.yaml', download=True)\n")
     started = time.monotonic()

@@ -12,11 +12,11 @@ import pytest
 from model_helpers import tiny_cross_encoder
 
 from rankbench.analysis.leaks import leak_counts, leak_summary
+from rankbench.configuration.config import check_methods, expand_methods
 from rankbench.corpus.filters import chunk_masks
 from rankbench.errors import InputError
 from rankbench.io.ranked_lists import order_by_trec_rule
 from rankbench.io.rewrites import load_rewrites
-from rankbench.pipeline.config import check_methods, expand_methods
 from rankbench.retrieval.analyzer import Analyzer
 from rankbench.retrieval.bm25 import RM3, BM25Params, build_index, index_keys, search, search_weighted
 from rankbench.retrieval.dense import (

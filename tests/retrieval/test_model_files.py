@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from model_helpers import tiny_cross_encoder
 
+from rankbench.configuration.models import resolve_models
 from rankbench.errors import InputError
-from rankbench.pipeline.models import resolve_models
 from rankbench.retrieval.encoders.base import resolve_model_path
 from rankbench.retrieval.rerank import cross_encoder_scorer, rerank_or_fallback
 

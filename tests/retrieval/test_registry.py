@@ -11,11 +11,11 @@ import yaml
 from workflow_helpers import REPO
 
 from rankbench.analysis.failures import candidate_depth
+from rankbench.configuration.config import check_config
+from rankbench.configuration.rules import RUN_RULES, UNBENCHMARKED, index_stage
 from rankbench.errors import InputError
 from rankbench.evaluation.scoring import GRAINS
-from rankbench.pipeline.config import check_config
-from rankbench.pipeline.cost import method_stages
-from rankbench.pipeline.rules import RUN_RULES, UNBENCHMARKED, index_stage
+from rankbench.records.cost import method_stages
 from rankbench.retrieval import registry, scorer_kinds
 from rankbench.retrieval.registry import (
     METHOD_TYPES,

@@ -13,11 +13,11 @@ from model_helpers import hub_cache_layout, tiny_inference_free_encoder, tiny_sp
 from scipy import sparse
 from workflow_helpers import REPO
 
+from rankbench.configuration.config import check_config
+from rankbench.configuration.models import resolve_models
 from rankbench.corpus.filters import ChunkMasks
 from rankbench.errors import InputError
 from rankbench.io.ranked_lists import order_by_trec_rule, run_from_topk
-from rankbench.pipeline.config import check_config
-from rankbench.pipeline.models import resolve_models
 from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, encode, load_sparse_encoder, vocabulary
 from rankbench.retrieval.sparse import load_matrix, save_matrix, search
 

@@ -14,11 +14,11 @@ import pytest
 import yaml
 from workflow_helpers import copy_dataset, demo_grain, edit_config, planned_jobs, snakemake
 
+from rankbench.configuration.config import expand_methods
+from rankbench.configuration.defaults import evaluation_settings
 from rankbench.evaluation.scoring import TIERS_COLUMNS
 from rankbench.io.frozen import freeze
-from rankbench.pipeline.config import expand_methods
-from rankbench.pipeline.defaults import evaluation_settings
-from rankbench.pipeline.provenance import report_settings
+from rankbench.records.provenance import report_settings
 from rankbench.retrieval.encoders.base import resolve_model_path
 from rankbench.retrieval.registry import FAMILIES, METHOD_TYPES
 

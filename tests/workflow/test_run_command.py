@@ -105,7 +105,7 @@ def test_kill_9_of_rankbench_run_stops_snakemake_and_the_next_run_works(tmp_path
     children = _children(running.pid)
     snakemake, = [pid for pid in children if b"snakemake" in Path(f"/proc/{pid}/cmdline").read_bytes()]
     workers = [pid for pid in children if pid != snakemake]  # the job worker rankbench started for the run
-    assert all(b"rankbench.pipeline.job_worker" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in workers)
+    assert all(b"rankbench.execution.job_worker" in Path(f"/proc/{pid}/cmdline").read_bytes() for pid in workers)
     running.kill()  # SIGKILL: rankbench gets no chance to forward anything
     running.wait()
     deadline = time.monotonic() + 20

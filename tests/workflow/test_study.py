@@ -16,7 +16,7 @@ from statsmodels.stats.meta_analysis import combine_effects
 from workflow_helpers import REPO, planned_jobs, snakemake
 
 from rankbench.errors import InputError
-from rankbench.pipeline.study import MemberView, read_members, study_plan
+from rankbench.project.study import MemberView, read_members, study_plan
 
 SCHEMA = yaml.safe_load((REPO / "workflow/schemas/study.schema.yaml").read_text())
 TINY = Path("tests/fixtures/beir-tiny")

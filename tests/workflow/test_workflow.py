@@ -13,9 +13,9 @@ import pytrec_eval
 import yaml
 from workflow_helpers import edit_config, planned_jobs, snakemake
 
+from rankbench.configuration.config import expand_chunkers, expand_methods, method_chunker
 from rankbench.io.frozen import freeze
 from rankbench.io.ranked_lists import collapse_to_documents
-from rankbench.pipeline.config import expand_chunkers, expand_methods, method_chunker
 
 pytestmark = pytest.mark.slow
 CORPUS_RULES = {"load_corpus", "chunk", "bm25_index", "embed_corpus", "faiss_index"}
@@ -116,7 +116,7 @@ def test_a_new_question_set_version_schedules_only_question_side_jobs(demo: Path
 _ENCODE_QUESTIONS_AT = """
 import sys
 import pandas as pd
-from rankbench.pipeline.threads import limit_threads
+from rankbench.execution.threads import limit_threads
 limit_threads(int(sys.argv[1]))
 from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
 encoder = load_encoder(encoder_spec({"kind": "sentence-transformers", "model": sys.argv[2]}))

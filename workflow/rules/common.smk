@@ -4,11 +4,11 @@ from pathlib import Path
 from rankbench.retrieval.registry import REPORT_ONLY_KEYS
 
 from rankbench.corpus.chunking import chunker_settings
-from rankbench.pipeline.config import (
+from rankbench.configuration.config import (
     check_outputs,
     method_chunker,
 )
-from rankbench.pipeline.defaults import (
+from rankbench.configuration.defaults import (
     CHAT_DEFAULTS,
     DATASET_DEFAULTS,
     DECISION_DEFAULTS,
@@ -18,9 +18,9 @@ from rankbench.pipeline.defaults import (
     RESULTS,
     evaluation_settings,
 )
-from rankbench.pipeline.cost import method_stages
-from rankbench.pipeline.timing import timing_path
-from rankbench.pipeline.rules import RUN_RULES
+from rankbench.records.cost import method_stages
+from rankbench.records.timing import timing_path
+from rankbench.configuration.rules import RUN_RULES
 from rankbench.retrieval.registry import (
     engine_key,
     index_rule,
@@ -31,34 +31,34 @@ from rankbench.retrieval.encoders.kinds import QUESTION_ENCODING_THREADS, encode
 from rankbench.io.expansions import expansion_lock_key, expansion_record
 from rankbench.io.frozen import read_lock, rewrite_lock_key
 from rankbench.io.loaders import SCHEMA_FOLDER
-from rankbench.pipeline.models import (
+from rankbench.configuration.models import (
     method_cards,
     method_models,
     prompt_tokenizer,
     used_models,
     with_resolved_revision,
 )
-from rankbench.pipeline.provenance import (
+from rankbench.records.provenance import (
     canonical_config,
     config_hash,
     qset_config,
 )
-from rankbench.pipeline.dataset_formats import (
+from rankbench.configuration.dataset_formats import (
     corpus_files,
     corpus_source,
     version_files,
     version_source,
 )
-from rankbench.pipeline.start_checks import start_run
-from rankbench.pipeline.drafts import is_draft, record_frozen_results
-from rankbench.pipeline.local_run import (
+from rankbench.project.start_checks import start_run
+from rankbench.project.drafts import is_draft, record_frozen_results
+from rankbench.execution.local_run import (
     end_local_run,
     model_libraries,
     start_local_run,
 )
 from rankbench.analysis.run_store import RUNS_FOLDER
 
-# Every start check (pipeline/start_checks.py, start_run; `rankbench check` runs the same): the config whole (schema,
+# Every start check (project/start_checks.py, start_run; `rankbench check` runs the same): the config whole (schema,
 # grids, names, limits, inputs that must exist), hub models, the dataset's files, every record and every frozen hash
 # (main process, dry runs too), margins and report settings, before any job. Key order means nothing in a dataset
 # config: with every mapping sorted, every rule's params (which Snakemake compares by repr) are the same whatever
@@ -146,7 +146,7 @@ def methods_indexed_by(builder):
 
 
 def methods_of_rule(rule):
-    """Methods whose run this rule makes (pipeline/rules.py, RUN_RULES)."""
+    """Methods whose run this rule makes (configuration/rules.py, RUN_RULES)."""
     return [name for name in METHODS if RUN_RULES[METHOD_SPECS[name]["type"]] == rule]
 
 
@@ -208,7 +208,7 @@ def encoder_spec(encoder):
 
 
 def resolved_models():
-    """Every model and endpoint the methods use (pipeline.models.used_models), hub revisions as the commits
+    """Every model and endpoint the methods use (configuration.models.used_models), hub revisions as the commits
     resolved at start."""
     return used_models(EXPANDED_CONFIG, MODEL_COMMITS)
 
@@ -544,7 +544,7 @@ def api_usage(wildcards):
 
 
 def timing_records(wildcards):
-    """Benchmark file -> timing record (seconds per question, one-time seconds, calls; pipeline/timing.py) of each
+    """Benchmark file -> timing record (seconds per question, one-time seconds, calls; records/timing.py) of each
     query-side job the cost plan counts whose rule writes one."""
     return {
         path: timing_path(path)

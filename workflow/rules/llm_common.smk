@@ -19,7 +19,7 @@ def llm_language():
 
 
 def llm_setting(task, key):
-    """A setting of an LLM task (`llm.generate`, `llm.judge`), its default from pipeline/defaults.py."""
+    """A setting of an LLM task (`llm.generate`, `llm.judge`), its default from configuration/defaults.py."""
     return LLM[task].get(key, LLM_DEFAULTS[task][key])
 
 

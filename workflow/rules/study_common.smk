@@ -4,7 +4,7 @@
 import yaml
 
 from rankbench.io.loaders import SCHEMA_FOLDER
-from rankbench.pipeline.study import (
+from rankbench.project.study import (
     MemberView,
     read_members,
     study_outputs,

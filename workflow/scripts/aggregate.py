@@ -4,7 +4,7 @@ summary (method × leak type × k: mean leaked chunks per question and questions
 evidence-grain aggregate (evidence.parquet: the same means, CIs and Holm-corrected tests against the baseline, over
 the questions whose labels carry evidence)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -12,8 +12,8 @@ import pandas as pd
 
 from rankbench.analysis.leaks import leak_summary
 from rankbench.evaluation.scoring import AGGREGATE_COLUMNS, TIERS_COLUMNS, aggregate, breakdown_aggregate, tier_table
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
-from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -1,13 +1,13 @@
 """What an approximate or compressed FAISS index costs: its recall@k against the exact float index on the same
 queries."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
 import numpy as np
 
-from rankbench.pipeline.scripting import run_script
+from rankbench.execution.scripting import run_script
 from rankbench.retrieval.dense import (
     IndexSpec,
     load_index,

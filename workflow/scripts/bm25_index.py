@@ -1,7 +1,7 @@
 """Build one BM25 method's index over the chunks; when a method reading it searches with numba, compile numba's
 kernels into the dataset's cache here, once, so that its BM25 jobs load them instead of each compiling them."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -13,7 +13,7 @@ os.environ["NUMBA_CACHE_DIR"] = snakemake.params.numba_cache
 import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
-from rankbench.pipeline.scripting import run_script
+from rankbench.execution.scripting import run_script
 from rankbench.retrieval.bm25 import (
     analyzer_and_params,
     build_index,

@@ -1,14 +1,14 @@
 """Abstention calibration of one question-set version: top-1 scores of answerable vs unanswerable questions."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
 import pandas as pd
 
 from rankbench.analysis.calibration import question_zones, thresholds, top1_scores, zone_table
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet, write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.report.calibration import calibration_markdown
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.plots import save, top1_distributions

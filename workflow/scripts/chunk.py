@@ -1,14 +1,14 @@
 """Cut the documents into chunks with one chunker."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
 import pandas as pd
 
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable, chunk_corpus
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
-from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.dense import check_index_sizes
 
 

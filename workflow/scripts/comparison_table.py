@@ -1,7 +1,7 @@
 """Write the comparison page of one question-set version (Markdown, HTML) and its LaTeX and CSV tables: the bundle
 read from the rule's inputs and params, rendered by rankbench.report.comparison.comparison_files."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankbench.configuration.models import model_provenance
+from rankbench.configuration.software import software_versions
 from rankbench.evaluation.evidence import evidence_questions
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
-from rankbench.pipeline.models import model_provenance
-from rankbench.pipeline.provenance import source_commit
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.software import software_versions
+from rankbench.records.provenance import source_commit
 from rankbench.report import budget, robustness
 from rankbench.report.comparison import ComparisonInputs, comparison_files
 from rankbench.report.pages import draft_banner

@@ -1,7 +1,7 @@
 """Write the cost page of one question-set version: seconds per question and one-time seconds, calls and tokens
 billed beside the headline metrics (Markdown, HTML)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -13,10 +13,10 @@ import pandas as pd
 
 from rankbench.analysis.frontier import frontier, prompt_characters
 from rankbench.evaluation.metric_names import metric_label
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
-from rankbench.pipeline.cost import cost_table, read_benchmark
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.timing import read_timing
+from rankbench.records.cost import cost_table, read_benchmark
+from rankbench.records.timing import read_timing
 from rankbench.report.comparison import cost_page
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.plots import frontier_plot, save

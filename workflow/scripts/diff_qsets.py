@@ -1,6 +1,6 @@
 """Diff two question-set versions: question changes, metrics on each and on common questions, flips, rankings."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -15,8 +15,8 @@ from rankbench.analysis.qset_diff import (
     question_changes,
     version_metrics,
 )
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet, write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.qset_diff import diff_markdown
 

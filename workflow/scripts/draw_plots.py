@@ -1,13 +1,13 @@
 """Draw the figures of one question-set version: recall@k curves, a metric with CIs, per-kind heatmap, grade by rank."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
 import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label
-from rankbench.pipeline.scripting import run_script
+from rankbench.execution.scripting import run_script
 from rankbench.report.plots import (
     kind_heatmap,
     mean_grade_by_rank,

@@ -2,7 +2,7 @@
 texts any chunker embedded before (its own cache first, then the other chunkers'): a new chunker encodes only its
 new texts, and the log says what share that is."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__, models=True)  # in the run's model worker, its encoders' libraries loaded
 
@@ -13,8 +13,8 @@ from dataclasses import asdict
 import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_npy, write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.encoders.api import usage_record
 from rankbench.retrieval.encoders.cache import (
     cache_key,

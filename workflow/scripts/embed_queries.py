@@ -1,7 +1,7 @@
 """Encode the questions of one version with one encoder, once for every method that needs them, reusing the cached
 vectors of questions an earlier version (or rewrite source) already encoded."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__, models=True)  # in the run's model worker, its encoders' libraries loaded
 
@@ -12,10 +12,10 @@ from dataclasses import asdict
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
+from rankbench.execution.threads import limit_threads
 from rankbench.io.files import write_npy, write_text
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.threads import limit_threads
-from rankbench.pipeline.timing import Timing
+from rankbench.records.timing import Timing
 from rankbench.retrieval.encoders.api import usage_record
 from rankbench.retrieval.encoders.cache import (
     cache_key,

@@ -3,7 +3,7 @@ at its grains and the share of each grade at each rank (a run that matches no la
 named in the log, as its zeros say nothing about its ranking); its evidence-grain metrics (questions whose relevant
 labels carry evidence); its TREC files and ir_metadata; its leak counts."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -19,11 +19,11 @@ from rankbench.errors import InputError
 from rankbench.evaluation.evidence import evidence_per_query
 from rankbench.evaluation.metrics import grade_problem
 from rankbench.evaluation.scoring import dictionary_coded, evaluate_run, grade_distribution
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import corpus_record, parquet_metadata, write_parquet
 from rankbench.io.ranked_lists import collapse_to_documents, unmatched
 from rankbench.io.trec import write_trec_run
-from rankbench.pipeline.ir_metadata import run_metadata, write_run_metadata
-from rankbench.pipeline.scripting import run_script
+from rankbench.records.ir_metadata import run_metadata, write_run_metadata
 
 
 def export_trec(run, snakemake):

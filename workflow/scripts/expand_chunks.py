@@ -1,7 +1,7 @@
 """Append a frozen document expansion to a chunker's chunks: the file checked against its frozen hash (native
 datasets) and what earlier results were made from, each line against the corpus."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.expansions import expanded_chunks, load_expansions
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import frozen_digest, guard_results
-from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

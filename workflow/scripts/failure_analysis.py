@@ -1,14 +1,14 @@
 """Failures of every method on one question-set version, classified for multi-stage methods, and the stage log."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
 import pandas as pd
 
 from rankbench.analysis.failures import analyse, stage_log
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet, write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.report.failures import failures_markdown
 from rankbench.report.pages import draft_banner, markdown_html
 

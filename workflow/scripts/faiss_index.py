@@ -1,7 +1,7 @@
 """Build one FAISS index (exact, HNSW or IVF; float or compressed) over the chunk embeddings, and record its size
 and build time (for the cost page and the vector-size page)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 
 from rankbench.errors import InputError
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.dense import IndexSpec, build_index, save_index
 
 

@@ -1,7 +1,7 @@
 """Write the run's history record of one question-set version: its recorded metrics per method, with the models
 each loaded (the history page appends it, see record_history.py)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.analysis.headline_history import run_records
+from rankbench.configuration.models import model_provenance
+from rankbench.configuration.software import software_versions
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
-from rankbench.pipeline.models import model_provenance
-from rankbench.pipeline.provenance import source_commit
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.software import software_versions
+from rankbench.records.provenance import source_commit
 
 
 def main(snakemake):

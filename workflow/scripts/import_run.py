@@ -1,16 +1,16 @@
 """Import a run made elsewhere (TREC or Parquet) as this workflow's run Parquet, cut at the evaluation depth; an
 empty run, or one naming no document of the corpus, is named in the log (it would score 0 without a word)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
 from rankbench.io.ranked_lists import report_unknown_documents
 from rankbench.io.trec import read_run
-from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

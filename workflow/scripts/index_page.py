@@ -1,6 +1,6 @@
 """Write the entry page of a dataset's results: every version's headline and links to the pages the run wrote."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.report.index_page import VersionEntry, index_page
 
 

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_jsonl
 from rankbench.llm.chat import chat_from_spec
 from rankbench.llm.generate import generate_questions
-from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -3,11 +3,11 @@
 import pandas as pd
 
 from rankbench.analysis.pooling import top_k_pool
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_jsonl, write_parquet
 from rankbench.llm.chat import chat_from_spec
 from rankbench.llm.judge import judge_pool, merge_labels
 from rankbench.llm.versions import version_records
-from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

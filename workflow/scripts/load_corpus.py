@@ -1,7 +1,7 @@
 """Load and validate the corpus (native, BEIR, TREC or ir_datasets) into documents.parquet, and record which
 content it was."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import yaml
 
+from rankbench.configuration.dataset_formats import documents_digest, load_documents
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import corpus_record, write_parquet, write_text
-from rankbench.pipeline.dataset_formats import documents_digest, load_documents
-from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -7,8 +7,8 @@ from pathlib import Path
 import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.lucene import Engine, analyzer_from_keys, build_index, engine_record
 
 

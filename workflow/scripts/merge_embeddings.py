@@ -2,7 +2,7 @@
 files are written a block of rows at a time: the job holds one block and the chunks' text hashes, not the corpus's
 vectors (3 GB at a million passages of 256 dimensions, held three times over before)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -13,8 +13,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from rankbench.corpus.chunking import passage_text
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import npy_row_blocks, write_npy_rows
-from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.encoders.cache import cache_key, save_cache, text_hashes
 from rankbench.retrieval.encoders.kinds import encoder_spec
 

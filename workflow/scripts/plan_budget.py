@@ -1,14 +1,14 @@
 """The question-budget page of one question-set version: questions needed to separate the pairs that matter."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
 import pandas as pd
 
 from rankbench.analysis.budget import BUDGET_COLUMNS, plan_budget
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet, write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.report.budget import budget_page
 from rankbench.report.pages import draft_banner, markdown_html
 

@@ -6,7 +6,7 @@ Whether the version is frozen is read from the lock here, not passed as a param:
 nothing these outputs hold, so it must not rerun this job and every question-side job after it (the start checks
 have already held the files to the lock)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from rankbench.configuration.dataset_formats import load_version
+from rankbench.execution.scripting import run_script
 from rankbench.io.audience import for_audience
 from rankbench.io.files import write_parquet, write_text
 from rankbench.io.frozen import (
@@ -27,8 +29,6 @@ from rankbench.io.frozen import (
 )
 from rankbench.io.ir_datasets_source import records_digest
 from rankbench.io.ir_datasets_source import source as ir_source
-from rankbench.pipeline.dataset_formats import load_version
-from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -1,7 +1,7 @@
 """Check a rewrites file against its frozen hash (native datasets) and what earlier results were made from, and
 align it with the version's questions."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import frozen_digest, guard_results, results_record
 from rankbench.io.rewrites import load_rewrites
-from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -2,16 +2,16 @@
 judgements also as TREC qrels files, one per grain (document ids, chunk ids), so an exported run can be scored with
 trec_eval, ranx or ir_measures."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
 from rankbench.io.qrels import build_qrels
 from rankbench.io.trec import write_qrels
-from rankbench.pipeline.scripting import run_script
 
 
 def main(snakemake):

@@ -1,7 +1,7 @@
 """Append the records of this run to the shared history (under its lock), store each version's run record in its
 runs history, redraw the dataset's history pages, and export the stored runs to MLflow when configured."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 from rankbench.analysis.headline_history import record_run
 from rankbench.analysis.run_store import store_run, stored_runs
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
-from rankbench.pipeline.mlflow import export_version
-from rankbench.pipeline.scripting import run_script
+from rankbench.records.mlflow import export_version
 from rankbench.report.history import history_html, history_markdown, run_means
 from rankbench.report.plots import history_plot, save
 

@@ -4,7 +4,7 @@ questions that moved (the explorer's filter). The record_history job stores the 
 them, the effective config as YAML (the config as the run used it, every default filled in and grids expanded; the
 comparison page shows it too)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -23,13 +23,13 @@ from rankbench.analysis.run_store import (
     question_fingerprints,
     write_record,
 )
+from rankbench.configuration.config import expand_methods
+from rankbench.configuration.defaults import config_yaml, effective_config
+from rankbench.configuration.models import model_provenance
+from rankbench.configuration.software import software_versions
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet, write_text
-from rankbench.pipeline.config import expand_methods
-from rankbench.pipeline.defaults import config_yaml, effective_config
-from rankbench.pipeline.models import model_provenance
-from rankbench.pipeline.provenance import method_identities, source_commit
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.software import software_versions
+from rankbench.records.provenance import method_identities, source_commit
 from rankbench.report.run_pages import since_last_run_section
 
 

@@ -1,7 +1,7 @@
 """Re-score the top N of the input run with a bi-encoder, a CrossEncoder or an LLM; a failing scorer degrades the
 run."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__, models=True)  # in the run's model worker, its encoders' libraries loaded
 
@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.timing import Timing
+from rankbench.records.timing import Timing
 from rankbench.retrieval.rerank import (
     bi_encoder_scorer,
     cross_encoder_scorer,

@@ -1,6 +1,6 @@
 """Rank chunks for every question with one BM25 method (optionally rewritten queries, RM3 feedback, filters)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -15,10 +15,10 @@ import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
 from rankbench.corpus.filters import ChunkMasks, chunk_masks
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
 from rankbench.io.ranked_lists import run_from_topk
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.timing import Timing
+from rankbench.records.timing import Timing
 from rankbench.retrieval.bm25 import RM3, load_index, search, search_weighted
 from rankbench.retrieval.rm3 import rm3_queries
 

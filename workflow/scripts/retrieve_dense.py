@@ -1,7 +1,7 @@
 """Rank chunks for every question by cosine similarity in a FAISS index (exact, approximate or compressed, its
 candidates optionally re-scored in float), optionally filtered."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 
 from rankbench.corpus.filters import ChunkMasks, chunk_masks
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
 from rankbench.io.ranked_lists import run_from_topk
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.timing import Timing
+from rankbench.records.timing import Timing
 from rankbench.retrieval.dense import IndexSpec, load_index, search
 from rankbench.retrieval.vector_checks import check_same_dimension
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
 from rankbench.io.ranked_lists import run_from_topk
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.timing import Timing
+from rankbench.records.timing import Timing
 from rankbench.retrieval.lucene import Engine, analyzer_from_keys, search
 
 

@@ -5,10 +5,10 @@ import pandas as pd
 
 from rankbench.corpus.filters import chunk_masks
 from rankbench.errors import InputError
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
 from rankbench.io.ranked_lists import run_from_topk
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.timing import Timing
+from rankbench.records.timing import Timing
 from rankbench.retrieval.sparse import load_matrix, search
 
 

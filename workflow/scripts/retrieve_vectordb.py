@@ -7,10 +7,10 @@ import logging
 import numpy as np
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
 from rankbench.io.ranked_lists import report_unknown_documents
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.timing import Timing
+from rankbench.records.timing import Timing
 from rankbench.retrieval.vector_checks import check_same_dimension
 from rankbench.retrieval.vectordb import (
     VectorIndex,

@@ -1,6 +1,6 @@
 """The robustness page of one question-set version: does the verdict survive perturbed or missing labels?"""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -16,8 +16,8 @@ from rankbench.analysis.robustness import (
     judge_effects,
     robustness,
 )
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet, write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.robustness import robustness_page
 

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from rankbench.corpus.chunking import passage_text
-from rankbench.pipeline.scripting import run_script
+from rankbench.execution.scripting import run_script
 from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, encode, load_sparse_encoder, vocabulary
 from rankbench.retrieval.sparse import save_matrix
 

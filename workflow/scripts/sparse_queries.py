@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from rankbench.pipeline.scripting import run_script
-from rankbench.pipeline.timing import Timing
+from rankbench.execution.scripting import run_script
+from rankbench.records.timing import Timing
 from rankbench.retrieval.encoders.sparse import SparseEncoderSpec, encode, load_sparse_encoder, vocabulary
 from rankbench.retrieval.sparse import save_matrix
 

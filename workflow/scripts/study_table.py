@@ -1,7 +1,7 @@
 """The study across datasets: its table (Markdown, HTML, LaTeX, CSV, tidy Parquet), the pooled statistics and a
 forest plot per headline metric, from each dataset's aggregate and per-question metrics."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -9,8 +9,8 @@ import os
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet, write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.report.pages import markdown_html
 from rankbench.report.plots import save
 from rankbench.report.study import (

@@ -2,7 +2,7 @@
 section, or evidence not found in its document, stops the run; other problems go to validation.md. Only validated
 labels reach labels.parquet, their evidence resolved to character offsets."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -15,8 +15,8 @@ from rankbench.corpus.label_checks import (
     check_label_targets,
     label_findings,
 )
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet, write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.report.labels import findings_markdown
 
 

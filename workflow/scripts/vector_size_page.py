@@ -1,7 +1,7 @@
 """Write the vector-size page of one question-set version: compressed dense indexes against their float flat twins
 (Markdown, HTML)."""
 
-from rankbench.pipeline.job_worker import hand_over
+from rankbench.execution.job_worker import hand_over
 
 hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.vector_size import vector_size_page
 

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from rankbench.pipeline.scripting import run_script
+from rankbench.execution.scripting import run_script
 from rankbench.retrieval.dense import write_recall
 from rankbench.retrieval.vector_checks import check_same_dimension
 from rankbench.retrieval.vectordb import VectorIndex, ann_recall, open_table, searched_collection, table_dimension

@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pandas as pd
 
+from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
-from rankbench.pipeline.scripting import run_script
 from rankbench.retrieval.vectordb import VectorIndex, build_collection, database_folder
 
 

@@ -14,7 +14,9 @@ from typing import Any
 import pandas as pd
 
 import rankbench
-from rankbench.cli.run import RUN_DESCRIPTION, RUN_HELP, add_run_options
+from rankbench.cli.options import whole_number
+from rankbench.cli.run import RUN_DESCRIPTION, RUN_HELP, add_run_options, run_command
+from rankbench.cli.runs import add_run_commands
 from rankbench.errors import EXIT_USAGE, InputError
 from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
 from rankbench.evaluation.metric_names import MetricNameError, known_metrics_text, parse_metrics, rbp_persistence
@@ -22,13 +24,11 @@ from rankbench.evaluation.metrics import GAINS
 from rankbench.evaluation.scoring import GRAINS
 from rankbench.evaluation.stats import format_p
 from rankbench.evaluation.trec_eval_format import OFFICIAL, ZERO_TOPICS, parse_trec_measures, trec_eval_lines
+from rankbench.execution.launch import PROJECT_INSTALL
 from rankbench.io.files import write_parquet
 from rankbench.io.frozen import freeze
 from rankbench.io.ranked_lists import collapse_to_documents
 from rankbench.io.trec import read_qrels, read_run, trec_run_tag
-from rankbench.pipeline.launch import PROJECT_INSTALL
-from rankbench.pipeline.options import whole_number
-from rankbench.pipeline.run_commands import RUN_COMMANDS, add_run_commands
 
 DESCRIPTION = ("`rankbench init` starts a project from documents and a questions sheet; `rankbench run` runs the "
                "packaged workflow in a project folder; `rankbench check` validates question-set versions, `rankbench "
@@ -221,7 +221,7 @@ def publish_command(args: argparse.Namespace) -> int:
 def init_command(args: argparse.Namespace) -> int:
     """`rankbench init`: a project folder from a folder of documents (or a collection) and a questions sheet."""
     try:
-        from rankbench.pipeline.project_init import init_project, summary_text
+        from rankbench.project.project_init import init_project, summary_text
     except ModuleNotFoundError as error:
         raise InputError(None, "rankbench init", f"needs {error.name}, which is not installed",
                          f"Install what a project needs: `pip install '{PROJECT_INSTALL}'`."
@@ -240,11 +240,11 @@ def check_command(args: argparse.Namespace) -> int:
     """`rankbench check`: every start check of `rankbench run` (the same function, start_run: config, models, the
     dataset's records, margins, report), then every (or the given) version of a project against its corpus;
     warnings are printed. Paths resolve against --directory (default: here), as the workflow's do."""
+    from rankbench.execution.launch import quick_mode
     from rankbench.io.config_file import load_config_file
-    from rankbench.pipeline.drafts import check_version
-    from rankbench.pipeline.launch import quick_mode
-    from rankbench.pipeline.start_checks import start_run, start_study
-    from rankbench.pipeline.study import is_study
+    from rankbench.project.drafts import check_version
+    from rankbench.project.start_checks import start_run, start_study
+    from rankbench.project.study import is_study
 
     source = str(args.config)
     config = load_config_file(args.config)
@@ -281,7 +281,7 @@ def freeze_command(args: argparse.Namespace) -> int:
     if args.path is not None and args.lock is not None:
         digest, lock, edited = freeze(args.path, args.version, args.lock), args.lock, False
     elif args.path is None and args.lock is None:
-        from rankbench.pipeline.drafts import freeze_draft
+        from rankbench.project.drafts import freeze_draft
 
         digest, lock, edited = freeze_draft(args.config, args.version, args.directory)
     else:
@@ -379,6 +379,7 @@ def dispatch(argv: list[str]) -> int:
                              help="fail, instead of warning, when a run is empty or shares no question or id with the "
                                   "qrels (it would score 0 whatever its order)")
     eval_parser.add_argument("--output", type=Path, help="write the tidy summary (or per-query values) as Parquet")
+    eval_parser.set_defaults(handler=evaluate_command)
     export_parser = commands.add_parser("pool-export", help="unjudged passages in the top k of every method, to grade")
     export_parser.add_argument("--results", type=Path, required=True,
                                help="the dataset's results folder, e.g. results/demo")
@@ -387,32 +388,27 @@ def dispatch(argv: list[str]) -> int:
     export_parser.add_argument("--depth", type=whole_number(1), default=10,
                                help="top k of each run pooled (default: 10)")
     export_parser.add_argument("--output", type=Path, required=True, help="pool file to fill: .csv or .jsonl")
+    export_parser.set_defaults(handler=pool_export_command)
     import_parser = commands.add_parser("pool-import", help="filled pool file -> a new frozen question-set version")
     import_parser.add_argument("filled", type=Path, help="the pool file with grades filled in")
     import_parser.add_argument("--questions", type=Path, required=True, help="the version's JSONL it was pooled from")
     import_parser.add_argument("--version", required=True, help="name of the new version")
     import_parser.add_argument("--output", type=Path, required=True, help="JSONL of the new version (must not exist)")
     import_parser.add_argument("--lock", type=Path, required=True, help="the lock file the new version is frozen in")
+    import_parser.set_defaults(handler=pool_import_command)
     publish_parser = commands.add_parser("publish", help="copy an LLM output into the data folder and freeze it")
     publish_parser.add_argument("source", type=Path, help="the file the `llm` target wrote under results/")
     publish_parser.add_argument("--version", required=True, help="name in the lock (and in config `qsets`)")
     publish_parser.add_argument("--dest", type=Path, required=True, help="where the frozen file lives (never replaced)")
     publish_parser.add_argument("--lock", type=Path, required=True, help="the dataset's lock file")
-    # Listed for --help; rankbench.cli runs it before this parser is built.
-    add_run_options(commands.add_parser("run", allow_abbrev=False, help=RUN_HELP, description=RUN_DESCRIPTION))
+    publish_parser.set_defaults(handler=publish_command)
+    # Listed for --help; rankbench.cli runs it before this parser is built (with light imports: cli/run.py).
+    run_parser = commands.add_parser("run", allow_abbrev=False, help=RUN_HELP, description=RUN_DESCRIPTION)
+    add_run_options(run_parser)
+    run_parser.set_defaults(handler=lambda _: run_command(argv[1:]))
     add_run_commands(commands)
     args = parser.parse_args(argv)
     try:
-        if args.command in RUN_COMMANDS:
-            return RUN_COMMANDS[args.command](args)
-        if args.command == "publish":
-            return publish_command(args)
-        if args.command == "eval":
-            return evaluate_command(args)
-        if args.command == "pool-export":
-            return pool_export_command(args)
-        if args.command == "pool-import":
-            return pool_import_command(args)
         return int(args.handler(args))
     except InputError as error:
         print(f"rankbench: {error}", file=sys.stderr)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rankbench.errors import EXIT_USAGE, InputError
-from rankbench.pipeline.launch import run_workflow
+from rankbench.execution.launch import run_workflow
 
 RUN_HELP = "run the workflow in this project folder (Snakemake options follow)"
 RUN_DESCRIPTION = ("Run rankbench's packaged workflow in the current folder: its config.yaml, its results/. Other "

@@ -64,7 +64,7 @@ def sweep_temporaries(folder: str | Path) -> None:
 def corpus_record(documents: Path | str) -> Path:
     """Beside documents.parquet: the sha256 of the corpus file it was loaded (and so validated) from. Not a workflow
     output, like the frozen records: it only lets a start-of-run check skip reparsing an unchanged corpus. Here, not in
-    pipeline.start_checks, so that the per-method export jobs read it without importing the start checks."""
+    project.start_checks, so that the per-method export jobs read it without importing the start checks."""
     return Path(documents).with_name(".corpus-sha256")
 
 

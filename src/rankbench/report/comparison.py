@@ -258,12 +258,13 @@ class ComparisonInputs:
     tiers: tiers.parquet (tiers and rank intervals of the headline metrics); breakdowns: breakdowns.parquet (the
     aggregate per tag and per difficulty; None or empty when the questions carry neither). models: config key ->
     {model, revision, weights_sha256} of every model loaded and {engine, facts} of every engine
-    (pipeline.models.model_provenance).
+    (configuration.models.model_provenance).
     quick: the page of a quick run (no explorer link; it says what the full run adds). software: package -> version
-    of rankbench and its main dependencies (pipeline.software.software_versions); commit: the git commit of
+    of rankbench and its main dependencies (configuration.software.software_versions); commit: the git commit of
     rankbench's source (None off a checkout). cards: method -> {type, description, models}
-    (pipeline.models.method_cards), the table's legend of methods. decision: the `decision` block (thresholds of the
-    "What to do" rules); method_inputs: method -> the runs it consumes (a reranker's first stage, a fusion's inputs).
+    (configuration.models.method_cards), the table's legend of methods. decision: the `decision` block (thresholds
+    of the "What to do" rules); method_inputs: method -> the runs it consumes (a reranker's first stage, a fusion's
+    inputs).
     evidence: evidence.parquet (the aggregate at evidence grain, report.chunking); chunkers: method -> its chunker;
     tokenizer: what counted the prompt tokens; evidence_scored / evidence_others: the evaluated questions scored at
     evidence grain, and the rest. since_last_run: the "Since the last run" section (report.run_pages), the page's last;

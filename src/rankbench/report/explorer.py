@@ -40,7 +40,7 @@ _BOLD = re.compile(r"\*\*(.*?)\*\*")
 @dataclass(frozen=True)
 class ExplorerSettings:
     """What the explorer shows: the report's grain, cut-offs and headline metrics, how cells are marked, and what
-    each method is (cards: method -> {description, models}, pipeline.models.method_cards)."""
+    each method is (cards: method -> {description, models}, configuration.models.method_cards)."""
 
     dataset: str
     qset: str

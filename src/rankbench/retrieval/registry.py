@@ -4,8 +4,8 @@ rules that build its index, encode its texts and make its run, the models it loa
 Adding a method type = its module under retrieval/ (and thin workflow scripts, and its rules files under
 workflow/rules/methods/), one `MethodType` entry here, the keys' JSON checks in workflow/schemas/config.schema.yaml,
 and its docs in docs/reference/config.md (steps: docs/development.md, "Add a method type"). The config checks
-(pipeline/config.py), the effective config (pipeline/defaults.py), the rules (workflow/rules/common.smk and
-methods/), the cost stages (pipeline/rules.py), the models of provenance and history (pipeline/models.py), the
+(configuration/config.py), the effective config (configuration/defaults.py), the rules (workflow/rules/common.smk and
+methods/), the cost stages (configuration/rules.py), the models of provenance and history (configuration/models.py), the
 failure analysis, the evaluation grains and the findings all read this table, never a type's name;
 tests/retrieval/test_registry.py keeps it and the schema in step, and tests/codebase/test_type_names.py fails where
 a type name is compared outside it and the type's own module.
@@ -176,7 +176,7 @@ def hook(path: str) -> Callable[..., Any]:
 
 
 def method_type(spec: Mapping[str, Any]) -> MethodType:
-    """The registry entry of a method's config (its type checked at start by pipeline/config.py)."""
+    """The registry entry of a method's config (its type checked at start by configuration/config.py)."""
     return METHOD_TYPES[spec["type"]]
 
 

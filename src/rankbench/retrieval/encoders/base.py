@@ -62,7 +62,7 @@ def unit_vectors(vectors: np.ndarray) -> np.ndarray:
 
 def resolve_model_path(model: str, revision: str | None = None) -> str:
     """A local path for a packaged model name, an existing folder or a hub id's cached snapshot at revision; anything
-    else would need a download, which loading never does (the workflow downloads at start, see pipeline.models)."""
+    else would need a download, which loading never does (the workflow downloads at start, see configuration.models)."""
     if revision is not None and not is_hub_id(model):
         raise ValueError(f"model {model!r} has a revision, but only hub ids (org/name) have revisions")
     if model in PACKAGED_MODELS:

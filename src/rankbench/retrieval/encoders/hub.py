@@ -19,7 +19,7 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")
 # A revision: a commit, a branch or tag name (components of letters, digits and _ . + -, none starting with `.`,
 # `+` or `-`, no `..`), or a pull request's `refs/pr/N`. huggingface_hub reads a name as a file under the cache's
 # refs/ folder, so nothing else may pass (`refs/pr/../../x` would read a file outside the cache as the commit).
-# The config schema's `revision` pattern is this one (tests/pipeline/test_config_checks.py keeps them equal).
+# The config schema's `revision` pattern is this one (tests/configuration/test_config_checks.py keeps them equal).
 REVISION = re.compile(r"^(?:refs/pr/[0-9]+|(?!refs/)(?!.*\.\.)"
                       r"[A-Za-z0-9_][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.+-]*)*)$")
 MAX_REVISION_LENGTH = 200
