@@ -1,6 +1,7 @@
 """A method type is its registry entry plus its own module and rules files: no other code compares a type's name
 (issue 24.1), so the rules, config checks, provenance, cost and history read what a type does from the registry, and
-no other Snakemake file names a type's rules (issue 37.1): the shared rules read what a type registers in common.smk.
+no other Snakemake file names a type's rules (issue 37.1): the shared rules read what a type registers in
+method_tables.smk.
 Encoder kinds and reranker scorer kinds likewise: each is a row of its table, and no code compares a kind's name
 outside it."""
 
@@ -128,7 +129,7 @@ def test_a_type_s_rules_are_in_its_own_file_and_named_nowhere_else() -> None:
         rules = set(RULE.findall((REPO / METHODS_FOLDER / f"{own_file(name)}.smk").read_text()))
         assert {kind.run_rule, *([kind.index.rule] if kind.index else [])} <= rules, name
     hits = foreign_rule_names(REPO)
-    assert not hits, "read what the type registers in common.smk instead of its rule names:\n" + "\n".join(hits)
+    assert not hits, "read what the type registers in method_tables.smk instead of its rule names:\n" + "\n".join(hits)
 
 
 def test_the_check_finds_a_type_s_rule_named_outside_its_files(tmp_path: Path) -> None:

@@ -1,3 +1,8 @@
+from rankbench.configuration.dataset_formats import corpus_files, corpus_source
+from rankbench.io.expansions import expansion_lock_key, expansion_record
+from rankbench.io.loaders import SCHEMA_FOLDER
+
+
 rule load_corpus:
     input:
         corpus=corpus_files(config),
@@ -8,7 +13,7 @@ rule load_corpus:
         f"{LOGS}/load_corpus.log",
     benchmark:
         f"{R}/benchmarks/load_corpus.tsv"
-    # the start of the longest chain (the corpus embedding): see Priorities in common.smk
+    # the start of the longest chain (the corpus embedding): see Priorities in resources.smk
     priority: 20
     conda:
         "../../environment.yml"
@@ -33,7 +38,7 @@ rule chunk:
         f"{R}/benchmarks/chunk/{{chunker}}.tsv"
     wildcard_constraints:
         chunker=choice(config["chunkers"]),
-    # the start of the longest chain (the corpus embedding): see Priorities in common.smk
+    # the start of the longest chain (the corpus embedding): see Priorities in resources.smk
     priority: 20
     conda:
         "../../environment.yml"
@@ -68,7 +73,7 @@ rule expand_chunks:
     wildcard_constraints:
         base=choice(config["chunkers"]),
         expansion=choice(EXPANSIONS),
-    # the start of the longest chain (the corpus embedding): see Priorities in common.smk
+    # the start of the longest chain (the corpus embedding): see Priorities in resources.smk
     priority: 20
     conda:
         "../../environment.yml"
@@ -99,7 +104,7 @@ rule embed_corpus:
         f"{R}/benchmarks/embed_corpus/{{chunker}}/{{encoder}}/shard-{{shard}}.tsv"
     wildcard_constraints:
         shard=r"\d+",
-    # the longest chain's start, with the chunks: see Priorities in common.smk
+    # the longest chain's start, with the chunks: see Priorities in resources.smk
     priority: 20
     conda:
         "../../environment.yml"
@@ -136,7 +141,7 @@ rule merge_embeddings:
         f"{LOGS}/merge_embeddings/{{chunker}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/merge_embeddings/{{chunker}}/{{encoder}}.tsv"
-    # the slow start of the dense chain, early: see Priorities in common.smk
+    # the slow start of the dense chain, early: see Priorities in resources.smk
     priority: 9
     conda:
         "../../environment.yml"

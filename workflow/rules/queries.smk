@@ -1,3 +1,7 @@
+from rankbench.configuration.dataset_formats import version_source
+from rankbench.io.frozen import rewrite_lock_key
+from rankbench.io.loaders import SCHEMA_FOLDER
+
 # Chunkers whose qrels some method is scored against: validation reports labels each of them loses.
 LABEL_CHUNKERS = sorted({chunker_of(m) for m in METHODS})
 
@@ -15,7 +19,7 @@ rule prepare_questions:
         f"{LOGS}/prepare_questions/{{qset}}.log",
     benchmark:
         f"{R}/benchmarks/prepare_questions/{{qset}}.tsv"
-    # before every other job of its version: see Priorities in common.smk
+    # before every other job of its version: see Priorities in resources.smk
     priority: 10
     conda:
         "../../environment.yml"
@@ -100,7 +104,7 @@ rule qrels:
         f"{LOGS}/qrels/{{qset}}/{{chunker}}.log",
     benchmark:
         f"{R}/benchmarks/qrels/{{qset}}/{{chunker}}.tsv"
-    # every input of the evaluation before it: see Priorities in common.smk
+    # every input of the evaluation before it: see Priorities in resources.smk
     priority: 6
     conda:
         "../../environment.yml"
@@ -121,7 +125,7 @@ rule prepare_rewrites:
         f"{LOGS}/prepare_rewrites/{{qset}}/{{rewrite}}.log",
     benchmark:
         f"{R}/benchmarks/prepare_rewrites/{{qset}}/{{rewrite}}.tsv"
-    # before every other job of its version: see Priorities in common.smk
+    # before every other job of its version: see Priorities in resources.smk
     priority: 10
     conda:
         "../../environment.yml"

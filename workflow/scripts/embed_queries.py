@@ -30,7 +30,7 @@ from rankbench.retrieval.encoders.kinds import QUESTION_ENCODING_THREADS, OnDema
 def main(snakemake):
     timing = Timing()
     spec = encoder_spec(snakemake.params.encoder)
-    if not encoder_kind(snakemake.params.encoder).same_bits_at_any_threads:  # whatever the job booked: common.smk
+    if not encoder_kind(snakemake.params.encoder).same_bits_at_any_threads:  # whatever the job booked: resources.smk
         limit_threads(QUESTION_ENCODING_THREADS)
     with timing.once("load"):
         questions = pd.read_parquet(snakemake.input.questions)

@@ -4,11 +4,11 @@ rules that build its index, encode its texts and make its run, the models it loa
 Adding a method type = its module under retrieval/ (and thin workflow scripts, and its rules files under
 workflow/rules/methods/), one `MethodType` entry here, the keys' JSON checks in workflow/schemas/config.schema.yaml,
 and its docs in docs/reference/config.md (steps: docs/development.md, "Add a method type"). The config checks
-(configuration/config.py), the effective config (configuration/defaults.py), the rules (workflow/rules/common.smk and
-methods/), the cost stages (configuration/rules.py), the models of provenance and history (configuration/models.py), the
-failure analysis, the evaluation grains and the findings all read this table, never a type's name;
-tests/retrieval/test_registry.py keeps it and the schema in step, and tests/codebase/test_type_names.py fails where
-a type name is compared outside it and the type's own module.
+(configuration/config.py), the effective config (configuration/defaults.py), the rules
+(workflow/rules/method_tables.smk and methods/), the cost stages (configuration/rules.py), the models of provenance
+and history (configuration/models.py), the failure analysis, the evaluation grains and the findings all read this
+table, never a type's name; tests/retrieval/test_registry.py keeps it and the schema in step, and
+tests/codebase/test_type_names.py fails where a type name is compared outside it and the type's own module.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 # Method type bm25: its index (shared by the methods of one chunker and settings) and its runs; helpers in
 # bm25_common.smk.
+from rankbench.configuration.defaults import DATASET_DEFAULTS
 
 
 rule bm25_index:
@@ -13,7 +14,7 @@ rule bm25_index:
         f"{R}/benchmarks/bm25_index/{{chunker}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice({bm25_index_name(m) for m in methods_indexed_by("bm25_index")}),
-    # every run before the evaluation that waits for it: see Priorities in common.smk
+    # every run before the evaluation that waits for it: see Priorities in resources.smk
     priority: 6
     conda:
         "../../../environment.yml"
@@ -49,7 +50,7 @@ rule retrieve_bm25:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_bm25")),
-    # short, and what most rerank and fusion methods read: first of the runs, see Priorities in common.smk
+    # short, and what most rerank and fusion methods read: first of the runs, see Priorities in resources.smk
     priority: 7
     conda:
         "../../../environment.yml"

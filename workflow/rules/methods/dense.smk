@@ -15,7 +15,7 @@ rule faiss_index:
         f"{R}/benchmarks/faiss_index/{{chunker}}/{{encoder}}/{{index}}.tsv"
     wildcard_constraints:
         index=choice(FAISS_BUILDS),
-    # the slow start of the dense chain, early: see Priorities in common.smk
+    # the slow start of the dense chain, early: see Priorities in resources.smk
     priority: 9
     conda:
         "../../../environment.yml"
@@ -49,7 +49,7 @@ rule retrieve_dense:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_dense")),
-    # every run before the evaluation that waits for it: see Priorities in common.smk
+    # every run before the evaluation that waits for it: see Priorities in resources.smk
     priority: 6
     conda:
         "../../../environment.yml"

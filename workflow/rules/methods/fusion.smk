@@ -17,7 +17,7 @@ rule fuse:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("fuse")),
-    # every run before the evaluation that waits for it: see Priorities in common.smk
+    # every run before the evaluation that waits for it: see Priorities in resources.smk
     priority: 6
     conda:
         "../../../environment.yml"

@@ -15,7 +15,7 @@ rule search_http:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("search_http")),
-    # every run before the evaluation that waits for it: see Priorities in common.smk
+    # every run before the evaluation that waits for it: see Priorities in resources.smk
     priority: 6
     conda:
         "../../../environment.yml"

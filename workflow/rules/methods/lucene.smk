@@ -16,7 +16,7 @@ rule lucene_index:
         method=choice(
             {lucene_index_name(m) for m in methods_indexed_by("lucene_index")}
         ),
-    # every run before the evaluation that waits for it: see Priorities in common.smk
+    # every run before the evaluation that waits for it: see Priorities in resources.smk
     priority: 6
     conda:
         "../../../environment.yml"
@@ -49,7 +49,7 @@ rule retrieve_lucene:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_lucene")),
-    # every run before the evaluation that waits for it: see Priorities in common.smk
+    # every run before the evaluation that waits for it: see Priorities in resources.smk
     priority: 6
     conda:
         "../../../environment.yml"

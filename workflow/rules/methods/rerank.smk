@@ -13,7 +13,7 @@ rule rerank:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("rerank")),
-    # the longest retrieval job (a model's load), first of them: see Priorities in common.smk
+    # the longest retrieval job (a model's load), first of them: see Priorities in resources.smk
     priority: 7
     conda:
         "../../../environment.yml"

@@ -11,7 +11,7 @@ rule sparse_index:
         f"{LOGS}/sparse_index/{{chunker}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_index/{{chunker}}/{{encoder}}.tsv"
-    # the slow start of the dense chain, early: see Priorities in common.smk
+    # the slow start of the dense chain, early: see Priorities in resources.smk
     priority: 9
     conda:
         "../../../environment.yml"
@@ -36,7 +36,7 @@ rule sparse_queries:
         f"{LOGS}/sparse_queries/{{qset}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_queries/{{qset}}/{{encoder}}.tsv"
-    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in resources.smk)
     priority: 19
     conda:
         "../../../environment.yml"
@@ -60,7 +60,7 @@ rule sparse_rewritten_queries:
         f"{LOGS}/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.log",
     benchmark:
         f"{R}/benchmarks/sparse_queries/{{qset}}/{{rewrite}}/{{encoder}}.tsv"
-    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in common.smk)
+    # 2 threads: above any two 1-thread jobs, or it never finds both cores free (see Priorities in resources.smk)
     priority: 19
     conda:
         "../../../environment.yml"
@@ -93,7 +93,7 @@ rule retrieve_sparse:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_sparse")),
-    # every run before the evaluation that waits for it: see Priorities in common.smk
+    # every run before the evaluation that waits for it: see Priorities in resources.smk
     priority: 6
     conda:
         "../../../environment.yml"

@@ -15,7 +15,7 @@ rule vectordb_collection:
         f"{R}/benchmarks/vectordb_collection/{{chunker}}/{{encoder}}/{{index}}.tsv"
     wildcard_constraints:
         index=choice(VECTORDB_BUILDS),
-    # the slow start of the dense chain, early: see Priorities in common.smk
+    # the slow start of the dense chain, early: see Priorities in resources.smk
     priority: 9
     conda:
         "../../../environment.yml"
@@ -42,7 +42,7 @@ rule retrieve_vectordb:
         f"{R}/benchmarks/retrieve/{{qset}}/{{method}}.tsv"
     wildcard_constraints:
         method=choice(methods_of_rule("retrieve_vectordb")),
-    # every run before the evaluation that waits for it: see Priorities in common.smk
+    # every run before the evaluation that waits for it: see Priorities in resources.smk
     priority: 6
     conda:
         "../../../environment.yml"
