@@ -104,7 +104,8 @@ def _units(text: str) -> list[str]:
     units: list[str] = []
     for block in re.split(r"\n\s*\n", text):
         lines = block.splitlines()
-        units += [line for line in lines if line.startswith("|")] if lines and lines[0].startswith("|") else [block]
+        units += [line for line in lines if line.startswith("|")]
+        units.append("\n".join(line for line in lines if not line.startswith("|")))
     return units
 
 
