@@ -1,16 +1,32 @@
-"""The metrics, one table: name, display label, family, cutoff, the trec_eval / ir-measures aliases of each and
-every fact the computation needs about it (how deep it reads the run, ideal gains, grades, parameters).
+"""The metrics, one table: each row is one metric whole: name, display label, family, cutoff, the trec_eval /
+ir-measures aliases, its formula and every fact the computation needs about it (how deep it reads the run, ideal
+gains, grades, parameters).
 
-Every table, plot and page takes its labels here, metrics.py its name lists and what to prepare for each metric, the
-CLI and the config what they accept (tests/evaluation/test_metric_names.py keeps the schema and the docs in step;
-tests/evaluation/test_metric_table.py checks each metric alone gives what it gives among all the others). Adding a
-metric: docs/development.md, "Add a metric".
+Every table, plot and page takes its labels here, metrics.py its name lists, what to prepare for each metric and
+the formula it calls, the CLI and the config what they accept (tests/evaluation/test_metric_names.py keeps the
+schema and the docs in step; tests/evaluation/test_metric_table.py checks each metric alone gives what it gives
+among all the others). Adding a metric: docs/development.md, "Add a metric".
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
+
+from rankbench.evaluation.metric_inputs import (
+    UNJUDGED,
+    MetricInput,
+    at,
+    condensed,
+    cumulative_dcg,
+    gains,
+    safe_divide,
+)
+
+Formula = Callable[[MetricInput], np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -18,12 +34,14 @@ class Metric:
     """One metric. family: `standard` (always computed), `pollution` (chunk grain, always) or `extra` (computed
     on request, `evaluation.metrics`); cutoff: `k` (at each k), `whole` (the whole run, reported with k = 0) or
     `either` (at k, or the whole run when named without one, as trec_eval's map, recip_rank and ndcg);
+    formula: its values from a MetricInput, a [question, len(ks)] array ([question, 1] when whole-run);
     aliases: other names (case-insensitive); cut_aliases: trec_eval's cut families, which need a cutoff.
     The rest is what metrics.py prepares for it, so that it gives the same value asked alone or with others."""
 
     label: str
     family: str
     cutoff: str
+    formula: Formula
     aliases: tuple[str, ...] = ()
     cut_aliases: tuple[str, ...] = ()
     reads: str = "k"  # how deep it reads each run: to rank max(k), to rank R too ("r"), or every result ("run")
@@ -43,30 +61,152 @@ class MetricNameError(ValueError):
     """A metric name or parameter that cannot be read; the CLI shows it as an argument error."""
 
 
+# The formulas, in table order; the comment of each names the reference it equals.
+
+
+def _hit(m: MetricInput) -> np.ndarray:
+    """trec_eval success.k: 1 when a relevant result is in the top k."""
+    return (m.rel_at_k > 0).astype(np.float64)
+
+
+def _recall(m: MetricInput) -> np.ndarray:
+    """trec_eval recall.k: divides by all relevant."""
+    return m.rel_at_k / m.n_rel_col
+
+
+def _rcap_recall(m: MetricInput) -> np.ndarray:
+    """BEIR R_cap@k: divides by min(all relevant, k)."""
+    return m.rel_at_k / np.minimum(m.n_rel_col, m.k_row)
+
+
+def _precision(m: MetricInput) -> np.ndarray:
+    """trec_eval P.k: divides by k even when fewer were retrieved."""
+    return m.rel_at_k / m.k_row
+
+
+def _rr(m: MetricInput) -> np.ndarray:
+    """trec_eval recip_rank on the run cut at k."""
+    first = np.where(m.rel.any(axis=1), m.rel.argmax(axis=1) + 1, 0)[:, None]  # 0: none found
+    found = (first > 0) & (first <= m.ks[None, :])
+    return safe_divide(found.astype(np.float64), first.astype(np.float64))
+
+
+def _ndcg(m: MetricInput) -> np.ndarray:
+    """trec_eval ndcg_cut.k: every positive grade counts, whatever the threshold."""
+    return safe_divide(m.dcg_at_k, m.ideal_dcg_at_k)
+
+
+def _dcg(m: MetricInput) -> np.ndarray:
+    """DCG@k of every positive grade (ir-measures' nDCG numerator)."""
+    return m.dcg_at_k
+
+
+def _ap(m: MetricInput) -> np.ndarray:
+    """trec_eval map_cut.k: divides by all relevant."""
+    precision_at_rel = np.where(m.rel, m.cum_rel / (m.positions + 1.0), 0.0)
+    return at(np.cumsum(precision_at_rel, axis=1), m.ks) / m.n_rel_col
+
+
+def _judged(m: MetricInput) -> np.ndarray:
+    """ir-measures Judged@k (any grade, negative too): divides by min(k, retrieved)."""
+    judged_at_k = at(np.cumsum(m.grades > UNJUDGED, axis=1, dtype=np.int32), m.ks).astype(np.float64)
+    return safe_divide(judged_at_k, m.shown)
+
+
+def _mean_grade(m: MetricInput) -> np.ndarray:
+    """Mean grade of the results shown (min(k, retrieved)); unjudged and negative grades count 0."""
+    grade_sum = at(np.cumsum(np.maximum(m.grades, 0), axis=1, dtype=np.int64), m.ks).astype(np.float64)
+    return safe_divide(grade_sum, m.shown)
+
+
+def _r_precision(m: MetricInput) -> np.ndarray:
+    """trec_eval Rprec: precision at rank R, the number relevant."""
+    at_r = np.minimum(m.n_rel, m.grades.shape[1]) - 1
+    return (m.cum_rel[np.arange(len(m.n_rel)), at_r] / m.n_rel)[:, None]
+
+
+def _distinct_docs(m: MetricInput) -> np.ndarray:
+    """Documents among the top k results."""
+    return m.document_counts[0]
+
+
+def _top_doc_share(m: MetricInput) -> np.ndarray:
+    """Results of the most frequent document in the top k / min(k, retrieved)."""
+    return safe_divide(m.document_counts[1], m.shown)
+
+
+def _err(m: MetricInput) -> np.ndarray:
+    """gdeval ERR@k: cascade with stop probability (2^grade - 1) / 2^ERR_MAX_GRADE."""
+    stop = (np.exp2(np.maximum(m.grades, 0).astype(np.float64)) - 1.0) / 2.0 ** ERR_MAX_GRADE
+    reach = np.cumprod(np.hstack([np.ones((len(m.grades), 1)), 1.0 - stop[:, :-1]]), axis=1)
+    return at(np.cumsum(stop * reach / (m.positions + 1.0), axis=1), m.ks)
+
+
+def _ndcg_condensed(m: MetricInput) -> np.ndarray:
+    """trec_eval -J ndcg_cut.k: nDCG of the judged results only (a negative grade counts as not judged)."""
+    return safe_divide(at(cumulative_dcg(gains(condensed(m.grades), m.gain)), m.ks), m.ideal_dcg_at_k)
+
+
+def _bpref(m: MetricInput) -> np.ndarray:
+    """trec_eval bpref: each relevant result loses the share of judged non-relevant above it."""
+    cap = np.minimum(m.n_nonrel, m.n_rel)[:, None].astype(np.float64)
+    above = np.minimum(m.nonrel_before, m.n_rel[:, None]).astype(np.float64)
+    term = np.where(m.nonrel_before > 0, 1.0 - safe_divide(above, np.broadcast_to(cap, above.shape)), 1.0)
+    return (np.where(m.rel, term, 0.0).sum(axis=1) / m.n_rel.astype(np.float64))[:, None]
+
+
+INFAP_EPSILON = 0.00001  # trec_eval's smoothing in infAP
+
+
+def _infap(m: MetricInput) -> np.ndarray:
+    """trec_eval infAP: a negative grade is pooled but unjudged, an unlabelled result unpooled."""
+    rel_so_far = m.cum_rel.astype(np.float64)
+    pooled_unjudged = np.cumsum((m.grades < 0) & (m.grades > UNJUDGED), axis=1, dtype=np.int64)
+    judged_above = rel_so_far - 1 + m.nonrel_before
+    positions = m.positions
+    with np.errstate(divide="ignore", invalid="ignore"):
+        estimate = (1.0 / (positions + 1.0) + (positions / (positions + 1.0))
+                    * ((judged_above + pooled_unjudged) / positions)
+                    * ((rel_so_far - 1 + INFAP_EPSILON) / (judged_above + 2 * INFAP_EPSILON)))
+    estimate[:, 0] = 1.0
+    return (np.where(m.rel, estimate, 0.0).sum(axis=1) / m.n_rel.astype(np.float64))[:, None]
+
+
+def _rbp(m: MetricInput) -> np.ndarray:
+    """Moffat & Zobel's RBP: (1 - p) sum of p^(rank - 1) over relevant results."""
+    return np.einsum("qd,d->q", m.rel, m.rbp_weights, optimize=False)[:, None]  # BLAS-free: thread-proof
+
+
+def _rbp_residual(m: MetricInput) -> np.ndarray:
+    """RBP's residual: the weight of results retrieved without a label, plus p^depth beyond the run."""
+    unjudged = np.einsum("qd,d->q", m.grades == UNJUDGED, m.rbp_weights, optimize=False)
+    return (unjudged + m.rbp_p ** m.run_length.astype(np.float64))[:, None]
+
+
 METRICS: dict[str, Metric] = {
-    "hit": Metric("hit", "standard", "k", cut_aliases=("success", "hit_rate"), pool_bounded=True),
-    "recall": Metric("R", "standard", "k", aliases=("r",), pool_bounded=True),
-    "rcap_recall": Metric("R-cap", "standard", "k", pool_bounded=True),
-    "precision": Metric("P", "standard", "k", cut_aliases=("p",), pool_bounded=True),
-    "rr": Metric("MRR", "standard", "either", aliases=("mrr", "recip_rank"), pool_bounded=True),
-    "ndcg": Metric("nDCG", "standard", "either", cut_aliases=("ndcg_cut",), ideal_gains=True, graded=True),
-    "dcg": Metric("DCG", "standard", "k", graded=True, pool_bounded=True),
-    "ap": Metric("AP", "standard", "either", aliases=("map",), cut_aliases=("map_cut",)),
-    "judged": Metric("judged", "standard", "k"),
-    "mean_grade": Metric("grade", "standard", "k"),
-    "r_precision": Metric("R-prec", "standard", "whole", aliases=("rprec", "r-precision"), reads="r"),
+    "hit": Metric("hit", "standard", "k", _hit, cut_aliases=("success", "hit_rate"), pool_bounded=True),
+    "recall": Metric("R", "standard", "k", _recall, aliases=("r",), pool_bounded=True),
+    "rcap_recall": Metric("R-cap", "standard", "k", _rcap_recall, pool_bounded=True),
+    "precision": Metric("P", "standard", "k", _precision, cut_aliases=("p",), pool_bounded=True),
+    "rr": Metric("MRR", "standard", "either", _rr, aliases=("mrr", "recip_rank"), pool_bounded=True),
+    "ndcg": Metric("nDCG", "standard", "either", _ndcg, cut_aliases=("ndcg_cut",), ideal_gains=True, graded=True),
+    "dcg": Metric("DCG", "standard", "k", _dcg, graded=True, pool_bounded=True),
+    "ap": Metric("AP", "standard", "either", _ap, aliases=("map",), cut_aliases=("map_cut",)),
+    "judged": Metric("judged", "standard", "k", _judged),
+    "mean_grade": Metric("grade", "standard", "k", _mean_grade),
+    "r_precision": Metric("R-prec", "standard", "whole", _r_precision, aliases=("rprec", "r-precision"), reads="r"),
     # Chunk grain only: how many distinct documents the top k shows, and how much of it one document takes.
-    "distinct_docs": Metric("docs", "pollution", "k", ranked=False),
-    "top_doc_share": Metric("top-doc", "pollution", "k", ranked=False),
+    "distinct_docs": Metric("docs", "pollution", "k", _distinct_docs, ranked=False),
+    "top_doc_share": Metric("top-doc", "pollution", "k", _top_doc_share, ranked=False),
     # Computed only when asked for (the defaults stay as fast as before): trec_eval's bpref and infAP, gdeval's
     # ERR@k (grades 0..4), rank-biased precision RBP(p) and its residual (the most unjudged results could add), and
     # condensed nDCG@k (trec_eval -J: unjudged results removed before ranking, so it reads below rank k).
-    "err": Metric("ERR", "extra", "k", max_grade=ERR_MAX_GRADE),
-    "ndcg_condensed": Metric("nDCG'", "extra", "k", reads="run", ideal_gains=True, graded=True),
-    "bpref": Metric("bpref", "extra", "whole", reads="run", nonrelevant_counts=True),
-    "infap": Metric("infAP", "extra", "whole", reads="run"),
-    "rbp": Metric("RBP", "extra", "whole", reads="run", parameters=("p",)),
-    "rbp_residual": Metric("RBP-res", "extra", "whole", reads="run", parameters=("p",), ranked=False),
+    "err": Metric("ERR", "extra", "k", _err, max_grade=ERR_MAX_GRADE),
+    "ndcg_condensed": Metric("nDCG'", "extra", "k", _ndcg_condensed, reads="run", ideal_gains=True, graded=True),
+    "bpref": Metric("bpref", "extra", "whole", _bpref, reads="run", nonrelevant_counts=True),
+    "infap": Metric("infAP", "extra", "whole", _infap, reads="run"),
+    "rbp": Metric("RBP", "extra", "whole", _rbp, reads="run", parameters=("p",)),
+    "rbp_residual": Metric("RBP-res", "extra", "whole", _rbp_residual, reads="run", parameters=("p",), ranked=False),
 }
 
 

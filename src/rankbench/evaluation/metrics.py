@@ -11,8 +11,9 @@ the rank column (so gaps in ranks are closed up).
 
 How it runs: ids are integer-coded once, the run becomes a ``[question, position]`` matrix
 of grades (two codes below any grade: retrieved but unlabelled, nothing retrieved there), the labels become a
-``[question, position]`` matrix of ideal gains, and each metric is a column read of a
-cumulative sum over those matrices. No Python loop runs per question or per row.
+``[question, position]`` matrix of ideal gains, and each metric is the formula its row of the metric table carries
+(metric_names.py), a column read of a cumulative sum over those matrices (metric_inputs.py). No Python loop runs
+per question or per row.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rankbench.errors import plain_numbers
-from rankbench.evaluation.metric_names import (
-    ERR_MAX_GRADE,
+from rankbench.evaluation.metric_inputs import EMPTY, GRADES, UNJUDGED, MetricInput, gains
+from rankbench.evaluation.metric_names import (  # ERR_MAX_GRADE: for callers that import it from here
+    ERR_MAX_GRADE,  # noqa: F401
     EXTRA_METRICS_AT_K,
     EXTRA_METRICS_FULL,
     METRICS,
@@ -37,20 +39,14 @@ from rankbench.evaluation.metric_names import (
 )
 from rankbench.io.qrels import GRADE_BOUND
 
-# The metric names by family and cutoff, and what each metric needs prepared, come from the metric table
-# (metric_names.py): no metric name decides anything here but which formula computes it. bpref and condensed nDCG
-# read a negative grade as not judged, and infAP as pooled but not judged, as trec_eval does.
+# The metric names by family and cutoff, what each metric needs prepared and the formula that computes it come from
+# the metric table (metric_names.py): no metric name decides anything here. bpref and condensed nDCG read a negative
+# grade as not judged, and infAP as pooled but not judged, as trec_eval does.
 UNCUT_METRICS = METRICS_FULL + EXTRA_METRICS_FULL
-INFAP_EPSILON = 0.00001  # trec_eval's smoothing in infAP
 # Labels of grades_by_rank's codes when the grades are 0..3 (see grade_labels): the grades, then
 # retrieved-but-unlabelled, then nothing retrieved there.
 GRADE_LABELS = ("0", "1", "2", "3", "unjudged", "none")
 GAINS = ("linear", "exponential")
-
-
-_GRADES = np.int32  # dtype of the grade matrix: its two lowest values, below every grade, are codes
-_EMPTY = int(np.iinfo(_GRADES).min)  # nothing retrieved at this position
-_UNJUDGED = _EMPTY + 1  # retrieved, no label for this (question, item)
 EXP_GAIN_MAX = 1023  # 2^grade - 1 is finite in float64 up to here
 _RUN_COLUMNS = ("qid", "item_id", "rank", "score")
 _QRELS_COLUMNS = ("qid", "item_id", "grade")
@@ -117,13 +113,6 @@ def _validated_persistence(rbp_p: float) -> float:
     if not ok:
         raise ValueError(f"rbp_p (RBP's persistence) must be a number strictly between 0 and 1, got {rbp_p!r}")
     return float(rbp_p)
-
-
-def _gains(grades: np.ndarray, gain: str) -> np.ndarray:
-    """Gain of each grade: the grade itself (trec_eval) or 2^grade - 1 (Burges et al.); grades <= 0 and the
-    codes below them gain 0."""
-    positive = np.maximum(grades, 0).astype(np.float64)
-    return positive if gain == "linear" else np.exp2(positive) - 1.0
 
 
 def _ids(frame: pd.DataFrame, column: str, what: str) -> pd.Series:
@@ -399,8 +388,8 @@ def _group_positions(sorted_groups: np.ndarray, n_groups: int) -> tuple[np.ndarr
 
 
 def _grade_matrix(out: np.ndarray, pos: np.ndarray, grades: np.ndarray, n_q: int, depth: int) -> np.ndarray:
-    """[question, position] matrix of the grades retrieved, _EMPTY where nothing was."""
-    matrix = np.full((n_q, depth), _EMPTY, dtype=_GRADES)
+    """[question, position] matrix of the grades retrieved, EMPTY where nothing was."""
+    matrix = np.full((n_q, depth), EMPTY, dtype=GRADES)
     matrix.reshape(-1)[out * depth + pos] = grades  # one flat scatter: cheaper than a 2-D one
     return matrix
 
@@ -416,128 +405,11 @@ def _ideal_gains(label_out: np.ndarray, label_grade: np.ndarray, n_q: int, depth
     depth = int(max(1, min(depth_wanted, counts.max(initial=0))))
     keep = pos < depth
     ideal = np.zeros((n_q, depth), dtype=np.float64)
-    ideal[q[keep], pos[keep]] = _gains(g[keep], gain)
+    ideal[q[keep], pos[keep]] = gains(g[keep], gain)
     return ideal
 
 
-def _at(cumulative: np.ndarray, ks: np.ndarray) -> np.ndarray:
-    """Columns of a per-position cumulative matrix at cutoffs ks (flat beyond the matrix depth)."""
-    return cumulative[:, np.minimum(ks, cumulative.shape[1]) - 1]
-
-
-def _cumulative_dcg(gains: np.ndarray) -> np.ndarray:
-    """Running DCG along positions: gain / log2(rank + 1), summed in rank order as trec_eval does."""
-    discount = np.log2(np.arange(2, gains.shape[1] + 2, dtype=np.float64))
-    return np.cumsum(gains / discount, axis=1)
-
-
-def _safe_divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """numerator / denominator, 0 where the denominator is 0 (trec_eval's convention)."""
-    denominator = np.broadcast_to(denominator, numerator.shape)
-    out = np.zeros(numerator.shape, dtype=np.float64)
-    np.divide(numerator, denominator, out=out, where=denominator != 0)
-    return out
-
-
 # --------------------------------------------------------------------------- metrics
-
-
-def _metric_values(
-    grades: np.ndarray, run_length: np.ndarray, ideal: np.ndarray, n_rel: np.ndarray,
-    ks: np.ndarray, threshold: int, gain: str, names: tuple[str, ...],
-) -> dict[str, np.ndarray]:
-    """Every requested metric as a [question, len(ks)] array ([question, 1] for r_precision)."""
-    rel = grades >= threshold
-    cum_rel = np.cumsum(rel, axis=1, dtype=np.int32)
-    rel_at_k = _at(cum_rel, ks).astype(np.float64)
-    n_rel_col = n_rel[:, None].astype(np.float64)
-    kf = ks[None, :].astype(np.float64)
-    shown = np.minimum(run_length[:, None], ks[None, :]).astype(np.float64)  # results in the top k
-    values: dict[str, np.ndarray] = {}
-    for name in names:
-        if name == "hit":  # trec_eval success.k
-            values[name] = (rel_at_k > 0).astype(np.float64)
-        elif name == "recall":  # trec_eval recall.k: divides by all relevant
-            values[name] = rel_at_k / n_rel_col
-        elif name == "rcap_recall":  # BEIR R_cap@k: divides by min(all relevant, k)
-            values[name] = rel_at_k / np.minimum(n_rel_col, kf)
-        elif name == "precision":  # trec_eval P.k: divides by k even when fewer were retrieved
-            values[name] = rel_at_k / kf
-        elif name == "rr":  # trec_eval recip_rank on the run cut at k
-            first = np.where(rel.any(axis=1), rel.argmax(axis=1) + 1, 0)[:, None]  # 0: none found
-            found = (first > 0) & (first <= ks[None, :])
-            values[name] = _safe_divide(found.astype(np.float64), first.astype(np.float64))
-        elif name in ("dcg", "ndcg"):  # every positive grade counts, whatever the threshold
-            dcg = values["dcg"] if "dcg" in values else _at(_cumulative_dcg(_gains(grades, gain)), ks)
-            values[name] = dcg if name == "dcg" else _safe_divide(dcg, _at(_cumulative_dcg(ideal), ks))
-        elif name == "ap":  # trec_eval map_cut.k: divides by all relevant
-            positions = np.arange(1, grades.shape[1] + 1, dtype=np.float64)
-            precision_at_rel = np.where(rel, cum_rel / positions, 0.0)
-            values[name] = _at(np.cumsum(precision_at_rel, axis=1), ks) / n_rel_col
-        elif name == "judged":  # ir_measures Judged@k (any grade, negative too): divides by min(k, retrieved)
-            judged_at_k = _at(np.cumsum(grades > _UNJUDGED, axis=1, dtype=np.int32), ks).astype(np.float64)
-            values[name] = _safe_divide(judged_at_k, shown)
-        elif name == "mean_grade":  # mean grade of the results shown (min(k, retrieved)); unjudged, negative count 0
-            grade_sum = _at(np.cumsum(np.maximum(grades, 0), axis=1, dtype=np.int64), ks).astype(np.float64)
-            values[name] = _safe_divide(grade_sum, shown)
-        elif name == "r_precision":  # trec_eval Rprec: precision at rank R = number relevant
-            at_r = np.minimum(n_rel, grades.shape[1]) - 1
-            values[name] = (cum_rel[np.arange(len(n_rel)), at_r] / n_rel)[:, None]
-    return values
-
-
-def _condensed(grades: np.ndarray) -> np.ndarray:
-    """The grade matrix with results that have no grade >= 0 removed and the rest closed up (trec_eval -J)."""
-    keep = grades >= 0
-    q, position = np.nonzero(keep)
-    condensed = np.full(grades.shape, _EMPTY, dtype=_GRADES)
-    condensed[q, np.cumsum(keep, axis=1)[q, position] - 1] = grades[q, position]
-    return condensed
-
-
-def _extra_values(
-    grades: np.ndarray, run_length: np.ndarray, ideal: np.ndarray, n_rel: np.ndarray, n_nonrel: np.ndarray,
-    ks: np.ndarray, threshold: int, gain: str, rbp_p: float, names: tuple[str, ...],
-) -> dict[str, np.ndarray]:
-    """EXTRA_METRICS_* as [question, len(ks)] arrays ([question, 1] for the whole-run ones); grades cover every
-    result retrieved."""
-    rel = grades >= threshold
-    nonrel = (grades >= 0) & ~rel  # judged non-relevant; a negative grade counts as not judged (trec_eval)
-    nonrel_before = np.cumsum(nonrel, axis=1, dtype=np.int64) - nonrel
-    positions = np.arange(grades.shape[1], dtype=np.float64)  # 0-based
-    n_rel_f = n_rel.astype(np.float64)
-    values: dict[str, np.ndarray] = {}
-    for name in names:
-        if name == "bpref":  # trec_eval bpref: each relevant result loses the share of judged non-relevant above it
-            cap = np.minimum(n_nonrel, n_rel)[:, None].astype(np.float64)
-            above = np.minimum(nonrel_before, n_rel[:, None]).astype(np.float64)
-            term = np.where(nonrel_before > 0, 1.0 - _safe_divide(above, np.broadcast_to(cap, above.shape)), 1.0)
-            values[name] = (np.where(rel, term, 0.0).sum(axis=1) / n_rel_f)[:, None]
-        elif name == "infap":  # trec_eval infAP: a negative grade is pooled but unjudged, an unlabelled result unpooled
-            rel_so_far = np.cumsum(rel, axis=1, dtype=np.int64).astype(np.float64)
-            pooled_unjudged = np.cumsum((grades < 0) & (grades > _UNJUDGED), axis=1, dtype=np.int64)
-            judged_above = rel_so_far - 1 + nonrel_before
-            with np.errstate(divide="ignore", invalid="ignore"):
-                estimate = (1.0 / (positions + 1.0) + (positions / (positions + 1.0))
-                            * ((judged_above + pooled_unjudged) / positions)
-                            * ((rel_so_far - 1 + INFAP_EPSILON) / (judged_above + 2 * INFAP_EPSILON)))
-            estimate[:, 0] = 1.0
-            values[name] = (np.where(rel, estimate, 0.0).sum(axis=1) / n_rel_f)[:, None]
-        elif name == "rbp":  # Moffat & Zobel: (1 - p) sum of p^(rank - 1) over relevant results
-            weights = (1.0 - rbp_p) * rbp_p ** positions
-            values[name] = np.einsum("qd,d->q", rel, weights, optimize=False)[:, None]  # BLAS-free: thread-proof
-        elif name == "rbp_residual":  # weight of results retrieved without a label, plus p^depth beyond the run
-            weights = (1.0 - rbp_p) * rbp_p ** positions
-            unjudged = np.einsum("qd,d->q", grades == _UNJUDGED, weights, optimize=False)
-            values[name] = (unjudged + rbp_p ** run_length.astype(np.float64))[:, None]
-        elif name == "err":  # gdeval ERR@k: cascade with stop probability (2^grade - 1) / 2^ERR_MAX_GRADE
-            stop = (np.exp2(np.maximum(grades, 0).astype(np.float64)) - 1.0) / 2.0 ** ERR_MAX_GRADE
-            reach = np.cumprod(np.hstack([np.ones((len(grades), 1)), 1.0 - stop[:, :-1]]), axis=1)
-            values[name] = _at(np.cumsum(stop * reach / (positions + 1.0), axis=1), ks)
-        elif name == "ndcg_condensed":  # trec_eval -J ndcg_cut: nDCG of the judged results only
-            dcg = _at(_cumulative_dcg(_gains(_condensed(grades), gain)), ks)
-            values[name] = _safe_divide(dcg, _at(_cumulative_dcg(ideal), ks))
-    return values
 
 
 def _long_table(questions: pd.Series, names: tuple[str, ...], ks: np.ndarray,
@@ -564,7 +436,7 @@ class _Judged:
     """A run read against its labels: one row per evaluated question (qid order), one column per position."""
 
     questions: pd.Series  # qids with at least one relevant label, sorted
-    grades: np.ndarray  # [question, position] _GRADES: grade, _UNJUDGED or _EMPTY
+    grades: np.ndarray  # [question, position] GRADES: grade, UNJUDGED or EMPTY
     run_length: np.ndarray  # results retrieved per question
     n_rel: np.ndarray  # relevant labels per question
     label_out: np.ndarray  # row of each (deduplicated) label's question, -1 when not evaluated
@@ -596,7 +468,7 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
     label_keys = _pair_keys(label_q, label_i, len(item_vocab))
     keep_label = _deduplicated_labels(qrels, label_keys, label_grade)
     label_q, label_keys, label_grade = label_q[keep_label], label_keys[keep_label], label_grade[keep_label]
-    # Grade of each run row: its label's, _UNJUDGED when it has none (the few labels hashed, the run's keys probed).
+    # Grade of each run row: its label's, UNJUDGED when it has none (the few labels hashed, the run's keys probed).
     found = None if fingerprints is None else _matched_labels(run_q, run_items, label_q, label_items[keep_label],
                                                               fingerprints)
     if found is None:  # coded ids, or a fingerprint collision: the ids are coded
@@ -606,7 +478,7 @@ def _judge(run: pd.DataFrame, qrels: pd.DataFrame, depth_wanted: int, threshold:
         found = _probed(pd.Index(label_keys), _pair_keys(run_q, run_i, len(item_vocab)), label_i[keep_label], run_i,
                         len(item_vocab))
     row_label = found
-    row_grade = np.append(label_grade.astype(_GRADES), _GRADES(_UNJUDGED))[row_label]  # -1: the last, _UNJUDGED
+    row_grade = np.append(label_grade.astype(GRADES), GRADES(UNJUDGED))[row_label]  # -1: the last, UNJUDGED
 
     # Questions evaluated: those with a relevant label, in qid order; out[code] = their row.
     relevant_codes = np.unique(label_q[label_grade >= threshold])
@@ -668,11 +540,10 @@ def per_query_metrics(
         raise ValueError(f"metrics {at_k} need at least one cutoff k")
     max_k = int(ks_arr.max()) if len(ks_arr) else 1
     table = [METRICS[name] for name in names]
-    polluted = tuple(name for name in names if METRICS[name].family == "pollution")
-    extra = tuple(name for name in names if METRICS[name].family == "extra")
+    polluted = any(metric.family == "pollution" for metric in table)  # they read each result's document
     every_result = any(metric.reads == "run" for metric in table)
     judged = _judge(run, qrels, np.iinfo(np.int64).max if every_result else max_k, threshold,
-                    through_r=any(metric.reads == "r" for metric in table), with_documents=bool(polluted))
+                    through_r=any(metric.reads == "r" for metric in table), with_documents=polluted)
     n_q = len(judged.questions)
     if gain == "exponential" and judged.label_grade.max(initial=0) > EXP_GAIN_MAX:
         raise ValueError(f"exponential gain 2^grade - 1 overflows above grade {EXP_GAIN_MAX}: "
@@ -686,13 +557,9 @@ def per_query_metrics(
     if any(metric.nonrelevant_counts for metric in table):
         evaluated = (judged.label_out >= 0) & (judged.label_grade >= 0) & (judged.label_grade < threshold)
         n_nonrel = np.bincount(judged.label_out[evaluated], minlength=n_q)
-    values = _metric_values(judged.grades, judged.run_length, ideal, judged.n_rel, ks_arr, threshold, gain,
-                            tuple(name for name in names if METRICS[name].family == "standard"))
-    if judged.documents is not None:
-        values |= _pollution_values(judged.documents, judged.run_length, ks_arr, polluted)
-    if extra:
-        values |= _extra_values(judged.grades, judged.run_length, ideal, judged.n_rel, n_nonrel, ks_arr, threshold,
-                                gain, rbp_p, extra)
+    read = MetricInput(judged.grades, judged.run_length, ideal, judged.n_rel, n_nonrel, judged.documents, ks_arr,
+                       threshold, gain, rbp_p)
+    values = {name: METRICS[name].formula(read) for name in names}
     return _long_table(judged.questions, names, ks_arr, values)
 
 
@@ -732,34 +599,10 @@ def grades_by_rank(run: pd.DataFrame, qrels: pd.DataFrame, k: int, *,
     values = np.array([int(g) for g in labels[:-2]], dtype=np.int64)
     codes = np.full((len(judged.questions), k), labels.index("none"), dtype=np.int32)
     grades = judged.grades
-    codes[:, : grades.shape[1]] = np.where(grades == _UNJUDGED, labels.index("unjudged"),
-                                           np.where(grades == _EMPTY, labels.index("none"),
+    codes[:, : grades.shape[1]] = np.where(grades == UNJUDGED, labels.index("unjudged"),
+                                           np.where(grades == EMPTY, labels.index("none"),
                                                     np.searchsorted(values, grades)))
     return judged.questions, codes
-
-
-def _pollution_values(documents: np.ndarray, run_length: np.ndarray, ks: np.ndarray,
-                      names: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """distinct_docs@k (documents among the top k) and top_doc_share@k (results of the most frequent
-    document / min(k, retrieved)) from the [question, position] document codes, as [question, len(ks)] arrays.
-
-    Each question's top k is sorted so that one document's results sit together (-1, nothing, first):
-    a document starts where the code changes, and its count is the length of its stretch.
-    """
-    distinct = np.zeros((len(documents), len(ks)), dtype=np.float64)
-    top_count = np.zeros((len(documents), len(ks)), dtype=np.float64)
-    for column, k in enumerate(ks.tolist()):
-        top = np.sort(documents[:, :k], axis=1)
-        present = top >= 0
-        starts = present.copy()
-        starts[:, 1:] &= top[:, 1:] != top[:, :-1]
-        distinct[:, column] = starts.sum(axis=1)
-        position = np.arange(top.shape[1])
-        stretch_start = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
-        top_count[:, column] = np.where(present, position - stretch_start + 1, 0).max(axis=1, initial=0)
-    shown = np.minimum(run_length[:, None], ks[None, :]).astype(np.float64)
-    values = {"distinct_docs": distinct, "top_doc_share": _safe_divide(top_count, shown)}
-    return {name: values[name] for name in names}
 
 
 def questions_without_relevant(qrels: pd.DataFrame, qids: Iterable[str], relevance_threshold: int = 1) -> list[str]:
