@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import pandas as pd
 import pytest
 import pytrec_eval
 import yaml
-from workflow_helpers import copy_dataset, edit_config, snakemake
+from workflow_helpers import REPO, SNAKEMAKE, copy_dataset, edit_config, snakemake
 
 pytestmark = pytest.mark.slow
 MINI = Path("tests/fixtures/mini")
@@ -212,3 +214,19 @@ def test_product_codes_over_too_few_chunks_stop_at_the_chunk_job_before_any_enco
         output and "Set `methods.dense-pq.index.pq_nbits:" in output
     assert "RuntimeError" not in output and "Traceback" not in output
     assert not list((mini / "results").rglob("embeddings")) and not list((mini / "results").rglob("*.faiss"))
+
+
+def test_a_type_that_registers_no_index_name_stops_the_start_not_a_job(mini: Path, tmp_path: Path) -> None:
+    """A copy of the workflow whose bm25 helpers register no INDEX_NAMES entry: the start names the type and the
+    file with exit status 2 (it was a MissingInputException on `…/None.npz`, or a quietly shorter plan)."""
+    workflow = tmp_path / "workflow"
+    shutil.copytree(REPO / "workflow", workflow)
+    helpers = workflow / "rules" / "methods" / "bm25_common.smk"
+    helpers.write_text(helpers.read_text().replace('INDEX_NAMES["bm25_index"] = bm25_index_name', ""))
+    result = subprocess.run(SNAKEMAKE + ["-s", str(workflow / "Snakefile"), "--directory", str(mini), "--configfile",
+                                         str(mini / "config.yaml"), "--dry-run"], capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "rankbench: workflow/rules/methods/bm25_common.smk, method type 'bm25': registers no " \
+           'INDEX_NAMES["bm25_index"], so the index method \'bm25\' searches has no name' in result.stderr
+    assert "MissingInputException" not in result.stdout + result.stderr and "Traceback" not in result.stderr

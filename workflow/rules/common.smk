@@ -17,7 +17,8 @@ from rankbench.project.drafts import is_draft, record_frozen_results
 from rankbench.project.start_checks import start_run
 from rankbench.records.provenance import canonical_config, config_hash, qset_config
 
-# Every start check (project/start_checks.py, start_run; `rankbench check` runs the same): the config whole (schema,
+# Every start check (project/start_checks.py, start_run; `rankbench check` runs the same): what each method type's
+# helpers register against its registry entry (configuration/registrations.py), the config whole (schema,
 # grids, names, limits, inputs that must exist), hub models, the dataset's files, every record and every frozen hash
 # (main process, dry runs too), margins and report settings, before any job. Key order means nothing in a dataset
 # config: with every mapping sorted, every rule's params (which Snakemake compares by repr) are the same whatever

@@ -36,7 +36,9 @@ def methods_of_rule(rule):
 
 
 # What each method type registers from its own file, workflow/rules/methods/<type>_common.smk (docs/development.md,
-# "Add a method type"); the shared rules and pages read these, never a type's rule or helper names.
+# "Add a method type"); the shared rules and pages read these, never a type's rule or helper names. Which of them a
+# type owes is declared by its registry entry (retrieval/registry.py, REGISTRATIONS and MethodType.registers), and
+# checked at start and by `rankbench check` (configuration/registrations.py).
 # Index rule -> the name of the index a first-stage method searches (methods with the same parameters share one); an
 # index rule absent here names its jobs without one.
 INDEX_NAMES = {}

@@ -32,6 +32,7 @@ from rankbench.configuration.dataset_formats import (
 )
 from rankbench.configuration.defaults import RESULTS, evaluation_settings
 from rankbench.configuration.models import resolve_models
+from rankbench.configuration.registrations import check_registration_files
 from rankbench.corpus.chunking import ChunkerSpec, check_chunkable
 from rankbench.corpus.label_checks import check_label_targets
 from rankbench.errors import InputError
@@ -168,11 +169,13 @@ class StartPlan:
 
 
 def start_run(config: Mapping[str, Any], config_file: str, main_process: bool = True) -> StartPlan:
-    """Every check a dataset run makes when it starts, in order: the config whole (check_config), hub models (resolved,
+    """Every check a dataset run makes when it starts, in order: what each method type's helpers register against the
+    registry (check_registration_files), the config whole (check_config), hub models (resolved,
     downloaded once by the main process when hub access is on), the dataset's files and records (main process), the
     margins, report, diffs and MLflow settings. The workflow (common.smk) and `rankbench check` both call this one
     function, so `check` refuses exactly what `run` refuses at start. Paths resolve against the working directory
     (the project folder)."""
+    check_registration_files()
     settings: dict[str, Any] = sorted_mappings(config)
     schema = yaml.safe_load((SCHEMA_FOLDER / "config.schema.yaml").read_text(encoding="utf-8"))
     methods = check_config(settings, schema, config_file)

@@ -50,6 +50,28 @@ class IndexStage:
     rule: str
     wildcards: tuple[str, ...]
 
+    @property
+    def named(self) -> bool:
+        """Whether its jobs are named by the index's name (`method` or `index`): the type's helpers then owe
+        `INDEX_NAMES[rule]`, the function naming a method's index."""
+        return "method" in self.wildcards or "index" in self.wildcards
+
+
+# The tables of workflow/rules/method_tables.smk that a type's helpers (workflow/rules/methods/<type>_common.smk)
+# fill and the shared rules and pages read, -> what an entry is. A type owes `INDEX_NAMES[<its index rule>]` when its
+# index is named (IndexStage.named) and the others its entry lists in `registers`; the workflow's start and
+# `rankbench check` refuse a type whose helpers fill fewer or more (configuration/registrations.py).
+REGISTRATIONS = {
+    "INDEX_NAMES": "index rule -> the function naming the index a method searches",
+    "INDEX_STATS": "method -> the size and build-time record of its index (every method building one)",
+    "INDEX_BLOCKS": "method -> the index block a chunker can yield too few chunks for",
+    "ANN_RECALL_METHODS": "the methods searching an approximate or compressed index (a recall page each)",
+    "VERSION_PAGES": "further pages of each version the type writes",
+    "RERANKED_METHODS": "the methods whose scorer can fail (every method of the type)",
+}
+# Those a type's helpers fill for every method of it (for an index's: every one that builds it), not only some.
+EVERY_METHOD = ("INDEX_STATS", "RERANKED_METHODS")
+
 
 @dataclass(frozen=True)
 class Encoding:
@@ -83,7 +105,8 @@ class MethodType:
     returns the page header's and the history's entry, `methods.<name>.engine`). `modules` are what its jobs
     import, from the package extra `extra` (None: the extra of its encoders' kind, which brings them too);
     `rankbench check` and the workflow's start refuse a method whose modules are not installed. `renamed` maps a key
-    the type once read to its new name and what that means, so a config still giving the old key is told the new."""
+    the type once read to its new name and what that means, so a config still giving the old key is told the new.
+    `registers` names the tables of REGISTRATIONS (other than INDEX_NAMES, owed by a named index) its helpers fill."""
 
     family: str
     keys: Mapping[str, Any] = field(default_factory=dict)
@@ -101,12 +124,23 @@ class MethodType:
     modules: tuple[str, ...] = ()
     extra: str | None = None
     renamed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    registers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"unknown method family {self.family!r}; use one of {', '.join(FAMILIES)}")
         if not self.run_rule:
             raise ValueError("a method type needs `run_rule`, the rule that makes its runs")
+        unknown = set(self.registers) - set(REGISTRATIONS) | set(self.registers) & {"INDEX_NAMES"}
+        if unknown:
+            raise ValueError(f"`registers` names {', '.join(sorted(unknown))}; use some of "
+                             f"{', '.join(name for name in REGISTRATIONS if name != 'INDEX_NAMES')} (INDEX_NAMES is "
+                             "owed by an index named by its `method` or `index` wildcard)")
+
+    @property
+    def owed(self) -> tuple[str, ...]:
+        """The tables of REGISTRATIONS its helpers must fill: INDEX_NAMES for a named index, then `registers`."""
+        return (("INDEX_NAMES",) if self.index and self.index.named else ()) + self.registers
 
 
 METHOD_TYPES: dict[str, MethodType] = {
@@ -129,7 +163,8 @@ METHOD_TYPES: dict[str, MethodType] = {
     "dense": MethodType("dense", {"encoder": REQUIRED, "index": LIBRARY, "expansion": OPTIONAL, **_FIRST_STAGE},
                         settings="rankbench.retrieval.dense:dense_settings", run_rule="retrieve_dense",
                         check="rankbench.retrieval.dense:check_dense_method",
-                        index=IndexStage("faiss_index", ("chunker", "encoder", "index")), modules=("faiss",)),
+                        index=IndexStage("faiss_index", ("chunker", "encoder", "index")), modules=("faiss",),
+                        registers=("INDEX_STATS", "INDEX_BLOCKS", "ANN_RECALL_METHODS", "VERSION_PAGES")),
     "sparse": MethodType("sparse", {"encoder": REQUIRED, **_FIRST_STAGE}, sparse_encoders=True,
                          run_rule="retrieve_sparse", index=IndexStage("sparse_index", ("chunker", "encoder")),
                          encoding=SPARSE_ENCODING),
@@ -139,14 +174,15 @@ METHOD_TYPES: dict[str, MethodType] = {
                            index=IndexStage("vectordb_collection", ("chunker", "encoder", "index")),
                            check="rankbench.retrieval.vectordb:check_vectordb_method", existing_index="collection",
                            engine="rankbench.retrieval.vectordb:engine_entry", modules=("lancedb",),
-                           extra="vectordb"),
+                           extra="vectordb", registers=("ANN_RECALL_METHODS",)),
     "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs", run_rule="fuse"),
     "combsum": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs",
                           run_rule="fuse"),
     "combmnz": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs",
                           run_rule="fuse"),
     "rerank": MethodType("rerank", {"input": REQUIRED, "depth": 30, "scorer": REQUIRED,
-                                    "rewrite": OPTIONAL}, inputs_key="input", run_rule="rerank"),
+                                    "rewrite": OPTIONAL}, inputs_key="input", run_rule="rerank",
+                       registers=("RERANKED_METHODS",)),
     "external": MethodType("external", {"path": REQUIRED, "format": REQUIRED, "chunker": OPTIONAL},
                            grains=("document",), run_rule="import_run"),
     # A search endpoint: scored by the documents its answers name (document grain), like an imported run; an
