@@ -3,8 +3,10 @@ analyses agree with it, and a type declared there (plus its rule) is checked, co
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -18,10 +20,12 @@ from rankbench.evaluation.scoring import GRAINS
 from rankbench.records.cost import method_stages
 from rankbench.retrieval import registry, scorer_kinds
 from rankbench.retrieval.registry import (
+    LIBRARY,
     METHOD_TYPES,
     REQUIRED,
     STRUCTURAL_KEYS,
     MethodType,
+    hook,
     method_grains,
     method_inputs,
     types_using,
@@ -47,19 +51,51 @@ def test_keys_the_schema_requires_by_type_are_required_in_the_registry() -> None
                 assert METHOD_TYPES[kind].keys[key] is REQUIRED, (kind, key)
 
 
+def _rule_block(name: str) -> tuple[Path, str]:
+    """The rules file defining a rule and the rule's text (up to the next top-level statement)."""
+    for path in (REPO / "workflow/rules").rglob("*.smk"):
+        match = re.search(rf"^rule {name}:\n(.*?)(?=^\S|\Z)", path.read_text(), re.MULTILINE | re.DOTALL)
+        if match:
+            return path, match[1]
+    raise AssertionError(f"no rule {name}")
+
+
+def _type_files(name: str) -> list[Path]:
+    """A type's two rules files (its own, else its family's when types share their rules)."""
+    folder, family = REPO / "workflow/rules/methods", METHOD_TYPES[name].family
+    stem = name if (folder / f"{name}.smk").exists() else family
+    return [path for path in (folder / f"{stem}.smk", folder / f"{stem}_common.smk") if path.exists()]
+
+
 def test_every_type_has_a_rule_that_exists_and_grains_evaluation_knows() -> None:
     assert set(RUN_RULES) == set(METHOD_TYPES)
     stages = [index_stage({"type": kind, "encoder": "e"}, "c", "i") for kind in METHOD_TYPES]
     index_rules = {stage[0] for stage in stages if stage}
-    assert index_rules == {"bm25_index", "lucene_index", "faiss_index", "sparse_index", "vectordb_collection"}
     assert set(RUN_RULES.values()) | index_rules | set(UNBENCHMARKED) <= RULES
     assert all(set(kind.grains) <= set(GRAINS) for kind in METHOD_TYPES.values())
     assert method_grains({"type": "external"}) == ["document"]
 
 
+def test_each_index_rule_is_the_types_own_and_its_jobs_are_named_as_the_registry_says() -> None:
+    """The wildcards of an index rule's outputs are its IndexStage's (a named index owes INDEX_NAMES for them), and an
+    index rule writing a size-and-build-time record (`stats`) is of a type that registers INDEX_STATS."""
+    for name, kind in METHOD_TYPES.items():
+        if kind.index is None:
+            continue
+        path, block = _rule_block(kind.index.rule)
+        assert path in _type_files(name), (name, path)
+        outputs = block.split("output:", 1)[1].split("\n    log:", 1)[0]
+        assert set(re.findall(r"\{\{(\w+)\}\}", outputs)) == set(kind.index.wildcards), name
+        assert ("stats=" in outputs) == ("INDEX_STATS" in kind.owed), name
+
+
 def test_a_key_applies_to_the_types_that_read_it_and_defaults_come_from_the_registry() -> None:
-    assert types_using("chunker") == ("bm25", "lucene", "dense", "sparse", "vectordb", "external", "http")
-    assert types_using("rewrite") == ("bm25", "lucene", "dense", "sparse", "vectordb", "rerank")
+    # A method that ranks the corpus itself names its chunker; one that fuses or reorders runs takes its inputs'.
+    assert types_using("chunker") == tuple(name for name, kind in METHOD_TYPES.items() if kind.inputs_key is None)
+    # A type reads `rewrite` exactly when its rules send rewritten questions (their texts, vectors or weights).
+    assert types_using("rewrite") == tuple(
+        name for name in METHOD_TYPES
+        if any(re.search(r"\brewrite\b|queries_path\(", path.read_text()) for path in _type_files(name)))
     assert candidate_depth({"type": "rerank", "input": "bm25"}) == METHOD_TYPES["rerank"].keys["depth"]
     assert candidate_depth({"type": "rrf", "inputs": ["a"]}) is None
     assert method_inputs({"type": "rerank", "input": "bm25"}) == ["bm25"]
@@ -128,3 +164,41 @@ def test_the_registry_module_stays_light() -> None:
         source = Path(module.__file__).read_text()
         assert set(re.findall(r"^(?:from|import) (\S+)", source, re.MULTILINE)) <= {
             "__future__", "collections.abc", "dataclasses", "typing", "rankbench.retrieval.scorer_kinds"}
+
+
+def _concrete_defaults() -> dict[str, Any]:
+    """Every method key's default as the registry gives it: its own, else the library's (the type's `settings`
+    hook); one per key whatever the type (a key two types read has one default)."""
+    defaults: dict[str, set[str]] = {}
+    for name, kind in METHOD_TYPES.items():
+        library = hook(kind.settings)({"type": name}) if kind.settings else {}
+        for key, value in kind.keys.items():
+            value = library.get(key) if value is LIBRARY else value
+            if value is not REQUIRED and value is not None:
+                defaults.setdefault(key, set()).add(json.dumps(value))
+    assert {key: values for key, values in defaults.items() if len(values) > 1} == {}
+    return {key: json.loads(values.pop()) for key, values in defaults.items()}
+
+
+def test_the_schema_defaults_of_method_keys_are_the_registrys() -> None:
+    defaults = _concrete_defaults()
+    schema = {key: node["default"] for key, node in METHOD_SCHEMA["properties"].items() if "default" in node}
+    assert {key: value for key, value in schema.items() if key in defaults} == \
+        {key: value for key, value in defaults.items() if key in schema}
+    assert sorted(set(schema) - set(defaults)) == []  # a schema default the registry does not know of
+
+
+def test_no_rules_file_script_or_module_repeats_a_registry_default() -> None:
+    """A key with a registry default is read with method_setting (or any_method_setting), never `.get(key, default)`;
+    a key whose default is the library's is never given a literal one (its home is the library's spec class)."""
+    keys = [(key, value) for kind in METHOD_TYPES.values() for key, value in kind.keys.items()]
+    own = {key for key, value in keys if value is not REQUIRED and value is not None and value is not LIBRARY}
+    library = {key for key, value in keys if value is LIBRARY}
+    any_default = re.compile(rf"\.get\(\s*[\"']({'|'.join(sorted(own))})[\"']\s*,")
+    literal = re.compile(rf"\.get\(\s*[\"']({'|'.join(sorted(library))})[\"']\s*,\s*(-?\d|[\"'\[{{]|True\b|False\b)")
+    files = [*(REPO / "workflow/rules").rglob("*.smk"), *(REPO / "workflow/scripts").glob("*.py"),
+             *(path for path in (REPO / "src/rankbench").rglob("*.py") if "workflow" not in path.parts
+               and path.name != "registry.py")]
+    found = [f"{path.relative_to(REPO)}: {match[0]}" for path in files for pattern in (any_default, literal)
+             for match in pattern.finditer(path.read_text())]
+    assert found == []

@@ -103,10 +103,15 @@ class Pretokenized:
         return [" ".join(tokens) for tokens in self.tokens.tokenize(texts)]
 
 
+def analyzer_mode(spec: Mapping[str, Any]) -> str:
+    """A method's `analyzer`: Anserini's own (`lucene`, the default) or rankbench's BM25 tokens (`rankbench`)."""
+    return str(spec.get("analyzer") or ANALYZERS[0])
+
+
 def analyzer(spec: Mapping[str, Any], dataset_language: str) -> LuceneAnalyzer | Pretokenized:
     """The text analysis of a method: Anserini's analyzer for its `language` (an ISO code, else the dataset's
     language's code), or with `analyzer: rankbench` the bm25 type's analyzer of the dataset's language."""
-    if spec.get("analyzer", "lucene") == "rankbench":
+    if analyzer_mode(spec) == "rankbench":
         from rankbench.retrieval.bm25 import analyzer_and_params
 
         return Pretokenized(analyzer_and_params({key: spec[key] for key in ("stopwords", "stemming", "fold_accents")
@@ -115,7 +120,7 @@ def analyzer(spec: Mapping[str, Any], dataset_language: str) -> LuceneAnalyzer |
     if language is None:
         raise ValueError(f"the dataset's language {dataset_language!r} has no Anserini code here; set `language` "
                          f"to Lucene's two-letter code for it")
-    return LuceneAnalyzer(language, spec.get("stemmer", "porter"), spec.get("stopwords", True))
+    return LuceneAnalyzer(language, **{key: spec[key] for key in ("stemmer", "stopwords") if key in spec})
 
 
 def analyzer_from_keys(keys: Mapping[str, Any]) -> LuceneAnalyzer | Pretokenized:
@@ -224,7 +229,7 @@ def find_engine(spec: Mapping[str, Any]) -> Engine:
 def check_lucene_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], where: str, source: str) -> None:
     """At start (the registry's `check`): no key of the other analyzer mode, a JDK >= 21 and an Anserini jar are
     there, and the analyzer can be built for the dataset's language."""
-    mode = spec.get("analyzer", "lucene")
+    mode = analyzer_mode(spec)
     other = next(key for key in ANALYZERS if key != mode)
     for key in MODE_KEYS[other]:
         if key in spec:
@@ -245,15 +250,13 @@ def lucene_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
     """A lucene method's BM25, analyzer and RM3 settings with their defaults filled in (effective config). One default
     per key across types: k1 and b are the bm25 type's (1.2, 0.75), not SearchCollection's own (0.9, 0.4), which
     Anserini's BEIR regressions pass explicitly. Imported here: the Snakefile imports this module while it parses."""
+    from rankbench.retrieval.analyzer import Analyzer
     from rankbench.retrieval.bm25 import RM3, BM25Params
 
-    defaults = BM25Params()
-    settings: dict[str, Any] = {"k1": spec.get("k1", defaults.k1), "b": spec.get("b", defaults.b),
-                                "analyzer": spec.get("analyzer", "lucene"), "stopwords": spec.get("stopwords", True)}
-    if settings["analyzer"] == "rankbench":
-        settings |= {"stemming": spec.get("stemming", True), "fold_accents": spec.get("fold_accents", False)}
-    else:
-        settings["stemmer"] = spec.get("stemmer", "porter")
+    defaults = {**asdict(BM25Params()), **asdict(Analyzer()), **asdict(LuceneAnalyzer())}
+    keys = ["k1", "b", "stopwords", *MODE_KEYS[analyzer_mode(spec)]]
+    settings: dict[str, Any] = {key: spec.get(key, defaults[key]) for key in keys if key != "language"}
+    settings["analyzer"] = analyzer_mode(spec)
     if spec.get("prf") is not None:
         settings["prf"] = asdict(RM3(**spec["prf"]))
     return settings
@@ -264,7 +267,7 @@ def index_keys(spec: Mapping[str, Any], dataset_language: str) -> dict[str, Any]
     that agree share one index."""
     lucene = analyzer(spec, dataset_language)
     fields = lucene.tokens.to_dict() if isinstance(lucene, Pretokenized) else asdict(lucene)
-    return dict(sorted({"analyzer": spec.get("analyzer", "lucene"), **fields}.items()))
+    return dict(sorted({"analyzer": analyzer_mode(spec), **fields}.items()))
 
 
 def run_anserini(engine: Engine, main: str, args: Sequence[str], heap_mb: int) -> str:

@@ -288,6 +288,14 @@ def method_setting(spec: Mapping[str, Any], key: str) -> Any:
     return spec.get(key, None if default is REQUIRED or default is LIBRARY else default)
 
 
+def any_method_setting(spec: Mapping[str, Any], key: str) -> Any:
+    """A method's value of a key whatever its type reads: the config's, else the key's registry default (one for
+    every type that has one: tests/retrieval/test_registry.py). For a rule whose params every type it serves gets
+    alike (`fuse` passes each fusion type both `k` and `normalization`), so they keep one shape."""
+    defaults = [kind.keys[key] for kind in METHOD_TYPES.values() if _has_default(kind.keys.get(key, REQUIRED))]
+    return spec.get(key, defaults[0] if defaults else None)
+
+
 def types_using(key: str) -> tuple[str, ...]:
     """Method types that read a config key, in registry order."""
     return tuple(name for name, kind in METHOD_TYPES.items() if key in kind.keys)

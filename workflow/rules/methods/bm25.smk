@@ -1,6 +1,7 @@
 # Method type bm25: its index (shared by the methods of one chunker and settings) and its runs; helpers in
 # bm25_common.smk.
 from rankbench.configuration.defaults import DATASET_DEFAULTS
+from rankbench.retrieval.registry import method_setting
 
 
 rule bm25_index:
@@ -61,7 +62,7 @@ rule retrieve_bm25:
     params:
         depth=EVALUATION["depth"],
         filters=lambda wildcards: sorted(
-            METHOD_SPECS[wildcards.method].get("filters", [])
+            method_setting(METHOD_SPECS[wildcards.method], "filters")
         ),
         prf=lambda wildcards: METHOD_SPECS[wildcards.method].get("prf"),
         backend=lambda wildcards: METHOD_SPECS[wildcards.method].get(

@@ -1,5 +1,6 @@
 # Method type dense: its FAISS indexes, its runs, the recall of an approximate index and the vector-size page;
 # helpers in dense_common.smk.
+from rankbench.retrieval.registry import method_setting
 
 
 rule faiss_index:
@@ -63,7 +64,7 @@ rule retrieve_dense:
             sorted(vars(dense_index(wildcards.method)).items())
         ),
         filters=lambda wildcards: sorted(
-            METHOD_SPECS[wildcards.method].get("filters", [])
+            method_setting(METHOD_SPECS[wildcards.method], "filters")
         ),
     script:
         "../../scripts/retrieve_dense.py"

@@ -1,5 +1,5 @@
 # Method types rrf, combsum and combmnz: one rule fuses the runs of their inputs.
-from rankbench.retrieval.registry import NORMALIZATION, RRF_K
+from rankbench.retrieval.registry import any_method_setting
 
 
 rule fuse:
@@ -25,9 +25,9 @@ rule fuse:
     params:
         kind=lambda wildcards: METHOD_SPECS[wildcards.method]["type"],
         # Both defaults for every fusion type (the script uses its type's): plain, unchanged params.
-        k=lambda wildcards: METHOD_SPECS[wildcards.method].get("k", RRF_K),
-        normalization=lambda wildcards: METHOD_SPECS[wildcards.method].get(
-            "normalization", NORMALIZATION
+        k=lambda wildcards: any_method_setting(METHOD_SPECS[wildcards.method], "k"),
+        normalization=lambda wildcards: any_method_setting(
+            METHOD_SPECS[wildcards.method], "normalization"
         ),
         weights=lambda wildcards: METHOD_SPECS[wildcards.method].get("weights"),
         depth=EVALUATION["depth"],

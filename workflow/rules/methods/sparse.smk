@@ -1,4 +1,5 @@
 # Method type sparse: the chunks' and the questions' term weights and its runs; helpers in sparse_common.smk.
+from rankbench.retrieval.registry import method_setting
 
 
 # The chunks' term weights under a sparse encoder: encoded and indexed once per (chunker, encoder).
@@ -104,7 +105,7 @@ rule retrieve_sparse:
     params:
         depth=EVALUATION["depth"],
         filters=lambda wildcards: sorted(
-            METHOD_SPECS[wildcards.method].get("filters", [])
+            method_setting(METHOD_SPECS[wildcards.method], "filters")
         ),
     script:
         "../../scripts/retrieve_sparse.py"
