@@ -7,7 +7,9 @@ and its docs in docs/reference/config.md (steps: docs/development.md, "Add a met
 (configuration/config.py), the effective config (configuration/defaults.py), the rules
 (workflow/rules/method_tables.smk and methods/), the cost stages (configuration/rules.py), the models of provenance
 and history (configuration/models.py), the failure analysis, the evaluation grains and the findings all read this
-table, never a type's name; tests/retrieval/test_registry.py keeps it and the schema in step, and
+table, never a type's name. Its entry also declares which tables of workflow/rules/method_tables.smk the type's
+helpers fill (REGISTRATIONS), checked at start by configuration/registrations.py. tests/retrieval/test_registry.py
+keeps it and the schema in step (defaults included), and
 tests/codebase/test_type_names.py fails where a type name is compared outside it and the type's own module.
 """
 
