@@ -1,10 +1,11 @@
-"""One metric table: labels, families, cutoffs, aliases and formulas come from it, metrics.py names no metric, and
-the config schema and the docs list exactly its metrics (docs/concepts/metrics.md's table; any other page that lists
-most of a family lists it whole or links that table)."""
+"""One metric table: labels, families, cutoffs, aliases and formulas come from it, metrics.py names no metric, the
+config check reads its names (the schema lists none), and docs/concepts/metrics.md's table is rendered from its rows
+(any other page that lists most of a family lists it whole or links that table)."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -13,23 +14,27 @@ import pytest
 import yaml
 from workflow_helpers import REPO
 
+from rankbench.configuration.config import check_requested_metrics
+from rankbench.errors import InputError
 from rankbench.evaluation import metrics
 from rankbench.evaluation.metric_inputs import EMPTY, UNJUDGED, MetricInput
 from rankbench.evaluation.metric_names import (
+    COMPUTED,
+    CUTOFFS,
     EXTRA_METRICS_AT_K,
     EXTRA_METRICS_FULL,
     METRIC_ALIASES,
+    METRIC_TABLE_MARKER,
     METRICS,
     METRICS_AT_K,
     METRICS_FULL,
     POLLUTION_METRICS,
+    Metric,
     metric_label,
+    metric_table_markdown,
     parse_metrics,
 )
 
-# How docs/concepts/metrics.md's table says a row's family and cutoff.
-COMPUTED = {"standard": "always", "pollution": "chunk grain", "extra": "on request"}
-CUTOFF = {"k": "k", "whole": "whole run", "either": "either"}
 METRICS_PAGE = REPO / "docs" / "concepts" / "metrics.md"
 
 
@@ -73,30 +78,57 @@ def test_each_formula_gives_a_column_per_cutoff(name: str) -> None:
     assert np.isfinite(values).all()
 
 
-def test_the_schema_lists_the_metrics_on_request() -> None:
+def test_the_schema_leaves_the_names_to_the_table() -> None:
+    """evaluation.metrics takes strings: a new on-request row needs no schema edit, the config check reads the table."""
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-    requested = schema["properties"]["evaluation"]["properties"]["metrics"]["items"]["enum"]
+    requested = schema["properties"]["evaluation"]["properties"]["metrics"]
+    assert requested["items"] == {"type": "string"} and requested["default"] == []
     on_request = EXTRA_METRICS_AT_K + EXTRA_METRICS_FULL
-    assert sorted(requested) == sorted(on_request), (
-        f"workflow/schemas/config.schema.yaml, evaluation.metrics' enum: add {sorted(set(on_request) - set(requested))}"
-        f", remove {sorted(set(requested) - set(on_request))}")
+    check_requested_metrics({"evaluation": {"metrics": list(on_request)}}, "config.yaml")
+    known = f"Name metrics computed on request: {', '.join(on_request)} (docs/concepts/metrics.md)."
+    for names, message in {("bpref", "ncg"): "evaluation.metrics[1]: names 'ncg', which is no metric of the table",
+                           ("ndcg",): "evaluation.metrics[0]: names 'ndcg', which is always computed",
+                           ("infAP",): "evaluation.metrics[0]: names 'infAP', which is written 'infap' here"}.items():
+        with pytest.raises(InputError) as caught:
+            check_requested_metrics({"evaluation": {"metrics": list(names)}}, "config.yaml")
+        assert str(caught.value) == f"config.yaml, {message}. {known}"
 
 
-def _documented() -> dict[str, tuple[str, str]]:
-    """docs/concepts/metrics.md's metric table: name -> (computed, cutoff), in its order."""
-    rows = [line.split("|")[1:4] for line in METRICS_PAGE.read_text(encoding="utf-8").splitlines()
+def test_a_new_row_is_requested_and_shown_without_another_edit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NCG@k, the docs' example, as one row: the config check takes it and the docs' table shows it."""
+    ncg = Metric("NCG", "extra", "k", METRICS["ndcg"].formula, ideal_gains=True, graded=True,
+                 what="cumulative gain of the top k over the ideal ranking's", checked="a plain loop")
+    monkeypatch.setitem(METRICS, "ncg", ncg)
+    check_requested_metrics({"evaluation": {"metrics": ["ncg"]}}, "config.yaml")
+    assert metric_table_markdown().splitlines()[-1] == (
+        "| `ncg` | on request | k | cumulative gain of the top k over the ideal ranking's | a plain loop |")
+    with pytest.raises(ValueError, match="`what` and `checked` are one line each"):
+        Metric("NCG", "extra", "k", METRICS["ndcg"].formula, what="gain | ideal", checked="a plain loop")
+
+
+def _documented(text: str) -> dict[str, tuple[str, str]]:
+    """A metric table in markdown: name -> (computed, cutoff), in its order."""
+    rows = [line.split("|")[1:4] for line in text.splitlines()
             if re.match(r"^\| `\w+` \| (always|chunk grain|on request) \|", line)]
     return {name.strip().strip("`"): (computed.strip(), cutoff.strip()) for name, computed, cutoff in rows}
 
 
-def test_the_metrics_page_has_a_row_per_metric() -> None:
-    documented = _documented()
-    expected = {name: (COMPUTED[metric.family], CUTOFF[metric.cutoff]) for name, metric in METRICS.items()}
-    missing, extra = sorted(expected.keys() - documented.keys()), sorted(documented.keys() - expected.keys())
-    assert not missing and not extra, (f"docs/concepts/metrics.md's metric table: add a row for {missing}, "
-                                       f"remove {extra} (metric_names.py's METRICS)")
-    assert documented == expected  # the same computed and cutoff columns as the rows
-    assert list(documented) == list(METRICS)  # in table order
+def test_the_metrics_page_shows_the_table_rendered_from_the_rows() -> None:
+    """docs/concepts/metrics.md holds the marker its mkdocs hook replaces with the table, and no row by hand."""
+    page = METRICS_PAGE.read_text(encoding="utf-8")
+    assert page.count(METRIC_TABLE_MARKER) == 1 and _documented(page) == {}
+    mkdocs = yaml.safe_load((REPO / "mkdocs.yml").read_text())
+    assert "docs/hooks/metric_table.py" in mkdocs["hooks"]
+    spec = importlib.util.spec_from_file_location("metric_table_hook", REPO / "docs/hooks/metric_table.py")
+    assert spec and spec.loader
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    rendered = hook.on_page_markdown(page, page=None, config=None, files=None)
+    expected = {name: (COMPUTED[metric.family], CUTOFFS[metric.cutoff]) for name, metric in METRICS.items()}
+    assert _documented(rendered) == expected and list(_documented(rendered)) == list(METRICS)
+    assert "| `bpref` | on request | whole run | trec_eval's bpref: relevant results above judged non-relevant " \
+           "ones | pytrec_eval `bpref` |" in rendered
+    assert hook.on_page_markdown("# Other page\n", page=None, config=None, files=None) == "# Other page\n"
 
 
 def _units(text: str) -> list[str]:

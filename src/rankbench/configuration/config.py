@@ -20,6 +20,7 @@ from rankbench.configuration.software import check_installed
 from rankbench.corpus.chunking import ChunkerSpec
 from rankbench.corpus.tokens import TOKENIZER_FIX, tokenizer_problem
 from rankbench.errors import InputError
+from rankbench.evaluation.metric_names import METRIC_ALIASES, METRICS
 from rankbench.io.http import api_key, check_base_url
 from rankbench.retrieval.analyzer import LANGUAGES
 from rankbench.retrieval.encoders.api import ApiEncoderSpec
@@ -144,6 +145,7 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     check_methods(expanded, source)
     check_installed(expanded, source)
     check_settings(expanded, source)
+    check_requested_metrics(expanded, source)
     check_llm(expanded, source)
     check_endpoints(expanded, source)
     check_paths(expanded, schema, source)
@@ -375,6 +377,20 @@ def check_settings(config: Mapping[str, Any], source: str) -> None:
                              "Give the folder of a sentence-transformers SparseEncoder model, or its hub id "
                              "(org/name, see docs/reference/config.md, `encoders`, for the SPLADE models to pick).")
     check_model_names(config, source)
+
+
+def check_requested_metrics(config: Mapping[str, Any], source: str) -> None:
+    """`evaluation.metrics` names metrics of the table computed on request (evaluation/metric_names.py, family
+    `extra`): the table, not the schema, knows them, so a new row needs no other edit."""
+    on_request = [name for name, metric in METRICS.items() if metric.family == "extra"]
+    for index, name in enumerate(config.get("evaluation", {}).get("metrics", [])):
+        if name in on_request:
+            continue
+        known = METRIC_ALIASES.get(str(name).lower(), str(name).lower())
+        why = ("is always computed" if METRICS[known].family != "extra" else f"is written {known!r} here") \
+            if known in METRICS else "is no metric of the table"
+        raise InputError(source, f"evaluation.metrics[{index}]", f"names {name!r}, which {why}",
+                         f"Name metrics computed on request: {', '.join(on_request)} (docs/concepts/metrics.md).")
 
 
 def _check_api_encoder(name: str, spec: Mapping[str, Any], source: str) -> None:

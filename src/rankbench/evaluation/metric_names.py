@@ -27,6 +27,12 @@ from rankbench.evaluation.metric_inputs import (
 )
 
 Formula = Callable[[MetricInput], np.ndarray]
+# A row's family and cutoff as the docs' metric table says them.
+COMPUTED = {"standard": "always", "pollution": "chunk grain", "extra": "on request"}
+CUTOFFS = {"k": "k", "whole": "whole run", "either": "either"}
+# Where docs/concepts/metrics.md shows the metric table: its mkdocs hook (docs/hooks/metric_table.py) writes
+# metric_table_markdown() there, so the page lists exactly the rows of METRICS.
+METRIC_TABLE_MARKER = "<!-- the metric table: rendered from METRICS (src/rankbench/evaluation/metric_names.py) -->"
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,8 @@ class Metric:
     on request, `evaluation.metrics`); cutoff: `k` (at each k), `whole` (the whole run, reported with k = 0) or
     `either` (at k, or the whole run when named without one, as trec_eval's map, recip_rank and ndcg);
     formula: its values from a MetricInput, a [question, len(ks)] array ([question, 1] when whole-run);
+    what and checked: the docs' description of it and the reference it equals (the metric table of
+    docs/concepts/metrics.md is rendered from them: metric_table_markdown);
     aliases: other names (case-insensitive); cut_aliases: trec_eval's cut families, which need a cutoff.
     The rest is what metrics.py prepares for it, so that it gives the same value asked alone or with others."""
 
@@ -42,6 +50,8 @@ class Metric:
     family: str
     cutoff: str
     formula: Formula
+    what: str  # what it measures, in a line: its row of docs/concepts/metrics.md's table
+    checked: str  # the reference its values are tested against, per question to 1e-9 (tests/evaluation/test_metrics.py)
     aliases: tuple[str, ...] = ()
     cut_aliases: tuple[str, ...] = ()
     reads: str = "k"  # how deep it reads each run: to rank max(k), to rank R too ("r"), or every result ("run")
@@ -52,6 +62,13 @@ class Metric:
     parameters: tuple[str, ...] = ()  # what ir_measures' NAME(key=value) form may set
     ranked: bool = True  # a quality where higher is better; False: an uncertainty or a description of the list
     pool_bounded: bool = False  # over unjudged items, between their all-not-relevant and all-relevant values
+
+    def __post_init__(self) -> None:
+        if self.family not in COMPUTED or self.cutoff not in CUTOFFS:
+            raise ValueError(f"metric {self.label}: family must be one of {', '.join(COMPUTED)}, cutoff one of "
+                             f"{', '.join(CUTOFFS)}")
+        if not self.what or not self.checked or "|" in self.what + self.checked:
+            raise ValueError(f"metric {self.label}: `what` and `checked` are one line each of the docs' table (no |)")
 
 
 ERR_MAX_GRADE = 4  # ERR's stopping probability is (2^grade - 1) / 2^4, as in gdeval (TREC Web track)
@@ -184,29 +201,72 @@ def _rbp_residual(m: MetricInput) -> np.ndarray:
 
 
 METRICS: dict[str, Metric] = {
-    "hit": Metric("hit", "standard", "k", _hit, cut_aliases=("success", "hit_rate"), pool_bounded=True),
-    "recall": Metric("R", "standard", "k", _recall, aliases=("r",), pool_bounded=True),
-    "rcap_recall": Metric("R-cap", "standard", "k", _rcap_recall, pool_bounded=True),
-    "precision": Metric("P", "standard", "k", _precision, cut_aliases=("p",), pool_bounded=True),
-    "rr": Metric("MRR", "standard", "either", _rr, aliases=("mrr", "recip_rank"), pool_bounded=True),
-    "ndcg": Metric("nDCG", "standard", "either", _ndcg, cut_aliases=("ndcg_cut",), ideal_gains=True, graded=True),
-    "dcg": Metric("DCG", "standard", "k", _dcg, graded=True, pool_bounded=True),
-    "ap": Metric("AP", "standard", "either", _ap, aliases=("map",), cut_aliases=("map_cut",)),
-    "judged": Metric("judged", "standard", "k", _judged),
-    "mean_grade": Metric("grade", "standard", "k", _mean_grade),
-    "r_precision": Metric("R-prec", "standard", "whole", _r_precision, aliases=("rprec", "r-precision"), reads="r"),
+    "hit": Metric("hit", "standard", "k", _hit, cut_aliases=("success", "hit_rate"), pool_bounded=True,
+                  what="1 when a relevant result is in the top k (trec_eval's success)",
+                  checked="pytrec_eval `success`, ir-measures `Success`"),
+    "recall": Metric("R", "standard", "k", _recall, aliases=("r",), pool_bounded=True,
+                     what="relevant results in the top k / all relevant",
+                     checked="pytrec_eval `recall`, ir-measures `R`"),
+    "rcap_recall": Metric("R-cap", "standard", "k", _rcap_recall, pool_bounded=True,
+                          what="R-cap recall (BEIR): relevant results in the top k / min(all relevant, k)",
+                          checked="a plain loop"),
+    "precision": Metric("P", "standard", "k", _precision, cut_aliases=("p",), pool_bounded=True,
+                        what="relevant results in the top k / k, even when fewer were retrieved",
+                        checked="pytrec_eval `P`, ir-measures `P`"),
+    "rr": Metric("MRR", "standard", "either", _rr, aliases=("mrr", "recip_rank"), pool_bounded=True,
+                 what="reciprocal rank of the first relevant result, 0 when it is below k",
+                 checked="pytrec_eval `recip_rank` on the run cut at k, ir-measures `RR`"),
+    "ndcg": Metric("nDCG", "standard", "either", _ndcg, cut_aliases=("ndcg_cut",), ideal_gains=True, graded=True,
+                   what="nDCG@k over every positive grade, whatever the threshold (trec_eval's `ndcg_cut`)",
+                   checked="pytrec_eval `ndcg_cut`, ir-measures `nDCG`"),
+    "dcg": Metric("DCG", "standard", "k", _dcg, graded=True, pool_bounded=True,
+                  what="DCG@k, nDCG's numerator",
+                  checked="pytrec_eval `ndcg_cut` × its ideal DCG"),
+    "ap": Metric("AP", "standard", "either", _ap, aliases=("map",), cut_aliases=("map_cut",),
+                 what="average precision of the top k / all relevant (trec_eval's `map_cut`)",
+                 checked="pytrec_eval `map_cut`, ir-measures `AP`"),
+    "judged": Metric("judged", "standard", "k", _judged,
+                     what="judged results (any grade) in the top k / min(k, retrieved), as ir-measures",
+                     checked="ir-measures `Judged`"),
+    "mean_grade": Metric("grade", "standard", "k", _mean_grade,
+                         what="mean grade of the results shown (min(k, retrieved)); unjudged results count 0; 0 "
+                              "when nothing was retrieved",
+                         checked="a plain loop"),
+    "r_precision": Metric("R-prec", "standard", "whole", _r_precision, aliases=("rprec", "r-precision"), reads="r",
+                          what="precision at rank R, the number relevant (trec_eval's `Rprec`)",
+                          checked="pytrec_eval `Rprec`, ir-measures `Rprec`"),
     # Chunk grain only: how many distinct documents the top k shows, and how much of it one document takes.
-    "distinct_docs": Metric("docs", "pollution", "k", _distinct_docs, ranked=False),
-    "top_doc_share": Metric("top-doc", "pollution", "k", _top_doc_share, ranked=False),
+    "distinct_docs": Metric("docs", "pollution", "k", _distinct_docs, ranked=False,
+                            what="documents among the top k chunks",
+                            checked="a plain loop"),
+    "top_doc_share": Metric("top-doc", "pollution", "k", _top_doc_share, ranked=False,
+                            what="chunks of the most frequent document in the top k / results shown",
+                            checked="a plain loop"),
     # Computed only when asked for (the defaults stay as fast as before): trec_eval's bpref and infAP, gdeval's
     # ERR@k (grades 0..4), rank-biased precision RBP(p) and its residual (the most unjudged results could add), and
     # condensed nDCG@k (trec_eval -J: unjudged results removed before ranking, so it reads below rank k).
-    "err": Metric("ERR", "extra", "k", _err, max_grade=ERR_MAX_GRADE),
-    "ndcg_condensed": Metric("nDCG'", "extra", "k", _ndcg_condensed, reads="run", ideal_gains=True, graded=True),
-    "bpref": Metric("bpref", "extra", "whole", _bpref, reads="run", nonrelevant_counts=True),
-    "infap": Metric("infAP", "extra", "whole", _infap, reads="run"),
-    "rbp": Metric("RBP", "extra", "whole", _rbp, reads="run", parameters=("p",)),
-    "rbp_residual": Metric("RBP-res", "extra", "whole", _rbp_residual, reads="run", parameters=("p",), ranked=False),
+    "err": Metric("ERR", "extra", "k", _err, max_grade=ERR_MAX_GRADE,
+                  what="ERR@k (Chapelle et al.), stop probability (2^grade − 1)/16 as gdeval; grades above 4 are "
+                       "refused",
+                  checked="ir-measures' gdeval.pl (printed to 12 decimals)"),
+    "ndcg_condensed": Metric("nDCG'", "extra", "k", _ndcg_condensed, reads="run", ideal_gains=True, graded=True,
+                             what="condensed nDCG@k: unjudged results (and negative grades) removed before cutting "
+                                  "at k (trec_eval `-J`)",
+                             checked="pytrec_eval `ndcg_cut` with `judged_docs_only_flag`"),
+    "bpref": Metric("bpref", "extra", "whole", _bpref, reads="run", nonrelevant_counts=True,
+                    what="trec_eval's bpref: relevant results above judged non-relevant ones",
+                    checked="pytrec_eval `bpref`"),
+    "infap": Metric("infAP", "extra", "whole", _infap, reads="run",
+                    what="trec_eval's infAP: AP estimated from incomplete judgements; a negative grade is \"pooled, "
+                         "not judged\"",
+                    checked="pytrec_eval `infAP`"),
+    "rbp": Metric("RBP", "extra", "whole", _rbp, reads="run", parameters=("p",),
+                  what="rank-biased precision RBP(p) = (1 − p) Σ p^(i−1) rel_i, p = `evaluation.rbp_p` (0.8)",
+                  checked="pytrec_eval P@i at every i"),
+    "rbp_residual": Metric("RBP-res", "extra", "whole", _rbp_residual, reads="run", parameters=("p",), ranked=False,
+                           what="what RBP could still gain: the weight of unjudged results plus p^(results) beyond "
+                                "the run",
+                           checked="ir-measures Judged@i at every i"),
 }
 
 
@@ -234,6 +294,14 @@ NOT_RANKED_METRICS = tuple(name for name, metric in METRICS.items() if not metri
 # as its items turn relevant; recall (and R-cap) also falls as items outside it do. nDCG, AP and the rest divide by
 # an ideal that moves with every item turned relevant, so they can go either way.
 POOL_BOUNDED_METRICS = tuple(name for name, metric in METRICS.items() if metric.pool_bounded)
+
+
+def metric_table_markdown() -> str:
+    """The docs' metric table (docs/concepts/metrics.md, at METRIC_TABLE_MARKER): a row per metric, in table order."""
+    rows = [f"| `{name}` | {COMPUTED[metric.family]} | {CUTOFFS[metric.cutoff]} | {metric.what} | {metric.checked} |"
+            for name, metric in METRICS.items()]
+    return "\n".join(["| name | computed | cutoff | what | checked against (per question, to 1e-9) |",
+                      "|---|---|---|---|---|", *rows]) + "\n"
 
 
 def metric_label(metric: str, k: int) -> str:
