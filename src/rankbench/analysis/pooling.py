@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -132,9 +133,10 @@ def import_labels(filled: pd.DataFrame, source: str | Path, output: str | Path, 
     return added, freeze(output, version, Path(lock))
 
 
-def _evidence(row: Mapping[str, object]) -> dict[str, object]:
+def _evidence(row: Mapping[str, Any]) -> dict[str, object]:
     """A filled row's evidence as a label's keys: the quote, and the occurrence when given (none without a quote)."""
     quote, occurrence = row.get("evidence"), row.get("occurrence")
     if not isinstance(quote, str) or not quote:
         return {}
-    return {"evidence": quote, **({"occurrence": int(occurrence)} if pd.notna(occurrence) else {})}
+    return {"evidence": quote, **({"occurrence": int(occurrence)} if occurrence is not None and pd.notna(occurrence)
+                                  else {})}

@@ -142,20 +142,32 @@ class JudgeServer(ThreadingHTTPServer):
         return template.replace("{{NONCE}}", self.nonce).replace("{{SETTINGS}}", data).encode("utf-8")
 
     def agreement_page(self) -> bytes:
+        """agreement.md's content as a page: headings, paragraphs and tables, every cell escaped."""
         stats, disagreements = agreement(self.project, resamples=1000)
-        rows = "".join("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in line.strip("|").split("|"))
-                       + "</tr>" for line in agreement_markdown(self.project.qset, stats, disagreements).splitlines()
-                       if line.startswith("|") and not line.startswith("|---"))
+        parts, rows = [], []
+        for line in agreement_markdown(self.project.qset, stats, disagreements).splitlines() + [""]:
+            if line.startswith("|"):
+                if not line.startswith("|---"):
+                    rows.append("<tr>" + "".join(f"<td>{html.escape(cell.strip())}</td>"
+                                                 for cell in line.strip("|").split("|")) + "</tr>")
+                continue
+            if rows:
+                parts.append(f"<table>{''.join(rows)}</table>")
+                rows = []
+            if line.startswith("#"):
+                level = len(line) - len(line.lstrip("#"))
+                parts.append(f"<h{level}>{html.escape(line.lstrip('#').strip())}</h{level}>")
+            elif line:
+                parts.append(f"<p>{html.escape(line)}</p>")
         return (f"<!doctype html><meta charset=utf-8><title>Agreement</title><style nonce={self.nonce}>"
                 "body{font:15px system-ui;margin:2em}td{border:1px solid #ccc;padding:3px 8px}</style>"
-                f"<h1>Agreement of the judges of {html.escape(self.project.qset)}</h1>"
-                f"<p><a href='/'>back to judging</a></p><table>{rows}</table>").encode("utf-8")
+                "<p><a href='/'>back to judging</a></p>" + "".join(parts)).encode()
 
 
 class JudgeHandler(BaseHTTPRequestHandler):
     server: JudgeServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+    def log_message(self, format: str, *args: Any) -> None:
         """Requests are not logged line by line: the terminal shows judgments and progress."""
 
     def _send(self, status: int, body: bytes, kind: str = "application/json") -> None:
