@@ -163,11 +163,15 @@ def test_judge_three_passages_survive_kill_9_and_freeze_a_version_scored_at_evid
     new = labels[(labels["qid"] == judged["qid"]) & (labels["grade"] == 2) & (labels["doc_id"] == judged["doc_id"])]
     assert (int(new["evidence_start"].iloc[0]), int(new["evidence_end"].iloc[0])) == (evidence["start"],
                                                                                          evidence["end"])
-    scores = {v: pd.read_parquet(project / f"results/demo/{v}/evidence/bm25.parquet").query(
-        "qid == @judged['qid'] and k == 10").set_index("metric")["value"] for v in ("v3", "v4")}
+    qid = judged["qid"]
+    scores = {}
+    for version in ("v3", "v4"):
+        frame = pd.read_parquet(project / f"results/demo/{version}/evidence/bm25.parquet")
+        scores[version] = frame[(frame["qid"] == qid) & (frame["k"] == 10)].set_index("metric")["value"]
     assert len(scores["v4"]) == 3  # the question is scored at the evidence grain
-    top = pd.read_parquet(project / "results/demo/v4/runs/bm25.parquet").query("qid == @judged['qid'] and rank <= 10")
-    if judged["chunk_id"] in set(top["chunk_id"]):  # bm25 sends the passage: its new evidence characters count
+    run_v4 = pd.read_parquet(project / "results/demo/v4/runs/bm25.parquet")
+    top = set(run_v4[(run_v4["qid"] == qid) & (run_v4["rank"] <= 10)]["chunk_id"])
+    if judged["chunk_id"] in top:  # bm25 sends the passage: its new evidence characters count
         assert scores["v4"]["evidence_precision"] > scores["v3"]["evidence_precision"]
 
 
