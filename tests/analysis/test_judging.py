@@ -167,3 +167,36 @@ def test_agreement_matches_scikit_learn_over_the_pairs_both_graded() -> None:
     text = agreement_markdown("v1", stats, disagreements)
     assert text == agreement_markdown("v1", *agreement_tables(_judgments(rows), llm, resamples=500))
     assert "| alice | bob | 60 |" in text and f"## Disagreements ({len(disagreements)})" in text
+
+
+def test_judge_usage_errors_exit_2_naming_what_to_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from rankbench.cli.commands import dispatch
+
+    config = tmp_path / "config.yaml"
+    config.write_text("dataset: {name: d, format: native, corpus: c.jsonl, lock: frozen.lock}\n"
+                      "qsets: {v1: {path: v1.jsonl}}\n")
+    cases = [(["--qset", "v9"], "has no version 'v9'"),
+             (["--qset", "v1", "--judge", "../x"], "is not a judge name"),
+             (["--qset", "v1"], "needs --judge NAME"),
+             (["--qset", "v1", "--freeze"], "needs --version NAME"),
+             (["--qset", "v1", "--freeze", "--version", "v1"], "already has a version 'v1'"),
+             (["--qset", "v1", "--freeze", "--version", "v2"], "holds no judgment"),
+             (["--qset", "v1", "--judge", "alice"], "holds no run")]
+    for args, message in cases:
+        assert dispatch(["judge", *args, "--config", str(config), "--directory", str(tmp_path)]) == 2, args
+        assert message in capsys.readouterr().err, args
+
+
+def test_the_server_answers_its_own_port_on_ip_addresses_and_localhost_only(tmp_path: Path) -> None:
+    """A DNS name other than localhost (or the --host given) is how a rebinding page reaches a local server."""
+    from rankbench.cli.judge import JudgeServer
+
+    pool, _ = _pool()
+    server = JudgeServer(("127.0.0.1", 0), pool, JudgmentLog(tmp_path / "a.jsonl", "a"), None, False)  # type: ignore[arg-type]
+    try:
+        port = server.port
+        assert all(server.answers(f"{host}:{port}") for host in ("127.0.0.1", "localhost", "[::1]", "10.0.0.7"))
+        assert not any(server.answers(host) for host in (f"evil.example:{port}", f"127.0.0.1:{port + 1}",
+                                                         "127.0.0.1", None, f"localhost:{port}x"))
+    finally:
+        server.server_close()

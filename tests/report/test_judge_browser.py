@@ -138,7 +138,7 @@ def test_judge_three_passages_survive_kill_9_and_freeze_a_version_scored_at_evid
             _press(driver, "0")
             _saved(driver, 3)
             SHOTS.mkdir(parents=True, exist_ok=True)
-            driver.execute_script("document.querySelector('.card').scrollIntoView()")
+            driver.execute_script("window.scrollTo(0, 0)")
             driver.save_screenshot(str(SHOTS / "judge.png"))
     finally:
         _stop(process)

@@ -27,7 +27,7 @@ from rankbench.errors import InputError
 GRADES = (0, 1, 2, 3)
 PERSON, ACCEPTED = "person", "person accepting the judge"
 LLM_JUDGE = "LLM judge"
-CONTEXT = 1500  # characters of the document shown before and after a passage
+CONTEXT = 600  # characters of the document shown before and after a passage
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
