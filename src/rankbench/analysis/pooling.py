@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -38,6 +39,24 @@ def unjudged_pool(runs: Mapping[str, pd.DataFrame], questions: pd.DataFrame, qre
         ["chunk_id", "doc_id", "section", "title", "text"]].rename(columns={"text": "passage"})
     frame = pooled.merge(questions[["qid", "question"]], on="qid").merge(chunk_info, on="chunk_id")
     return frame.assign(grade="").sort_values(["qid", "best_rank", "chunk_id"], ignore_index=True)[POOL_COLUMNS]
+
+
+def results_pool(results: Path, qset: str, chunker: str, pool_depth: int) -> tuple[pd.DataFrame, int]:
+    """The unjudged pool of a version from a dataset's results folder (its runs, questions, qrels and chunks) and the
+    number of runs pooled; a version without runs is an InputError."""
+    base = Path(results) / qset
+    runs = {path.stem: pd.read_parquet(path) for path in sorted((base / "runs").glob("*.parquet"))}
+    if not runs:
+        raise InputError(base / "runs", None, "holds no run", "Run the workflow for this version first.")
+    inputs = [base / "questions.parquet", base / "qrels" / f"{chunker}.parquet",
+              Path(results) / "corpus" / chunker / "chunks.parquet"]
+    for path in inputs:
+        if not path.is_file():
+            raise InputError(path, None, "does not exist", f"Run the workflow for version {qset} with chunker "
+                             f"{chunker} first (or give the chunker its runs used).")
+    questions, qrels, chunks = (pd.read_parquet(path) for path in inputs)
+    frame = unjudged_pool(runs, questions, qrels, chunks, pool_depth)
+    return frame, len(runs)
 
 
 def write_pool(frame: pd.DataFrame, path: str | Path) -> None:
@@ -82,7 +101,8 @@ def import_labels(filled: pd.DataFrame, source: str | Path, output: str | Path, 
     """Write `output`: the source version with the filled labels added, register it in the lock; return
     (labels, sha256).
 
-    The source file is only read. Two different grades for one (question, document, section) are an error.
+    The source file is only read. Two different grades for one (question, document, section) are an error. A row
+    with an `evidence` quote (and its `occurrence` when the quote repeats) gives its label that evidence.
     """
     output = Path(output)
     if output.exists():
@@ -105,8 +125,18 @@ def import_labels(filled: pd.DataFrame, source: str | Path, output: str | Path, 
         existing = {(label["doc_id"], label.get("section") or "") for label in record.get("labels", [])}
         for row in filled[filled["qid"] == record["qid"]].itertuples(index=False):
             if (row.doc_id, row.section) not in existing:
-                label = {"doc_id": row.doc_id, **({"section": row.section} if row.section else {}), "grade": row.grade}
+                label = {"doc_id": row.doc_id, **({"section": row.section} if row.section else {}), "grade": row.grade,
+                         **_evidence(row._asdict())}
                 record.setdefault("labels", []).append(label)
                 added += 1
     write_jsonl(records, output)
     return added, freeze(output, version, Path(lock))
+
+
+def _evidence(row: Mapping[str, Any]) -> dict[str, object]:
+    """A filled row's evidence as a label's keys: the quote, and the occurrence when given (none without a quote)."""
+    quote, occurrence = row.get("evidence"), row.get("occurrence")
+    if not isinstance(quote, str) or not quote:
+        return {}
+    return {"evidence": quote, **({"occurrence": int(occurrence)} if occurrence is not None and pd.notna(occurrence)
+                                  else {})}

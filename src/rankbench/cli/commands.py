@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 import rankbench
+from rankbench.cli.judge import add_judge_command
 from rankbench.cli.options import whole_number
 from rankbench.cli.run import RUN_DESCRIPTION, RUN_HELP, add_run_options, run_command
 from rankbench.cli.runs import add_run_commands
@@ -33,7 +34,7 @@ from rankbench.io.trec import read_qrels, read_run, trec_run_tag
 DESCRIPTION = ("`rankbench init` starts a project from documents and a questions sheet; `rankbench run` runs the "
                "packaged workflow in a project folder; `rankbench check` validates question-set versions, `rankbench "
                "freeze` registers one; `rankbench eval` scores runs without Snakemake; `rankbench pool-export` / "
-               "`pool-import` complete labels through a new frozen version.")
+               "`pool-import` (or `rankbench judge`, in the browser) complete labels through a new frozen version.")
 
 
 def _argument(read: Callable[[str], object]) -> Callable[[str], Any]:
@@ -184,17 +185,11 @@ def evaluate_command(args: argparse.Namespace) -> int:
 
 def pool_export_command(args: argparse.Namespace) -> int:
     """`rankbench pool-export`: the unjudged passages among the top k of every method of a version's results."""
-    from rankbench.analysis.pooling import unjudged_pool, write_pool
+    from rankbench.analysis.pooling import results_pool, write_pool
 
-    base = args.results / args.qset
-    runs = {path.stem: pd.read_parquet(path) for path in sorted((base / "runs").glob("*.parquet"))}
-    if not runs:
-        raise InputError(base / "runs", None, "holds no run", "Run the workflow for this version first.")
-    chunks = pd.read_parquet(args.results / "corpus" / args.chunker / "chunks.parquet")
-    frame = unjudged_pool(runs, pd.read_parquet(base / "questions.parquet"),
-                 pd.read_parquet(base / "qrels" / f"{args.chunker}.parquet"), chunks, args.depth)
+    frame, runs = results_pool(args.results, args.qset, args.chunker, args.depth)
     write_pool(frame, args.output)
-    print(f"{len(frame)} unjudged passages from {len(runs)} runs (top {args.depth}) written to {args.output}; "
+    print(f"{len(frame)} unjudged passages from {runs} runs (top {args.depth}) written to {args.output}; "
           "fill the grade column (0-3) and run `rankbench pool-import`")
     return 0
 
@@ -396,6 +391,7 @@ def dispatch(argv: list[str]) -> int:
     import_parser.add_argument("--output", type=Path, required=True, help="JSONL of the new version (must not exist)")
     import_parser.add_argument("--lock", type=Path, required=True, help="the lock file the new version is frozen in")
     import_parser.set_defaults(handler=pool_import_command)
+    add_judge_command(commands)
     publish_parser = commands.add_parser("publish", help="copy an LLM output into the data folder and freeze it")
     publish_parser.add_argument("source", type=Path, help="the file the `llm` target wrote under results/")
     publish_parser.add_argument("--version", required=True, help="name in the lock (and in config `qsets`)")

@@ -24,6 +24,14 @@ def _occurrences(text: str, quote: str) -> list[int]:
     return found
 
 
+def quote_of(text: str, start: int, end: int) -> tuple[str, int | None]:
+    """The evidence a span [start, end) of a text is written as: its quote, and which occurrence of it the span is
+    (None when the quote occurs once); evidence_span maps the pair back to [start, end)."""
+    quote = text[start:end]
+    starts = _occurrences(text, quote)
+    return quote, (starts.index(start) + 1 if len(starts) > 1 else None)
+
+
 def evidence_span(text: str, sections: Sequence[Section], evidence: str | tuple[int, int], occurrence: int | None,
                   section: str | None, path: Path | str, where: str) -> tuple[int, int]:
     """[start, end) of a label's evidence in its document's text: a quote found verbatim (the `occurrence`-th when it
