@@ -31,7 +31,7 @@ _POINT = re.compile(r"^(?P<base>.+)\[(?P<point>[^\[\]]*)\]$")
 class RunTables:
     """What one version's recommendation reads. `values`: the per-question table (method, qid, grain, metric, k,
     value) of every method, evidence grain included; `methods`: the expanded methods with their settings filled in;
-    `grids`: each configured grid's base name -> the keys it varies; `chunkers`: chunk-grain method -> its chunker;
+    `chunkers`: chunk-grain method -> its chunker;
     `chunker_specs`: expanded chunker name -> its settings; `index_stats`: dense method -> its index size record
     (bytes, dimensions); `twins`: compressed dense method -> its float flat twin; `top1`: the calibration page's
     top-1 scores (method, qid, answerable, score) or None; `settings`: grain, headline [(metric, k)], ks, margins
@@ -39,7 +39,6 @@ class RunTables:
 
     values: pd.DataFrame
     methods: Mapping[str, Mapping[str, Any]]
-    grids: Mapping[str, Sequence[str]]
     chunkers: Mapping[str, str]
     chunker_specs: Mapping[str, Mapping[str, Any]]
     index_stats: Mapping[str, Mapping[str, Any]]
@@ -132,7 +131,8 @@ def depth_axes(tables: RunTables) -> list[Decision]:
     decisions = []
     for (base, _), members in sorted(groups.items()):
         if len(members) > 1:
-            options = [Option(f"depth {depth}", method, (float(depth),), detail=method) for depth, method in members]
+            options = [Option(f"depth {depth}", method, (float(depth),), {"depth": float(depth)}, detail=method)
+                       for depth, method in members]
             decisions.append(_decide(tables, f"rerank depth ({base})", options, grain, metric, k))
     return decisions
 
@@ -255,12 +255,14 @@ def recommend(tables: RunTables) -> Recommendation:
 
 
 def _abstention(tables: RunTables, decisions: Sequence[Decision], method: str) -> tuple[Thresholds | None, str]:
-    """Thresholds for the target on the recommended method when it sets abstention zones, else on the kept option
-    of the method that does (grid siblings are one decision); the note says why none are proposed."""
+    """Thresholds for the target on the recommended method's top-1 score when the version scores abstention (a
+    method sets zones), else on the kept option of the method that sets them (grid siblings are one decision); the
+    note says why none are proposed."""
     scoring = sorted(m for m, spec in tables.methods.items() if "abstention" in spec)
     if tables.top1 is None or not scoring:
         return None, ""
-    chosen = method if method in scoring else _kept(decisions, scoring[0])
+    scored = set(tables.top1["method"])
+    chosen = method if method in scored else _kept(decisions, scoring[0])
     scores = tables.top1[tables.top1["method"] == chosen]
     if not (~scores["answerable"].astype(bool)).any():
         return None, ("no unanswerable question in this version: nothing measures what an abstention threshold "
