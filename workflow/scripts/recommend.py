@@ -11,17 +11,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankbench.analysis.recommend_axes import RunTables, recommend
+from rankbench.analysis.recommend_axes import RunTables, per_question, recommend
 from rankbench.configuration.defaults import method_settings
 from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
 from rankbench.report.recommend import box_lines, fragment_yaml, state
-
-
-def per_question(paths) -> pd.DataFrame:
-    """Every method's per-question table (metrics and evidence files are named after the method)."""
-    frames = [pd.read_parquet(path).assign(method=Path(path).stem) for path in paths]
-    return pd.concat(frames, ignore_index=True)
 
 
 def main(snakemake):

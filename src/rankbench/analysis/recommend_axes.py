@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,13 @@ class Recommendation:
     def undecided(self) -> list[str]:
         """The axes not decided (an abstention target not met on held-out questions counts)."""
         return [d.axis for d in self.decisions if d.chosen is None]
+
+
+def per_question(paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Every method's per-question table (metrics/<method>.parquet and evidence/<method>.parquet: named after the
+    method) as one long table with a method column."""
+    frames = [pd.read_parquet(path).assign(method=Path(path).stem) for path in paths]
+    return pd.concat(frames, ignore_index=True)
 
 
 def family_of(method: str, methods: Mapping[str, Mapping[str, Any]]) -> str:
