@@ -132,7 +132,7 @@ def choose(axis: str, metric: str, options: Sequence[Option], values: np.ndarray
     means = values.mean(axis=1)
     best = int(np.argmax(means))  # the first maximum: the cheaper of tied means
     shown_means = {label: float(mean) for label, mean in zip(labels, means)}
-    common = dict(axis=axis, metric=metric, margin=margin, options=tuple(options), means=shown_means,
+    common: dict[str, Any] = dict(axis=axis, metric=metric, margin=margin, options=tuple(options), means=shown_means,
                   best=labels[best], note=note)
     cheaper = list(range(best))
     if not cheaper:  # the best is the cheapest: shown no worse than the runner-up by δ?

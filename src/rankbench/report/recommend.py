@@ -81,9 +81,9 @@ def decision_line(decision: Decision) -> str:
         others = ", ".join(markdown_literal(name) for name in decision.remaining)
         needed = ("more questions would not decide it" if not np.isfinite(decision.needed)
                   else f"about {int(decision.needed):,} questions would decide it at δ {decision.margin:g}")
-        closest = decision.tests[-1] if decision.tests else None
+        last = decision.tests[-1] if decision.tests else None
         return (f"{head}: **undecided** between {others}: no cheaper option is shown no worse than the best by δ "
-                f"and the best is not shown above them{f' ({_evidence(closest)})' if closest else ''}. These "
+                f"and the best is not shown above them{f' ({_evidence(last)})' if last else ''}. These "
                 f"questions could show no more than δ {decision.smallest_margin:.3f}; {needed}. "
                 f"{FILE} keeps the best-scoring, {label(decision.best)}.")
     return f"{head}: {text}{_saves(decision)}."
