@@ -82,9 +82,10 @@ def broken_links(results: Path) -> list[str]:
     return broken
 
 
-def vector_size_decisions(workdir: Path, dataset: str, qset: str, chunker: str, margin: float, grain: str) -> list:
+def vector_size_decisions(workdir: Path, dataset: str, qset: str, chunker: str, margin: float, grain: str,
+                          k: int = 10) -> list:
     """The vector-size decisions of a finished run's tables (its metrics files and index size records) at this
-    margin on nDCG@10: analysis/recommend_axes.vector_axes, the pure function the recommend rule calls."""
+    margin on nDCG@k: analysis/recommend_axes.vector_axes, the pure function the recommend rule calls."""
     import json
 
     from rankbench.analysis.recommend_axes import RunTables, per_question, vector_axes
@@ -98,7 +99,7 @@ def vector_size_decisions(workdir: Path, dataset: str, qset: str, chunker: str, 
     folder = workdir / "results" / dataset
     stats = {m: json.loads(next((folder / "corpus" / chunker / "faiss").glob(
         f"*/{IndexSpec.from_config(spec.get('index')).name}.json")).read_text()) for m, spec in dense.items()}
-    settings = {"grain": grain, "headline": [("ndcg", 10)], "ks": [10], "margins": {("ndcg", 10): margin},
+    settings = {"grain": grain, "headline": [("ndcg", k)], "ks": [k], "margins": {("ndcg", k): margin},
                 "alpha": 0.05, "seed": 0, "resamples": 1000, "target": {}}
     tables = RunTables(per_question(sorted((folder / qset / "metrics").glob("*.parquet"))), methods, {}, {}, stats,
                        float_twins(dense), None, settings)

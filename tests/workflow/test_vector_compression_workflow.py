@@ -82,6 +82,6 @@ def test_the_recommendation_decides_the_index_size_on_the_run_tables(workdir: Pa
     assert box.count("**vector size (dense)**") == 1  # every compression of one float index is one decision
     # Re-scoring deeper than the corpus ranks exactly as float: the smaller index is chosen whatever δ.
     for margin in (0.0, 0.05):
-        (decision,) = vector_size_decisions(workdir, "mini", "v1", "sections", margin, "document")
+        (decision,) = vector_size_decisions(workdir, "mini", "v1", "sections", margin, "document", k=5)
         assert [option.method for option in decision.options][-1] == "dense"  # float32 is the costliest
         assert decision.chosen is not None and decision.kept.method != "dense", decision

@@ -213,7 +213,8 @@ def chunker_axes(tables: RunTables) -> list[Decision]:
             tokens = _tokens(tables, method, k)
             size = tables.chunker_specs.get(tables.chunkers[method], {}).get("size")
             cost = (tokens,) if np.isfinite(tokens) else (float(size) if size else np.inf,)
-            options.append(Option(tables.chunkers[method], method, cost, {"tokens": tokens}, detail=method))
+            options.append(Option(tables.chunkers[method], method, cost,
+                                  {"tokens": tokens, "size": float(size) if size else np.inf}, detail=method))
         decisions.append(_decide(tables, f"chunker ({members[0]})", options, grain, metric, k))
     return decisions
 

@@ -51,6 +51,13 @@ def _saves(decision: Decision) -> str:
     if np.isfinite(tokens[0]) and np.isfinite(tokens[1]):
         return (f"; {verb}: {abs(tokens[1] - tokens[0]):,.0f} prompt tokens per question "
                 f"({tokens[0]:,.0f} against {tokens[1]:,.0f} with {other.label})")
+    if "k" in kept.figures:
+        more = abs(other.figures["k"] - kept.figures["k"])
+        return f"; {verb}: {more:.0f} {'fewer' if verb == 'saves' else 'more'} chunks in the prompt"
+    if "size" in kept.figures:
+        sizes = [f"size {size:,.0f}" if np.isfinite(size) else "no size limit"
+                 for size in (kept.figures["size"], other.figures["size"])]
+        return f"; {verb}: chunks of {sizes[0]} against {sizes[1]} with {markdown_literal(other.label)}"
     return f"; {verb}: {markdown_literal(other.label)}'s extra work" if verb == "saves" else \
         f"; {verb}: more work than {markdown_literal(other.label)}"
 
@@ -118,7 +125,7 @@ def thresholds_met(found: Thresholds, target: Mapping[str, float]) -> bool:
 
 def box_lines(rec: Recommendation, target: Mapping[str, float]) -> list[str]:
     """The box's body (Markdown, no heading, no link): the method the configuration keeps, one line per axis."""
-    undecided = rec.undecided
+    undecided = state(rec, target)["undecided"]
     lines = [f"Keep **{markdown_literal(rec.method)}**"
              + (f" over chunker **{markdown_literal(rec.chunker)}**" if rec.chunker else "")
              + f"; the config fragment is `{FILE}` in this version's folder (`rankbench recommend` prints it). "
