@@ -15,8 +15,8 @@ import pandas as pd
 
 import rankbench
 from rankbench.cli.options import whole_number
-from rankbench.cli.run import RUN_DESCRIPTION, RUN_HELP, add_run_options, run_command
 from rankbench.cli.recommend import add_recommend_command
+from rankbench.cli.run import RUN_DESCRIPTION, RUN_HELP, add_run_options, run_command
 from rankbench.cli.runs import add_run_commands
 from rankbench.errors import EXIT_USAGE, InputError
 from rankbench.evaluation.experiment import DEFAULT_METRICS, UnmatchedRunWarning, compare
