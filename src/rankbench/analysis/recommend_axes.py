@@ -25,6 +25,7 @@ from rankbench.analysis.recommend import (
 from rankbench.retrieval.registry import METHOD_TYPES
 
 EVIDENCE_GRAIN = "evidence"
+VECTOR_AXIS = "vector size ("  # one decision per float twin: "vector size (<twin>)"
 _POINT = re.compile(r"^(?P<base>.+)\[(?P<point>[^\[\]]*)\]$")
 
 
@@ -50,16 +51,17 @@ class RunTables:
 
 @dataclass(frozen=True)
 class Recommendation:
-    """Every decided (or undecided) axis in the order shown, the method the configuration keeps, the chunker and
-    compression it applies, and the abstention thresholds (None: no method scores abstention; `abstention_note`
-    says why none are proposed)."""
+    """Every decided (or undecided) axis in the order shown, the method the configuration keeps, the chunker it
+    applies, the abstention thresholds (None: no method scores abstention; `abstention_note` says why none are
+    proposed) and `swaps`: each float twin -> the compressed index chosen for it (the methods consuming the twin
+    take it instead)."""
 
     decisions: tuple[Decision, ...]
     method: str
     chunker: str | None = None
     thresholds: Thresholds | None = None
     abstention_note: str = ""
-    figures: Mapping[str, Any] = field(default_factory=dict)
+    swaps: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def undecided(self) -> list[str]:
@@ -168,7 +170,7 @@ def vector_axes(tables: RunTables) -> list[Decision]:
             cost = (float(stats["bytes"]), float(index.get("rescore") or 0), float(stats["dimensions"]))
             options.append(Option(_index_detail(tables.methods[method], stats), method, cost,
                                   {"bytes": float(stats["bytes"])}, detail=method))
-        decisions.append(_decide(tables, f"vector size ({twin})", options, grain, metric, k))
+        decisions.append(_decide(tables, f"{VECTOR_AXIS}{twin})", options, grain, metric, k))
     return decisions
 
 
@@ -260,7 +262,10 @@ def recommend(tables: RunTables) -> Recommendation:
     if prompt is not None:
         decisions.append(prompt)
     thresholds, note = _abstention(tables, decisions, method)
-    return Recommendation(tuple(decisions), method, chunker, thresholds, note)
+    swaps = {d.axis[len(VECTOR_AXIS):-1]: d.kept.method for d in decisions
+             if d.axis.startswith(VECTOR_AXIS) and d.chosen}
+    return Recommendation(tuple(decisions), method, chunker, thresholds, note,
+                          {twin: chosen for twin, chosen in swaps.items() if twin != chosen})
 
 
 def _abstention(tables: RunTables, decisions: Sequence[Decision], method: str) -> tuple[Thresholds | None, str]:

@@ -32,13 +32,17 @@ def _evidence(test: Test) -> str:
 
 
 def _saves(decision: Decision) -> str:
-    """What the kept option saves against the best-scoring one (or costs against the cheapest, when it is the best
-    because it is better)."""
-    kept, best = decision.kept, next(o for o in decision.options if o.label == decision.best)
-    other = decision.options[0] if kept.label == best.label else best
+    """What the kept option saves against the best-scoring one (the costliest, when the best is the cheapest), or
+    costs against the cheapest, when it is the best because it is better."""
+    kept, options = decision.kept, decision.options
+    if kept.label != decision.best:
+        other, verb = next(o for o in options if o.label == decision.best), "saves"
+    elif kept.label == options[0].label:
+        other, verb = options[-1], "saves"
+    else:
+        other, verb = options[0], "costs"
     if other.label == kept.label:
         return ""
-    verb = "saves" if other is best else "costs"
     if "bytes" in kept.figures:
         ratio = other.figures["bytes"] / kept.figures["bytes"]
         return (f"; {verb}: an index {ratio if verb == 'saves' else 1 / ratio:.1f}× "
@@ -168,15 +172,15 @@ def fragment(rec: Recommendation, config: Mapping[str, Any], methods: Mapping[st
         method = queue.pop(0)
         if method in methods and method not in kept:
             kept.append(method)
-            queue += method_inputs(methods[method])
+            queue += [rec.swaps.get(name, name) for name in method_inputs(methods[method])]
     names = {method: _name(method, set(kept)) for method in kept}
     out_methods: dict[str, Any] = {}
     for method in kept:
         spec = {key: value for key, value in methods[method].items() if key != "grid"}
         if "input" in spec:
-            spec["input"] = names.get(spec["input"], spec["input"])
+            spec["input"] = names.get(rec.swaps.get(spec["input"], spec["input"]), spec["input"])
         if "inputs" in spec:
-            spec["inputs"] = [names.get(name, name) for name in spec["inputs"]]
+            spec["inputs"] = [names.get(rec.swaps.get(name, name), name) for name in spec["inputs"]]
         if rec.chunker and "chunker" in METHOD_TYPES[spec["type"]].keys and not method_inputs(spec):
             spec["chunker"] = rec.chunker
         if rec.thresholds is not None and method == rec.thresholds.method:
