@@ -93,9 +93,13 @@ def margin_for(settings: Mapping[str, Any], metric: str, k: int) -> tuple[float,
 
 
 def _decide(tables: RunTables, axis: str, options: Sequence[Option], grain: str, metric: str, k: int,
-            note: str = "") -> Decision:
+            note: str = "") -> Decision | None:
+    """The axis decided on metric@k at its margin; None when fewer than two questions have a value for every
+    option (nothing to compare on)."""
     margin, why = margin_for(tables.settings, metric, k)
     values = question_values(tables.values, [o.method for o in options], grain, metric, k)
+    if values.shape[1] < 2:
+        return None
     settings = tables.settings
     return choose(axis, f"{metric}@{k}", options, values, margin, settings["alpha"], settings["resamples"],
                   settings["seed"], "; ".join(text for text in (note, why) if text))
@@ -138,13 +142,13 @@ def depth_axes(tables: RunTables) -> list[Decision]:
         if point and tables.methods[method]["type"] == "rerank" and "depth" in point[1]:
             rest = tuple(sorted((key, value) for key, value in point[1].items() if key != "depth"))
             groups.setdefault((point[0], rest), []).append((int(point[1]["depth"]), method))
-    decisions = []
+    decisions: list[Decision | None] = []
     for (base, _), members in sorted(groups.items()):
         if len(members) > 1:
             options = [Option(f"depth {depth}", method, (float(depth),), {"depth": float(depth)}, detail=method)
                        for depth, method in members]
             decisions.append(_decide(tables, f"rerank depth ({base})", options, grain, metric, k))
-    return decisions
+    return [d for d in decisions if d]
 
 
 def _index_detail(spec: Mapping[str, Any], stats: Mapping[str, Any]) -> str:
@@ -162,7 +166,7 @@ def vector_axes(tables: RunTables) -> list[Decision]:
     for method, twin in sorted(tables.twins.items()):
         if twin and twin in tables.index_stats and method in tables.index_stats:
             groups.setdefault(twin, [twin]).append(method)
-    decisions = []
+    decisions: list[Decision | None] = []
     for twin, members in sorted(groups.items()):
         options = []
         for method in members:
@@ -171,7 +175,7 @@ def vector_axes(tables: RunTables) -> list[Decision]:
             options.append(Option(_index_detail(tables.methods[method], stats), method, cost,
                                   {"bytes": float(stats["bytes"])}, detail=method))
         decisions.append(_decide(tables, f"{VECTOR_AXIS}{twin})", options, grain, metric, k))
-    return decisions
+    return [d for d in decisions if d]
 
 
 def _without(spec: Mapping[str, Any], keys: Sequence[str]) -> str:
@@ -205,7 +209,7 @@ def chunker_axes(tables: RunTables) -> list[Decision]:
         spec = tables.methods[method]
         if "chunker" in METHOD_TYPES[spec["type"]].keys:
             groups.setdefault(_without(spec, ("chunker", "description", "abstention")), []).append(method)
-    decisions = []
+    decisions: list[Decision | None] = []
     for members in groups.values():
         if len({tables.chunkers[m] for m in members}) < 2:
             continue
@@ -218,7 +222,7 @@ def chunker_axes(tables: RunTables) -> list[Decision]:
             options.append(Option(tables.chunkers[method], method, cost,
                                   {"tokens": tokens, "size": float(size) if size else np.inf}, detail=method))
         decisions.append(_decide(tables, f"chunker ({members[0]})", options, grain, metric, k))
-    return decisions
+    return [d for d in decisions if d]
 
 
 def k_axis(tables: RunTables, method: str) -> Decision | None:
@@ -231,6 +235,8 @@ def k_axis(tables: RunTables, method: str) -> Decision | None:
     options = [Option(f"k = {k}", method, (float(k),), {"tokens": _tokens(tables, method, k), "k": float(k)})
                for k in ks]
     values = np.vstack([question_values(tables.values, [method], grain, metric, k) for k in ks])
+    if values.shape[1] < 2:
+        return None
     margin, why = margin_for(tables.settings, metric, ks[-1])
     settings = tables.settings
     return choose("k for the prompt", f"{metric}@k", options, values, margin, settings["alpha"],
