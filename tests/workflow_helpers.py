@@ -80,3 +80,27 @@ def broken_links(results: Path) -> list[str]:
             if not (page.parent / path).exists():
                 broken.append(f"{page.relative_to(results)}: {target}")
     return broken
+
+
+def vector_size_decisions(workdir: Path, dataset: str, qset: str, chunker: str, margin: float, grain: str,
+                          k: int = 10) -> list:
+    """The vector-size decisions of a finished run's tables (its metrics files and index size records) at this
+    margin on nDCG@k: analysis/recommend_axes.vector_axes, the pure function the recommend rule calls."""
+    import json
+
+    from rankbench.analysis.recommend_axes import RunTables, per_question, vector_axes
+    from rankbench.configuration.config import expand_methods
+    from rankbench.configuration.defaults import method_settings
+    from rankbench.retrieval.dense import IndexSpec, float_twins
+
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    methods = {m: method_settings(spec) for m, spec in expand_methods(config["methods"], "config.yaml").items()}
+    dense = {m: {**spec, "chunker": chunker} for m, spec in methods.items() if spec["type"] == "dense"}
+    folder = workdir / "results" / dataset
+    stats = {m: json.loads(next((folder / "corpus" / chunker / "faiss").glob(
+        f"*/{IndexSpec.from_config(spec.get('index')).name}.json")).read_text()) for m, spec in dense.items()}
+    settings = {"grain": grain, "headline": [("ndcg", k)], "ks": [k], "margins": {("ndcg", k): margin},
+                "alpha": 0.05, "seed": 0, "resamples": 1000, "target": {}}
+    tables = RunTables(per_question(sorted((folder / qset / "metrics").glob("*.parquet"))), methods, {}, {}, stats,
+                       float_twins(dense), None, settings)
+    return vector_axes(tables)

@@ -263,6 +263,14 @@ CASES = {
                                  "encoders.minilm.device", "does not apply to kind openai"),
     "api key on a local encoder": (set_key("encoders.minilm.max_concurrency", 4), "encoders.minilm.max_concurrency",
                                    "does not apply to kind sentence-transformers"),
+    # the recommended configuration's abstention target: shares in (0, 1], a known key
+    "abstention target above one": (set_key("abstention.target", {"unanswerable_caught": 1.5}),
+                                    "abstention.target.unanswerable_caught", "maximum of 1"),
+    "abstention target losing every answerable question": (
+        set_key("abstention.target", {"answerable_lost": 1}), "abstention.target.answerable_lost",
+        "greater than or equal to the maximum of 1"),
+    "abstention target unknown key": (set_key("abstention.target", {"caught": 0.5}), "abstention.target",
+                                      "'caught' was unexpected"),
 }
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import REPO, shared_dataset, snakemake
+from workflow_helpers import REPO, shared_dataset, snakemake, vector_size_decisions
 
 pytestmark = pytest.mark.slow
 SCIFACT = shared_dataset("scifact")
@@ -28,6 +28,7 @@ def test_scifact_reproduces_the_published_ndcg_at_10(tmp_path: Path) -> None:
     # The published figures are BM25's and MiniLM's: the e5 methods config/study.yaml compares are left out here.
     config["methods"] = {name: spec for name, spec in config["methods"].items() if "e5" not in name}
     del config["encoders"]["e5"]
+    config["evaluation"]["margin"] = {"ndcg@10": 0.01}  # the recommended configuration's δ (issue 53)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     result = snakemake(tmp_path, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -46,3 +47,14 @@ def test_scifact_reproduces_the_published_ndcg_at_10(tmp_path: Path) -> None:
     assert ndcg["dense-minilm-d128"] < ndcg["dense-minilm"]
     page = (tmp_path / "results" / "scifact" / "test" / "vector-size.md").read_text()
     assert page.count("| dense-minilm-") == 9
+    # The recommended configuration at δ 0.01: a compressed index shown no worse than float32 (int8 or the re-scored
+    # binary codes, whichever is cheaper); at δ 0.0005 none is shown and the fragment stays float32.
+    box = (tmp_path / "results" / "scifact" / "test" / "recommended.md").read_text()
+    assert box.startswith("Keep ") and "**vector size (dense-minilm)**" in box
+    assert "chunker" not in box and "abstention" not in box  # one chunker, no unanswerable question: not shown
+    (shown,) = vector_size_decisions(tmp_path, "scifact", "test", "whole", 0.01, "document")
+    assert shown.chosen is not None and shown.kept.method in {"dense-minilm-int8", "dense-minilm-binary-rescore100"}
+    assert shown.how == "noninferior" and shown.tests[0].p_holm < 0.05
+    assert shown.kept.method in box
+    (tight,) = vector_size_decisions(tmp_path, "scifact", "test", "whole", 0.0005, "document")
+    assert tight.kept.method == "dense-minilm" and tight.chosen in {None, "float32, 384 dims"}

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import copy_dataset, planned_jobs, snakemake
+from workflow_helpers import copy_dataset, planned_jobs, snakemake, vector_size_decisions
 
 pytestmark = pytest.mark.slow
 MINI = Path("tests/fixtures/mini")
@@ -75,3 +75,13 @@ def test_the_vector_size_and_cost_pages_show_each_index_against_its_float_twin(w
     assert all(" | dense | " in row for row in rows[1:]) and "(itself)" in rows[0]
     assert "FAISS index MB" in (pages / "cost.md").read_text()
     assert "vector-size.html" in (workdir / "results" / "mini" / "index.html").read_text()
+
+
+def test_the_recommendation_decides_the_index_size_on_the_run_tables(workdir: Path) -> None:
+    box = (workdir / "results" / "mini" / "v1" / "recommended.md").read_text()
+    assert box.count("**vector size (dense)**") == 1  # every compression of one float index is one decision
+    # Re-scoring deeper than the corpus ranks exactly as float: the smaller index is chosen whatever δ.
+    for margin in (0.0, 0.05):
+        (decision,) = vector_size_decisions(workdir, "mini", "v1", "sections", margin, "document", k=5)
+        assert [option.method for option in decision.options][-1] == "dense"  # float32 is the costliest
+        assert decision.chosen is not None and decision.kept.method != "dense", decision

@@ -172,7 +172,7 @@ def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it
                                           "calibrate": n_qsets, "explorer": n_qsets, "record_run": n_qsets,
                                           "diff_qsets": len(demo_config(demo)["diffs"]), "record_history": 1,
                                           "plan_budget": n_qsets, "robustness": n_qsets, "index_page": 1,
-                                          "all": 1}
+                                          "recommend": n_qsets, "all": 1}
 
 
 def test_changing_an_evaluation_key_rescores_every_run_and_retrieves_nothing(demo: Path) -> None:

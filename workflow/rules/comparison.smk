@@ -11,6 +11,7 @@ rule comparison_table:
         tiers=f"{R}/{{qset}}/tiers.parquet",
         zone_table=lambda wildcards: zones_input(wildcards, "zone-table.parquet"),
         breakdowns=f"{R}/{{qset}}/breakdowns.parquet",
+        recommended=f"{R}/{{qset}}/recommended.md",
         manifest=f"{R}/{{qset}}/qset.json",
         questions=f"{R}/{{qset}}/questions.parquet",
         validation=f"{R}/{{qset}}/validation.md",

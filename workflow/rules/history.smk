@@ -148,6 +148,7 @@ rule index_page:
         aggregates=expand(f"{R}/{{qset}}/aggregate.parquet", qset=QSETS),
         pairs=expand(f"{R}/{{qset}}/pairs.parquet", qset=QSETS),
         manifests=expand(f"{R}/{{qset}}/qset.json", qset=QSETS),
+        recommended=expand(f"{R}/{{qset}}/recommended.md", qset=QSETS),
         pages=[f"{R}/{qset}/{page}" for qset in QSETS for page in index_pages()],
         diffs=[] if QUICK else [f"{R}/diffs/{a}-vs-{b}.html" for a, b in DIFFS],
         history=[] if QUICK else [f"{R}/history.html"],

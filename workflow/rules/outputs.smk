@@ -31,7 +31,7 @@ def quick_outputs():
     return [
         f"{R}/{qset}/{name}"
         for qset in QSETS
-        for name in ("aggregate.parquet", "comparison.md", "comparison.html")
+        for name in ("aggregate.parquet", "comparison.md", "comparison.html", "recommended.yaml")
     ] + [f"{R}/index.html"]
 
 
@@ -70,6 +70,7 @@ def all_outputs():
         outputs += [
             f"{R}/{qset}/aggregate.parquet",
             f"{R}/{qset}/comparison.md",
+            f"{R}/{qset}/recommended.yaml",
             f"{R}/{qset}/cost.md",
             f"{R}/{qset}/leaks.parquet",
         ]

@@ -65,6 +65,7 @@ def page_inputs(snakemake) -> ComparisonInputs:
         method_inputs=p.method_inputs, abstention=pd.read_parquet(given.zone_table) if p.zones else None,
         evidence=pd.read_parquet(given.evidence), chunkers=p.chunkers, tokenizer=p.tokenizer,
         since_last_run=Path(given.since_last_run).read_text(), drafts=p.drafts,
+        recommended=Path(given.recommended).read_text(),
         **evidence_questions_split(pd.read_parquet(given.labels), p.evaluation["relevance_threshold"]))
 
 

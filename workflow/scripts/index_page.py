@@ -17,11 +17,13 @@ from rankbench.report.index_page import VersionEntry, index_page
 def main(snakemake):
     p = snakemake.params
     versions = []
-    for qset, aggregate, pairs, manifest in zip(p.qsets, snakemake.input.aggregates, snakemake.input.pairs,
-                                                snakemake.input.manifests):
+    for qset, aggregate, pairs, manifest, recommended in zip(p.qsets, snakemake.input.aggregates,
+                                                             snakemake.input.pairs, snakemake.input.manifests,
+                                                             snakemake.input.recommended):
         record = json.loads(Path(manifest).read_text())
         versions.append(VersionEntry(qset, record["sha256"], int(record["questions"]), pd.read_parquet(aggregate),
-                                     p.pages, qset in p.drafts, pd.read_parquet(pairs)))
+                                     p.pages, qset in p.drafts, pd.read_parquet(pairs),
+                                     Path(recommended).read_text()))
     decision = {"types": p.method_types, "inputs": p.method_inputs, "settings": p.decision}
     page = index_page(p.dataset, versions, p.diffs, p.history, p.report, p.baseline, decision, p.quick)
     write_text(page, snakemake.output.html)

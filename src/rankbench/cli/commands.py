@@ -16,6 +16,7 @@ import pandas as pd
 import rankbench
 from rankbench.cli.judge import add_judge_command
 from rankbench.cli.options import whole_number
+from rankbench.cli.recommend import add_recommend_command
 from rankbench.cli.run import RUN_DESCRIPTION, RUN_HELP, add_run_options, run_command
 from rankbench.cli.runs import add_run_commands
 from rankbench.errors import EXIT_USAGE, InputError
@@ -403,6 +404,7 @@ def dispatch(argv: list[str]) -> int:
     add_run_options(run_parser)
     run_parser.set_defaults(handler=lambda _: run_command(argv[1:]))
     add_run_commands(commands)
+    add_recommend_command(commands)
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))

@@ -39,6 +39,9 @@ REPORT_DEFAULTS: dict[str, Any] = {
 # Thresholds of the "What to do" rules (analysis/decision.py; docs/concepts/report.md has the rule table). No latency
 # budget by default: the reranker rule then cites the cost and leaves the budget to the reader.
 DECISION_DEFAULTS: dict[str, Any] = {"latency_budget_ms": None, "low_score": 0.3, "rerank_gain": 0.05}
+# The recommended configuration's abstention target (analysis/recommend.py: t1 loses at most `answerable_lost`, t2
+# catches `unanswerable_caught`).
+ABSTENTION_TARGET_DEFAULTS: dict[str, Any] = {"unanswerable_caught": 0.5, "answerable_lost": 0.1}
 # A method's `abstention` block (analysis/calibration.py's zones): the score it compares with the zones.
 ABSTENTION_DEFAULTS: dict[str, Any] = {"signal": "top1"}
 LLM_DEFAULTS: dict[str, dict[str, Any]] = {"generate": {"count": 20, "seed": 0, "qid_prefix": "g"},
@@ -62,6 +65,11 @@ def evaluation_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     settings = {**EVALUATION_DEFAULTS, **config.get("evaluation", {})}
     settings["ks"] = sorted(set(settings["ks"]))
     return settings
+
+
+def abstention_target(config: Mapping[str, Any]) -> dict[str, float]:
+    """`abstention.target` with its defaults filled in."""
+    return {**ABSTENTION_TARGET_DEFAULTS, **config.get("abstention", {}).get("target", {})}
 
 
 def encoder_settings(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,7 +117,8 @@ def config_defaults() -> dict[str, Any]:
                                if value is not dataclasses.MISSING})
     return {"results": RESULTS, "dataset": DATASET_DEFAULTS, "chunkers": {"*": CHUNKER_DEFAULTS},
             "encoders": {"*": ENCODER_DEFAULTS}, "methods": {"*": methods}, "evaluation": EVALUATION_DEFAULTS,
-            "report": REPORT_DEFAULTS, "decision": DECISION_DEFAULTS, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}
+            "report": REPORT_DEFAULTS, "decision": DECISION_DEFAULTS,
+            "abstention": {"target": ABSTENTION_TARGET_DEFAULTS}, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}
 
 
 def effective_config(config: Mapping[str, Any], methods: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -123,6 +132,7 @@ def effective_config(config: Mapping[str, Any], methods: Mapping[str, Mapping[st
                  "evaluation": evaluation_settings(config),
                  "report": {**REPORT_DEFAULTS, **config.get("report", {})},
                  "decision": {**DECISION_DEFAULTS, **config.get("decision", {})},
+                 "abstention": {"target": abstention_target(config)},
                  "chunkers": {name: {**CHUNKER_DEFAULTS, **chunker_settings(spec)}
                               for name, spec in config["chunkers"].items()},
                  "encoders": {name: encoder_settings(spec) for name, spec in config.get("encoders", {}).items()},

@@ -307,6 +307,7 @@ class ComparisonInputs:
     evidence_others: Sequence[str] = ()
     since_last_run: str = ""
     drafts: Sequence[str] = ()
+    recommended: str = ""  # recommended.md (report/recommend.py's box): the page's first section
 
     @property
     def headline(self) -> list[tuple[str, int]]:
@@ -404,6 +405,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "[explorer.html](explorer.html)",
         *([] if inputs.quick else [plots_line(aggregate)]),
         "",
+        *(["## Recommended configuration", "", inputs.recommended.rstrip("\n"), ""] if inputs.recommended else []),
         *decision_lines(aggregate, inputs.pairs, grain, headline, alpha, inputs.method_types,
                         inputs.method_inputs or {}, inputs.decision or {}, abstention=inputs.abstention),
     ]

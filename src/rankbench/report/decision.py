@@ -11,6 +11,7 @@ import pandas as pd
 
 from rankbench.analysis.budget import PRACTICAL_TIE
 from rankbench.analysis.decision import Advice, Comparison, Verdict, advice, verdict
+from rankbench.analysis.recommend import share_bounds
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_literal
 
@@ -198,8 +199,5 @@ SMALL_N = 20
 
 def share_interval(count: int, n: int) -> str:
     """The exact (Clopper-Pearson) 95% interval of a share of count out of n questions, as "a%–b%"."""
-    from scipy.special import betaincinv  # scipy.stats.beta.ppf's own function
-
-    low = 0.0 if count == 0 else float(betaincinv(count, n - count + 1, 0.025))
-    high = 1.0 if count == n else float(betaincinv(count + 1, n - count, 0.975))
+    low, high = share_bounds(count, n)
     return f"{low:.0%}–{high:.0%}"

@@ -51,6 +51,7 @@ class VersionEntry:
     pages: Sequence[str]
     draft: bool = False
     pairs: pd.DataFrame | None = None
+    recommended: str = ""  # the version's recommended.md (report/recommend.py's box), shown first
 
 
 def headline_rows(aggregate: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
@@ -93,6 +94,8 @@ def index_page(dataset: str, versions: Sequence[VersionEntry], diffs: Sequence[s
         lines += [f"## Question-set version {markdown_literal(entry.qset)}{draft}", "",
                   f"{entry.questions} questions, {evaluated(entry.aggregate, grain)} with a relevant label "
                   f"(evaluated); sha256 `{entry.sha256[:12]}`.", ""]
+        if entry.recommended:
+            lines += ["### Recommended configuration", "", entry.recommended.rstrip("\n"), ""]
         if entry.pairs is not None and decision is not None:
             lines += decision_lines(entry.aggregate, entry.pairs, grain, headline, float(report["alpha"]),
                                     decision["types"], decision["inputs"], decision["settings"], level=3,
