@@ -133,13 +133,19 @@ def grid_point(method: str) -> tuple[str, dict[str, str]] | None:
     return match["base"], dict(item.split("=", 1) for item in match["point"].split(","))
 
 
+def _reranks_at_depth(type_name: str) -> bool:
+    """A type that reorders the top `depth` of the run it consumes (a reranker): its registry entry reads both."""
+    method_type = METHOD_TYPES[type_name]
+    return method_type.inputs_key is not None and "depth" in method_type.keys
+
+
 def depth_axes(tables: RunTables) -> list[Decision]:
     """Rerank depth: the points of a rerank grid over `depth` (the other grid keys fixed) are one decision."""
     grain, (metric, k) = tables.settings["grain"], tables.settings["headline"][0]
     groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[int, str]]] = {}
     for method in tables.methods:
         point = grid_point(method)
-        if point and tables.methods[method]["type"] == "rerank" and "depth" in point[1]:
+        if point and _reranks_at_depth(tables.methods[method]["type"]) and "depth" in point[1]:
             rest = tuple(sorted((key, value) for key, value in point[1].items() if key != "depth"))
             groups.setdefault((point[0], rest), []).append((int(point[1]["depth"]), method))
     decisions: list[Decision | None] = []
