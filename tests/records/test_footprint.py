@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rankbench.errors import InputError
-from rankbench.records.footprint import FOOTPRINT_COLUMNS, Spend, file_size, footprint
+from rankbench.records.footprint import FOOTPRINT_COLUMNS, Spend, file_size, footprint, spend_of
 from rankbench.retrieval.dense import IndexSpec, build_index, load_index, save_index
 
 N, DIM = 600, 384
@@ -132,3 +132,18 @@ def test_a_broken_file_is_named(tmp_path: Path) -> None:
     (tmp_path / "x.npz").write_bytes(b"not a zip")
     with pytest.raises(InputError, match=r"x\.npz.*cannot be measured"):
         footprint({"m": [tmp_path / "x.npz"]})
+
+
+def test_spends_from_the_records_a_run_keeps() -> None:
+    """An API embedding job's usage record: one request per question sent; an in-process encoder's: none; an LLM
+    reranker's timing record: its calls over its questions; one that sent nothing (all cached): unseen."""
+    usage = {"texts": 27, "encoded": 20, "endpoint": "http://127.0.0.1:9/v1", "model": "emb-small", "requests": 1,
+             "sent": 20, "tokens": 240}
+    assert spend_of(None, usage) == Spend("emb-small", 20, 20, 240)
+    assert spend_of(None, {**usage, "endpoint": None, "model": None, "sent": 0, "tokens": 0}) is None
+    timing = {"questions": {"q1": 0.5, "q2": 0.7}, "once": {}, "calls": 60, "tokens": 9000, "cached": 0}
+    assert spend_of("judge", timing) == Spend("judge", 2, 60, 9000)
+    assert spend_of("judge", {**timing, "calls": 0, "tokens": 0}).questions == 0
+    table = footprint({"m": []}, {"m": [spend_of("judge", {**timing, "calls": 0, "tokens": 0})]},
+                      {"judge": {"per_request": 1.0}})
+    assert table["usd_per_1k"].isna().all()

@@ -109,6 +109,25 @@ def _faiss_dimensions(path: Path) -> int:
     return int(struct.unpack("<i", head[4:8])[0])
 
 
+def spend_of(model: str | None, record: Mapping[str, Any]) -> Spend | None:
+    """What one query-side job's record says it sent to a remote model (None: it calls none).
+
+    An embedding job's usage record (retrieval/encoders/api.py: `model`, `sent`, `tokens`; model None here): as a
+    service sends each question alone, a question is one request of its tokens; texts found in the API cache were
+    not sent and are not seen. A reranker's timing record (records/timing.py: `calls`, `tokens`; model: its LLM's):
+    its calls and tokens over the questions it answered; a response found in the LLM cache is not seen either, and
+    a job that sent nothing leaves the cost unseen (NaN), not free.
+    """
+    if "sent" in record:
+        if not record.get("model") or not record.get("endpoint"):
+            return None  # an in-process encoder
+        return Spend(str(record["model"]), int(record["sent"]), int(record["sent"]), record.get("tokens"))
+    if model is None:
+        return None
+    calls = int(record.get("calls", 0))
+    return Spend(model, len(record.get("questions", {})) if calls else 0, calls, record.get("tokens"))
+
+
 def footprint(served: Mapping[str, Sequence[str | Path]], spends: Mapping[str, Sequence[Spend]] | None = None,
               prices: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
     """FOOTPRINT_COLUMNS per method of `served`, sorted by method.
@@ -118,7 +137,8 @@ def footprint(served: Mapping[str, Sequence[str | Path]], spends: Mapping[str, S
     what its query jobs and its inputs' sent to remote models (Spend); prices: model -> dollars `per_1m_input_tokens`
     and `per_request` (a key left out costs 0), or None for no money column (usd_per_1k NaN throughout).
     """
-    spends, sizes = spends or {}, {}
+    spends = spends or {}
+    sizes: dict[str, FileSize] = {}
     rows = []
     for method in sorted(served):
         files = sorted(dict.fromkeys(str(path) for path in served[method]))
