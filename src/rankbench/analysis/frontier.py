@@ -44,9 +44,9 @@ def pareto(quality: Sequence[float], cost: Sequence[float]) -> np.ndarray:
 def frontier(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int, alpha: float,
              costs: pd.DataFrame) -> pd.DataFrame:
     """FRONTIER_COLUMNS per method, best quality first. `costs`: method, p95_ms, ram_bytes, disk_bytes,
-    dimensions, usd_per_1k (records/footprint.py), prompt_chars (NaN where not known). no_worse_than_best: the best itself, and every method whose one-sided test
-    at the metric's margin shows it no worse than the best by more than δ (Holm over the pairs with the best);
-    all False but the best without a margin."""
+    dimensions, usd_per_1k (records/footprint.py), prompt_chars (NaN where not known). no_worse_than_best: the best
+    itself, and every method whose one-sided test at the metric's margin shows it no worse than the best by more
+    than δ (Holm over the pairs with the best); all False but the best without a margin."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS) & (aggregate["metric"] == metric)
                      & (aggregate["k"] == k)].sort_values(["mean", "method"], ascending=[False, True])
     table = rows[["method", "mean", "ci_low", "ci_high"]].merge(costs, on="method", how="left")

@@ -18,11 +18,12 @@ from rankbench.report.tables import pair_row
 
 NOTE = ("MB in RAM and on disk: what serving the method takes (records/footprint.py, as on the cost page): the "
         "FAISS file, which a search job loads whole, and with re-scoring the float vectors the candidates are "
-        "re-scored with; × smaller: the twin's MB in RAM over the method's; dimensions: those the index searches. Δ: the method's mean minus its float "
-        "flat twin's over the same questions, with the paired bootstrap's 95% interval; p: the paired randomization "
-        "test, Holm-corrected over every test on this page at that metric (as on the comparison page, where Holm "
-        "runs over all pairs). A compressed index without a twin is listed without a test: add a dense method with "
-        "the same encoder, chunker, expansion, rewrite and filters and no `index` to test it.")
+        "re-scored with; × smaller: the twin's MB in RAM over the method's; dimensions: those the index searches. "
+        "Δ: the method's mean minus its float flat twin's over the same questions, with the paired bootstrap's 95% "
+        "interval; p: the paired randomization test, Holm-corrected over every test on this page at that metric (as "
+        "on the comparison page, where Holm runs over all pairs). A compressed index without a twin is listed "
+        "without a test: add a dense method with the same encoder, chunker, expansion, rewrite and filters and no "
+        "`index` to test it.")
 
 
 def _mb(value: float) -> str:
