@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rankbench.errors import InputError
-from rankbench.records.footprint import FOOTPRINT_COLUMNS, Spend, file_size, footprint, spend_of
+from rankbench.records.footprint import FOOTPRINT_COLUMNS, Spend, file_size, footprint, read_spends, spend_of
 from rankbench.retrieval.dense import IndexSpec, build_index, load_index, save_index
 
 N, DIM = 600, 384
@@ -147,3 +147,14 @@ def test_spends_from_the_records_a_run_keeps() -> None:
     table = footprint({"m": []}, {"m": [spend_of("judge", {**timing, "calls": 0, "tokens": 0})]},
                       {"judge": {"per_request": 1.0}})
     assert table["usd_per_1k"].isna().all()
+
+
+def test_spends_are_read_from_the_record_files(tmp_path: Path) -> None:
+    (tmp_path / "q.usage.json").write_text('{"texts": 4, "encoded": 4, "endpoint": "http://h/v1", "model": "emb", '
+                                           '"requests": 1, "sent": 4, "tokens": 40}')
+    (tmp_path / "rerank.json").write_text('{"questions": {"a": 1.0}, "once": {}, "calls": 3, "tokens": 300}')
+    (tmp_path / "broken.usage.json").write_text("{")
+    spends = read_spends({"m": [[None, tmp_path / "q.usage.json"], ["judge", tmp_path / "rerank.json"]], "n": []})
+    assert spends == {"m": [Spend("emb", 4, 4, 40), Spend("judge", 1, 3, 300)], "n": []}
+    with pytest.raises(InputError, match=r"broken\.usage\.json.*not a usage record"):
+        read_spends({"m": [[None, tmp_path / "broken.usage.json"]]})

@@ -15,22 +15,11 @@ from rankbench.evaluation.metric_names import metric_label
 from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
 from rankbench.records.cost import cost_table, read_benchmark
-from rankbench.records.footprint import footprint, spend_of
+from rankbench.records.footprint import footprint, read_spends
 from rankbench.records.timing import read_timing
 from rankbench.report.comparison import cost_page
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.plots import frontier_plot, save
-
-
-def serving(p) -> pd.DataFrame:
-    """What serving each method takes (records/footprint.py): the files it reads, what its jobs sent to priced
-    models this run, the price table."""
-    spends = {}
-    for method, records in p.priced_records.items():
-        found = [spend_of(model, json.loads(Path(path).read_text()) if model is None else read_timing(path))
-                 for model, path in records]
-        spends[method] = [spend for spend in found if spend is not None]
-    return footprint(p.served, spends, p.prices)
 
 
 def frontier_costs(p, runs: list[str], cost: pd.DataFrame, served: pd.DataFrame, k: int) -> pd.DataFrame:
@@ -58,7 +47,7 @@ def main(snakemake):
     decision = {"types": p.method_types, "inputs": p.method_inputs, "settings": p.decision}
     pairs = pd.read_parquet(snakemake.input.pairs)
     metric, k = p.report["headline"][0]
-    served = serving(p)
+    served = footprint(p.served, read_spends(p.priced_records), p.prices)
     table = frontier(aggregate, pairs, p.report["grain"], metric, k, p.report["alpha"],
                      frontier_costs(p, list(snakemake.input.runs), cost, served, k))
     margin = next((delta for m, cut, delta in p.margins if (m, cut) == (metric, k)), None)

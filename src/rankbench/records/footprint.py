@@ -4,8 +4,10 @@ the dense vectors it compares with a question, and what its calls to priced mode
 Counted are the files a method's query jobs read (a FAISS index file, BM25 or sparse arrays, a Lucene index folder,
 a vector database folder, the float vectors a re-scoring index or a bi-encoder scorer reads), its inputs' too
 (a fusion or a reranker serves its first stages); never the vectors an index was built from. The workflow names
-those files per method (`served_files()` in workflow/rules/outputs.smk); the cost page and the serving table read
-this module's frame. Models (encoder and reranker weights) are not counted: several methods share one.
+those files per method (`served_files()` in workflow/rules/footprint.smk) and the records of the jobs that call a
+priced model (`priced_records`, read by read_spends); the cost page, the vector-size page and the serving table
+read this module's frame: `footprint(served_files(), read_spends(priced_records), cost.prices)`. Models (encoder
+and reranker weights) are not counted: several methods share one.
 
 One table, one row per method (FOOTPRINT_COLUMNS):
 
@@ -24,6 +26,7 @@ One table, one row per method (FOOTPRINT_COLUMNS):
 
 from __future__ import annotations
 
+import json
 import struct
 import zipfile
 from collections.abc import Mapping, Sequence
@@ -35,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.errors import InputError
+from rankbench.records.timing import read_timing
 
 FOOTPRINT_COLUMNS = ["method", "ram_bytes", "disk_bytes", "dimensions", "tokens_per_query", "requests_per_query",
                      "usd_per_1k"]
@@ -126,6 +130,25 @@ def spend_of(model: str | None, record: Mapping[str, Any]) -> Spend | None:
         return None
     calls = int(record.get("calls", 0))
     return Spend(model, len(record.get("questions", {})) if calls else 0, calls, record.get("tokens"))
+
+
+def read_spends(records: Mapping[str, Sequence[Sequence[Any]]]) -> dict[str, list[Spend]]:
+    """Per method: the Spends of its jobs' records, given as [model, path] (`priced_records` in
+    workflow/rules/footprint.smk: model None for an embedding job's usage record, which names its own; else the
+    LLM of a reranker whose timing record it is)."""
+    spends: dict[str, list[Spend]] = {}
+    for method, found in records.items():
+        spends[method] = []
+        for model, path in found:
+            try:
+                record = json.loads(Path(path).read_text(encoding="utf-8")) if model is None else read_timing(path)
+            except (OSError, ValueError) as error:
+                raise InputError(path, None, f"is not a usage record ({error})",
+                                 "Delete it and rerun the rule that writes it.") from None
+            spend = spend_of(model, record)
+            if spend is not None:
+                spends[method].append(spend)
+    return spends
 
 
 def footprint(served: Mapping[str, Sequence[str | Path]], spends: Mapping[str, Sequence[Spend]] | None = None,
