@@ -104,3 +104,19 @@ def vector_size_decisions(workdir: Path, dataset: str, qset: str, chunker: str, 
     tables = RunTables(per_question(sorted((folder / qset / "metrics").glob("*.parquet"))), methods, {}, {}, stats,
                        float_twins(dense), None, settings)
     return vector_axes(tables)
+
+
+def cost_column(page: str, column: str) -> dict[str, str]:
+    """method -> its cell under `column` in the cost page's first table (one row per method)."""
+    table = page[page.index("| method |"):].split("\n\n")[0]
+    lines = [line for line in table.splitlines() if line.startswith("| ")]
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[1:]]
+    return {row[0]: row[header.index(column)] for row in cells if not set(row[0]) <= set("-:")}
+
+
+def serving_figures(page: str) -> dict[str, dict[str, float]]:
+    """method -> MB in RAM, MB on disk and dimensions as the cost page shows them (NaN for –)."""
+    columns = {name: cost_column(page, name) for name in ("MB in RAM", "MB on disk", "dimensions")}
+    return {method: {name: float(values[method].replace(",", "").replace("–", "nan")) for name, values in
+                     columns.items()} for method in columns["MB in RAM"]}

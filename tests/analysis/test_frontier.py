@@ -37,7 +37,8 @@ def test_the_cheapest_method_shown_as_good_as_the_best(tmp_path: Path) -> None:
                                     "value": v, "grain": "document", "kind": "all"}) for m, v in values.items()])
     summary, pairs = summarize(long, ["grain", "kind"], None, n_resamples=1000, margins={("ndcg", 10): 0.05})
     costs = pd.DataFrame({"method": ["best", "close", "far"], "p95_ms": [50.0, 5.0, 1.0],
-                          "index_bytes": [1e6, 1e6, 1e5], "dimensions": [384.0, np.nan, np.nan],
+                          "ram_bytes": [1e6, 1e6, 1e5], "disk_bytes": [1e6, 1e6, 1e5],
+                          "dimensions": [384.0, np.nan, np.nan], "usd_per_1k": np.nan,
                           "prompt_chars": [3000.0, 3000.0, 2000.0]})
     table = frontier(summary, pairs, "document", "ndcg", 10, 0.05, costs)
     assert table["method"].tolist() == ["best", "close", "far"] and table["pareto"].tolist() == [True, True, True]

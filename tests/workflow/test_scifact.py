@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_helpers import REPO, shared_dataset, snakemake, vector_size_decisions
+from workflow_helpers import REPO, serving_figures, shared_dataset, snakemake, vector_size_decisions
 
 pytestmark = pytest.mark.slow
 SCIFACT = shared_dataset("scifact")
@@ -58,3 +58,16 @@ def test_scifact_reproduces_the_published_ndcg_at_10(tmp_path: Path) -> None:
     assert shown.kept.method in box
     (tight,) = vector_size_decisions(tmp_path, "scifact", "test", "whole", 0.0005, "document")
     assert tight.kept.method == "dense-minilm" and tight.chosen in {None, "float32, 384 dims"}
+    # What serving each index takes (cost.md, records/footprint.py): codes, not the float vectors they were built
+    # from; a re-scored index holds the float vectors it reads too; a truncated index searches its dimensions.
+    served = serving_figures((tmp_path / "results" / "scifact" / "test" / "cost.md").read_text())
+    for prefix in ("dense-minilm", "dense-minilm-d256", "dense-minilm-d128"):
+        float_ram = served[prefix]["MB in RAM"]
+        assert served[f"{prefix}-int8"]["MB in RAM"] <= 0.3 * float_ram
+        assert served[f"{prefix}-binary"]["MB in RAM"] <= 0.05 * float_ram
+    assert served["dense-minilm-binary-rescore100"]["MB in RAM"] >= served["dense-minilm"]["MB in RAM"]
+    assert {served[f"dense-minilm{cut}{codes}"]["dimensions"] for cut in ("", "-d256", "-d128")
+            for codes in ("", "-int8", "-binary")} == {384, 256, 128}
+    for codes in ("", "-int8", "-binary"):
+        assert served[f"dense-minilm-d256{codes}"]["dimensions"] == 256
+        assert served[f"dense-minilm-d128{codes}"]["dimensions"] == 128

@@ -89,6 +89,7 @@ include: "method_tables.smk"
 include: "paths.smk"
 include: "resources.smk"
 include: "outputs.smk"
+include: "footprint.smk"
 
 
 wildcard_constraints:

@@ -96,6 +96,9 @@ rule cost_page:
             {path for paths in index_files().values() for path in paths}
         ),
         index_stats=sorted(set(INDEX_STATS.values())),
+        priced_records=lambda wildcards: sorted(
+            {path for found in priced_records(wildcards).values() for _, path in found}
+        ),
     output:
         cost=f"{R}/{{qset}}/cost.md",
         frontier_png=f"{R}/{{qset}}/frontier.png",
@@ -125,7 +128,9 @@ rule cost_page:
         decision=DECISION,
         methods=METHODS,
         chunks={m: corpus_path(m, "chunks.parquet") for m in METHODS},
-        index_files=lambda wildcards: index_files(),
+        served=served_files(),
+        priced_records=priced_records,
+        prices=PRICES,
         margins=MARGINS,
         index_stats=INDEX_STATS,
     script:

@@ -42,8 +42,12 @@ def methods_of_rule(rule):
 # Index rule -> the name of the index a first-stage method searches (methods with the same parameters share one); an
 # index rule absent here names its jobs without one.
 INDEX_NAMES = {}
-# Method -> the size and build-time record of the index it searches (the cost page's index bytes and build seconds).
+# Method -> the size and build-time record of the index it searches (the cost page's index build seconds).
 INDEX_STATS = {}
+# Method -> the corpus-side files and folders its own query job reads to answer a question (its index, the float
+# vectors it re-scores with): the memory and disk it takes to serve (records/footprint.py; footprint.smk adds its
+# inputs'). Never the vectors an index was built from.
+SERVED_FILES = {}
 # Method -> the index block of a first-stage index built over its chunks that a chunker can yield too few chunks for
 # (the chunk job refuses then, before the corpus is encoded).
 INDEX_BLOCKS = {}

@@ -111,8 +111,8 @@ def cost_plan(wildcards):
 
 
 def index_files(wildcards=None):
-    """Per method: the corpus-side files it searches (its index rule's outputs, the merged embeddings of each encoder
-    it embeds the corpus with), for the frontier's index bytes and dimensions."""
+    """Per method: the outputs of its corpus-side jobs (its index rule's, the merged embeddings of each encoder it
+    embeds the corpus with), which the cost page waits for; what serving it reads among them is served_files()'s."""
     files = {}
     for method in METHODS:
         paths = set()

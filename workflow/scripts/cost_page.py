@@ -8,7 +8,6 @@ hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded,
 import json
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from rankbench.analysis.frontier import frontier, prompt_characters
@@ -16,30 +15,24 @@ from rankbench.evaluation.metric_names import metric_label
 from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
 from rankbench.records.cost import cost_table, read_benchmark
+from rankbench.records.footprint import footprint, read_spends
 from rankbench.records.timing import read_timing
 from rankbench.report.comparison import cost_page
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.plots import frontier_plot, save
 
 
-def frontier_costs(p, runs: list[str], cost: pd.DataFrame, k: int) -> pd.DataFrame:
-    """Per method: p95 ms (this run's), bytes on disk of the files it searches, the dimensions of its dense vectors
-    (the embeddings' .npy header) and the characters of its top k chunks."""
+def frontier_costs(p, runs: list[str], cost: pd.DataFrame, served: pd.DataFrame, k: int) -> pd.DataFrame:
+    """Per method: p95 ms (this run's), what serving it takes (`served`) and the characters of its top k chunks."""
     lengths = {}
     for path in sorted(set(p.chunks.values())):
         chunks = pd.read_parquet(path, columns=["chunk_id", "text"])
         lengths[path] = dict(zip(chunks["chunk_id"].astype(str), chunks["text"].str.len()))
-    rows = []
-    for method in p.methods:
-        files = p.index_files[method]
-        vectors = [np.load(path, mmap_mode="r").shape for path in files if path.endswith(".npy")]
-        run = pd.read_parquet(runs[p.methods.index(method)])
-        rows.append({"method": method,
-                     "index_bytes": float(sum(Path(path).stat().st_size for path in files)) if files else np.nan,
-                     "dimensions": float(vectors[0][1]) if vectors and len(vectors[0]) == 2 else np.nan,
-                     "prompt_chars": prompt_characters(run, lengths[p.chunks[method]], k)})
+    prompts = {method: prompt_characters(pd.read_parquet(runs[p.methods.index(method)]), lengths[p.chunks[method]], k)
+               for method in p.methods}
     p95 = cost.set_index("method")["p95_ms"]
-    return pd.DataFrame(rows).assign(p95_ms=lambda f: f["method"].map(p95))
+    return (served.drop(columns=["tokens_per_query", "requests_per_query"])
+            .assign(prompt_chars=lambda f: f["method"].map(prompts), p95_ms=lambda f: f["method"].map(p95)))
 
 
 def main(snakemake):
@@ -54,8 +47,9 @@ def main(snakemake):
     decision = {"types": p.method_types, "inputs": p.method_inputs, "settings": p.decision}
     pairs = pd.read_parquet(snakemake.input.pairs)
     metric, k = p.report["headline"][0]
+    served = footprint(p.served, read_spends(p.priced_records), p.prices)
     table = frontier(aggregate, pairs, p.report["grain"], metric, k, p.report["alpha"],
-                     frontier_costs(p, list(snakemake.input.runs), cost, k))
+                     frontier_costs(p, list(snakemake.input.runs), cost, served, k))
     margin = next((delta for m, cut, delta in p.margins if (m, cut) == (metric, k)), None)
     label = metric_label(metric, k)
     save(frontier_plot(table, label, f"{p.dataset} {manifest['version']}: {label} against cost"),
@@ -63,7 +57,7 @@ def main(snakemake):
     indexes = {method: json.loads(Path(path).read_text()) for method, path in p.index_stats.items()}
     costs = draft_banner(p.drafts) + cost_page(aggregate, cost, p.report, p.dataset, manifest["version"], pairs,
                                                decision, table, margin, Path(snakemake.output.frontier_png).name,
-                                               indexes)
+                                               indexes, served)
     write_text(markdown_html(costs, f"cost {p.dataset} {manifest['version']}"), snakemake.output.cost_html)
     write_text(costs, snakemake.output.cost)
 

@@ -12,6 +12,7 @@ import pandas as pd
 
 from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_text
+from rankbench.records.footprint import footprint
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.vector_size import vector_size_page
 
@@ -19,9 +20,9 @@ from rankbench.report.vector_size import vector_size_page
 def main(snakemake):
     p = snakemake.params
     manifest = json.loads(Path(snakemake.input.manifest).read_text())
-    stats = {method: json.loads(Path(path).read_text()) for method, path in p.stats.items()}
     page = draft_banner(p.drafts) + vector_size_page(
-        pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.pairs), p.indexes, stats,
+        pd.read_parquet(snakemake.input.aggregate), pd.read_parquet(snakemake.input.pairs), p.indexes,
+        footprint(p.served),
         p.twins, p.report, p.resamples, p.dataset, manifest["version"])
     write_text(markdown_html(page, f"vector size {p.dataset} {manifest['version']}"), snakemake.output.html)
     write_text(page, snakemake.output.page)

@@ -1,7 +1,8 @@
 """The quality-cost frontier: per method, quality (the first headline metric's mean with its 95% CI) beside what it
-costs — ms of query-side work per question (p95), index bytes on disk, vector dimensions, the prompt a RAG system
-would send at k (characters of the top k chunks) — the Pareto set of quality against p95 ms, and the cheapest
-method shown no worse than the best (evaluation.margin, Holm over the pairs with the best)."""
+costs — ms of query-side work per question (p95), the bytes and dimensions serving it takes and its dollars per
+1,000 questions (records/footprint.py), the prompt a RAG system would send at k (characters of the top k chunks) —
+the Pareto set of quality against p95 ms, and the cheapest method shown no worse than the best (evaluation.margin,
+Holm over the pairs with the best)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import pandas as pd
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.evaluation.stats import holm
 
-FRONTIER_COLUMNS = ["method", "mean", "ci_low", "ci_high", "p95_ms", "index_bytes", "dimensions", "prompt_chars",
-                    "pareto", "no_worse_than_best", "p_no_worse_holm"]
+FRONTIER_COLUMNS = ["method", "mean", "ci_low", "ci_high", "p95_ms", "ram_bytes", "disk_bytes", "dimensions",
+                    "usd_per_1k", "prompt_chars", "pareto", "no_worse_than_best", "p_no_worse_holm"]
 
 
 def prompt_characters(run: pd.DataFrame, chunk_lengths: Mapping[str, int], k: int) -> float:
@@ -42,10 +43,10 @@ def pareto(quality: Sequence[float], cost: Sequence[float]) -> np.ndarray:
 
 def frontier(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int, alpha: float,
              costs: pd.DataFrame) -> pd.DataFrame:
-    """FRONTIER_COLUMNS per method, best quality first. `costs`: method, p95_ms, index_bytes, dimensions,
-    prompt_chars (NaN where not known). no_worse_than_best: the best itself, and every method whose one-sided test
-    at the metric's margin shows it no worse than the best by more than δ (Holm over the pairs with the best);
-    all False but the best without a margin."""
+    """FRONTIER_COLUMNS per method, best quality first. `costs`: method, p95_ms, ram_bytes, disk_bytes,
+    dimensions, usd_per_1k (records/footprint.py), prompt_chars (NaN where not known). no_worse_than_best: the best
+    itself, and every method whose one-sided test at the metric's margin shows it no worse than the best by more
+    than δ (Holm over the pairs with the best); all False but the best without a margin."""
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS) & (aggregate["metric"] == metric)
                      & (aggregate["k"] == k)].sort_values(["mean", "method"], ascending=[False, True])
     table = rows[["method", "mean", "ci_low", "ci_high"]].merge(costs, on="method", how="left")

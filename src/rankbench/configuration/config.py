@@ -147,6 +147,7 @@ def check_config(config: Mapping[str, Any], schema: Mapping[str, Any], source: s
     check_settings(expanded, source)
     check_requested_metrics(expanded, source)
     check_llm(expanded, source)
+    check_prices(expanded, source)
     check_endpoints(expanded, source)
     check_paths(expanded, schema, source)
     if inputs:
@@ -436,6 +437,28 @@ def check_llm(config: Mapping[str, Any], source: str) -> None:
     if judge.get("chunker", config["chunker"]) not in config["chunkers"]:
         raise InputError(source, "llm.judge.chunker", f"names {judge['chunker']!r}, which is not under `chunkers`",
                          f"Use one of: {', '.join(sorted(config['chunkers']))}.")
+
+
+def priced_models(config: Mapping[str, Any]) -> list[str]:
+    """The models a price table may name: every `model` of an encoder, a reranker's scorer or its chat, and the LLM
+    stage's chat (methods expanded)."""
+    models = [spec.get("model") for spec in config.get("encoders", {}).values()]
+    for spec in config["methods"].values():
+        scorer = spec.get("scorer") or {}
+        models += [scorer.get("model"), (scorer.get("chat") or {}).get("model")]
+    models.append(config.get("llm", {}).get("chat", {}).get("model"))
+    return sorted({model for model in models if isinstance(model, str)})
+
+
+def check_prices(config: Mapping[str, Any], source: str) -> None:
+    """`cost.prices` names only models the config uses (a typo would silently price nothing); the schema has
+    already refused negative prices."""
+    known = priced_models(config)
+    for model in config.get("cost", {}).get("prices", {}):
+        if model not in known:
+            raise InputError(source, f"cost.prices.{model}", f"names model {model!r}, which no encoder, scorer or "
+                             "chat of this config uses", f"Name a model as the config does: one of "
+                             f"{', '.join(repr(name) for name in known) or '(none: this config calls no model)'}.")
 
 
 def _escapes(path: str) -> bool:

@@ -68,9 +68,11 @@ def plots_line(aggregate: pd.DataFrame) -> str:
 def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str,
               pairs: pd.DataFrame | None = None, decision: Mapping[str, Any] | None = None,
               frontier: pd.DataFrame | None = None, margin: float | None = None, image: str | None = None,
-              indexes: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+              indexes: Mapping[str, Mapping[str, Any]] | None = None, serving: pd.DataFrame | None = None) -> str:
     """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted;
-    with `indexes` (dense method -> its FAISS index's size record), the index's megabytes and build seconds; with
+    with `serving` (records/footprint.py's frame), what serving each method takes: megabytes in memory and on disk,
+    the dimensions it searches and, when its money is known, tokens, requests and dollars per 1,000 questions; with
+    `indexes` (dense method -> its FAISS index's size record), the index's build seconds; with
     `frontier` (analysis.frontier.frontier on the first headline metric, its margin and plot file), the
     quality-cost frontier; with the pairs and `decision` (types, inputs, settings), the comparison page's "What to
     do" with this run's ms/question in its evidence.
@@ -100,8 +102,19 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         for side, name in (("query", "API tokens, query side"), ("index", "API tokens, index side")):
             frame[name] = [_tokens(tokens, sent) for tokens, sent in
                            zip(by_method[f"{side}_tokens"], by_method[f"{side}_sent"])]
+    money = serving is not None and bool(serving["usd_per_1k"].notna().any())
+    if serving is not None:
+        served = serving.set_index("method").reindex(methods)
+        frame["MB in RAM"] = served["ram_bytes"].map(_megabytes).to_numpy()
+        frame["MB on disk"] = served["disk_bytes"].map(_megabytes).to_numpy()
+        frame["dimensions"] = served["dimensions"].map(lambda v: "–" if pd.isna(v) else f"{int(v)}").to_numpy()
+        if money:
+            frame["tokens/question"] = served["tokens_per_query"].map(
+                lambda v: "–" if pd.isna(v) else f"{v:,.1f}").to_numpy()
+            frame["requests/question"] = served["requests_per_query"].map(
+                lambda v: "–" if pd.isna(v) else f"{v:,.2f}").to_numpy()
+            frame["$ per 1,000 questions"] = served["usd_per_1k"].map(_dollars).to_numpy()
     if indexes:
-        frame["FAISS index MB"] = [f"{indexes[m]['bytes'] / 1e6:,.3f}" if m in indexes else "–" for m in methods]
         frame["index build s"] = [_seconds(indexes[m]["build_s"], 2) if m in indexes else "–" for m in methods]
     frame["stages counted"] = by_method["stages"].fillna("").to_numpy()
     return "\n".join([
@@ -119,6 +132,7 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         "counted and the figures understate a fresh question; `timings/` says how many. – : a job wrote no timing "
         "record.", "",
         *([LLM_CALLS_NOTE, ""] if calls else []), *([API_TOKENS_NOTE, ""] if api else []),
+        *([SERVING_NOTE, ""] if serving is not None else []), *([MONEY_NOTE, ""] if money else []),
         *([INDEX_NOTE, ""] if indexes else []),
         *(frontier_lines(frontier, metric_label(*headline[0]), headline[0][1], margin, image)
           if frontier is not None and len(frontier) else []),
@@ -135,8 +149,10 @@ def frontier_lines(table: pd.DataFrame, label: str, k: int, margin: float | None
         f"{label} [95% CI]": [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in
                               zip(table["mean"], table["ci_low"], table["ci_high"])],
         "ms/question p95": table["p95_ms"].map(lambda v: "–" if pd.isna(v) else f"{v:.1f}"),
-        "index MB (disk)": table["index_bytes"].map(lambda v: "–" if pd.isna(v) else f"{v / 1e6:.2f}"),
+        "MB in RAM": table["ram_bytes"].map(_megabytes),
         "dimensions": table["dimensions"].map(lambda v: "–" if pd.isna(v) else f"{int(v)}"),
+        **({"$ per 1,000 questions": table["usd_per_1k"].map(_dollars)} if table["usd_per_1k"].notna().any()
+           else {}),
         f"prompt characters at k={k}": table["prompt_chars"].map(lambda v: "–" if pd.isna(v) else f"{v:,.0f}"),
         "no worse than the best (Holm p)": [
             "(best)" if i == 0 else ("yes " if ok else "not shown ") + f"({p:.3f})" if margin is not None else "–"
@@ -155,8 +171,8 @@ def frontier_lines(table: pd.DataFrame, label: str, k: int, margin: float | None
                    f"({markdown_literal(best)}) by more than {margin:g} (one-sided tests, Holm over the pairs with the "
                    "best): choose it unless the last few points of quality matter more than its cost.")
     return ["## Quality against cost", "", markdown_grid(frame.set_index("method")), "",
-            f"★ Pareto set of quality against ms/question p95: no other method is both better and faster. Index MB: "
-            "the corpus-side files the method searches (embeddings, index) on disk; dimensions: of its dense vectors; "
+            f"★ Pareto set of quality against ms/question p95: no other method is both better and faster. MB in RAM "
+            "and dimensions: what serving the method holds and searches (the notes above); "
             f"prompt characters: the mean length of its top {k} chunks, what a RAG prompt would carry. "
             + verdict, "", *([f"![quality against cost]({image})", ""] if image else [])]
 
@@ -170,9 +186,33 @@ LLM_CALLS_NOTE = ("LLM calls: the requests the method's jobs sent to a chat mode
                   "? when the server reported none.")
 
 
-INDEX_NOTE = ("FAISS index MB: the size of the index file a dense method searches (what its search job holds in "
-              "memory; a re-scoring method also holds the float vectors: the vector-size page); index build s: the "
-              "seconds building it took, vectors loaded (the FAISS job's other seconds are in index-side s).")
+INDEX_NOTE = ("Index build s: the seconds building a dense method's FAISS index took, vectors loaded (the FAISS "
+              "job's other seconds are in index-side s).")
+
+
+SERVING_NOTE = (
+    "MB in RAM, MB on disk: what serving the method takes, its inputs' included (a fusion or a reranker serves its "
+    "first stages): the files its query jobs read to answer a question — a FAISS index file, BM25 or sparse arrays "
+    "(in RAM uncompressed), a Lucene or vector-database folder, the float vectors a re-scoring index or a "
+    "bi-encoder scorer reads — never the vectors an index was built from, nor the models (shared between methods). "
+    "– : nothing served here (a search endpoint). Dimensions: of the dense vectors it compares with a question (a "
+    "truncated index's, e.g. 128 for `d128`; the largest when it compares several).")
+
+
+MONEY_NOTE = (
+    "Money: from the price table (`cost.prices`: dollars per 1M input tokens and per request of each model) and what "
+    "the method's query jobs sent this run: an embedding API is sent each question alone (one request of its "
+    "tokens), an LLM reranker its calls over its questions. – : unknown — a model it calls has no price, the "
+    "server reported no tokens, or every call was answered from a cache this run (rerun without the cache to see "
+    "it). A method calling no remote model costs $0.")
+
+
+def _megabytes(value: float) -> str:
+    return "–" if pd.isna(value) else f"{value / 1e6:,.3f}"
+
+
+def _dollars(value: float) -> str:
+    return "–" if pd.isna(value) else f"{value:,.4f}"
 
 
 API_TOKENS_NOTE = (

@@ -16,31 +16,36 @@ from rankbench.evaluation.stats import format_p, holm
 from rankbench.io.markdown import markdown_grid
 from rankbench.report.tables import pair_row
 
-NOTE = ("Index bytes are the FAISS file's size (what a search job loads into memory); with re-scoring, the float "
-        "vectors the candidates are re-scored with are held too (`MB in RAM`). Δ: the method's mean minus its float "
-        "flat twin's over the same questions, with the paired bootstrap's 95% interval; p: the paired randomization "
-        "test, Holm-corrected over every test on this page at that metric (as on the comparison page, where Holm "
-        "runs over all pairs). A compressed index without a twin is listed without a test: add a dense method with "
-        "the same encoder, chunker, expansion, rewrite and filters and no `index` to test it.")
+NOTE = ("MB in RAM and on disk: what serving the method takes (records/footprint.py, as on the cost page): the "
+        "FAISS file, which a search job loads whole, and with re-scoring the float vectors the candidates are "
+        "re-scored with; × smaller: the twin's MB in RAM over the method's; dimensions: those the index searches. "
+        "Δ: the method's mean minus its float flat twin's over the same questions, with the paired bootstrap's 95% "
+        "interval; p: the paired randomization test, Holm-corrected over every test on this page at that metric (as "
+        "on the comparison page, where Holm runs over all pairs). A compressed index without a twin is listed "
+        "without a test: add a dense method with the same encoder, chunker, expansion, rewrite and filters and no "
+        "`index` to test it.")
 
 
 def _mb(value: float) -> str:
     return "–" if np.isnan(value) else f"{value / 1e6:,.3f}"
 
 
-def size_row(spec: Mapping[str, Any], stats: Mapping[str, Any]) -> dict[str, Any]:
-    """What an index holds and weighs: dimensions, codes, re-scoring depth, bytes on disk and in memory."""
-    rescore = int(spec.get("rescore") or 0)
-    ram = stats["bytes"] + (stats["float_bytes"] if rescore else 0)
-    return {"dimensions": stats["dimensions"], "codes": spec.get("quantization") or "float32",
-            "rescore": rescore or "–", "disk": float(stats["bytes"]), "ram": float(ram)}
+def size_row(spec: Mapping[str, Any], served: Mapping[str, Any]) -> dict[str, Any]:
+    """What an index holds and weighs: dimensions, codes, re-scoring depth (from its `index` settings), bytes on disk
+    and in memory (its row of records/footprint.py's frame)."""
+    dimensions = served["dimensions"]
+    return {"dimensions": "–" if pd.isna(dimensions) else int(dimensions),
+            "codes": spec.get("quantization") or "float32", "rescore": int(spec.get("rescore") or 0) or "–",
+            "disk": float(served["disk_bytes"]), "ram": float(served["ram_bytes"])}
 
 
 def vector_size_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, indexes: Mapping[str, Mapping[str, Any]],
-                     stats: Mapping[str, Mapping[str, Any]], twins: Mapping[str, str | None],
+                     served: pd.DataFrame, twins: Mapping[str, str | None],
                      report: Mapping[str, Any], n_resamples: int, dataset: str, qset: str) -> str:
     """The page: one row per float twin and each compressed method (indexes: method -> its `index` settings;
-    stats: method -> its index's size record), the headline metrics with Δ against the twin and Holm's p."""
+    served: what serving each takes, records/footprint.py's frame), the headline metrics with Δ against the twin and
+    Holm's p."""
+    sizes = served.set_index("method")
     grain, metrics = report["grain"], [tuple(item) for item in report["headline"]]
     rows = aggregate[(aggregate["grain"] == grain) & (aggregate["kind"] == ALL_KINDS)]
     means = rows.set_index(["method", "metric", "k"])
@@ -56,12 +61,11 @@ def vector_size_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, indexes: Mapp
     table = []
     for method in dict.fromkeys(order):
         twin = twins.get(method)
-        size = size_row(indexes[method], stats[method])
-        float_disk = stats[twin]["bytes"] if twin else np.nan
+        size = size_row(indexes[method], sizes.loc[method])
         cells = {"method": method, "float twin": twin or ("(itself)" if method not in twins else "none"),
                  "dimensions": size["dimensions"], "codes": size["codes"], "re-scored": size["rescore"],
                  "MB on disk": _mb(size["disk"]), "MB in RAM": _mb(size["ram"]),
-                 "× smaller": f"{float_disk / size['disk']:.1f}" if twin else "–"}
+                 "× smaller": f"{sizes.loc[twin, 'ram_bytes'] / size['ram']:.1f}" if twin else "–"}
         for metric, k in metrics:
             label = metric_label(metric, k)
             key = (method, metric, k)

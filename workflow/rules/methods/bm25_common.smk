@@ -21,3 +21,9 @@ def bm25_backends(index_name):
 
 
 INDEX_NAMES["bm25_index"] = bm25_index_name
+SERVED_FILES.update(
+    {
+        m: [index_corpus_path(m, "bm25", f"{bm25_index_name(m)}.npz")]
+        for m in methods_indexed_by("bm25_index")
+    }
+)

@@ -109,8 +109,8 @@ rule vector_size_page:
         aggregate=f"{R}/{{qset}}/aggregate.parquet",
         pairs=f"{R}/{{qset}}/pairs.parquet",
         manifest=f"{R}/{{qset}}/qset.json",
-        stats=lambda wildcards: sorted(
-            {dense_index_stats(m) for m in vector_size_methods()}
+        served=lambda wildcards: sorted(
+            {path for m in vector_size_methods() for path in SERVED_FILES[m]}
         ),
     output:
         page=f"{R}/{{qset}}/vector-size.md",
@@ -134,6 +134,6 @@ rule vector_size_page:
         resamples=EVALUATION["bootstrap_resamples"],
         twins=FLOAT_TWINS,
         indexes={m: dense_index(m).settings for m in vector_size_methods()},
-        stats={m: dense_index_stats(m) for m in vector_size_methods()},
+        served={m: SERVED_FILES[m] for m in vector_size_methods()},
     script:
         "../../scripts/vector_size_page.py"

@@ -63,6 +63,13 @@ def dense_index_name(method):
 
 INDEX_NAMES["faiss_index"] = dense_index_name
 INDEX_STATS.update({m: dense_index_stats(m) for m in methods_indexed_by("faiss_index")})
+# The FAISS index, and the float vectors a re-scoring method reads beside it.
+SERVED_FILES.update(
+    {
+        m: [dense_index_path(m), *([dense_vectors(m)] if dense_vectors(m) else [])]
+        for m in methods_indexed_by("faiss_index")
+    }
+)
 INDEX_BLOCKS.update(
     {
         m: METHOD_SPECS[m]["index"]

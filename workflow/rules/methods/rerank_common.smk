@@ -32,3 +32,11 @@ def rerank_inputs(wildcards):
 
 
 RERANKED_METHODS.extend(methods_of_rule("rerank"))
+# A bi-encoder scorer reads the chunks' float vectors to score the candidates.
+SERVED_FILES.update(
+    {
+        m: [corpus_path(m, "embeddings", f"{scorer_encoder(METHOD_SPECS[m]['scorer'])}.npy")]
+        for m in methods_of_rule("rerank")
+        if scorer_encoder(METHOD_SPECS[m]["scorer"])
+    }
+)

@@ -7,3 +7,11 @@ def sparse_queries_path(method, qset):
     if spec.get("rewrite"):
         return f"{R}/{qset}/sparse-queries/{spec['rewrite']}/{spec['encoder']}.npz"
     return f"{R}/{qset}/sparse-queries/{spec['encoder']}.npz"
+
+
+SERVED_FILES.update(
+    {
+        m: [corpus_path(m, "sparse", f"{METHOD_SPECS[m]['encoder']}.npz")]
+        for m in methods_of_rule("retrieve_sparse")
+    }
+)

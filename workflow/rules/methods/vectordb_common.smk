@@ -1,5 +1,5 @@
 # A vector database (LanceDB): its helpers and what it registers in common.smk; its rules are in vectordb.smk.
-from rankbench.retrieval.vectordb import VectorIndex
+from rankbench.retrieval.vectordb import VectorIndex, database_folder
 
 
 def vectordb_index(method):
@@ -64,4 +64,11 @@ VECTORDB_BUILDS.update(
 
 
 INDEX_NAMES["vectordb_collection"] = vectordb_index_name
+# The database folder beside a built collection's manifest (an existing collection is served elsewhere).
+SERVED_FILES.update(
+    {
+        m: [str(database_folder(vectordb_collection_path(m)))]
+        for m in methods_indexed_by("vectordb_collection")
+    }
+)
 ANN_RECALL_METHODS.extend(approximate_vectordb_methods())
