@@ -26,7 +26,7 @@ rule faiss_index:
     params:
         spec=lambda wildcards: FAISS_BUILDS[wildcards.index],
     script:
-        "../../scripts/faiss_index.py"
+        in_worker("../../scripts/faiss_index.py")
 
 
 rule retrieve_dense:
@@ -66,7 +66,7 @@ rule retrieve_dense:
             METHOD_SPECS[wildcards.method].get("filters", [])
         ),
     script:
-        "../../scripts/retrieve_dense.py"
+        in_worker("../../scripts/retrieve_dense.py")
 
 
 rule ann_recall:
@@ -99,7 +99,7 @@ rule ann_recall:
         ),
         ks=sorted(set(EVALUATION["ks"]) | {EVALUATION["depth"]}),
     script:
-        "../../scripts/ann_recall.py"
+        in_worker("../../scripts/ann_recall.py")
 
 
 # Index size against quality: each compressed dense index beside its float flat twin (only when a method compresses).
@@ -135,4 +135,4 @@ rule vector_size_page:
         indexes={m: dense_index(m).settings for m in vector_size_methods()},
         stats={m: dense_index_stats(m) for m in vector_size_methods()},
     script:
-        "../../scripts/vector_size_page.py"
+        in_worker("../../scripts/vector_size_page.py")
