@@ -18,7 +18,15 @@ import pytest
 import yaml
 
 from rankbench.execution import snakemake_adapter
-from rankbench.execution.job_worker import WORKER_VARIABLE, declare_workers, declared_worker, needs_model_worker
+from rankbench.execution.job_worker import (
+    ENDED_RUN_STOPPED,
+    ENDED_STALLED,
+    WORKER_VARIABLE,
+    JobEnd,
+    declare_workers,
+    declared_worker,
+    needs_model_worker,
+)
 from rankbench.execution.local_run import job_environment, start_local_run, stop_job_worker
 from rankbench.execution.processes import holders
 
@@ -479,6 +487,7 @@ def test_a_job_failing_in_the_worker_fails_its_rule_with_its_traceback(tmp_path:
     assert result.returncode == 1
     assert "RuntimeError: a bug in the job" in result.stderr
     assert "Error in rule burn" in result.stderr
+    assert "returned non-zero exit status 1." in result.stderr  # as its own process fails (its benchmark unfilled)
     assert not (tmp_path / "burnt.txt").exists()
 
 
@@ -511,6 +520,58 @@ def test_ctrl_c_ends_a_job_running_in_the_worker(tmp_path: Path) -> None:
         time.sleep(0.05)
     assert run.returncode != 0
     assert not (tmp_path / "burnt.txt").exists()
+
+
+def test_a_job_the_worker_ended_fails_its_rule_the_same_way_as_from_its_own_process(tmp_path: Path) -> None:
+    """One failure story for both ways to the worker: handed over by Snakemake's own process, a job ended for using
+    no CPU says why on stderr, as test_a_job_that_uses_no_cpu_is_named_and_ended_past_the_limit's does from its own
+    process, and its rule fails with the status a process killed by that signal has."""
+    (tmp_path / "Snakefile").write_text(DIRECT_SNAKEFILE)
+    (tmp_path / "burn.py").write_text(BURN)
+    (tmp_path / "job-tmp").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(SRC), "RANKBENCH_STALLED_JOB_SECONDS": "2"}
+    env.pop(WORKER_VARIABLE, None)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--config", "sleep=1"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert ("rankbench: the job was ended: it used no CPU for longer than RANKBENCH_STALLED_JOB_SECONDS allows"
+            in result.stderr)
+    assert "Error in rule burn" in result.stderr
+    assert f"returned non-zero exit status {128 + signal.SIGKILL}." in result.stderr
+    assert not (tmp_path / "burnt.txt").exists()
+
+
+@pytest.mark.parametrize(("end", "code", "said"), [
+    (JobEnd(0), 0, None), (JobEnd(3), 3, None), (JobEnd(-signal.SIGTERM), 128 + signal.SIGTERM, "signal"),
+    (JobEnd(-signal.SIGKILL, ended_by=ENDED_STALLED), 128 + signal.SIGKILL, "used no CPU"),
+    (JobEnd(-signal.SIGKILL, ended_by=ENDED_RUN_STOPPED), 128 + signal.SIGKILL, "its run stopped"),
+    (JobEnd(None), 1, "both ended before the job reported"),
+])
+def test_how_a_job_ended_is_one_exit_status_and_one_reason(end: JobEnd, code: int, said: str | None) -> None:
+    assert end.exit_code() == code
+    assert (end.failure() is None) if said is None else (said in str(end.failure()))
+
+
+def test_a_rule_declares_one_worker_for_its_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    """in_worker: the script's path back unchanged (Snakemake reads the rule as before), its real path recorded with
+    the worker, relative to the rules file being read; an unknown worker, or two rules declaring one script for two
+    workers, stop the workflow at its start."""
+    from rankbench.execution import local_run
+
+    monkeypatch.setattr(local_run, "_declared", {})
+    parsing = SimpleNamespace(included_stack=["rules/x.smk"],
+                              current_basedir=SimpleNamespace(get_path_or_uri=lambda secret_free: "/w/rules"))
+    assert local_run.declare_script_worker(parsing, "../scripts/a.py") == "../scripts/a.py"
+    assert local_run.declare_script_worker(parsing, "../scripts/m.py", "model") == "../scripts/m.py"
+    assert local_run.declare_script_worker(parsing, "../scripts/m.py", "model") == "../scripts/m.py"
+    assert local_run._declared == {"/w/scripts/a.py": "light", "/w/scripts/m.py": "model"}
+    with pytest.raises(ValueError, match="the worker is one of light, model"):
+        local_run.declare_script_worker(parsing, "../scripts/a.py", "gpu")
+    with pytest.raises(ValueError, match="declared for the light worker by one rule and the model worker"):
+        local_run.declare_script_worker(parsing, "../scripts/a.py", "model")
+    running = SimpleNamespace(included_stack=[])  # a job evaluating its rule's `script:` again
+    assert local_run.declare_script_worker(running, "../scripts/b.py") == "../scripts/b.py"
+    assert "/w/scripts/b.py" not in local_run._declared
 
 
 def test_a_job_environment_is_the_one_snakemakes_shell_gives() -> None:

@@ -75,9 +75,9 @@ class ScriptJob:
 
 def launch_python_scripts_with(launch: Callable[[ScriptJob], Launched | None]) -> None:
     """Have Snakemake's runner of Python script jobs (snakemake.script.PythonScript, which a local run calls in a
-    thread of Snakemake's own process) offer each job to `launch` first. A job `launch` takes (not None) gets its
-    benchmark record filled from what `launch` measured and, when it failed, fails as a process with its exit status
-    would (Snakemake's shell raises, naming the rule); a job it does not take runs in its own process, as before."""
+    thread of Snakemake's own process) offer each job to `launch` first. A job `launch` takes (not None) fails, when
+    it failed, as a process with its exit status would (Snakemake's shell raises, naming the rule), and otherwise gets
+    its benchmark record filled from what `launch` measured; a job it does not take runs in its own process."""
     from snakemake.script import PythonScript
 
     run_in_own_process = PythonScript.execute_script
@@ -89,10 +89,10 @@ def launch_python_scripts_with(launch: Callable[[ScriptJob], Launched | None]) -
         if launched is None:
             run_in_own_process(script_job, fname, edit=edit)
             return
-        if script_job.bench_record is not None:
-            _fill_benchmark(script_job.bench_record, launched)
         if launched.exit_code != 0:  # the error a failed process gives, raised in its shell: no frame of ours shown
             script_job._execute_cmd(": {fname:q}; exit {code}", fname=fname, code=launched.exit_code)
+        if script_job.bench_record is not None:  # after the shell, which benchmarks its command into the record too
+            _fill_benchmark(script_job.bench_record, launched)
 
     execute_script.offered_to = launch  # type: ignore[attr-defined]
     PythonScript.execute_script = execute_script
