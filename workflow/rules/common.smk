@@ -8,7 +8,6 @@ from rankbench.configuration.defaults import (
 )
 from rankbench.configuration.models import prompt_tokenizer
 from rankbench.execution.local_run import (
-    declare_script_worker,
     end_local_run,
     model_libraries,
     start_local_run,
@@ -78,13 +77,6 @@ onsuccess:
 
 onerror:
     end_local_run()
-
-
-def in_worker(script, worker="light"):
-    """A rule's `script:` served by the run's job worker (`worker="model"`: the model worker, for a script that
-    loads encoder or reranker models); the script's first line is `hand_over(snakemake, __file__)`. See
-    docs/concepts/pipeline.md (one process for the jobs)."""
-    return declare_script_worker(workflow, script, worker)
 
 
 # The slow libraries of the run's encoders (torch), loaded once in the model worker instead of in every encoding and
