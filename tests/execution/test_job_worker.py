@@ -237,7 +237,7 @@ def test_on_a_snakemake_the_worker_was_not_checked_with_every_job_runs_in_its_ow
 
     assert snakemake_adapter.unchecked_version() is None
     monkeypatch.setattr(snakemake_adapter, "snakemake_version", lambda: "10.0.0")
-    monkeypatch.delenv(WORKER_VARIABLE, raising=False)
+    monkeypatch.setenv(WORKER_VARIABLE, "")  # as unset, and restored after (delenv of an unset one would not be)
     runner = PythonScript.execute_script
     local = fake_workflow(non_local=False)
     start_local_run(local)
