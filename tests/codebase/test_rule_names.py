@@ -7,9 +7,10 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-# A rule and the script its `script:` directive names (the next quoted path after `script:`).
+# A rule and the script its `script:` directive names (the next quoted path after `script:`, declared for a job
+# worker or not: `in_worker("…")`).
 RULE_SCRIPT = re.compile(r"""^(?:rule|checkpoint) (\w+):\n(?:(?!^(?:rule|checkpoint) ).*\n)*?    script:\n"""
-                         r"""\s+["'][^"']*/(\w+)\.py["']""", re.MULTILINE)
+                         r"""\s+(?:in_worker\()?["'][^"']*/(\w+)\.py["']""", re.MULTILINE)
 # The rewritten questions' variant of a rule runs that rule's script on other inputs: `embed_rewritten_queries`.
 VARIANT = "rewritten_"
 

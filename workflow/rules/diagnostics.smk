@@ -36,7 +36,7 @@ rule failure_analysis:
         k=max(EVALUATION["ks"]),
         relevance_threshold=EVALUATION["relevance_threshold"],
     script:
-        "../scripts/failure_analysis.py"
+        in_worker("../scripts/failure_analysis.py")
 
 
 rule calibrate:
@@ -79,7 +79,7 @@ rule calibrate:
         grain=REPORT["grain"],
         k=max(EVALUATION["ks"]),
     script:
-        "../scripts/calibrate.py"
+        in_worker("../scripts/calibrate.py")
 
 
 # The per-question explorer: one self-contained HTML page per version (docs/concepts/report.md, "The explorer").
@@ -129,4 +129,4 @@ rule explorer:
         baseline=EVALUATION["baseline"],
         report=REPORT,
     script:
-        "../scripts/explorer.py"
+        in_worker("../scripts/explorer.py")

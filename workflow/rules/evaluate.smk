@@ -43,7 +43,7 @@ rule evaluate:
         spec=lambda wildcards: method_spec(wildcards.method),
         dataset=DATASET["name"],
     script:
-        "../scripts/evaluate.py"
+        in_worker("../scripts/evaluate.py")
 
 
 # External runs rank documents: they have no chunk grain, hence no chunk TREC file.
@@ -98,4 +98,4 @@ rule aggregate:
         headline=REPORT["headline"],
         alpha=REPORT["alpha"],
     script:
-        "../scripts/aggregate.py"
+        in_worker("../scripts/aggregate.py")

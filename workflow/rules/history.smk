@@ -29,7 +29,7 @@ rule history_record:
         engine_methods=engine_methods(),
         method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
     script:
-        "../scripts/history_record.py"
+        in_worker("../scripts/history_record.py")
 
 
 rule diff_qsets:
@@ -68,7 +68,7 @@ rule diff_qsets:
         headline=REPORT["headline"],
         ks=EVALUATION["ks"],
     script:
-        "../scripts/diff_qsets.py"
+        in_worker("../scripts/diff_qsets.py")
 
 
 # Every run remembered (docs/how-to/runs.md): this run's pending record and what changed since
@@ -111,7 +111,7 @@ rule record_run:
         method_models={m: method_models(EXPANDED_CONFIG, m) for m in METHODS},
         zones=ABSTENTION_ZONES,
     script:
-        "../scripts/record_run.py"
+        in_worker("../scripts/record_run.py")
 
 
 rule record_history:
@@ -138,7 +138,7 @@ rule record_history:
         headline=REPORT["headline"],
         mlflow=MLFLOW,
     script:
-        "../scripts/record_history.py"
+        in_worker("../scripts/record_history.py")
 
 
 # The entry page of the dataset's results: every version's headline and links to the pages this config writes
@@ -175,4 +175,4 @@ rule index_page:
         method_inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
         decision=DECISION,
     script:
-        "../scripts/index_page.py"
+        in_worker("../scripts/index_page.py")

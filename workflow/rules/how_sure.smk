@@ -34,7 +34,7 @@ rule plan_budget:
         alpha=REPORT["alpha"],
         seed=EVALUATION["seed"],
     script:
-        "../scripts/plan_budget.py"
+        in_worker("../scripts/plan_budget.py")
 
 
 rule robustness:
@@ -77,4 +77,4 @@ rule robustness:
             wildcards.qset, "judgements.parquet"
         ),
     script:
-        "../scripts/robustness.py"
+        in_worker("../scripts/robustness.py")

@@ -73,7 +73,7 @@ rule llm_agreement:
         resamples=EVALUATION["bootstrap_resamples"],
         seed=EVALUATION["seed"],
     script:
-        "../scripts/llm_agreement.py"
+        in_worker("../scripts/llm_agreement.py")
 
 
 rule llm_rewrite:

@@ -31,7 +31,7 @@ rule prepare_questions:
         lock=DATASET.get("lock", ""),
         audience=REPORT["audience"],
     script:
-        "../scripts/prepare_questions.py"
+        in_worker("../scripts/prepare_questions.py")
 
 
 # Everything that reads labels.parquet (qrels, hence evaluation and pages) waits for this check.
@@ -57,7 +57,7 @@ rule validate_labels:
     params:
         chunkers=LABEL_CHUNKERS,
     script:
-        "../scripts/validate_labels.py"
+        in_worker("../scripts/validate_labels.py")
 
 
 rule embed_queries:
@@ -86,7 +86,7 @@ rule embed_queries:
         cache=lambda wildcards: query_embedding_cache(wildcards.encoder),
         api_cache=API_EMBEDDING_CACHE,
     script:
-        "../scripts/embed_queries.py"
+        in_worker("../scripts/embed_queries.py", worker="model")
 
 
 # The qrels of every grain, in Parquet and as TREC files (so an exported run can be scored with trec_eval, ranx or
@@ -110,7 +110,7 @@ rule qrels:
         "../../environment.yml"
     threads: 1
     script:
-        "../scripts/qrels.py"
+        in_worker("../scripts/qrels.py")
 
 
 rule prepare_rewrites:
@@ -137,7 +137,7 @@ rule prepare_rewrites:
         ),
         lock=DATASET.get("lock", ""),
     script:
-        "../scripts/prepare_rewrites.py"
+        in_worker("../scripts/prepare_rewrites.py")
 
 
 rule embed_rewritten_queries:
@@ -166,4 +166,4 @@ rule embed_rewritten_queries:
         cache=lambda wildcards: query_embedding_cache(wildcards.encoder),
         api_cache=API_EMBEDDING_CACHE,
     script:
-        "../scripts/embed_queries.py"
+        in_worker("../scripts/embed_queries.py", worker="model")

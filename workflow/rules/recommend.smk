@@ -51,4 +51,4 @@ rule recommend:
             "target": abstention_target(config),
         },
     script:
-        "../scripts/recommend.py"
+        in_worker("../scripts/recommend.py")

@@ -19,4 +19,4 @@ rule study_table:
     params:
         plan=STUDY_PLAN,
     script:
-        "../scripts/study_table.py"
+        in_worker("../scripts/study_table.py")

@@ -3,6 +3,7 @@
 # shared both ways); workflow/rules/study.smk then builds one table over all of them.
 import yaml
 
+from rankbench.execution.local_run import end_local_run, start_local_run
 from rankbench.io.loaders import SCHEMA_FOLDER
 from rankbench.project.study import (
     MemberView,
@@ -45,6 +46,29 @@ for label, member in STUDY_MEMBERS.items():
         drafts=loaded.DRAFTS,
     )
 STUDY_PLAN = study_plan(config, CONFIG_SOURCE, STUDY_VIEWS)
+
+
+# The datasets' jobs run in the run's job workers as in a run of each alone (a module's own hooks are not the run's):
+# the model worker loads the slow libraries of every dataset's encoders.
+onstart:
+    start_local_run(
+        workflow,
+        sorted(
+            {
+                library
+                for member in STUDY_MODULES.values()
+                for library in globals()[member.module].WORKER_MODULES
+            }
+        ),
+    )
+
+
+onsuccess:
+    end_local_run()
+
+
+onerror:
+    end_local_run()
 STUDY_OUTPUTS = study_outputs(STUDY_PLAN["name"], STUDY_PLAN["metrics"])
 
 

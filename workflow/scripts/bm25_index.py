@@ -3,7 +3,7 @@ kernels into the dataset's cache here, once, so that its BM25 jobs load them ins
 
 from rankbench.execution.job_worker import hand_over
 
-hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+hand_over(snakemake, __file__)  # in the job worker its rule declares (in_worker), its libraries loaded
 
 import os
 

@@ -2,7 +2,7 @@
 
 from rankbench.execution.job_worker import hand_over
 
-hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+hand_over(snakemake, __file__)  # in the job worker its rule declares (in_worker), its libraries loaded
 
 import pandas as pd
 

@@ -4,7 +4,7 @@ new texts, and the log says what share that is."""
 
 from rankbench.execution.job_worker import hand_over
 
-hand_over(snakemake, __file__, models=True)  # in the run's model worker, its encoders' libraries loaded
+hand_over(snakemake, __file__)  # in the model worker its rule declares (in_worker), torch loaded
 
 import json
 import logging

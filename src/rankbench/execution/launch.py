@@ -21,6 +21,7 @@ from rankbench.execution.local_run import model_libraries, start_job_worker, sto
 from rankbench.execution.processes import descendants
 from rankbench.execution.run_lock import clear_stale_snakemake_locks, hold_run_lock
 from rankbench.execution.run_view import RunView
+from rankbench.execution.snakemake_adapter import unchecked_version
 
 # The package's workflow folder: src/rankbench/workflow links to the repository's workflow/, and the wheel ships it.
 SNAKEFILE = Path(__file__).resolve().parents[1] / "workflow" / "Snakefile"
@@ -143,10 +144,11 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
 def _start_workers_early(command: Sequence[str], args: Sequence[str], output: TextIO, lock: int) -> None:
     """Start the run's job workers (execution/local_run.py) now, so that the model worker loads torch while Snakemake
     starts and builds its DAG (~2 s; the encodings wait for it otherwise), and Snakemake's run takes them over.
-    Not for a run Snakemake may send elsewhere (a profile, an executor), nor when the config does not read. What
-    the workers print goes to `output`, Snakemake's log, as when Snakemake starts them; they hold the run's `lock`."""
-    if _given(args, _ELSEWHERE_OPTIONS) or os.environ.get("SNAKEMAKE_PROFILE"):
-        return
+    Not for a run Snakemake may send elsewhere (a profile, an executor), nor on a Snakemake the job worker was not
+    checked with (execution/snakemake_adapter.py), nor when the config does not read. What the workers print goes
+    to `output`, Snakemake's log, as when Snakemake starts them; they hold the run's `lock`."""
+    if _given(args, _ELSEWHERE_OPTIONS) or os.environ.get("SNAKEMAKE_PROFILE") or unchecked_version():
+        return  # (on a Snakemake the worker was not checked with, Snakemake's own start says so, once)
     from rankbench.io.config_file import load_config_file
 
     try:

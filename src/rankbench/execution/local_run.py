@@ -5,9 +5,7 @@ keeps Snakemake's own behaviour: every job its own process."""
 
 from __future__ import annotations
 
-import ast
 import contextlib
-import functools
 import gc
 import os
 import shutil
@@ -23,18 +21,28 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from rankbench.execution.job_worker import (
+    LIGHT_WORKER,
     MODEL_WORKER_LIBRARIES,
     WORKER_FOLDER_PREFIX,
     WORKER_VARIABLE,
+    WORKERS,
+    Launched,
+    declare_workers,
+    launch,
     model_worker_address,
-    needs_model_worker,
-    record_usage,
-    run_in_worker,
     running_jobs,
     serves_this_process,
-    worker_connection,
 )
 from rankbench.execution.processes import alive, ancestors, descendants
+from rankbench.execution.snakemake_adapter import (
+    CHECKED_VERSIONS,
+    ScriptJob,
+    launch_python_scripts_with,
+    rule_script_path,
+    runs_jobs_here,
+    stop_scheduler_polling,
+    unchecked_version,
+)
 
 # A Unix socket's path must fit in 108 bytes: a longer TMPDIR runs every job in its own process.
 _SOCKET_PATH_LIMIT = 100
@@ -52,31 +60,64 @@ _JOB_GRACE_SECONDS = 3.0
 _SNAKEMAKE_GRACE_SECONDS = 30.0
 # A worker folder with no worker listening in it, this old, is left from a run killed with its workers.
 _STALE_FOLDER_SECONDS = 60.0
+# The scripts whose rules declared a worker (in_worker), by real path: which worker.
+_declared: dict[str, str] = {}
 
 
 def start_local_run(workflow: Any, preload: Sequence[str] = ()) -> None:
     """At the start of a run that executes its jobs on this machine: stop the scheduler's polling, start the job
-    worker, and the model worker with the `preload` modules loaded (the libraries of the run's encoders)."""
-    settings = workflow.executor_plugin.common_settings
-    if settings.non_local_exec or settings.dryrun_exec or settings.touch_exec:
+    worker, and the model worker with the `preload` modules loaded (the libraries of the run's encoders), and have
+    Snakemake hand the scripts whose rules declared a worker (in_worker) to them. On a Snakemake the job worker was not
+    checked against (execution/snakemake_adapter.py), none of this: every job runs in its own process, and the run's
+    output says so once."""
+    version = unchecked_version()
+    if version is not None:
+        print(f"rankbench: warning: the job worker was not checked with Snakemake {version} (only with "
+              f"{', '.join(CHECKED_VERSIONS)}): every job runs in a process of its own", file=sys.stderr, flush=True)
+        os.environ[WORKER_VARIABLE] = "off"  # the jobs' own hand_over too (a worker `rankbench run` started idles)
+        return
+    if not runs_jobs_here(workflow):
         if os.environ.get(WORKER_VARIABLE, "off") != "off":  # one `rankbench run` started: not for cluster jobs
             del os.environ[WORKER_VARIABLE]
         return
     stop_scheduler_polling(workflow)
     stop_jobs_on_interrupt()
     start_job_worker(preload)
-    if os.environ.get(WORKER_VARIABLE, "off") != "off":
-        launch_scripts_in_worker()
+    address = os.environ.get(WORKER_VARIABLE, "off")
+    if address != "off":
+        declare_workers(address, _declared)
+        launch_python_scripts_with(_launch_script_job)
 
 
-def stop_scheduler_polling(workflow: Any) -> None:
-    """Drop Snakemake's limit of job starts per second, which is for submitting to a cluster: it re-arms a 1-second
-    re-evaluation at every scheduling pass, and those timers add up (one more chain per finished job), so the demo's
-    162 jobs made about 10,800 passes, each checking every ready job's inputs: a fifth of the run's CPU. Jobs run
-    here are limited by --cores alone; the scheduler wakes when one ends."""
-    scheduler = getattr(workflow, "scheduler", None)
-    if scheduler is not None and hasattr(scheduler, "job_rate_limiter"):
-        scheduler.job_rate_limiter = None
+def declare_script_worker(workflow: Any, script: str, worker: str = LIGHT_WORKER) -> str:
+    """A rule's declaration that a local run's job worker serves its script (`script: in_worker("x.py")` in the
+    rules, through workflow/rules/common.smk), the light jobs' one or, for a script that loads encoder or reranker
+    models, `worker="model"`: the model worker, when the run has one and the job's encoder needs it
+    (job_worker.needs_model_worker). The script's path, unchanged: Snakemake reads the rule as before. A script no
+    rule declares runs in its own process; one that talks to a library starting threads when imported (a database
+    client, a JVM) must not be declared."""
+    if worker not in WORKERS:
+        raise ValueError(f"in_worker({script!r}, worker={worker!r}): the worker is one of {', '.join(WORKERS)}")
+    path = rule_script_path(workflow, script)
+    if path is not None and _declared.setdefault(path, worker) != worker:
+        raise ValueError(f"{path} is declared for the {_declared[path]} worker by one rule and the {worker} worker "
+                         "by another: declare one")
+    return script
+
+
+def _launch_script_job(job: ScriptJob) -> Launched | None:
+    """Hand a Snakemake script job to the worker its rule declared, from the Snakemake thread that runs it, as its
+    own process would have run Snakemake's copy of the script (`fname`), and the job's CPU and memory then fill its
+    benchmark record (snakemake_adapter). None, having done nothing, for a script no rule declared, a job that must
+    keep its own process (a conda, container or module environment, not local), or no worker taking it. This saves
+    the job a Python process that only hands itself over (~0.11 CPU-s and ~0.1 s at every job)."""
+    worker = _declared.get(job.script)
+    if worker is None or not job.plain:
+        return None
+    return launch(worker, job.script, job.snakemake, cwd=os.getcwd(),
+                  env=job_environment(os.environ, job.threads, job.resources),
+                  path=[os.path.dirname(job.script), *sys.path], argv=[job.fname],
+                  usage_note="its benchmark file records the same")
 
 
 def stop_jobs_on_interrupt() -> None:
@@ -227,83 +268,6 @@ def stop_job_worker() -> None:
     _worker_folder = None
 
 
-def launch_scripts_in_worker() -> None:
-    """Have Snakemake's own process hand the scripts that hand over (`hand_over(snakemake, __file__)`) to the job
-    worker, instead of starting a Python process for each that only hands itself over (~0.11 CPU-s and ~0.1 s before
-    the job starts, at every job). Snakemake runs a local run's script jobs in threads of its process; this wraps its
-    Python script runner (snakemake.script.PythonScript, Snakemake 9), which still runs every other script (and these
-    ones, when no worker answers) as before. The job's benchmark record then holds the job's own CPU time and peak
-    memory."""
-    from snakemake.script import PythonScript
-
-    run_in_own_process = PythonScript.execute_script
-    if getattr(run_in_own_process, "launches_in_worker", False):
-        return
-
-    def execute_script(script_job: Any, fname: str, edit: bool = False) -> None:
-        if edit or not _launched_in_worker(script_job, fname):
-            run_in_own_process(script_job, fname, edit=edit)
-
-    execute_script.launches_in_worker = True  # type: ignore[attr-defined]
-    PythonScript.execute_script = execute_script
-
-
-def _launched_in_worker(script_job: Any, fname: str) -> bool:
-    """Run a Snakemake script job (snakemake.script.PythonScript) in the run's worker, as its own process would have
-    run it from the file `fname`, and fill its benchmark record; False, having done nothing, when it cannot be: not a
-    script that hands over, a script in a conda or container environment, or no worker answering."""
-    from snakemake.exceptions import WorkflowError
-    from snakemake.iocontainers import Snakemake
-
-    if script_job.conda_env or script_job.container_img or script_job.env_modules or not script_job.is_local:
-        return False
-    models = hand_over_models(script_job.source)
-    if models is None:
-        return False
-    snakemake = Snakemake(script_job.input, script_job.output, script_job.params, script_job.wildcards,
-                          script_job.threads, script_job.resources, script_job.log, script_job.config,
-                          script_job.rulename, script_job.bench_iteration,
-                          script_job.path.get_basedir().get_path_or_uri(secret_free=True))
-    connection = worker_connection(os.environ.get(WORKER_VARIABLE, ""), models and needs_model_worker(snakemake))
-    if connection is None:
-        return False
-    script = os.path.realpath(script_job.path.get_path_or_uri(secret_free=True))
-    started = time.time()
-    end = run_in_worker(connection, script, snakemake, cwd=os.getcwd(),
-                        env=job_environment(os.environ, script_job.threads, script_job.resources),
-                        path=[os.path.dirname(script), *sys.path], argv=[fname])
-    if end is None:  # the worker would not fork it (execution/job_worker.py: when a fork is safe)
-        return False
-    if end.status is None:
-        raise WorkflowError(f"rankbench: {end.failure()}")
-    if script_job.bench_record is not None:
-        _fill_benchmark(script_job.bench_record, time.time() - started, end.cpu_seconds, end.peak_kb)
-    if script_job.log:
-        record_usage(script_job.log[0], end.cpu_seconds, end.peak_kb, "its benchmark file records the same")
-    if end.status != 0:  # the error its own process gave: raised in Snakemake's shell, so no frame of ours is shown
-        if end.failure() and end.status < 0:
-            print(f"rankbench: {end.failure()}", file=sys.stderr, flush=True)
-        code = end.status if end.status > 0 else 128 - end.status
-        script_job._execute_cmd(": {fname:q}; exit {code}", fname=fname, code=code)
-    return True
-
-
-@functools.lru_cache(maxsize=256)
-def hand_over_models(source: str) -> bool | None:
-    """Whether a script hands over to the model worker (True) or the light jobs' (False), read off its top-level
-    `hand_over(snakemake, __file__, models=...)` call; None for a script that does not hand over."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
-    for node in tree.body:
-        call = node.value if isinstance(node, ast.Expr) else None
-        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "hand_over":
-            models = next((keyword.value for keyword in call.keywords if keyword.arg == "models"), None)
-            return isinstance(models, ast.Constant) and models.value is True
-    return None
-
-
 def job_environment(environment: Mapping[str, str], threads: int, resources: Mapping[str, Any]) -> dict[str, str]:
     """The environment Snakemake's shell gives a job: the run's, with the job's thread count for the numeric
     libraries and its tmpdir resource as the temporary folder."""
@@ -313,11 +277,3 @@ def job_environment(environment: Mapping[str, str], threads: int, resources: Map
         job.update(dict.fromkeys(_TMPDIR_VARIABLES, str(tmpdir)))
     return job
 
-
-def _fill_benchmark(record: Any, seconds: float, cpu_seconds: float, peak_kb: int) -> None:
-    """What the worker measured of a job, in its Snakemake benchmark record (the rest stays NA)."""
-    record.running_time = seconds
-    record.cpu_time = record.cpu_usage = cpu_seconds
-    record.max_rss = round(peak_kb / 1024, 2)
-    record.max_vms = record.max_uss = record.max_pss = record.io_in = record.io_out = "NA"
-    record.data_collected = True

@@ -31,7 +31,7 @@ rule bm25_index:
         backends=lambda wildcards: bm25_backends(wildcards.method),
         numba_cache=f"{R}/cache/numba",
     script:
-        "../../scripts/bm25_index.py"
+        in_worker("../../scripts/bm25_index.py")
 
 
 rule retrieve_bm25:
@@ -70,4 +70,4 @@ rule retrieve_bm25:
         ),
         numba_cache=f"{R}/cache/numba",
     script:
-        "../../scripts/retrieve_bm25.py"
+        in_worker("../../scripts/retrieve_bm25.py")

@@ -27,7 +27,7 @@ rule faiss_index:
     params:
         spec=lambda wildcards: FAISS_BUILDS[wildcards.index],
     script:
-        "../../scripts/faiss_index.py"
+        in_worker("../../scripts/faiss_index.py")
 
 
 rule retrieve_dense:
@@ -67,7 +67,7 @@ rule retrieve_dense:
             method_setting(METHOD_SPECS[wildcards.method], "filters")
         ),
     script:
-        "../../scripts/retrieve_dense.py"
+        in_worker("../../scripts/retrieve_dense.py")
 
 
 rule ann_recall:
@@ -100,7 +100,7 @@ rule ann_recall:
         ),
         ks=sorted(set(EVALUATION["ks"]) | {EVALUATION["depth"]}),
     script:
-        "../../scripts/ann_recall.py"
+        in_worker("../../scripts/ann_recall.py")
 
 
 # Index size against quality: each compressed dense index beside its float flat twin (only when a method compresses).
@@ -136,4 +136,4 @@ rule vector_size_page:
         indexes={m: dense_index(m).settings for m in vector_size_methods()},
         served={m: SERVED_FILES[m] for m in vector_size_methods()},
     script:
-        "../../scripts/vector_size_page.py"
+        in_worker("../../scripts/vector_size_page.py")

@@ -24,4 +24,4 @@ rule import_run:
         format=lambda wildcards: METHOD_SPECS[wildcards.method]["format"],
         depth=EVALUATION["depth"],
     script:
-        "../../scripts/import_run.py"
+        in_worker("../../scripts/import_run.py")

@@ -32,4 +32,4 @@ rule fuse:
         weights=lambda wildcards: METHOD_SPECS[wildcards.method].get("weights"),
         depth=EVALUATION["depth"],
     script:
-        "../../scripts/fuse.py"
+        in_worker("../../scripts/fuse.py")

@@ -25,4 +25,4 @@ rule rerank:
         depth=lambda wildcards: method_setting(METHOD_SPECS[wildcards.method], "depth"),
         scorer=lambda wildcards: scorer_spec(wildcards.method),
     script:
-        "../../scripts/rerank.py"
+        in_worker("../../scripts/rerank.py", worker="model")
