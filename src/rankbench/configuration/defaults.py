@@ -34,7 +34,7 @@ EVALUATION_DEFAULTS: dict[str, Any] = {
 }
 REPORT_DEFAULTS: dict[str, Any] = {
     "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",
-    "ci": False, "alpha": 0.05, "columns": [], "comparisons": "baseline", "audience": "all",
+    "ci": False, "alpha": 0.05, "columns": [], "comparisons": "baseline", "audience": "all", "min_group": 5,
 }
 # Thresholds of the "What to do" rules (analysis/decision.py; docs/concepts/report.md has the rule table). No latency
 # budget by default: the reranker rule then cites the cost and leaves the budget to the reader.
