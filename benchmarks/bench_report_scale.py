@@ -2,14 +2,16 @@
 breakdowns, evidence aggregate) on 15, 30 and 60 methods, printed as CPU seconds per method.
 
 Usage: PYTHONPATH=src .venv/bin/python benchmarks/bench_report_scale.py --results RESULTS/demo/v3
-                                                     [--methods 15 30 60] [--resamples 10000] [--all-pairs]
+                                                     [--methods 15 30 60] [--resamples 10000]
+                                                     [--pairs decided|all|both]
 
 RESULTS/demo/v3 is a finished demo run's version folder (`make run`, or a copy made by compare_outputs.py --keep):
 its per-question metrics of the 14 demo methods are the seed. A grid of N methods is made from them as a grid's
 siblings are: method i is demo method i mod 14 with the values of 10% of its questions (drawn with seed i) taken
 from another demo method, so the methods differ as a real grid's do, with the demo's questions, kinds, tags,
-metrics and evidence. `--all-pairs` adds the aggregate as it was before issue 53 (every pair at every metric) for
-comparison. CPU is this process's (time.process_time), so other jobs on the machine do not count.
+metrics and evidence. `--pairs all` times the aggregate as it was before issue 53 (every pair at every metric; the
+breakdowns as now), `both` the two. CPU is this process's (time.process_time): other jobs on the machine do not
+count.
 """
 
 from __future__ import annotations
@@ -72,7 +74,8 @@ def main() -> None:
     parser.add_argument("--results", type=Path, required=True, help="a finished demo run's results/demo/v3")
     parser.add_argument("--methods", type=int, nargs="+", default=[15, 30, 60])
     parser.add_argument("--resamples", type=int, default=10_000)
-    parser.add_argument("--all-pairs", action="store_true", help="also time every pair at every metric (before)")
+    parser.add_argument("--pairs", choices=("decided", "all", "both"), default="decided",
+                        help="the pairs the aggregate compares: at the metrics read (now), at every metric (before)")
     args = parser.parse_args()
     folder = args.results
     questions = pd.read_parquet(folder / "questions.parquet")
@@ -82,7 +85,7 @@ def main() -> None:
     print(f"demo v3: {len(metrics)} methods, {len(questions)} questions, {args.resamples:,} resamples")
     print("| pairs | methods | pair rows | aggregate CPU-s | tiers | breakdowns | evidence | total | per method |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for scope in (["decided", "all"] if args.all_pairs else ["decided"]):
+    for scope in (["decided", "all"] if args.pairs == "both" else [args.pairs]):
         for n in args.methods:
             per_query = grid(metrics, n)
             chunked = grid(evidence, n) if evidence else {}
