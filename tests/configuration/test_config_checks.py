@@ -620,6 +620,9 @@ START_CASES = {
     "binary codes of a dimension not a multiple of 8": (
         set_key("methods.dense.index", {"kind": "flat", "quantization": "binary", "dimensions": 100}),
         "methods.dense.index.dimensions", "need a multiple of 8"),
+    "centered binary codes of a dimension not a multiple of 8": (
+        set_key("methods.dense.index", {"kind": "flat", "quantization": "binary-centered", "dimensions": 100}),
+        "methods.dense.index.dimensions", "need a multiple of 8"),
     "margin at an unknown k": (set_key("evaluation.margin", {"ndcg@10": 0.02}), "evaluation.margin.ndcg@10",
                                "not in evaluation.ks"),
     "report column at an unknown k": (set_key("report.columns", ["ndcg@7"]), "report.columns", "not in evaluation.ks"),

@@ -12,7 +12,8 @@ import pytest
 from statsmodels.stats.multitest import multipletests
 
 from rankbench.evaluation.scoring import MAX_GROUPS, breakdown_aggregate, breakdown_groups, largest_groups
-from rankbench.report.comparison import breakdown_sections, kinds_not_applicable, plots_line
+from rankbench.report.breakdowns import breakdown_sections, kinds_not_applicable
+from rankbench.report.comparison import plots_line
 from rankbench.report.tables import group_order, group_tables, holm_within
 
 TAGS = ("billing", "login", "refund")
@@ -187,3 +188,35 @@ def test_the_per_kind_heatmap_shows_the_largest_kinds() -> None:
     figure = kind_heatmap(rows, "document", "ndcg", 10, "by kind")
     axis = figure.axes[0]
     assert len(axis.get_xticks()) == 1 + MAX_GROUPS and axis.get_title() == "by kind (the 30 largest of 40 kinds)"
+
+
+def test_groups_smaller_than_the_minimum_are_counted_not_tabled() -> None:
+    """Before: 27 questions gave 40 tag and difficulty tables of mostly one-question groups, each a column."""
+    per_query, questions = random_set(11, n=40)
+    questions["tags"] = [["billing"] if i < 30 else [f"rare{i}"] for i in range(40)]  # 10 one-question tags
+    table = breakdown_aggregate(per_query, questions, "d", "v1", n_resamples=200, seed=1, baseline="a")
+    aggregate = pd.DataFrame({"method": ["a", "b"], "grain": "document", "kind": "answerable", "metric": "ndcg",
+                              "k": 10})
+    text = "\n".join(breakdown_sections(aggregate, table, "document", [("ndcg", 10)], True, ["a", "b"], 0.05,
+                                        questions, minimum=5))
+    tag_table = text.split("### Per tag: nDCG@10")[1].split("###")[0]
+    header = next(line for line in tag_table.splitlines() if line.startswith("| method |"))
+    assert header.count("(n=") == 1 and "billing (n=30/30)" in header and "rare" not in header
+    assert "10 tags with fewer than 5 questions evaluated are counted, not tabled" in text
+    assert "rare30 (1), rare31 (1)" in text and "and 0 more" not in text
+    # every group tabled at a minimum of 1, as before
+    every = "\n".join(breakdown_sections(aggregate, table, "document", [("ndcg", 10)], True, ["a", "b"], 0.05,
+                                         questions))
+    assert "counted, not tabled" not in every and "rare39 (n=1/1)" in every
+
+
+def test_a_breakdown_of_small_groups_only_has_no_table_and_names_at_most_twelve() -> None:
+    per_query, questions = random_set(12, n=20)
+    questions["tags"] = [[f"t{i:02d}"] for i in range(20)]
+    table = breakdown_aggregate(per_query, questions, "d", "v1", n_resamples=200, seed=1, baseline="a")
+    aggregate = pd.DataFrame({"method": ["a"], "grain": "document", "kind": "answerable", "metric": "ndcg", "k": 10})
+    text = "\n".join(breakdown_sections(aggregate, table, "document", [("ndcg", 10)], True, ["a", "b"], 0.05,
+                                        questions, minimum=3))
+    assert "### Per tag:" not in text  # no table of no column
+    assert "20 tags with fewer than 3 questions evaluated are counted" in text and "and 8 more." in text
+    assert "1 difficulty with fewer than 3 questions evaluated is counted, not tabled" in text

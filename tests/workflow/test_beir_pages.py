@@ -68,8 +68,11 @@ def test_comparison_page_says_not_applicable_instead_of_empty_tables(beir: Path)
     assert "0/12 (0.00)" not in page and "| staff-only" not in page
     assert "Not applicable: every question is of one kind (beir)" in page
     assert "### Per question kind:" not in page and "On beir questions" not in page
-    assert "no question of this version has a `tags` field" in page and "### Per tag:" not in page
-    assert "no question of this version has a `difficulty` field" in page and "### Per difficulty:" not in page
+    breakdowns = (beir / BASE / "test/breakdowns.md").read_text()
+    assert "Not applicable: every question is of one kind (beir)" in breakdowns
+    assert "no question of this version has a `tags` field" in breakdowns and "### Per tag:" not in breakdowns
+    assert "no question of this version has a `difficulty` field" in breakdowns
+    assert "### Per difficulty:" not in breakdowns and "[breakdowns page](breakdowns.html)" in page
     assert "per-kind" not in page.split("## Findings")[1].split("##")[0]
     # One chunk per document: the chunk-grain table would repeat the document-grain one cell for cell.
     chunk_section = page.split("## All questions, chunk grain")[1].split("##")[0]

@@ -1,6 +1,7 @@
 """Breakdowns and report.audience on a real (BM25-only) run of the six-question mini fixture: a draft version whose
 questions carry tags and a difficulty gets tables per tag and per difficulty for every metric, byte-identical when
-rebuilt, and the report built for the public audience leaves the staff question out and says so at the top."""
+rebuilt (on the breakdowns page; the comparison page keeps the first headline metric per kind and links it), and
+the report built for the public audience leaves the staff question out and says so at the top."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from tests.workflow_helpers import copy_dataset, edit_config, snakemake
 
 pytestmark = pytest.mark.slow
 MINI = Path("tests/fixtures/mini")
-PAGE = Path("results/mini/v2/comparison.md")
+PAGE = Path("results/mini/v2/breakdowns.md")
+COMPARISON = Path("results/mini/v2/comparison.md")
 EXTRA = {"q1": (["returns"], "easy"), "q2": (["codes", "support"], "hard"), "q3": (["support"], "easy"),
          "q4": (["support"], "medium"), "q6": ([], "hard")}
 
@@ -23,7 +25,8 @@ def with_breakdowns(config: dict, audience: str = "all") -> None:
     config["qsets"]["v2"] = {"path": str(MINI / "questions" / "v2.jsonl"), "draft": True}
     config["methods"] = {"bm25": {"type": "bm25"}, "bm25-flat": {"type": "bm25", "k1": 0.5, "b": 0.2}}
     config["evaluation"]["baseline"] = "bm25"
-    config["report"] = {"ci": True, "audience": audience}
+    # groups of one or two questions: tabled here only with min_group 1 (the default, 5, counts them in a line)
+    config["report"] = {"ci": True, "audience": audience, "min_group": 1}
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +41,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (workdir / MINI / "questions" / "v2.jsonl").write_text("\n".join(lines) + "\n")
     edit_config(workdir, with_breakdowns, "all.yaml")
     edit_config(workdir, lambda config: with_breakdowns(config, "public"), "public.yaml")
-    result = snakemake(workdir, "--cores", "2", str(PAGE), configfile="all.yaml")
+    result = snakemake(workdir, "--cores", "2", str(PAGE), str(COMPARISON), configfile="all.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir
 
@@ -56,16 +59,19 @@ def test_every_metric_per_kind_tag_and_difficulty_and_rebuilt_byte_identical(wor
     tag_table = breakdowns.split("### Per tag: nDCG@5")[1].split("###")[0]
     assert "| codes (n=1/1) | returns (n=1/1) | support (n=3/3) |" in tag_table  # q2 counts under both its tags
     assert "| easy (n=2/2) | medium (n=1/1) | hard (n=2/2) |" in breakdowns.split("### Per difficulty: nDCG@5")[1]
-    assert "Audience" not in page.split("## ")[0]
+    assert "Audience" not in (workdir / COMPARISON).read_text().split("## ")[0]
+    comparison = (workdir / COMPARISON).read_text()
+    assert "### Per tag" not in comparison and "[breakdowns page](breakdowns.html)" in comparison
+    assert "### Per question kind: hit@1" in comparison and "### Per question kind: nDCG@5" not in comparison
     assert snakemake(workdir, "--cores", "1", "--forcerun", "aggregate", str(PAGE),
                      configfile="all.yaml").returncode == 0
     assert without_date((workdir / PAGE).read_text()) == without_date(page)
 
 
 def test_the_public_report_leaves_the_staff_question_out_and_says_so(workdir: Path) -> None:
-    result = snakemake(workdir, "--cores", "2", str(PAGE), configfile="public.yaml")
+    result = snakemake(workdir, "--cores", "2", str(PAGE), str(COMPARISON), configfile="public.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     page = (workdir / PAGE).read_text()
-    assert page.split("## ")[0].count("**Audience: public**") == 1
+    assert (workdir / COMPARISON).read_text().split("## ")[0].count("**Audience: public**") == 1
     assert json.loads((workdir / "results/mini/v2/qset.json").read_text())["audience"] == "public"
     assert "medium" not in page.split("## Breakdowns")[1].split("\n## ")[0]  # q4, the staff question, is medium

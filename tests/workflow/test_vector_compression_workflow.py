@@ -17,6 +17,8 @@ METHODS = {
     "dense-int8": {"type": "dense", "encoder": "minilm", "index": {"kind": "flat", "quantization": "int8"}},
     "dense-binary-rescored": {"type": "dense", "encoder": "minilm",
                               "index": {"kind": "flat", "quantization": "binary", "rescore": 100}},
+    "dense-centered": {"type": "dense", "encoder": "minilm",
+                       "index": {"kind": "flat", "quantization": "binary-centered"}},
     "dense-pq": {"type": "dense", "encoder": "minilm", "index": {"kind": "flat", "quantization": "pq", "pq_m": 48,
                                                                  "pq_nbits": 2}},
 }
@@ -30,7 +32,7 @@ def workdir(tmp_path_factory) -> Path:
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     jobs = planned_jobs(workdir)
     # one embedding pass per (chunker, encoder), whatever the compressions; one index per compression
-    assert jobs["embed_corpus"] == 1 and jobs["merge_embeddings"] == 1 and jobs["faiss_index"] == 5, jobs
+    assert jobs["embed_corpus"] == 1 and jobs["merge_embeddings"] == 1 and jobs["faiss_index"] == 6, jobs
     result = snakemake(workdir, "--cores", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir
@@ -40,11 +42,13 @@ def test_every_compression_is_built_from_one_embedding_pass_and_records_its_size
     corpus = workdir / "results" / "mini" / "corpus" / "sections"
     assert len(list((corpus / "embeddings").glob("minilm*.npy"))) == 1
     stats = {path.stem: json.loads(path.read_text()) for path in (corpus / "faiss" / "minilm").glob("*.json")}
-    assert set(stats) == {"flat", "flat-d128", "flat-int8", "flat-binary", "flat-pq48x2"}
+    assert set(stats) == {"flat", "flat-d128", "flat-int8", "flat-binary", "flat-binary-centered", "flat-pq48x2"}
     for name, record in stats.items():
         assert record["bytes"] == (corpus / "faiss" / "minilm" / f"{name}.faiss").stat().st_size
     assert stats["flat"]["dimensions"] == 384 and stats["flat-d128"]["dimensions"] == 128
     assert stats["flat-binary"]["bytes"] < stats["flat-int8"]["bytes"] < stats["flat"]["bytes"]
+    # the centered codes carry their mean: one float32 a dimension more than the plain codes, and a header
+    assert 0 < stats["flat-binary-centered"]["bytes"] - stats["flat-binary"]["bytes"] - 4 * 384 <= 64
 
 
 def test_rescoring_deeper_than_the_corpus_ranks_as_flat(workdir: Path) -> None:
@@ -70,9 +74,10 @@ def test_the_vector_size_and_cost_pages_show_each_index_against_its_float_twin(w
     pages = workdir / "results" / "mini" / "v1"
     page = (pages / "vector-size.md").read_text()
     rows = [line for line in page.splitlines() if line.startswith("| dense")]
-    assert [row.split(" | ")[0] for row in rows] == ["| dense", "| dense-binary-rescored", "| dense-d128",
-                                                     "| dense-int8", "| dense-pq"]
+    assert [row.split(" | ")[0] for row in rows] == ["| dense", "| dense-binary-rescored", "| dense-centered",
+                                                     "| dense-d128", "| dense-int8", "| dense-pq"]
     assert all(" | dense | " in row for row in rows[1:]) and "(itself)" in rows[0]
+    assert " | binary-centered | " in rows[2]
     assert "vector-size.html" in (workdir / "results" / "mini" / "index.html").read_text()
 
 

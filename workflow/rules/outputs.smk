@@ -9,9 +9,10 @@ HOW_SURE_PAGES = ("budget", "robustness")
 def index_pages():
     """Each version's pages and plots the index links: the comparison alone in a quick run."""
     if QUICK:
-        return ["comparison.html"]
+        return ["comparison.html", "breakdowns.html"]
     return [
         "comparison.html",
+        "breakdowns.html",
         "explorer.html",
         "failures.html",
         *[f"{page}.html" for page in HOW_SURE_PAGES],
@@ -31,7 +32,13 @@ def quick_outputs():
     return [
         f"{R}/{qset}/{name}"
         for qset in QSETS
-        for name in ("aggregate.parquet", "comparison.md", "comparison.html", "recommended.yaml")
+        for name in (
+            "aggregate.parquet",
+            "comparison.md",
+            "comparison.html",
+            "recommended.yaml",
+            "breakdowns.html",
+        )
     ] + [f"{R}/index.html"]
 
 
@@ -71,6 +78,7 @@ def all_outputs():
             f"{R}/{qset}/aggregate.parquet",
             f"{R}/{qset}/comparison.md",
             f"{R}/{qset}/recommended.yaml",
+            f"{R}/{qset}/breakdowns.md",
             f"{R}/{qset}/cost.md",
             f"{R}/{qset}/leaks.parquet",
         ]

@@ -1,4 +1,5 @@
-"""The tidy aggregate of one question-set version (one row per method, grain, kind, metric, k), all pairs, the
+"""The tidy aggregate of one question-set version (one row per method, grain, kind, metric, k), the pairs (every
+pair at the headline and margin metrics, the pairs with the baseline elsewhere), the
 tiers and rank intervals of the headline metrics, the same per tag and per difficulty (breakdowns), the leak
 summary (method × leak type × k: mean leaked chunks per question and questions with at least one leak), and the
 evidence-grain aggregate (evidence.parquet: the same means, CIs and Holm-corrected tests against the baseline, over
@@ -20,9 +21,14 @@ def main(snakemake):
     params = snakemake.params
     per_query = {method: pd.read_parquet(path) for method, path in zip(params.methods, snakemake.input.metrics)}
     questions = pd.read_parquet(snakemake.input.questions)
+    margins = {(metric, int(k)): delta for metric, k, delta in params.margins}
+    # every pair where a page or a decision reads pairs (headline: tiers, findings, "What to do", marks; margins:
+    # the frontier); elsewhere the pairs with the baseline (the tables' marks), so the pairs grow with the methods
+    # times the few metrics read, not with every metric
+    decided = {(metric, int(k)) for metric, k in params.headline} | set(margins)
     table, pairs = aggregate(per_query, questions, params.dataset, snakemake.wildcards.qset,
                              n_resamples=params.resamples, seed=params.seed, baseline=params.baseline,
-                             margins={(metric, int(k)): delta for metric, k, delta in params.margins})
+                             margins=margins, every_pair=decided)
     tiers = tier_table(per_query, table, pairs, [tuple(item) for item in params.headline], params.alpha,
                        n_resamples=params.resamples, seed=params.seed)
     tiers = tiers.assign(dataset=params.dataset, qset=snakemake.wildcards.qset)[TIERS_COLUMNS]
@@ -35,7 +41,7 @@ def main(snakemake):
     evidence = {method: frame for method, path in zip(params.chunk_methods, snakemake.input.evidence, strict=True)
                 if len(frame := pd.read_parquet(path))}
     write_parquet(aggregate(evidence, questions, params.dataset, snakemake.wildcards.qset, n_resamples=params.resamples,
-                            seed=params.seed, baseline=params.baseline)[0] if evidence
+                            seed=params.seed, baseline=params.baseline, every_pair=())[0] if evidence
                   else pd.DataFrame(columns=AGGREGATE_COLUMNS), snakemake.output.evidence)
     leaks = {method: pd.read_parquet(path) for method, path in zip(params.methods, snakemake.input.leaks)}
     write_parquet(leak_summary(leaks), snakemake.output.leaks)

@@ -52,7 +52,7 @@ def page_inputs(snakemake) -> ComparisonInputs:
         aggregate=pd.read_parquet(given.aggregate), pairs=pd.read_parquet(given.pairs),
         questions=pd.read_parquet(given.questions), manifest=json.loads(Path(given.manifest).read_text()),
         dataset=p.dataset, evaluation=p.evaluation, report=p.report, validation=validation,
-        config_json=p.config_json, effective_config=Path(given.effective_config).read_text(),
+        config_json=p.config_json,
         config_sha256=p.config_sha256, date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         method_types=p.method_types, leaks=pd.read_parquet(given.leaks),
         staff_documents=int((documents["audience"] == "staff").sum()), degraded=degraded,

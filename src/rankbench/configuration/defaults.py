@@ -16,6 +16,7 @@ import yaml
 
 from rankbench.corpus.chunking import ChunkerSpec, chunker_settings
 from rankbench.llm.chat import BACKEND_DEFAULTS
+from rankbench.report.breakdowns import MIN_GROUP
 from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.kinds import encoder_kind
 from rankbench.retrieval.registry import METHOD_TYPES, hook, method_defaults, method_type
@@ -35,6 +36,7 @@ EVALUATION_DEFAULTS: dict[str, Any] = {
 REPORT_DEFAULTS: dict[str, Any] = {
     "grain": "document", "headline": ["ndcg@10", "rr@10", "recall@10", "hit@1"], "plot_metric": "rr@10",
     "ci": False, "alpha": 0.05, "columns": [], "comparisons": "baseline", "audience": "all",
+    "min_group": MIN_GROUP,
 }
 # Thresholds of the "What to do" rules (analysis/decision.py; docs/concepts/report.md has the rule table). No latency
 # budget by default: the reranker rule then cites the cost and leaves the budget to the reader.

@@ -15,6 +15,7 @@ from typing import Any
 from rankbench.errors import InputError
 from rankbench.io.files import parquet_metadata
 from rankbench.redaction import redact
+from rankbench.retrieval.dense import BINARY_QUANTIZATIONS
 from rankbench.retrieval.encoders.base import PACKAGED_MODELS, resolve_model_path
 from rankbench.retrieval.encoders.hub import (
     cached_revisions,
@@ -138,7 +139,7 @@ def check_index_dimensions(config: Mapping[str, Any], commits: Mapping[str, str 
             raise InputError(source, f"methods.{name}.index.pq_m", f"is {index.get('pq_m', 8)}, which does not "
                              f"divide the {kept} dimensions the index keeps",
                              f"Pick pq_m among the divisors of {kept} (e.g. {_divisors(kept)}).")
-        if index.get("quantization") == "binary" and kept % 8:
+        if index.get("quantization") in BINARY_QUANTIZATIONS and kept % 8:
             raise InputError(source, f"methods.{name}.index.dimensions", f"keeps {kept} dimensions; binary codes "
                              "need a multiple of 8", f"Set `dimensions: {kept - kept % 8 or 8}`.")
 

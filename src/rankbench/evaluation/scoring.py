@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -178,8 +178,8 @@ def _margin_tests(differences: np.ndarray, margins: np.ndarray) -> dict[str, np.
 
 
 def summarize(per_query: pd.DataFrame, by: Sequence[str], baseline: str | None, n_resamples: int = 10_000,
-              seed: int = 0, margins: Mapping[tuple[str, int], float] | None = None
-              ) -> tuple[pd.DataFrame, pd.DataFrame]:
+              seed: int = 0, margins: Mapping[tuple[str, int], float] | None = None,
+              every_pair: Collection[tuple[str, int]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Means with bootstrap CIs, and every pair of methods compared, per (by..., metric, k) of a long table.
 
     ``per_query`` has columns method, qid, metric, k, value and the ``by`` columns. Returns the summary (one row
@@ -188,6 +188,11 @@ def summarize(per_query: pd.DataFrame, by: Sequence[str], baseline: str | None, 
     A pair is compared on the questions both methods evaluate; resamples depend on the seed and the questions
     only, so all pairs over the same questions are computed in one vectorized call. ``margins`` maps a (metric, k) to
     its non-inferiority margin δ (MARGIN_COLUMNS; NaN for the others).
+
+    ``every_pair``: the (metric, k) at which every pair of methods is compared (None: every metric); at the others
+    only the pairs with the baseline are (what the baseline columns read). Each pair is a paired test with its
+    bootstrap, so all pairs at every metric grow with the square of the methods: a 20-method grid spent more in
+    them than in its retrieval, for pairs no page reads.
     """
     margins = margins or {}
     means, pairs = [], []
@@ -211,22 +216,34 @@ def summarize(per_query: pd.DataFrame, by: Sequence[str], baseline: str | None, 
         pair_list = method_pairs(methods, baseline if baseline in methods else None)
         index = {name: i for i, name in enumerate(methods)}
         common = {p: present[index[p[0]]] & present[index[p[1]]] for p in pair_list}
+        every_row = np.arange(len(metric_index))
+        pair_rows = every_row if every_pair is None else np.flatnonzero(
+            [(m, int(k)) in every_pair for m, k in metric_index])
         for mask, members in _batches(common):
-            a = np.concatenate([cube[index[x]][:, mask] for x, _, _ in members])
-            b = np.concatenate([cube[index[y]][:, mask] for _, y, _ in members])
-            result = paired_comparison(a, b, n_resamples=n_resamples, seed=seed)
-            n_rows = len(metric_index)
-            result.update(_margin_tests(a - b, np.tile([margins.get((m, int(k)), np.nan) for m, k in metric_index],
-                                                       len(members))))
-            pairs.append(pd.DataFrame({
-                **labels,
-                "metric": np.tile(metric_index.get_level_values(0), len(members)),
-                "k": np.tile(metric_index.get_level_values(1), len(members)),
-                "method_a": np.repeat([x for x, _, _ in members], n_rows),
-                "method_b": np.repeat([y for _, y, _ in members], n_rows),
-                "mean_a": a.mean(axis=1), "mean_b": b.mean(axis=1), **result, "n": int(mask.sum()),
-                "is_baseline_pair": np.repeat([flag for _, _, flag in members], n_rows),
-            }))
+            frames = []
+            with_baseline = [pair for pair in members if pair[2]]
+            others = [pair for pair in members if not pair[2]]
+            for rows, group in ((every_row, with_baseline), (pair_rows, others)):
+                if not group or not len(rows):
+                    continue
+                cut = metric_index[rows]
+                a = np.concatenate([cube[index[x]][rows][:, mask] for x, _, _ in group])
+                b = np.concatenate([cube[index[y]][rows][:, mask] for _, y, _ in group])
+                result = paired_comparison(a, b, n_resamples=n_resamples, seed=seed)
+                result.update(_margin_tests(a - b, np.tile([margins.get((m, int(k)), np.nan) for m, k in cut],
+                                                           len(group))))
+                frames.append(pd.DataFrame({
+                    **labels,
+                    "metric": np.tile(cut.get_level_values(0), len(group)),
+                    "k": np.tile(cut.get_level_values(1), len(group)),
+                    "method_a": np.repeat([x for x, _, _ in group], len(rows)),
+                    "method_b": np.repeat([y for _, y, _ in group], len(rows)),
+                    "mean_a": a.mean(axis=1), "mean_b": b.mean(axis=1), **result, "n": int(mask.sum()),
+                    "is_baseline_pair": np.repeat([flag for _, _, flag in group], len(rows)),
+                    "order": np.repeat([members.index(pair) for pair in group], len(rows)),
+                }))
+            if frames:  # the batch's pairs in their order (method_pairs'), whichever metrics each is compared at
+                pairs.append(pd.concat(frames, ignore_index=True).sort_values("order", kind="stable"))
     summary = pd.concat(means, ignore_index=True) if means else pd.DataFrame(columns=["method"] + keys)
     pair_table = (pd.concat(pairs, ignore_index=True) if pairs
                   else pd.DataFrame(columns=keys + list(COMPARISON_COLUMNS) + MARGIN_COLUMNS))
@@ -253,14 +270,17 @@ def _batches(masks: Mapping[Any, np.ndarray]) -> list[tuple[np.ndarray, list]]:
 
 def aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.DataFrame, dataset: str, qset: str,
               n_resamples: int = 10_000, seed: int = 0, baseline: str | None = None,
-              margins: Mapping[tuple[str, int], float] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The tidy aggregate (AGGREGATE_COLUMNS) and all pairs of methods (PAIRS_COLUMNS, with the margin tests of the
-    metrics `margins` names), per (grain, kind incl. 'all')."""
+              margins: Mapping[tuple[str, int], float] | None = None,
+              every_pair: Collection[tuple[str, int]] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The tidy aggregate (AGGREGATE_COLUMNS) and the pairs of methods (PAIRS_COLUMNS, with the margin tests of the
+    metrics `margins` names), per (grain, kind incl. 'all'): every pair at the (metric, k) of `every_pair` (None:
+    at every metric), the pairs with the baseline at the others (summarize)."""
     kind_sizes = questions["kind"].value_counts().to_dict()
     kind_sizes[ALL_KINDS] = len(questions)
     long = pd.concat([frame.assign(method=method) for method, frame in sorted(per_query.items())], ignore_index=True)
     long = pd.concat([long.assign(kind=ALL_KINDS), long], ignore_index=True)
-    summary, pairs = summarize(long, ["grain", "kind"], baseline, n_resamples=n_resamples, seed=seed, margins=margins)
+    summary, pairs = summarize(long, ["grain", "kind"], baseline, n_resamples=n_resamples, seed=seed, margins=margins,
+                               every_pair=every_pair)
     summary = summary.assign(dataset=dataset, qset=qset,
                              n_excluded=summary["kind"].map(kind_sizes).fillna(0).astype(np.int64) - summary["n"])
     return summary[AGGREGATE_COLUMNS], pairs.assign(dataset=dataset, qset=qset)[PAIRS_COLUMNS]
@@ -305,7 +325,9 @@ def breakdown_aggregate(per_query: Mapping[str, pd.DataFrame], questions: pd.Dat
     groups = groups[pd.MultiIndex.from_frame(groups[["breakdown", "group"]]).isin(shown)]
     long = pd.concat([frame.drop(columns="kind").assign(method=method) for method, frame in sorted(per_query.items())],
                      ignore_index=True).merge(groups.rename(columns={"group": "kind"}), on="qid")
-    summary, _ = summarize(long, ["breakdown", "grain", "kind"], baseline, n_resamples=n_resamples, seed=seed)
+    # the baseline columns only: no pair but those with the baseline is read
+    summary, _ = summarize(long, ["breakdown", "grain", "kind"], baseline, n_resamples=n_resamples, seed=seed,
+                           every_pair=())
     sizes = groups.groupby(["breakdown", "group"]).size()
     n_all = [int(sizes.get((b, g), 0)) for b, g in zip(summary["breakdown"], summary["kind"])]
     summary = summary.assign(dataset=dataset, qset=qset, n_excluded=np.asarray(n_all, dtype=np.int64) - summary["n"])

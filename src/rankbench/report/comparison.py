@@ -14,11 +14,12 @@ import pandas as pd
 
 from rankbench.analysis.frontier import cheapest_as_good
 from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
-from rankbench.evaluation.scoring import ALL_KINDS, MAX_GROUPS, breakdown_groups, largest_groups, question_kinds
+from rankbench.evaluation.scoring import ALL_KINDS, question_kinds
 from rankbench.io.audience import audience_line
 from rankbench.io.markdown import markdown_grid, markdown_literal
+from rankbench.report.breakdowns import MIN_GROUP, kind_section
 from rankbench.report.chunking import chunking_section
-from rankbench.report.decision import decision_lines
+from rankbench.report.decision import answer_lines, decision_lines, what_to_do_lines
 from rankbench.report.findings import findings
 from rankbench.report.headline_marks import (
     comparison_family,
@@ -30,11 +31,9 @@ from rankbench.report.headline_marks import (
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.run_pages import with_section
 from rankbench.report.tables import (
-    GROUP_LEGEND,
     POLLUTION_LEGEND,
     TIERS_LEGEND,
     csv_table,
-    group_tables,
     latex_table,
     legend,
     marked,
@@ -291,7 +290,6 @@ class ComparisonInputs:
     """Everything the comparison page of one version shows, read from its rule's inputs and params
     (workflow/scripts/comparison_table.py).
 
-    effective_config: the config as the run used it (every default filled in, grids expanded), as YAML.
     staff_documents: staff-only documents in the corpus (none: the staff leak cannot happen).
     judged: the config's LLM judge grades this version; judge_agreement: its agreement table (llm/agreement.parquet)
     once the `llm` target has run. how_sure: the budget's and the robustness pages' sentences for the findings;
@@ -320,7 +318,6 @@ class ComparisonInputs:
     report: Mapping[str, Any]
     validation: str
     config_json: str
-    effective_config: str
     config_sha256: str
     date: str
     method_types: Mapping[str, str]
@@ -424,7 +421,7 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         f"excluded (no relevant label, counted apart): {asked - evaluated}",
         f"{DATE_PREFIX}{inputs.date}",
         f"- config: sha256 `{inputs.config_sha256}` (the config as written; the effective config, every default "
-        "filled in, is at the end of this page)",
+        "filled in, is linked at the end of this page)",
         *models_lines(inputs.models or {}),
         *software_lines(inputs.software or {}, inputs.commit),
     ]
@@ -445,9 +442,10 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "[explorer.html](explorer.html)",
         *([] if inputs.quick else [plots_line(aggregate)]),
         "",
+        *answer_lines(aggregate, inputs.pairs, grain, headline, alpha),
         *(["## Recommended configuration", "", inputs.recommended.rstrip("\n"), ""] if inputs.recommended else []),
-        *decision_lines(aggregate, inputs.pairs, grain, headline, alpha, inputs.method_types,
-                        inputs.method_inputs or {}, inputs.decision or {}, abstention=inputs.abstention),
+        *what_to_do_lines(aggregate, inputs.pairs, grain, headline, alpha, inputs.method_types,
+                          inputs.method_inputs or {}, inputs.decision or {}, abstention=inputs.abstention),
     ]
     lines += [
         f"## Headline ({grain} grain, all questions)",
@@ -504,81 +502,16 @@ def comparison_page(inputs: ComparisonInputs) -> str:
     lines += chunking_section(inputs.evidence if inputs.evidence is not None else pd.DataFrame(),
                               inputs.evidence_scored, inputs.evidence_others, inputs.chunkers or {}, ks, ci, alpha,
                               baseline, inputs.tokenizer)
-    at_grain = set(aggregate.loc[aggregate["grain"] == grain, ["metric", "k"]].itertuples(index=False, name=None))
-    lines += breakdown_sections(aggregate, inputs.breakdowns, grain, [(m, k) for m, k in full if (m, k) in at_grain],
-                                ci, methods, alpha, inputs.questions)
+    lines += kind_section(aggregate, grain, headline[0], ci, methods, alpha, inputs.questions,
+                          int(inputs.report.get("min_group", MIN_GROUP)))
     lines += ["## Labels", "", *labels_section(inputs.validation)]
     if inputs.judged:
         lines += judge_section(inputs.judge_agreement)
     lines += ["## Provenance", "", *provenance, ""]
-    lines += ["## Effective config", "", "The config as this run used it: every default filled in, grids expanded "
-              "(also in [effective-config.yaml](effective-config.yaml)).", "", "```yaml",
-              inputs.effective_config.rstrip("\n"),
-              "```", ""]
+    # the file, not the 250 lines of the demo's on the page: the page stays short enough to read
+    lines += ["## Effective config", "", "The config as this run used it, every default filled in and grids expanded: "
+              "[effective-config.yaml](effective-config.yaml).", ""]
     return "\n".join(lines)
-
-
-def kinds_not_applicable(evaluated: Sequence[str], asked: Mapping[str, int]) -> str:
-    """Why the per-kind breakdown is absent, true in every case: the kinds with a metric (`evaluated`: fewer than
-    two) against the kinds of every question of the version (`asked`: kind -> questions), where unanswerable
-    questions (no relevant label, no metric) count too."""
-    others = {kind: n for kind, n in sorted(asked.items()) if kind not in evaluated}
-    apart = "; ".join(f"{n} {markdown_literal(kind)} question{'s' if n != 1 else ''}" for kind, n in others.items())
-    hint = "a native question set gives its questions a `kind` (answerable, unanswerable, …)."
-    if not evaluated:
-        return f"Not applicable: no question has a relevant label, so no kind has a metric ({apart or 'no question'})."
-    if not others:
-        return f"Not applicable: every question is of one kind ({markdown_literal(evaluated[0])}); {hint}"
-    return (f"Not applicable: every evaluated question (with a relevant label) is of one kind "
-            f"({markdown_literal(evaluated[0])}); the other questions have no relevant label, so no metric is "
-            f"computed on them ({apart}).")
-
-
-def breakdown_sections(aggregate: pd.DataFrame, breakdowns: pd.DataFrame | None, grain: str,
-                       metrics: Sequence[tuple[str, int]], ci: bool, methods: Sequence[str], alpha: float,
-                       questions: pd.DataFrame | None = None) -> list[str]:
-    """Every metric per question kind, per tag and per difficulty (report.tables.group_tables), or a line saying
-    why a breakdown is absent (one evaluated kind only, naming the questions of other kinds, e.g. unanswerable ones,
-    that have no metric; no tags or difficulty on the questions)."""
-    lines = ["## Breakdowns", "", GROUP_LEGEND.format(grain=grain), ""]
-    kinds = question_kinds(aggregate)
-    if len(kinds) < 2:
-        asked = questions["kind"].value_counts().to_dict() if questions is not None else dict.fromkeys(kinds, 1)
-        lines += ["### Per question kind", "", kinds_not_applicable(kinds, asked), ""]
-    else:
-        per_kind = aggregate[aggregate["kind"] != ALL_KINDS]
-        sizes = (per_kind["n"] + per_kind["n_excluded"]).groupby(per_kind["kind"]).max()
-        lines += capped_line("question kinds", {str(kind): int(n) for kind, n in sizes.items()},
-                             "`aggregate.parquet` has every kind")
-        lines += group_tables(per_kind, grain, metrics, ci, methods, alpha, "Per question kind")
-    every_group = breakdown_groups(questions) if questions is not None else None
-    for field, heading in (("tags", "Per tag"), ("difficulty", "Per difficulty")):
-        rows = breakdowns[breakdowns["breakdown"] == field] if breakdowns is not None else None
-        if rows is None or not len(rows):
-            lines += [f"### {heading}", "", f"Not applicable: no question of this version has a `{field}` field "
-                      "(BEIR and TREC question sets carry none; a native version may give them, see "
-                      "docs/reference/data-formats.md).", ""]
-        else:
-            if every_group is not None:
-                lines += capped_line("tags" if field == "tags" else "difficulties", every_group.loc[
-                    every_group["breakdown"] == field, "group"].astype(str).value_counts().to_dict(),
-                    "nor computed: `breakdowns.parquet` holds the groups shown")
-            lines += group_tables(rows, grain, metrics, ci, methods, alpha, heading)
-    return lines
-
-
-def capped_line(what: str, sizes: Mapping[str, int], kept: str) -> list[str]:
-    """The line before a breakdown holding more than MAX_GROUPS groups (group -> questions): how many there are, that
-    the largest are shown (scoring.largest_groups), how large the others are and where they are (`kept`); nothing
-    when every group is shown."""
-    if len(sizes) <= MAX_GROUPS:
-        return []
-    shown = set(largest_groups(sizes))
-    largest_left = max(n for group, n in sizes.items() if group not in shown)
-    return [f"{len(sizes):,} {what}: the {MAX_GROUPS} with the most questions are shown (ties by name); the other "
-            f"{len(sizes) - MAX_GROUPS:,} hold at most {largest_left} question{'s' if largest_left != 1 else ''} "
-            f"each and are left out of these tables ({kept}; a table of so many columns is not read, and every group "
-            "costs its own bootstrap).", ""]
 
 
 GRAIN_NAMES = {"document": "document grain (ranked chunks collapsed to their documents' first chunk)",

@@ -151,11 +151,28 @@ def decision_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, hea
     """"The answer" and "What to do" sections (Markdown lines, headings of `level`) on the first headline metric;
     `abstention` (zone_table's rows) adds the abstention rule of each method with zones; `links` is the version
     folder the sibling pages are linked from ("" on the version's own pages)."""
+    return (answer_lines(aggregate, pairs, grain, headline, alpha, level, links)
+            + what_to_do_lines(aggregate, pairs, grain, headline, alpha, types, inputs, settings, cost, level,
+                               abstention, links))
+
+
+def answer_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
+                 alpha: float, level: int = 2, links: str = "") -> list[str]:
+    """"The answer" section alone (decision_lines): what the comparison page shows first."""
+    metric, k = headline[0]
+    answer = verdict(aggregate, pairs, grain, metric, k, alpha)
+    return [f"{'#' * level} The answer ({metric_label(metric, k)}, {grain} grain, all questions)", "",
+            verdict_text(answer, links), ""]
+
+
+def what_to_do_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
+                     alpha: float, types: Mapping[str, str], inputs: Mapping[str, Sequence[str]],
+                     settings: Mapping[str, Any], cost: Mapping[str, Mapping[str, float]] | None = None,
+                     level: int = 2, abstention: pd.DataFrame | None = None, links: str = "") -> list[str]:
+    """"What to do" section alone (decision_lines)."""
     metric, k = headline[0]
     label = metric_label(metric, k)
-    answer = verdict(aggregate, pairs, grain, metric, k, alpha)
-    lines = [f"{'#' * level} The answer ({label}, {grain} grain, all questions)", "", verdict_text(answer, links), "",
-             f"{'#' * level} What to do", ""]
+    lines = [f"{'#' * level} What to do", ""]
     rules = advice(aggregate, pairs, grain, metric, k, alpha, types, inputs, settings)
     lines += [f"- {_rule_line(item, label, cost, links)}" for item in rules] + abstention_rules(abstention) or [
         "- No rule of the decision table applies on these numbers (docs/concepts/report.md, *What to do*)."]

@@ -19,6 +19,7 @@ from rankbench.report.pages import markdown_html
 # Each version's pages in reading order: file name beside the version's folder -> what it answers.
 VERSION_PAGES = {
     "comparison.html": "comparison: which method finds the evidence, and is the difference real",
+    "breakdowns.html": "breakdowns: every metric per question kind, per tag and per difficulty",
     "explorer.html": "explorer: every question, what each method returned",
     "failures.html": "failures: the questions each method misses",
     "budget.html": "budget: how many questions would separate the methods",

@@ -68,11 +68,13 @@ def group_order(groups: Sequence[str]) -> list[str]:
 
 
 def group_tables(rows: pd.DataFrame, grain: str, metrics: Sequence[tuple[str, int]], ci: bool,
-                 methods: Sequence[str], alpha: float, heading: str) -> list[str]:
+                 methods: Sequence[str], alpha: float, heading: str, minimum: int = 1) -> list[str]:
     """Per metric, a Markdown table of methods × groups (the `kind` column of aggregate-like rows: kinds, tags or
     difficulties), each with its CIs and its marks Holm-corrected within the table; `heading` names the groups. At
-    most MAX_GROUPS groups, the largest (scoring.largest_groups): the caller says how many more there are."""
+    most MAX_GROUPS groups, the largest (scoring.largest_groups), of at least `minimum` questions evaluated
+    (small_groups): the caller says how many more there are."""
     rows = rows[rows["grain"] == grain]
+    rows = rows[~rows["kind"].astype(str).isin(small_groups(rows, minimum))]
     sizes = (rows["n"] + rows["n_excluded"]).groupby(rows["kind"]).max()
     groups = group_order(largest_groups({str(group): int(n) for group, n in sizes.items()}))
     rows = rows[rows["kind"].isin(groups)]
@@ -92,6 +94,14 @@ def group_tables(rows: pd.DataFrame, grain: str, metrics: Sequence[tuple[str, in
             frame[column] = wide(table, grain, group, [(metric, k)], ci, methods).iloc[:, 0]
         lines += [f"### {heading}: {metric_label(metric, k)}", "", markdown_grid(frame), ""]
     return lines
+
+
+def small_groups(rows: pd.DataFrame, minimum: int) -> dict[str, int]:
+    """The groups of aggregate-like rows (`kind`: kinds, tags, difficulties) with fewer than `minimum` questions
+    evaluated (the most any method evaluates) -> that number: too few for a mean to say anything, they are counted,
+    not tabled."""
+    evaluated = rows["n"].groupby(rows["kind"].astype(str)).max()
+    return {str(group): int(n) for group, n in evaluated.items() if n < minimum}
 
 
 TIERS_LEGEND = ("tier letters: a = the best method and every method not significantly worse than it (paired "

@@ -1,7 +1,7 @@
 """Dense retrieval with FAISS inner product over normalized vectors (= cosine): exact (flat) or approximate
 (HNSW, IVF), optionally restricted to allowed chunks, and the recall an approximate index costs. An index may also
 shrink the vectors it holds, all from the same float embeddings: truncated to fewer dimensions (Matryoshka models)
-and quantized to int8, binary or product codes, optionally re-scored in float."""
+and quantized to int8, binary (optionally centered) or product codes, optionally re-scored in float."""
 
 from __future__ import annotations
 
@@ -23,7 +23,11 @@ if TYPE_CHECKING:
     import faiss
 
 INDEX_KINDS = ("flat", "hnsw", "ivf")
-QUANTIZATIONS = ("int8", "binary", "pq")
+QUANTIZATIONS = ("int8", "binary", "binary-centered", "pq")
+# Sign bits: of the vectors as they are, or of the vectors minus the corpus mean (stored with the index, subtracted
+# from the queries too). An anisotropic encoder (e5's vectors share a large common component) gives nearly the same
+# sign on most dimensions for every chunk, so plain sign bits barely tell chunks apart; centered ones do.
+BINARY_QUANTIZATIONS = ("binary", "binary-centered")
 IVF_SEED = 1234
 
 
@@ -35,7 +39,9 @@ class IndexSpec:
     Compression, built from the same float embeddings: `dimensions` keeps the first n of each vector and
     renormalises it (Matryoshka-trained models; None or the full dimension: the vectors as they are);
     `quantization` stores int8 codes (FAISS's SQ8: 8 bits a dimension, ranges trained per dimension), binary
-    codes (the sign of each dimension, searched by Hamming distance) or product codes (`pq_m` sub-vectors of
+    codes (the sign of each dimension, searched by Hamming distance; `binary-centered`: the sign of each dimension
+    once the corpus mean is subtracted, the mean stored with the index and subtracted from the queries too) or
+    product codes (`pq_m` sub-vectors of
     `pq_nbits` bits); `rescore` > 0 re-ranks the top max(rescore, k) by the float vectors' inner product.
     """
 
@@ -85,6 +91,11 @@ class IndexSpec:
         """The fewest vectors the index can be built from: product codes train 2^pq_nbits centroids a sub-vector
         (FAISS stops with a RuntimeError under that); every other index builds from one."""
         return 2 ** self.pq_nbits if self.quantization == "pq" else 1
+
+    @property
+    def binary(self) -> bool:
+        """Whether the index stores sign bits (plain or centered), searched by Hamming distance."""
+        return self.quantization in BINARY_QUANTIZATIONS
 
     @property
     def compressed(self) -> bool:
@@ -152,7 +163,7 @@ def check_dense_method(spec: Mapping[str, Any], dataset: Mapping[str, Any], wher
     except ValueError as error:
         raise InputError(source, f"{where}.index", str(error), "See docs/reference/config.md, `index`.") from None
     dimensions = index.dimensions
-    if dimensions and index.quantization == "binary" and dimensions % 8:
+    if dimensions and index.binary and dimensions % 8:
         raise InputError(source, f"{where}.index.dimensions", f"is {dimensions}; binary codes need a multiple of 8",
                          f"Use {dimensions - dimensions % 8 or 8}, or another quantization.")
     if dimensions and index.quantization == "pq" and dimensions % index.pq_m:
@@ -189,9 +200,34 @@ def truncated(vectors: np.ndarray, dimensions: int | None) -> np.ndarray:
     return np.ascontiguousarray(cut / np.where(norms > 0, norms, 1), dtype=np.float32)
 
 
-def binary_codes(vectors: np.ndarray) -> np.ndarray:
-    """One bit per dimension (1 where the value is positive), packed 8 to a byte, as FAISS's binary indexes read."""
-    return np.packbits(vectors > 0, axis=1)
+def binary_codes(vectors: np.ndarray, mean: np.ndarray | None = None) -> np.ndarray:
+    """One bit per dimension (1 where the value is positive; with `mean`, where it is above the mean's), packed 8 to
+    a byte, as FAISS's binary indexes read."""
+    return np.packbits(vectors > (0 if mean is None else mean), axis=1)
+
+
+@dataclass
+class CenteredBinaryIndex:
+    """A FAISS binary index over the signs of the corpus vectors minus their mean, with that mean (float32, one value
+    a dimension): queries are centered by the same mean before their signs are taken (search)."""
+
+    index: Any
+    mean: np.ndarray
+
+    @property
+    def d(self) -> int:
+        """The dimension of the vectors (bits a code), as a FAISS index says it."""
+        return int(self.index.d)
+
+    @property
+    def ntotal(self) -> int:
+        """The vectors indexed, as a FAISS index says it."""
+        return int(self.index.ntotal)
+
+
+# A centered binary index's file: this magic, the mean's dimension (uint32), the mean (float32), then the FAISS
+# binary index as faiss.serialize_index_binary writes it. One file, so the mean cannot be lost or mismatched.
+CENTERED_MAGIC = b"RBCB"
 
 
 def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
@@ -201,7 +237,7 @@ def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
 
     vectors = truncated(vectors, spec.dimensions)
     dim = vectors.shape[1]
-    if spec.quantization == "binary" and dim % 8:
+    if spec.binary and dim % 8:
         raise ValueError(f"binary codes need a dimension divisible by 8; the vectors have {dim}: set `dimensions`")
     if spec.quantization == "pq" and dim % spec.pq_m:
         raise ValueError(f"`pq_m: {spec.pq_m}` must divide the vectors' {dim} dimensions")
@@ -211,6 +247,9 @@ def build_index(vectors: np.ndarray, spec: IndexSpec = IndexSpec()) -> Any:
     try:
         if spec.quantization == "binary":
             return _binary_index(faiss, binary_codes(vectors), dim, spec.kind, nlist)
+        if spec.quantization == "binary-centered":
+            mean = vectors.mean(axis=0, dtype=np.float64).astype(np.float32)
+            return CenteredBinaryIndex(_binary_index(faiss, binary_codes(vectors, mean), dim, spec.kind, nlist), mean)
         index: faiss.Index
         if spec.kind == "hnsw":
             index = faiss.IndexHNSWFlat(dim, spec.M, faiss.METRIC_INNER_PRODUCT)
@@ -256,20 +295,32 @@ def _binary_index(faiss: Any, codes: np.ndarray, dim: int, kind: str, nlist: int
 
 
 def save_index(index: Any, path: Path) -> None:
-    """Write a FAISS index (float or binary) atomically, so a killed job leaves no half-written index."""
+    """Write a FAISS index (float, binary or centered binary) atomically, so a killed job leaves no half-written
+    index."""
     import faiss
 
+    if isinstance(index, CenteredBinaryIndex):
+        body = faiss.serialize_index_binary(index.index).tobytes()
+        head = CENTERED_MAGIC + np.uint32(len(index.mean)).tobytes() + index.mean.astype("<f4").tobytes()
+        write_atomically(path, lambda tmp: Path(tmp).write_bytes(head + body))
+        return
     write = faiss.write_index_binary if isinstance(index, faiss.IndexBinary) else faiss.write_index
     write_atomically(path, lambda tmp: write(index, str(tmp)))
 
 
 def load_index(path: Path) -> Any:
-    """Read a FAISS index written by save_index (a float or a binary one)."""
+    """Read an index written by save_index (a float, a binary or a centered binary one)."""
     import faiss
 
     with open(path, "rb") as handle:  # a binary index starts with "IB" (IBxF flat, IBwF inverted lists)
-        binary = handle.read(2) == b"IB"
-    return faiss.read_index_binary(str(path)) if binary else faiss.read_index(str(path))
+        magic = handle.read(4)
+    if magic == CENTERED_MAGIC:
+        data = Path(path).read_bytes()
+        dim = int(np.frombuffer(data, dtype="<u4", count=1, offset=4)[0])
+        mean = np.frombuffer(data, dtype="<f4", count=dim, offset=8).astype(np.float32)
+        body = np.frombuffer(data, dtype=np.uint8, offset=8 + 4 * dim)
+        return CenteredBinaryIndex(faiss.deserialize_index_binary(body.copy()), mean)
+    return faiss.read_index_binary(str(path)) if magic[:2] == b"IB" else faiss.read_index(str(path))
 
 
 def _search_params(index: faiss.Index, spec: IndexSpec, k: int, selector: Any = None) -> Any:
@@ -297,15 +348,19 @@ def search(index: Any, queries: np.ndarray, k: int, spec: IndexSpec = IndexSpec(
     `allowed` restricts each query to some vectors before ranking (a FAISS ID selector, not a post-filter), so the
     list still reaches k whenever k vectors pass. Queries sharing a mask are searched together. Queries are cut
     as the index's vectors were (`dimensions`); binary codes score d − 2·Hamming (the inner product of ±1
-    vectors). With `spec.rescore`, the top max(rescore, k) are re-ranked by their inner product with the float
-    `vectors` (the index's input embeddings, uncut: required then).
+    vectors; a centered index's queries lose its stored mean first). With `spec.rescore`, the top max(rescore, k)
+    are re-ranked by their inner product with the float `vectors` (the index's input embeddings, uncut: required
+    then).
     """
     import faiss
 
     k = min(k, index.ntotal)
     depth = min(max(spec.rescore, k), index.ntotal) if spec.rescore else k
     queries = truncated(queries, spec.dimensions)
-    searched = binary_codes(queries) if isinstance(index, faiss.IndexBinary) else queries
+    mean = None
+    if isinstance(index, CenteredBinaryIndex):
+        index, mean = index.index, index.mean
+    searched = binary_codes(queries, mean) if isinstance(index, faiss.IndexBinary) else queries
     positions = np.full((len(queries), depth), -1, dtype=np.int64)
     scores = np.full((len(queries), depth), -np.inf, dtype=np.float32)
     threads = faiss.omp_get_max_threads()
