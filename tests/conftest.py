@@ -1,4 +1,5 @@
-"""Shared fixtures: one complete run of the demo workflow per test session."""
+"""Shared fixtures: one complete run of the demo workflow per test session; the tests' grouping on pytest-xdist's
+workers (`make test` runs two)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,14 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The demo workflow run to completion in a temporary copy (shared: tests may add files but never change what
     the default config produces)."""
     return run_demo(tmp_path_factory.mktemp("demo"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On pytest-xdist's workers (`-n 2 --dist loadgroup`, as `make test` runs), a file's tests stay on one worker (a
+    file's module fixtures are often a workflow run: built once, not once per worker), and every test of the shared
+    demo run is on one worker (the demo is run once per session)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        group = "demo" if "demo" in getattr(item, "fixturenames", ()) else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(group))
