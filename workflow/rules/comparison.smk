@@ -95,6 +95,7 @@ rule cost_page:
             {path for paths in index_files().values() for path in paths}
         ),
         index_stats=sorted(set(INDEX_STATS.values())),
+        serving=f"{R}/{{qset}}/serving.parquet",
     output:
         cost=f"{R}/{{qset}}/cost.md",
         frontier_png=f"{R}/{{qset}}/frontier.png",

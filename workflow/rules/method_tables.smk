@@ -52,6 +52,9 @@ VERSION_PAGES = []
 # Methods whose runs reorder another method's with a scorer that can fail: the comparison page reads their runs'
 # degraded flags.
 RERANKED_METHODS = []
+# Run rule -> (method, version) -> {"inputs": files, "params": settings} the serving probe hands the type's `serve`
+# hook (serving.smk; retrieval/serving.py): what its query path loads, as its run rule reads it.
+SERVE_SETUPS = {}
 
 
 def methods_at_grain(grain):

@@ -39,6 +39,9 @@ REPORT_DEFAULTS: dict[str, Any] = {
 # Thresholds of the "What to do" rules (analysis/decision.py; docs/concepts/report.md has the rule table). No latency
 # budget by default: the reranker rule then cites the cost and leaves the budget to the reader.
 DECISION_DEFAULTS: dict[str, Any] = {"latency_budget_ms": None, "low_score": 0.3, "rerank_gain": 0.05}
+# The serving probe (records/serving.py): on, how many of a version's questions it times one at a time, on how many
+# CPU threads.
+COST_DEFAULTS: dict[str, Any] = {"probe": True, "probe_questions": 100, "probe_threads": 1}
 # A method's `abstention` block (analysis/calibration.py's zones): the score it compares with the zones.
 ABSTENTION_DEFAULTS: dict[str, Any] = {"signal": "top1"}
 LLM_DEFAULTS: dict[str, dict[str, Any]] = {"generate": {"count": 20, "seed": 0, "qid_prefix": "g"},
@@ -109,7 +112,7 @@ def config_defaults() -> dict[str, Any]:
                                if value is not dataclasses.MISSING})
     return {"results": RESULTS, "dataset": DATASET_DEFAULTS, "chunkers": {"*": CHUNKER_DEFAULTS},
             "encoders": {"*": ENCODER_DEFAULTS}, "methods": {"*": methods}, "evaluation": EVALUATION_DEFAULTS,
-            "report": REPORT_DEFAULTS, "decision": DECISION_DEFAULTS, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}
+            "report": REPORT_DEFAULTS, "decision": DECISION_DEFAULTS, "cost": COST_DEFAULTS, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}
 
 
 def effective_config(config: Mapping[str, Any], methods: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
@@ -123,6 +126,7 @@ def effective_config(config: Mapping[str, Any], methods: Mapping[str, Mapping[st
                  "evaluation": evaluation_settings(config),
                  "report": {**REPORT_DEFAULTS, **config.get("report", {})},
                  "decision": {**DECISION_DEFAULTS, **config.get("decision", {})},
+                 "cost": {**COST_DEFAULTS, **config.get("cost", {})},
                  "chunkers": {name: {**CHUNKER_DEFAULTS, **chunker_settings(spec)}
                               for name, spec in config["chunkers"].items()},
                  "encoders": {name: encoder_settings(spec) for name, spec in config.get("encoders", {}).items()},

@@ -21,3 +21,23 @@ def bm25_backends(index_name):
 
 
 INDEX_NAMES["bm25_index"] = bm25_index_name
+
+
+def bm25_serve_setup(method, qset):
+    """What the serving probe reads to answer a BM25 method's questions (retrieval/serving.py, serve_bm25)."""
+    spec = METHOD_SPECS[method]
+    return {
+        "inputs": {
+            "index": index_corpus_path(method, "bm25", f"{bm25_index_name(method)}.npz"),
+            "chunks": corpus_path(method, "chunks.parquet"),
+            "queries": queries_path(method, qset),
+        },
+        "params": {
+            "filters": sorted(spec.get("filters", [])),
+            "prf": spec.get("prf"),
+            "backend": spec.get("backend", DEFAULT_BACKEND),
+        },
+    }
+
+
+SERVE_SETUPS["retrieve_bm25"] = bm25_serve_setup

@@ -32,3 +32,26 @@ def rerank_inputs(wildcards):
 
 
 RERANKED_METHODS.extend(methods_of_rule("rerank"))
+
+
+def rerank_serve_setup(method, qset):
+    """What the serving probe reads to rerank a method's first stage (retrieval/serving.py, serve_rerank)."""
+    spec = METHOD_SPECS[method]
+    encoder = scorer_encoder(spec["scorer"])
+    inputs = {
+        "chunks": corpus_path(method, "chunks.parquet"),
+        "queries": queries_path(method, qset),
+    }
+    if encoder:
+        inputs["chunk_embeddings"] = corpus_path(method, "embeddings", f"{encoder}.npy")
+    return {
+        "inputs": inputs,
+        "params": {
+            "scorer": scorer_spec(method),
+            "depth": method_setting(spec, "depth"),
+            "encoders": {encoder: encoder_spec(encoder)} if encoder else {},
+        },
+    }
+
+
+SERVE_SETUPS["rerank"] = rerank_serve_setup

@@ -1,0 +1,284 @@
+"""The serving probe's query paths: each method type's path from a question's text to its ranked list, as a warm
+service would run it — its models and indexes loaded once, then one question at a time with no cache (the query
+encoded by the model, the index searched, the inputs of a fusion or a reranker answered first).
+
+A type registers its path through its registry entry's `serve` hook ("module:function"), called with a ServeSetup
+and returning the Steps of the method's path (its inputs' steps first). Steps are keyed by the work they do, so a
+step two methods share (the bm25 run under a reranker and a fusion, a question's encoding by one model) is timed
+once per question and charged in full to each method whose path includes it; a method's latency for a question is
+the sum of its steps' seconds for that question (the path runs them in turn, on `cost.probe_threads` threads).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+# A step's function of one question: (its loaded state, the question's position in the sample, what the earlier
+# steps returned for it by key) -> its output. The batch function takes every position at once and returns the same
+# kind of output for all of them (a run of every question, a matrix of every query vector).
+One = Callable[[Any, int, Mapping[str, Any]], Any]
+Many = Callable[[Any, Sequence[int], Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stage of a query path: `key` names the work (shared steps have one key), `load` builds its state once
+    (start-up: models, indexes, chunks), `one` answers one question, `many` all of them as one batch."""
+
+    key: str
+    load: Callable[[], Any]
+    one: One
+    many: Many
+
+
+@dataclass(frozen=True)
+class ServeSetup:
+    """What a type's serve hook gets: the method's name and config, the files and settings its run rule reads
+    (`inputs`, `params`), the sampled questions (qid, question, audience, as_of where given) in probe order, the
+    depth of its ranked lists, and the steps of each method it consumes (`upstream`: name -> steps)."""
+
+    method: str
+    spec: Mapping[str, Any]
+    inputs: Mapping[str, str]
+    params: Mapping[str, Any]
+    questions: pd.DataFrame
+    depth: int
+    upstream: Mapping[str, list[Step]] = field(default_factory=dict)
+
+    def texts(self) -> list[str]:
+        """The texts the method sends, in probe order: its rewritten questions (`inputs.queries`) where it reads
+        some, else the questions."""
+        if "queries" not in self.inputs:
+            return self.questions["question"].astype(str).tolist()
+        queries = pd.read_parquet(self.inputs["queries"], columns=["qid", "question"])
+        by_qid = dict(zip(queries["qid"].astype(str), queries["question"].astype(str)))
+        return [by_qid[qid] for qid in self.questions["qid"].astype(str)]
+
+    def qids(self, positions: Sequence[int] | None = None) -> list[str]:
+        qids = self.questions["qid"].astype(str).tolist()
+        return qids if positions is None else [qids[i] for i in positions]
+
+
+@dataclass
+class Timed:
+    """What the probe measured of one method: per-question seconds (probe order), the batch's seconds and the
+    start-up seconds (its steps' loads and first call)."""
+
+    seconds: list[float]
+    batch_s: float
+    startup_s: float
+
+
+def probe(plans: Mapping[str, list[Step]], n: int) -> dict[str, Timed]:
+    """Run every method's steps: each distinct step loaded once and warmed on the first question (start-up), then
+    question by question each step once (timed alone), then every question as one batch per step."""
+    steps: dict[str, Step] = {}
+    for plan in plans.values():
+        for step in plan:
+            steps.setdefault(step.key, step)
+    states, startup = {}, {}
+    warm: dict[str, Any] = {}
+    for key, step in steps.items():
+        started = time.perf_counter()
+        states[key] = step.load()
+        if n:
+            warm[key] = step.one(states[key], 0, warm)
+        startup[key] = time.perf_counter() - started
+    each: dict[str, list[float]] = {key: [] for key in steps}
+    for i in range(n):
+        outputs: dict[str, Any] = {}
+        for key, step in steps.items():
+            started = time.perf_counter()
+            outputs[key] = step.one(states[key], i, outputs)
+            each[key].append(time.perf_counter() - started)
+    batch: dict[str, float] = {}
+    outputs = {}
+    for key, step in steps.items():
+        started = time.perf_counter()
+        outputs[key] = step.many(states[key], list(range(n)), outputs)
+        batch[key] = time.perf_counter() - started
+    timed = {}
+    for method, plan in plans.items():
+        keys = list(dict.fromkeys(step.key for step in plan))
+        timed[method] = Timed([sum(each[key][i] for key in keys) for i in range(n)],
+                              sum(batch[key] for key in keys), sum(startup[key] for key in keys))
+    return timed
+
+
+def _run(setup: ServeSetup, positions: Sequence[int], found: tuple[np.ndarray, np.ndarray], chunks: pd.DataFrame,
+         drop_nonpositive: bool = False) -> pd.DataFrame:
+    from rankbench.io.ranked_lists import run_from_topk
+
+    return run_from_topk(setup.qids(positions), found[0], found[1], chunks, setup.depth, drop_nonpositive)
+
+
+def _masks(setup: ServeSetup, chunks: pd.DataFrame, positions: Sequence[int]) -> Any:
+    from rankbench.corpus.filters import ChunkMasks, chunk_masks
+
+    allowed = chunk_masks(setup.questions, chunks, setup.params.get("filters", []))
+    return None if allowed is None else ChunkMasks(allowed.group[list(positions)], allowed.masks)
+
+
+def encode_step(setup: ServeSetup, encoder: str, settings: Mapping[str, Any]) -> Step:
+    """A question encoded by the model itself (no query-embedding cache; an API encoder's calls sent, uncached)."""
+    texts = setup.texts()
+
+    def load() -> Any:
+        from rankbench.retrieval.encoders.kinds import load_encoder
+        from rankbench.retrieval.encoders.kinds import encoder_spec as spec_of
+
+        return load_encoder(spec_of(settings), None, encoder)
+
+    return Step(f"encode:{encoder}:{setup.inputs.get('queries', '')}", load,
+                lambda model, i, _: model.encode_queries([texts[i]]),
+                lambda model, positions, _: model.encode_queries([texts[i] for i in positions]))
+
+
+def serve_bm25(setup: ServeSetup) -> list[Step]:
+    """BM25: the index and chunks loaded; a question analyzed and searched (with RM3 feedback and filters when set)."""
+    from rankbench.corpus.chunking import passage_text
+    from rankbench.retrieval.bm25 import RM3, load_index, search, search_weighted
+    from rankbench.retrieval.rm3 import rm3_queries
+
+    texts, prf, backend = setup.texts(), setup.params.get("prf"), setup.params["backend"]
+
+    def load() -> tuple[Any, pd.DataFrame, Any]:
+        chunks = pd.read_parquet(setup.inputs["chunks"])
+        return load_index(setup.inputs["index"]), chunks, passage_text(chunks) if prf else None
+
+    def answer(state: tuple[Any, pd.DataFrame, Any], positions: Sequence[int]) -> pd.DataFrame:
+        index, chunks, passages = state
+        mask = _masks(setup, chunks, positions)
+        asked = [texts[i] for i in positions]
+        if prf:
+            expanded = rm3_queries(index, index.analyzer, asked, passages, RM3(**prf), mask)
+            found = search_weighted(index, expanded, setup.depth, mask, backend)
+        else:
+            found = search(index, index.analyzer, asked, setup.depth, mask, backend)
+        return _run(setup, positions, found, chunks, drop_nonpositive=True)
+
+    return [Step(f"bm25:{setup.method}", load, lambda state, i, _: answer(state, [i]),
+                 lambda state, positions, _: answer(state, positions))]
+
+
+def serve_dense(setup: ServeSetup) -> list[Step]:
+    """Dense: the question encoded by its model, then the FAISS index searched (re-scored with the float vectors
+    when the index says so, filtered when the method filters)."""
+    from rankbench.retrieval.dense import IndexSpec, load_index, search
+
+    encode = encode_step(setup, setup.spec["encoder"], setup.params["encoder"])
+    spec = IndexSpec(**setup.params["index"])
+
+    def load() -> tuple[Any, pd.DataFrame, Any]:
+        vectors = np.load(setup.inputs["vectors"]) if spec.rescore else None
+        return load_index(setup.inputs["index"]), pd.read_parquet(setup.inputs["chunks"]), vectors
+
+    def answer(state: tuple[Any, pd.DataFrame, Any], positions: Sequence[int], queries: np.ndarray) -> pd.DataFrame:
+        index, chunks, vectors = state
+        found = search(index, np.asarray(queries, dtype=np.float32), setup.depth, spec,
+                       _masks(setup, chunks, positions), vectors)
+        return _run(setup, positions, found, chunks)
+
+    return [encode, Step(f"faiss:{setup.method}", load,
+                         lambda state, i, out: answer(state, [i], out[encode.key]),
+                         lambda state, positions, out: answer(state, positions, out[encode.key]))]
+
+
+def _upstream_keys(setup: ServeSetup) -> tuple[list[Step], list[str]]:
+    """The steps of the methods a method consumes (in order, each once) and the key of each one's last step."""
+    steps: dict[str, Step] = {}
+    for name in setup.upstream:
+        for step in setup.upstream[name]:
+            steps.setdefault(step.key, step)
+    return list(steps.values()), [setup.upstream[name][-1].key for name in setup.upstream]
+
+
+def serve_fusion(setup: ServeSetup) -> list[Step]:
+    """Fusion: each input answers the question, then their lists are fused."""
+    from rankbench.retrieval.fusion import reciprocal_rank_fusion, score_fusion
+
+    before, finals = _upstream_keys(setup)
+    p = setup.params
+
+    def fused(outputs: Mapping[str, Any]) -> pd.DataFrame:
+        runs = [outputs[key] for key in finals]
+        if p["kind"] == "rrf":
+            return reciprocal_rank_fusion(runs, k=p["k"], depth=setup.depth, weights=p["weights"])
+        return score_fusion(runs, p["kind"], p["normalization"], depth=setup.depth, weights=p["weights"])
+
+    return [*before, Step(f"fuse:{setup.method}", lambda: None, lambda _, i, out: fused(out),
+                          lambda _, positions, out: fused(out))]
+
+
+def serve_rerank(setup: ServeSetup) -> list[Step]:
+    """Rerank: the first stage answers, then its top `depth` are re-scored: by a bi-encoder from the question's
+    vector (encoded now) and the chunks' (loaded once), or by a cross-encoder or an LLM scoring the pairs."""
+    from rankbench.corpus.chunking import passage_text
+    from rankbench.retrieval.rerank import bi_encoder_scorer, cross_encoder_scorer, rerank
+    from rankbench.retrieval.scorer_kinds import scorer_kind
+
+    before, (first,) = _upstream_keys(setup)
+    scorer, depth = setup.params["scorer"], setup.params["depth"]
+    encoder = scorer_kind(scorer).encoder and scorer.get("encoder")
+    encode = encode_step(setup, encoder, setup.params["encoders"][encoder]) if encoder else None
+    texts = setup.texts()
+
+    def load() -> Any:
+        chunks = pd.read_parquet(setup.inputs["chunks"])
+        if encode is not None:
+            return chunks["chunk_id"].astype(str).tolist(), np.load(setup.inputs["chunk_embeddings"])
+        passages = dict(zip(chunks["chunk_id"], passage_text(chunks)))
+        if scorer_kind(scorer).chat:
+            from rankbench.llm.chat import chat_from_spec
+            from rankbench.llm.scorer import llm_scorer
+
+            return lambda questions: llm_scorer(chat_from_spec(scorer["chat"]), questions, passages)
+        return lambda questions: cross_encoder_scorer(scorer["model"], questions, passages,
+                                                      revision=scorer.get("revision"))
+
+    def answer(state: Any, positions: Sequence[int], outputs: Mapping[str, Any]) -> pd.DataFrame:
+        qids = setup.qids(positions)
+        if encode is not None:
+            score = bi_encoder_scorer(qids, outputs[encode.key], *state)
+        else:
+            score = state(dict(zip(qids, (texts[i] for i in positions))))
+        return rerank(outputs[first], depth, score)
+
+    own = [encode] if encode is not None and encode.key not in {step.key for step in before} else []
+    return [*before, *own, Step(f"rerank:{setup.method}", load, lambda state, i, out: answer(state, [i], out),
+                                lambda state, positions, out: answer(state, positions, out))]
+
+
+def serve_http(setup: ServeSetup) -> list[Step]:
+    """A search service: each question sent to the endpoint as the run sent it, through an emptied response cache
+    (nothing is answered from a cache), timed from request to parsed answer; its output the run of those answers."""
+    import shutil
+
+    from rankbench.retrieval.http_search import HttpSearch, _run, http_spec, question_values
+
+    spec = http_spec(setup.params["spec"], setup.depth)
+    values = question_values(setup.questions, spec.hits)
+    chunks_path = setup.inputs.get("chunks")
+
+    def load() -> tuple[HttpSearch, Any]:
+        folder = tempfile.mkdtemp(prefix="rankbench-probe-")
+        chunks = pd.read_parquet(chunks_path, columns=["chunk_id", "doc_id"]) if chunks_path else None
+        return HttpSearch(spec, folder, setup.method), chunks
+
+    def answer(state: tuple[HttpSearch, Any], positions: Sequence[int]) -> pd.DataFrame:
+        search, chunks = state
+        answers = {}
+        for i in positions:
+            answers[values[i]["qid"]] = search.answer(values[i])
+            shutil.rmtree(search.cache, ignore_errors=True)  # the next ask of it goes to the server again
+        return _run(answers, spec, setup.depth, setup.method, chunks)
+
+    return [Step(f"http:{setup.method}", load, lambda state, i, _: answer(state, [i]),
+                 lambda state, positions, _: answer(state, positions))]

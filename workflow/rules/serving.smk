@@ -1,0 +1,75 @@
+# The serving probe of each version (records/serving.py, retrieval/serving.py): every method's query path timed
+# one question at a time in a warm process, no cache, into serving.parquet, which only the cost page reads.
+from rankbench.configuration.defaults import COST_DEFAULTS
+from rankbench.retrieval.registry import method_inputs, method_type
+
+COST = {**COST_DEFAULTS, **config.get("cost", {})}
+
+
+def probed(method):
+    """Whether the probe runs a method's query path: its type has a `serve` hook and a setup, and so do its inputs'."""
+    spec = METHOD_SPECS[method]
+    kind = method_type(spec)
+    return (
+        bool(COST["probe"] and kind.serve and kind.run_rule in SERVE_SETUPS)
+        and all(probed(name) for name in method_inputs(spec))
+    )
+
+
+def serve_setups(wildcards):
+    """Method -> what its serve hook reads ({"inputs", "params"}), for every probed method."""
+    return {
+        m: SERVE_SETUPS[method_type(METHOD_SPECS[m]).run_rule](m, wildcards.qset)
+        for m in METHODS
+        if probed(m)
+    }
+
+
+def recorded_timings(wildcards):
+    """Method -> the timing records of its query-side jobs (the latencies its run recorded), for the methods the
+    probe does not run."""
+    plan = cost_plan(wildcards)
+    records = timing_records(wildcards)
+    return {
+        m: sorted({records[path] for _, side, path in plan[m] if path in records})
+        for m in METHODS
+        if not probed(m)
+    }
+
+
+rule serve_probe:
+    input:
+        questions=f"{R}/{{qset}}/questions.parquet",
+        # after the version's runs, so it times a settled machine (and reads the records of what it cannot run)
+        runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
+        files=lambda wildcards: sorted(
+            {path for setup in serve_setups(wildcards).values() for path in setup["inputs"].values()}
+        ),
+        timings=lambda wildcards: sorted(
+            {path for paths in recorded_timings(wildcards).values() for path in paths}
+        ),
+    output:
+        serving=f"{R}/{{qset}}/serving.parquet",
+    log:
+        f"{LOGS}/serve_probe/{{qset}}.log",
+    benchmark:
+        f"{R}/benchmarks/serve_probe/{{qset}}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: COST["probe_threads"]
+    resources:
+        mem_mb=4000,
+    params:
+        setups=serve_setups,
+        recorded=recorded_timings,
+        methods=METHODS,
+        inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
+        types={m: METHOD_SPECS[m]["type"] for m in METHODS},
+        specs={m: method_spec(m) for m in METHODS},
+        cost=COST,
+        quick=QUICK,
+        seed=EVALUATION["seed"],
+        depth=EVALUATION["depth"],
+        numba_cache=f"{R}/cache/numba",
+    script:
+        "../scripts/serve_probe.py"
