@@ -37,6 +37,15 @@ def recorded_timings(wildcards):
     }
 
 
+def probe_booking(wildcards):
+    """Every core of the run: no other job of it runs beside the probe and slows what it times (the probe itself uses
+    `cost.probe_threads`); the probe's own threads when the run gives no core count."""
+    try:
+        return max(int(workflow.cores), COST["probe_threads"])
+    except Exception:  # noqa: BLE001 - no --cores (a dry run of some kinds): book what the probe uses
+        return COST["probe_threads"]
+
+
 rule serve_probe:
     input:
         questions=f"{R}/{{qset}}/questions.parquet",
@@ -56,7 +65,7 @@ rule serve_probe:
         f"{R}/benchmarks/serve_probe/{{qset}}.tsv"
     conda:
         "../../environment.yml"
-    threads: COST["probe_threads"]
+    threads: probe_booking
     resources:
         mem_mb=4000,
     params:

@@ -43,7 +43,11 @@ def main(snakemake):
 
     for method in p.setups:
         plan(method)
-    timed = probe({m: plans[m] for m in p.setups}, n)
+    logging.disable(logging.INFO)  # no progress line per question: a service logs none, and it would be timed
+    try:
+        timed = probe({m: plans[m] for m in p.setups}, n)
+    finally:
+        logging.disable(logging.NOTSET)
     rows = [serving_row(m, timed[m].seconds, timed[m].batch_s, timed[m].startup_s, threads, "probe", p.seed)
             for m in p.setups]
     for method, paths in p.recorded.items():

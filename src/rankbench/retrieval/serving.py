@@ -15,6 +15,8 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -61,9 +63,13 @@ class ServeSetup:
         by_qid = dict(zip(queries["qid"].astype(str), queries["question"].astype(str)))
         return [by_qid[qid] for qid in self.questions["qid"].astype(str)]
 
+    @cached_property
+    def sampled(self) -> list[str]:
+        """The sampled questions' ids, in probe order (read once: a step's call should cost only its own work)."""
+        return self.questions["qid"].astype(str).tolist()
+
     def qids(self, positions: Sequence[int] | None = None) -> list[str]:
-        qids = self.questions["qid"].astype(str).tolist()
-        return qids if positions is None else [qids[i] for i in positions]
+        return self.sampled if positions is None else [self.sampled[i] for i in positions]
 
 
 @dataclass
@@ -112,17 +118,48 @@ def probe(plans: Mapping[str, list[Step]], n: int) -> dict[str, Timed]:
     return timed
 
 
-def _run(setup: ServeSetup, positions: Sequence[int], found: tuple[np.ndarray, np.ndarray], chunks: pd.DataFrame,
-         drop_nonpositive: bool = False) -> pd.DataFrame:
-    from rankbench.io.ranked_lists import run_from_topk
+@dataclass(frozen=True)
+class Hits:
+    """A first stage's answer as a service holds it: corpus positions and scores per question (a list of ids); the
+    run table a fusion or a reranker reads is built by `as_run`, and its cost charged to that consumer."""
 
-    return run_from_topk(setup.qids(positions), found[0], found[1], chunks, setup.depth, drop_nonpositive)
+    qids: list[str]
+    positions: np.ndarray
+    scores: np.ndarray
+    chunks: pd.DataFrame
+    depth: int
+    drop_nonpositive: bool = False
 
 
-def _masks(setup: ServeSetup, chunks: pd.DataFrame, positions: Sequence[int]) -> Any:
-    from rankbench.corpus.filters import ChunkMasks, chunk_masks
+def as_run(output: Any) -> pd.DataFrame:
+    """A step's output as a run (qid, chunk_id, doc_id, rank, score): Hits converted, a deferred run (a function
+    that builds it) built, a run as it is."""
+    if callable(output):
+        return output()
+    if isinstance(output, Hits):
+        from rankbench.io.ranked_lists import run_from_topk
 
-    allowed = chunk_masks(setup.questions, chunks, setup.params.get("filters", []))
+        return run_from_topk(output.qids, output.positions, output.scores, output.chunks, output.depth,
+                             output.drop_nonpositive)
+    return output
+
+
+def _hits(setup: ServeSetup, positions: Sequence[int], found: tuple[np.ndarray, np.ndarray], chunks: pd.DataFrame,
+          drop_nonpositive: bool = False) -> Hits:
+    return Hits(setup.qids(positions), found[0], found[1], chunks, setup.depth, drop_nonpositive)
+
+
+def _allowed(setup: ServeSetup, chunks: pd.DataFrame) -> Any:
+    """The chunks each sampled question may see under the method's filters (None without filters), built at load."""
+    from rankbench.corpus.filters import chunk_masks
+
+    return chunk_masks(setup.questions, chunks, setup.params.get("filters", []))
+
+
+def _masks(allowed: Any, positions: Sequence[int]) -> Any:
+    """The filter masks of some sampled questions (None without filters)."""
+    from rankbench.corpus.filters import ChunkMasks
+
     return None if allowed is None else ChunkMasks(allowed.group[list(positions)], allowed.masks)
 
 
@@ -131,10 +168,9 @@ def encode_step(setup: ServeSetup, encoder: str, settings: Mapping[str, Any]) ->
     texts = setup.texts()
 
     def load() -> Any:
-        from rankbench.retrieval.encoders.kinds import load_encoder
-        from rankbench.retrieval.encoders.kinds import encoder_spec as spec_of
+        from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
 
-        return load_encoder(spec_of(settings), None, encoder)
+        return load_encoder(encoder_spec(settings), None, encoder)
 
     return Step(f"encode:{encoder}:{setup.inputs.get('queries', '')}", load,
                 lambda model, i, _: model.encode_queries([texts[i]]),
@@ -149,20 +185,21 @@ def serve_bm25(setup: ServeSetup) -> list[Step]:
 
     texts, prf, backend = setup.texts(), setup.params.get("prf"), setup.params["backend"]
 
-    def load() -> tuple[Any, pd.DataFrame, Any]:
+    def load() -> tuple[Any, pd.DataFrame, Any, Any]:
         chunks = pd.read_parquet(setup.inputs["chunks"])
-        return load_index(setup.inputs["index"]), chunks, passage_text(chunks) if prf else None
+        return (load_index(Path(setup.inputs["index"])), chunks, passage_text(chunks) if prf else None,
+                _allowed(setup, chunks))
 
-    def answer(state: tuple[Any, pd.DataFrame, Any], positions: Sequence[int]) -> pd.DataFrame:
-        index, chunks, passages = state
-        mask = _masks(setup, chunks, positions)
+    def answer(state: tuple[Any, pd.DataFrame, Any, Any], positions: Sequence[int]) -> Hits:
+        index, chunks, passages, allowed = state
+        mask = _masks(allowed, positions)
         asked = [texts[i] for i in positions]
         if prf:
             expanded = rm3_queries(index, index.analyzer, asked, passages, RM3(**prf), mask)
             found = search_weighted(index, expanded, setup.depth, mask, backend)
         else:
             found = search(index, index.analyzer, asked, setup.depth, mask, backend)
-        return _run(setup, positions, found, chunks, drop_nonpositive=True)
+        return _hits(setup, positions, found, chunks, drop_nonpositive=True)
 
     return [Step(f"bm25:{setup.method}", load, lambda state, i, _: answer(state, [i]),
                  lambda state, positions, _: answer(state, positions))]
@@ -176,15 +213,16 @@ def serve_dense(setup: ServeSetup) -> list[Step]:
     encode = encode_step(setup, setup.spec["encoder"], setup.params["encoder"])
     spec = IndexSpec(**setup.params["index"])
 
-    def load() -> tuple[Any, pd.DataFrame, Any]:
+    def load() -> tuple[Any, pd.DataFrame, Any, Any]:
         vectors = np.load(setup.inputs["vectors"]) if spec.rescore else None
-        return load_index(setup.inputs["index"]), pd.read_parquet(setup.inputs["chunks"]), vectors
+        chunks = pd.read_parquet(setup.inputs["chunks"])
+        return load_index(Path(setup.inputs["index"])), chunks, vectors, _allowed(setup, chunks)
 
-    def answer(state: tuple[Any, pd.DataFrame, Any], positions: Sequence[int], queries: np.ndarray) -> pd.DataFrame:
-        index, chunks, vectors = state
-        found = search(index, np.asarray(queries, dtype=np.float32), setup.depth, spec,
-                       _masks(setup, chunks, positions), vectors)
-        return _run(setup, positions, found, chunks)
+    def answer(state: tuple[Any, pd.DataFrame, Any, Any], positions: Sequence[int], queries: np.ndarray) -> Hits:
+        index, chunks, vectors, allowed = state
+        found = search(index, np.asarray(queries, dtype=np.float32), setup.depth, spec, _masks(allowed, positions),
+                       vectors)
+        return _hits(setup, positions, found, chunks)
 
     return [encode, Step(f"faiss:{setup.method}", load,
                          lambda state, i, out: answer(state, [i], out[encode.key]),
@@ -208,7 +246,7 @@ def serve_fusion(setup: ServeSetup) -> list[Step]:
     p = setup.params
 
     def fused(outputs: Mapping[str, Any]) -> pd.DataFrame:
-        runs = [outputs[key] for key in finals]
+        runs = [as_run(outputs[key]) for key in finals]
         if p["kind"] == "rrf":
             return reciprocal_rank_fusion(runs, k=p["k"], depth=setup.depth, weights=p["weights"])
         return score_fusion(runs, p["kind"], p["normalization"], depth=setup.depth, weights=p["weights"])
@@ -249,7 +287,7 @@ def serve_rerank(setup: ServeSetup) -> list[Step]:
             score = bi_encoder_scorer(qids, outputs[encode.key], *state)
         else:
             score = state(dict(zip(qids, (texts[i] for i in positions))))
-        return rerank(outputs[first], depth, score)
+        return rerank(as_run(outputs[first]), depth, score)
 
     own = [encode] if encode is not None and encode.key not in {step.key for step in before} else []
     return [*before, *own, Step(f"rerank:{setup.method}", load, lambda state, i, out: answer(state, [i], out),
@@ -258,7 +296,8 @@ def serve_rerank(setup: ServeSetup) -> list[Step]:
 
 def serve_http(setup: ServeSetup) -> list[Step]:
     """A search service: each question sent to the endpoint as the run sent it, through an emptied response cache
-    (nothing is answered from a cache), timed from request to parsed answer; its output the run of those answers."""
+    (nothing is answered from a cache), timed from request to parsed answer; its output the run of those answers,
+    built when a fusion or a reranker reads it."""
     import shutil
 
     from rankbench.retrieval.http_search import HttpSearch, _run, http_spec, question_values
@@ -272,13 +311,13 @@ def serve_http(setup: ServeSetup) -> list[Step]:
         chunks = pd.read_parquet(chunks_path, columns=["chunk_id", "doc_id"]) if chunks_path else None
         return HttpSearch(spec, folder, setup.method), chunks
 
-    def answer(state: tuple[HttpSearch, Any], positions: Sequence[int]) -> pd.DataFrame:
+    def answer(state: tuple[HttpSearch, Any], positions: Sequence[int]) -> Callable[[], pd.DataFrame]:
         search, chunks = state
         answers = {}
         for i in positions:
             answers[values[i]["qid"]] = search.answer(values[i])
             shutil.rmtree(search.cache, ignore_errors=True)  # the next ask of it goes to the server again
-        return _run(answers, spec, setup.depth, setup.method, chunks)
+        return lambda: _run(answers, spec, setup.depth, setup.method, chunks)  # built when a consumer reads it
 
     return [Step(f"http:{setup.method}", load, lambda state, i, _: answer(state, [i]),
                  lambda state, positions, _: answer(state, positions))]
