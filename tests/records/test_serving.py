@@ -21,7 +21,7 @@ from rankbench.records.serving import (
     serving_table,
     with_footprint,
 )
-from rankbench.retrieval.serving import Step, probe
+from rankbench.retrieval.serving import Probe, Step, probe
 
 
 def test_the_columns_are_the_issue_s_schema() -> None:
@@ -113,10 +113,39 @@ def test_a_shared_step_runs_once_per_question_and_counts_in_full_for_each_method
             return name
 
         return Step(name, lambda: None, one, lambda state, positions, outputs: [one(state, i, outputs)
-                                                                                for i in positions][-1])
+                                                                                for i in positions][-1],
+                    lambda i: i)
 
     encode, a, b = sleeper("encode", 0.004), sleeper("a", 0.001), sleeper("b", 0.006)
     timed = probe({"A": [encode, a], "B": [encode, b]}, 5)
     assert calls == {"encode": 1 + 5 + 5, "a": 11, "b": 11}  # warm-up, each question, the batch
     assert all(s >= 0.005 for s in timed["A"].seconds) and all(s >= 0.010 for s in timed["B"].seconds)
     assert timed["B"].batch_s >= 5 * 0.010 and len(timed["A"].seconds) == 5
+
+
+def test_a_second_version_asking_the_same_questions_is_not_timed_again() -> None:
+    """Versions share a Probe: a question whose sign a step answered already is not asked again (v3 of the demo asks
+    v2's questions), one it has not is; the model is loaded once."""
+    calls = {"load": 0, "one": 0, "many": 0}
+
+    def load() -> None:
+        calls["load"] += 1
+
+    def one(state: object, i: int, outputs: dict) -> int:
+        calls["one"] += 1
+        return i
+
+    def many(state: object, positions: list, outputs: dict) -> int:
+        calls["many"] += 1
+        return 0
+
+    def step(signs: list[str]) -> Step:
+        return Step("encode", load, one, many, lambda i: signs[i])
+
+    shared = Probe()
+    first = shared.run({"A": [step(["q1", "q2", "q3"])]}, 3)
+    again = shared.run({"A": [step(["q1", "q2", "q3"])]}, 3)
+    assert calls == {"load": 1, "one": 1 + 3 + 1, "many": 1}  # warm-ups, the three questions once, one batch
+    assert again["A"].seconds == first["A"].seconds and again["A"].batch_s == first["A"].batch_s
+    shared.run({"A": [step(["q1", "q9", "q3"])]}, 3)
+    assert calls == {"load": 1, "one": 1 + 3 + 1 + 1 + 1, "many": 2}  # q9 and the new batch only

@@ -1,5 +1,8 @@
-# The serving probe of each version (records/serving.py, retrieval/serving.py): every method's query path timed
-# one question at a time in a warm process, no cache, into serving.parquet, which only the cost page reads.
+# The serving probe (records/serving.py, retrieval/serving.py): every method's query path timed one question at a
+# time in a warm process, no cache, into each version's serving.parquet, which only the cost page reads. One job for
+# all versions: models and indexes load once, and a question two versions share is timed once.
+from types import SimpleNamespace
+
 from rankbench.configuration.defaults import COST_DEFAULTS
 from rankbench.retrieval.registry import method_inputs, method_type
 
@@ -10,26 +13,25 @@ def probed(method):
     """Whether the probe runs a method's query path: its type has a `serve` hook and a setup, and so do its inputs'."""
     spec = METHOD_SPECS[method]
     kind = method_type(spec)
-    return (
-        bool(COST["probe"] and kind.serve and kind.run_rule in SERVE_SETUPS)
-        and all(probed(name) for name in method_inputs(spec))
-    )
+    return bool(
+        COST["probe"] and kind.serve and kind.run_rule in SERVE_SETUPS
+    ) and all(probed(name) for name in method_inputs(spec))
 
 
-def serve_setups(wildcards):
-    """Method -> what its serve hook reads ({"inputs", "params"}), for every probed method."""
+def serve_setups(qset):
+    """Method -> what its serve hook reads ({"inputs", "params"}) in one version, for every probed method."""
     return {
-        m: SERVE_SETUPS[method_type(METHOD_SPECS[m]).run_rule](m, wildcards.qset)
+        m: SERVE_SETUPS[method_type(METHOD_SPECS[m]).run_rule](m, qset)
         for m in METHODS
         if probed(m)
     }
 
 
-def recorded_timings(wildcards):
-    """Method -> the timing records of its query-side jobs (the latencies its run recorded), for the methods the
-    probe does not run."""
-    plan = cost_plan(wildcards)
-    records = timing_records(wildcards)
+def recorded_timings(qset):
+    """Method -> the timing records of its query-side jobs in one version (the latencies its run recorded), for the
+    methods the probe does not run."""
+    wildcards = SimpleNamespace(qset=qset)
+    plan, records = cost_plan(wildcards), timing_records(wildcards)
     return {
         m: sorted({records[path] for _, side, path in plan[m] if path in records})
         for m in METHODS
@@ -48,32 +50,29 @@ def probe_booking(wildcards):
 
 rule serve_probe:
     input:
-        questions=f"{R}/{{qset}}/questions.parquet",
-        # after the version's runs, so it times a settled machine (and reads the records of what it cannot run)
-        runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
-        files=lambda wildcards: sorted(
-            {path for setup in serve_setups(wildcards).values() for path in setup["inputs"].values()}
+        questions=expand(f"{R}/{{qset}}/questions.parquet", qset=QSETS),
+        # after the runs, so it times a settled machine (and reads the records of what it cannot run)
+        runs=expand(run_path("{method}", "{qset}"), method=METHODS, qset=QSETS),
+        files=sorted(
+            {path for q in QSETS for setup in serve_setups(q).values() for path in setup["inputs"].values()}
         ),
-        timings=lambda wildcards: sorted(
-            {path for paths in recorded_timings(wildcards).values() for path in paths}
+        timings=sorted(
+            {path for q in QSETS for paths in recorded_timings(q).values() for path in paths}
         ),
     output:
-        serving=f"{R}/{{qset}}/serving.parquet",
+        serving=expand(f"{R}/{{qset}}/serving.parquet", qset=QSETS),
     log:
-        f"{LOGS}/serve_probe/{{qset}}.log",
+        f"{LOGS}/serve_probe.log",
     benchmark:
-        f"{R}/benchmarks/serve_probe/{{qset}}.tsv"
+        f"{R}/benchmarks/serve_probe.tsv"
     conda:
         "../../environment.yml"
     threads: probe_booking
     resources:
         mem_mb=4000,
     params:
-        setups=serve_setups,
-        recorded=recorded_timings,
-        methods=METHODS,
+        versions={q: {"setups": serve_setups(q), "recorded": recorded_timings(q)} for q in QSETS},
         inputs={m: method_inputs(METHOD_SPECS[m]) for m in METHODS},
-        types={m: METHOD_SPECS[m]["type"] for m in METHODS},
         specs={m: method_spec(m) for m in METHODS},
         cost=COST,
         quick=QUICK,

@@ -11,9 +11,10 @@ the sum of its steps' seconds for that question (the path runs them in turn, on 
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -32,12 +33,17 @@ Many = Callable[[Any, Sequence[int], Mapping[str, Any]], Any]
 @dataclass(frozen=True)
 class Step:
     """One stage of a query path: `key` names the work (shared steps have one key), `load` builds its state once
-    (start-up: models, indexes, chunks), `one` answers one question, `many` all of them as one batch."""
+    (start-up: models, indexes, chunks; once per `state_key` too, for a state that depends on the version's
+    questions), `one` answers one question, `many` all of them as one batch; `sign(i)` is what question i's answer
+    depends on (its id and the text sent, its filters' fields, its inputs' signs): another version asking the same
+    is answered from what the probe measured already."""
 
     key: str
     load: Callable[[], Any]
     one: One
     many: Many
+    sign: Callable[[int], Hashable]
+    state_key: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,22 @@ class ServeSetup:
     def qids(self, positions: Sequence[int] | None = None) -> list[str]:
         return self.sampled if positions is None else [self.sampled[i] for i in positions]
 
+    @cached_property
+    def signatures(self) -> list[tuple[str, ...]]:
+        """Per sampled question, what a first stage's answer to it depends on: its id, the text the method sends,
+        and the fields its filters read."""
+        fields = [self.questions[column].fillna("").astype(str).tolist() if column in self.questions
+                  else [""] * len(self.questions) for column in ("audience", "as_of")]
+        return [(qid, text, *values) for qid, text, *values in zip(self.sampled, self.texts(), *fields)]
+
+    def sign(self, i: int) -> Hashable:
+        return self.signatures[i]
+
+    @cached_property
+    def state_key(self) -> str:
+        """Names a state built from this version's sampled questions (a filtered method's masks)."""
+        return repr(self.signatures) if self.params.get("filters") else ""
+
 
 @dataclass
 class Timed:
@@ -82,40 +104,71 @@ class Timed:
     startup_s: float
 
 
-def probe(plans: Mapping[str, list[Step]], n: int) -> dict[str, Timed]:
-    """Run every method's steps: each distinct step loaded once and warmed on the first question (start-up), then
-    question by question each step once (timed alone), then every question as one batch per step."""
-    steps: dict[str, Step] = {}
-    for plan in plans.values():
-        for step in plan:
-            steps.setdefault(step.key, step)
-    states, startup = {}, {}
-    warm: dict[str, Any] = {}
-    for key, step in steps.items():
-        started = time.perf_counter()
-        states[key] = step.load()
-        if n:
-            warm[key] = step.one(states[key], 0, warm)
-        startup[key] = time.perf_counter() - started
-    each: dict[str, list[float]] = {key: [] for key in steps}
-    for i in range(n):
-        outputs: dict[str, Any] = {}
+# CPU seconds of each step over the whole probe (load, questions, batch), for the job's log: what the probe costs.
+STEP_CPU: dict[str, float] = {}
+
+
+@dataclass
+class Probe:
+    """The serving probe of a dataset's versions in one process: each step's state loaded once (start-up), and each
+    question answered once per step (its seconds and answer kept by the step's key and the question's sign), so a
+    version asking what another asked already pays nothing more to measure."""
+
+    states: dict[tuple[str, str], Any] = field(default_factory=dict)
+    startup: dict[tuple[str, str], float] = field(default_factory=dict)
+    answered: dict[tuple[str, Hashable], tuple[float, Any]] = field(default_factory=dict)
+
+    def run(self, plans: Mapping[str, list[Step]], n: int) -> dict[str, Timed]:
+        """One version's methods on its first n sampled questions: each step loaded (and warmed on the first
+        question) unless loaded already, then question by question each step once (timed alone), then all n
+        questions as one batch per step."""
+        steps: dict[str, Step] = {}
+        for plan in plans.values():
+            for step in plan:
+                steps.setdefault(step.key, step)
+        warm: dict[str, Any] = {}
         for key, step in steps.items():
-            started = time.perf_counter()
-            outputs[key] = step.one(states[key], i, outputs)
-            each[key].append(time.perf_counter() - started)
-    batch: dict[str, float] = {}
-    outputs = {}
-    for key, step in steps.items():
-        started = time.perf_counter()
-        outputs[key] = step.many(states[key], list(range(n)), outputs)
-        batch[key] = time.perf_counter() - started
-    timed = {}
-    for method, plan in plans.items():
-        keys = list(dict.fromkeys(step.key for step in plan))
-        timed[method] = Timed([sum(each[key][i] for key in keys) for i in range(n)],
-                              sum(batch[key] for key in keys), sum(startup[key] for key in keys))
-    return timed
+            loaded = (key, step.state_key)
+            started, cpu = time.perf_counter(), time.process_time()
+            if loaded not in self.states:
+                self.states[loaded] = step.load()
+            if n:
+                warm[key] = step.one(self.states[loaded], 0, warm)
+            self.startup.setdefault(loaded, time.perf_counter() - started)
+            STEP_CPU[key] = STEP_CPU.get(key, 0.0) + time.process_time() - cpu
+        each: dict[str, list[float]] = {key: [] for key in steps}
+        for i in range(n):
+            outputs: dict[str, Any] = {}
+            for key, step in steps.items():
+                memo = (key, step.sign(i))
+                if memo not in self.answered:
+                    started, cpu = time.perf_counter(), time.process_time()
+                    answer = step.one(self.states[key, step.state_key], i, outputs)
+                    self.answered[memo] = (time.perf_counter() - started, answer)
+                    STEP_CPU[key] += time.process_time() - cpu
+                seconds, outputs[key] = self.answered[memo]
+                each[key].append(seconds)
+        batch: dict[str, float] = {}
+        outputs = {}
+        for key, step in steps.items():
+            memo = (f"batch {key}", tuple(step.sign(i) for i in range(n)))
+            if memo not in self.answered:
+                started, cpu = time.perf_counter(), time.process_time()
+                answer = step.many(self.states[key, step.state_key], list(range(n)), outputs)
+                self.answered[memo] = (time.perf_counter() - started, answer)
+                STEP_CPU[key] += time.process_time() - cpu
+            batch[key], outputs[key] = self.answered[memo]
+        timed = {}
+        for method, plan in plans.items():
+            used = list(dict.fromkeys((step.key, step.state_key) for step in plan))
+            timed[method] = Timed([sum(each[key][i] for key, _ in used) for i in range(n)],
+                                  sum(batch[key] for key, _ in used), sum(self.startup[loaded] for loaded in used))
+        return timed
+
+
+def probe(plans: Mapping[str, list[Step]], n: int) -> dict[str, Timed]:
+    """One version's probe in a fresh Probe (Probe.run)."""
+    return Probe().run(plans, n)
 
 
 @dataclass(frozen=True)
@@ -172,9 +225,10 @@ def encode_step(setup: ServeSetup, encoder: str, settings: Mapping[str, Any]) ->
 
         return load_encoder(encoder_spec(settings), None, encoder)
 
-    return Step(f"encode:{encoder}:{setup.inputs.get('queries', '')}", load,
-                lambda model, i, _: model.encode_queries([texts[i]]),
-                lambda model, positions, _: model.encode_queries([texts[i] for i in positions]))
+    key = f"encode:{encoder}:{setup.spec.get('rewrite') or 'questions'}"  # one model per text source
+    return Step(key, load, lambda model, i, _: model.encode_queries([texts[i]]),
+                lambda model, positions, _: model.encode_queries([texts[i] for i in positions]),
+                lambda i: (setup.sampled[i], texts[i]))
 
 
 def serve_bm25(setup: ServeSetup) -> list[Step]:
@@ -202,7 +256,7 @@ def serve_bm25(setup: ServeSetup) -> list[Step]:
         return _hits(setup, positions, found, chunks, drop_nonpositive=True)
 
     return [Step(f"bm25:{setup.method}", load, lambda state, i, _: answer(state, [i]),
-                 lambda state, positions, _: answer(state, positions))]
+                 lambda state, positions, _: answer(state, positions), setup.sign, setup.state_key)]
 
 
 def serve_dense(setup: ServeSetup) -> list[Step]:
@@ -226,16 +280,17 @@ def serve_dense(setup: ServeSetup) -> list[Step]:
 
     return [encode, Step(f"faiss:{setup.method}", load,
                          lambda state, i, out: answer(state, [i], out[encode.key]),
-                         lambda state, positions, out: answer(state, positions, out[encode.key]))]
+                         lambda state, positions, out: answer(state, positions, out[encode.key]),
+                         setup.sign, setup.state_key)]
 
 
-def _upstream_keys(setup: ServeSetup) -> tuple[list[Step], list[str]]:
-    """The steps of the methods a method consumes (in order, each once) and the key of each one's last step."""
+def _upstream_keys(setup: ServeSetup) -> tuple[list[Step], list[Step]]:
+    """The steps of the methods a method consumes (in order, each once) and the last step of each of them."""
     steps: dict[str, Step] = {}
     for name in setup.upstream:
         for step in setup.upstream[name]:
             steps.setdefault(step.key, step)
-    return list(steps.values()), [setup.upstream[name][-1].key for name in setup.upstream]
+    return list(steps.values()), [setup.upstream[name][-1] for name in setup.upstream]
 
 
 def serve_fusion(setup: ServeSetup) -> list[Step]:
@@ -246,13 +301,13 @@ def serve_fusion(setup: ServeSetup) -> list[Step]:
     p = setup.params
 
     def fused(outputs: Mapping[str, Any]) -> pd.DataFrame:
-        runs = [as_run(outputs[key]) for key in finals]
+        runs = [as_run(outputs[step.key]) for step in finals]
         if p["kind"] == "rrf":
             return reciprocal_rank_fusion(runs, k=p["k"], depth=setup.depth, weights=p["weights"])
         return score_fusion(runs, p["kind"], p["normalization"], depth=setup.depth, weights=p["weights"])
 
     return [*before, Step(f"fuse:{setup.method}", lambda: None, lambda _, i, out: fused(out),
-                          lambda _, positions, out: fused(out))]
+                          lambda _, positions, out: fused(out), lambda i: tuple(step.sign(i) for step in finals))]
 
 
 def serve_rerank(setup: ServeSetup) -> list[Step]:
@@ -287,11 +342,12 @@ def serve_rerank(setup: ServeSetup) -> list[Step]:
             score = bi_encoder_scorer(qids, outputs[encode.key], *state)
         else:
             score = state(dict(zip(qids, (texts[i] for i in positions))))
-        return rerank(as_run(outputs[first]), depth, score)
+        return rerank(as_run(outputs[first.key]), depth, score)
 
     own = [encode] if encode is not None and encode.key not in {step.key for step in before} else []
     return [*before, *own, Step(f"rerank:{setup.method}", load, lambda state, i, out: answer(state, [i], out),
-                                lambda state, positions, out: answer(state, positions, out))]
+                                lambda state, positions, out: answer(state, positions, out),
+                                lambda i: (setup.sign(i), first.sign(i)))]
 
 
 def serve_http(setup: ServeSetup) -> list[Step]:
@@ -320,4 +376,5 @@ def serve_http(setup: ServeSetup) -> list[Step]:
         return lambda: _run(answers, spec, setup.depth, setup.method, chunks)  # built when a consumer reads it
 
     return [Step(f"http:{setup.method}", load, lambda state, i, _: answer(state, [i]),
-                 lambda state, positions, _: answer(state, positions))]
+                 lambda state, positions, _: answer(state, positions),
+                 lambda i: json.dumps(values[i], sort_keys=True, default=str))]
