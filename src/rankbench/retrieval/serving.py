@@ -351,11 +351,9 @@ def serve_rerank(setup: ServeSetup) -> list[Step]:
 
 
 def serve_http(setup: ServeSetup) -> list[Step]:
-    """A search service: each question sent to the endpoint as the run sent it, through an emptied response cache
-    (nothing is answered from a cache), timed from request to parsed answer; its output the run of those answers,
-    built when a fusion or a reranker reads it."""
-    import shutil
-
+    """A search service: each question sent to the endpoint as the run sent it, no cache read or written, timed from
+    the request built to the answer parsed; its output the run of those answers, built when a fusion or a reranker
+    reads it."""
     from rankbench.retrieval.http_search import HttpSearch, _run, http_spec, question_values
 
     spec = http_spec(setup.params["spec"], setup.depth)
@@ -363,16 +361,12 @@ def serve_http(setup: ServeSetup) -> list[Step]:
     chunks_path = setup.inputs.get("chunks")
 
     def load() -> tuple[HttpSearch, Any]:
-        folder = tempfile.mkdtemp(prefix="rankbench-probe-")
         chunks = pd.read_parquet(chunks_path, columns=["chunk_id", "doc_id"]) if chunks_path else None
-        return HttpSearch(spec, folder, setup.method), chunks
+        return HttpSearch(spec, tempfile.gettempdir(), setup.method), chunks  # its cache is never used
 
     def answer(state: tuple[HttpSearch, Any], positions: Sequence[int]) -> Callable[[], pd.DataFrame]:
         search, chunks = state
-        answers = {}
-        for i in positions:
-            answers[values[i]["qid"]] = search.answer(values[i])
-            shutil.rmtree(search.cache, ignore_errors=True)  # the next ask of it goes to the server again
+        answers = {values[i]["qid"]: search.answered(values[i]) for i in positions}
         return lambda: _run(answers, spec, setup.depth, setup.method, chunks)  # built when a consumer reads it
 
     return [Step(f"http:{setup.method}", load, lambda state, i, _: answer(state, [i]),
