@@ -53,7 +53,8 @@ VERSION_PAGES = []
 # degraded flags.
 RERANKED_METHODS = []
 # Run rule -> (method, version) -> {"inputs": files, "params": settings} the serving probe hands the type's `serve`
-# hook (serving.smk; retrieval/serving.py): what its query path loads, as its run rule reads it.
+# hook (serving.smk; retrieval/serving.py): what its query path loads, as its run rule reads it; None when the probe
+# cannot run this method's path (it is then costed from the latencies its run recorded).
 SERVE_SETUPS = {}
 
 

@@ -9,22 +9,25 @@ from rankbench.retrieval.registry import method_inputs, method_type
 COST = {**COST_DEFAULTS, **config.get("cost", {})}
 
 
-def probed(method):
-    """Whether the probe runs a method's query path: its type has a `serve` hook and a setup, and so do its inputs'."""
-    spec = METHOD_SPECS[method]
-    kind = method_type(spec)
-    return bool(
-        COST["probe"] and kind.serve and kind.run_rule in SERVE_SETUPS
-    ) and all(probed(name) for name in method_inputs(spec))
+def serve_setup(method, qset):
+    """What a method's serve hook reads in one version ({"inputs", "params"}), None when the probe cannot run its path
+    (its type has no `serve` hook or registers no setup, or the setup says so)."""
+    kind = method_type(METHOD_SPECS[method])
+    if not (COST["probe"] and kind.serve and kind.run_rule in SERVE_SETUPS):
+        return None
+    return SERVE_SETUPS[kind.run_rule](method, qset)
+
+
+def probed(method, qset=QSETS[0]):
+    """Whether the probe runs a method's query path: it has a setup, and so have its inputs."""
+    return serve_setup(method, qset) is not None and all(
+        probed(name, qset) for name in method_inputs(METHOD_SPECS[method])
+    )
 
 
 def serve_setups(qset):
-    """Method -> what its serve hook reads ({"inputs", "params"}) in one version, for every probed method."""
-    return {
-        m: SERVE_SETUPS[method_type(METHOD_SPECS[m]).run_rule](m, qset)
-        for m in METHODS
-        if probed(m)
-    }
+    """Method -> what its serve hook reads in one version, for every probed method."""
+    return {m: serve_setup(m, qset) for m in METHODS if probed(m, qset)}
 
 
 def recorded_timings(qset):
@@ -35,7 +38,7 @@ def recorded_timings(qset):
     return {
         m: sorted({records[path] for _, side, path in plan[m] if path in records})
         for m in METHODS
-        if not probed(m)
+        if not probed(m, qset)
     }
 
 

@@ -295,16 +295,14 @@ def _upstream_keys(setup: ServeSetup) -> tuple[list[Step], list[Step]]:
 
 def serve_fusion(setup: ServeSetup) -> list[Step]:
     """Fusion: each input answers the question, then their lists are fused."""
-    from rankbench.retrieval.fusion import reciprocal_rank_fusion, score_fusion
+    from rankbench.retrieval.fusion import fuse_runs
 
     before, finals = _upstream_keys(setup)
     p = setup.params
 
     def fused(outputs: Mapping[str, Any]) -> pd.DataFrame:
-        runs = [as_run(outputs[step.key]) for step in finals]
-        if p["kind"] == "rrf":
-            return reciprocal_rank_fusion(runs, k=p["k"], depth=setup.depth, weights=p["weights"])
-        return score_fusion(runs, p["kind"], p["normalization"], depth=setup.depth, weights=p["weights"])
+        return fuse_runs([as_run(outputs[step.key]) for step in finals], p["kind"], p["k"], p["normalization"],
+                         setup.depth, p["weights"])
 
     return [*before, Step(f"fuse:{setup.method}", lambda: None, lambda _, i, out: fused(out),
                           lambda _, positions, out: fused(out), lambda i: tuple(step.sign(i) for step in finals))]
@@ -312,7 +310,8 @@ def serve_fusion(setup: ServeSetup) -> list[Step]:
 
 def serve_rerank(setup: ServeSetup) -> list[Step]:
     """Rerank: the first stage answers, then its top `depth` are re-scored: by a bi-encoder from the question's
-    vector (encoded now) and the chunks' (loaded once), or by a cross-encoder or an LLM scoring the pairs."""
+    vector (encoded now) and the chunks' (loaded once), or by a cross-encoder scoring the pairs. (An LLM scorer's
+    setup is None: its calls are charged as the run recorded them.)"""
     from rankbench.corpus.chunking import passage_text
     from rankbench.retrieval.rerank import bi_encoder_scorer, cross_encoder_scorer, rerank
     from rankbench.retrieval.scorer_kinds import scorer_kind
@@ -328,11 +327,6 @@ def serve_rerank(setup: ServeSetup) -> list[Step]:
         if encode is not None:
             return chunks["chunk_id"].astype(str).tolist(), np.load(setup.inputs["chunk_embeddings"])
         passages = dict(zip(chunks["chunk_id"], passage_text(chunks)))
-        if scorer_kind(scorer).chat:
-            from rankbench.llm.chat import chat_from_spec
-            from rankbench.llm.scorer import llm_scorer
-
-            return lambda questions: llm_scorer(chat_from_spec(scorer["chat"]), questions, passages)
         return lambda questions: cross_encoder_scorer(scorer["model"], questions, passages,
                                                       revision=scorer.get("revision"))
 

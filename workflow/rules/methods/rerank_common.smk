@@ -1,6 +1,6 @@
 # Reranking another method's run: its helpers and what it registers in common.smk; its rule is in rerank.smk.
 from rankbench.retrieval.registry import method_setting
-from rankbench.retrieval.scorer_kinds import scorer_encoder
+from rankbench.retrieval.scorer_kinds import scorer_encoder, scorer_kind
 
 
 def scorer_spec(method):
@@ -35,8 +35,11 @@ RERANKED_METHODS.extend(methods_of_rule("rerank"))
 
 
 def rerank_serve_setup(method, qset):
-    """What the serving probe reads to rerank a method's first stage (retrieval/serving.py, serve_rerank)."""
+    """What the serving probe reads to rerank a method's first stage (retrieval/serving.py, serve_rerank); None for
+    an LLM scorer, whose calls are charged as its run recorded them (the probe sends no chat request)."""
     spec = METHOD_SPECS[method]
+    if scorer_kind(spec["scorer"]).chat:
+        return None
     encoder = scorer_encoder(spec["scorer"])
     inputs = {
         "chunks": corpus_path(method, "chunks.parquet"),
