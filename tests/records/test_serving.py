@@ -149,3 +149,23 @@ def test_a_second_version_asking_the_same_questions_is_not_timed_again() -> None
     assert again["A"].seconds == first["A"].seconds and again["A"].batch_s == first["A"].batch_s
     shared.run({"A": [step(["q1", "q9", "q3"])]}, 3)
     assert calls == {"load": 1, "one": 1 + 3 + 1 + 1 + 1, "many": 2}  # q9 and the new batch only
+
+
+def test_the_page_names_the_machine_the_sample_and_the_adjustment() -> None:
+    from rankbench.report.serving import machine_line, served_section
+
+    machine = {"cpu": "AMD EPYC", "cores": 2, "threads": 1}
+    above = machine_line({"machine": machine, "questions": 58, "asked": 100, "timed": 58, "probe": True,
+                          "load": [0.4, 0.6]})
+    assert above.startswith("Measured on AMD EPYC (2 cores), 1 thread used (`cost.probe_threads`); all 58 questions")
+    assert "`cost.probe_questions` asks for 100: more than there are, so every question is used" in above
+    assert "hold for that machine" in above and "waiting for a CPU" not in above
+    quick = machine_line({"machine": machine, "questions": 58, "asked": 100, "timed": 20, "quick": True,
+                          "probe": True, "load": [6.0, 9.5]})
+    assert "20 of the 58 questions timed (a `--quick` run probes at most 20)" in quick
+    assert "above the 2 cores, so the latencies include waiting for a CPU" in quick
+    table = serving_table([serving_row("svc", [0.05, 0.06], float("nan"), 0.0, 1, "recorded", 0),
+                           serving_row("bm25", [0.001, 0.002], 0.01, 0.1, 1, "probe", 0)])
+    page = "\n".join(served_section(table, {"machine": machine, "questions": 2, "asked": 2, "timed": 2}))
+    assert "| svc ‡ |" in page and "| bm25 |" in page and "USD" not in page  # no price table, no money column
+    assert "‡ : the probe cannot run this method's path" in page

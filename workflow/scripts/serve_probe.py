@@ -62,6 +62,7 @@ def main(snakemake):
     p = snakemake.params
     limit_threads(p.cost["probe_threads"])
     shared = Probe()
+    load_before = os.getloadavg()[0]
     logging.disable(logging.INFO)  # no progress line per question: a service logs none, and it would be timed
     try:
         tables = [version_rows(p, Path(path).parent.name, pd.read_parquet(path), shared)
@@ -70,8 +71,9 @@ def main(snakemake):
         logging.disable(logging.NOTSET)
     logging.info("CPU s per step: %s", ", ".join(f"{key} {cpu:.2f}" for key, cpu in
                                                  sorted(STEP_CPU.items(), key=lambda item: -item[1])))
+    load = [round(load_before, 2), round(os.getloadavg()[0], 2)]
     for (rows, metadata), path in zip(tables, snakemake.output.serving):
-        write_parquet(serving_table(rows), path, metadata=metadata)
+        write_parquet(serving_table(rows), path, metadata={**metadata, "load": load})
         logging.info("%s: %d methods, %d of %d questions timed", path, len(rows), metadata["timed"],
                      metadata["questions"])
 

@@ -39,9 +39,13 @@ def machine_line(metadata: Mapping[str, Any]) -> str:
         sample = f"{timed} of the {total} questions timed (a `--quick` run probes at most {timed})"
     else:
         sample = f"{timed} of the {total} questions timed (seeded sample)"
+    load = metadata.get("load")
+    busy = (f" The load average was {load[0]:.1f} when the probe started and {load[1]:.1f} when it ended"
+            + (f": above the {machine.get('cores')} cores, so the latencies include waiting for a CPU."
+               if max(load) > machine.get("cores", 1) else ".") if load else "")
     return (f"Measured on {machine.get('cpu', 'an unknown CPU')} ({machine.get('cores', '?')} cores), "
             f"{threads} thread{'s' if threads != 1 else ''} used (`cost.probe_threads`); {sample}. These figures "
-            "hold for that machine: another CPU, more threads or a loaded machine give other ones.")
+            f"hold for that machine: another CPU, more threads or a loaded machine give other ones.{busy}")
 
 
 def served_section(serving: pd.DataFrame, metadata: Mapping[str, Any]) -> list[str]:
