@@ -112,7 +112,8 @@ def config_defaults() -> dict[str, Any]:
                                if value is not dataclasses.MISSING})
     return {"results": RESULTS, "dataset": DATASET_DEFAULTS, "chunkers": {"*": CHUNKER_DEFAULTS},
             "encoders": {"*": ENCODER_DEFAULTS}, "methods": {"*": methods}, "evaluation": EVALUATION_DEFAULTS,
-            "report": REPORT_DEFAULTS, "decision": DECISION_DEFAULTS, "cost": COST_DEFAULTS, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}
+            "report": REPORT_DEFAULTS, "decision": DECISION_DEFAULTS, "cost": COST_DEFAULTS,
+            "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}
 
 
 def effective_config(config: Mapping[str, Any], methods: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
