@@ -147,3 +147,60 @@ def silent() -> Iterator[str]:
     for connection in held:
         connection.close()
     listener.close()
+
+
+class TimedSearchServer(ThreadingHTTPServer):
+    """A small search service that logs how long it took over each request, as an access log's %D does: GET
+    /search?q=…&k=… ranks its documents by the query terms they share and answers {"hits": [{"id", "score"}]}
+    after working `delay(query)` seconds; `log` holds (query, seconds from the request read to the answer sent)."""
+
+    def __init__(self, documents: dict[str, str], delay: object) -> None:
+        super().__init__(("127.0.0.1", 0), TimedSearchHandler)
+        self.daemon_threads = True
+        self.documents = {doc_id: set(text.lower().split()) for doc_id, text in documents.items()}
+        self.delay = delay
+        self.log: list[tuple[str, float]] = []
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class TimedSearchHandler(BaseHTTPRequestHandler):
+    server: TimedSearchServer
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        from urllib.parse import parse_qs, urlsplit
+
+        started = time.perf_counter()
+        fields = parse_qs(urlsplit(self.path).query)
+        query, k = fields.get("q", [""])[0], int(fields.get("k", ["10"])[0])
+        terms = set(query.lower().split())
+        scored = sorted(((len(terms & words), doc_id) for doc_id, words in self.server.documents.items()
+                         if terms & words), key=lambda pair: (-pair[0], pair[1]))[:k]
+        time.sleep(self.server.delay(query))  # type: ignore[operator]
+        body = json.dumps({"hits": [{"id": doc_id, "score": float(score)} for score, doc_id in scored]}).encode()
+        self.wfile.write(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                         .encode() + body)
+        self.wfile.flush()
+        self.server.log.append((query, time.perf_counter() - started))
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def timed_search() -> Iterator[type[TimedSearchServer]]:
+    """The TimedSearchServer class, each server made from it served on 127.0.0.1 until the test ends."""
+    servers: list[TimedSearchServer] = []
+
+    class Served(TimedSearchServer):
+        def __init__(self, documents: dict[str, str], delay: object) -> None:
+            super().__init__(documents, delay)
+            servers.append(self)
+            threading.Thread(target=self.serve_forever, args=(0.02,), daemon=True).start()
+
+    yield Served
+    for server in servers:
+        server.shutdown()
+        server.server_close()

@@ -595,6 +595,8 @@ START_CASES = {
     "margin NaN": (set_key("evaluation.margin", {"ndcg@3": float("nan")}), "evaluation.margin.ndcg@3",
                    "not a finite number"),
     "low score NaN": (set_key("decision.low_score", float("nan")), "decision.low_score", "not a finite number"),
+    "probe of no question": (set_key("cost.probe_questions", 0), "cost.probe_questions", "minimum of 1"),
+    "probe on no thread": (set_key("cost.probe_threads", 0), "cost.probe_threads", "minimum of 1"),
     "k1 inf": (set_key("methods.bm25.k1", float("inf")), "methods.bm25.k1", "not a finite number"),
     "tokens chunker's tokenizer missing": (set_key("chunkers.tok", {"kind": "tokens", "size": 100, "overlap": 10,
                                                                     "tokenizer": "no/such/tokenizer.json"}),

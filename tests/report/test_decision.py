@@ -71,7 +71,33 @@ def test_the_page_sections_state_the_evidence_and_the_budget() -> None:
     assert "clearly ahead of every other method" in lines
     rerank = next(line for line in lines.splitlines() if "reranker gains a lot" in line)
     assert "m4 over its first stage m2, Δ +0.1" in rerank and "Holm p" in rerank and "W/T/L" in rerank
-    assert "30.0 ms/question p50, 80.0 p95 — over `decision.latency_budget_ms` 50" in rerank
+    assert "served, it takes 30.0 ms p50, 80.0 ms p95 a question — over `decision.latency_budget_ms` 50" in rerank
+    assert "→ Not recommended at this budget" in rerank and "Turn it on" not in rerank
+
+
+def test_the_budget_applies_to_every_method_and_names_the_best_within_it_with_its_loss() -> None:
+    """m4 is best but over the 50 ms budget: it is never recommended, and the page names m3 (the best that fits)
+    with Δ m3 − m4 and its CI as the pairs table holds them."""
+    summary, pairs = _tables({"m1": BASE - 0.3, "m2": BASE - 0.1, "m3": BASE - 0.09, "m4": BASE + NOISE / 2})
+    cost = {"m1": {"p50_ms": 1.0, "p95_ms": 2.0}, "m2": {"p50_ms": 8.0, "p95_ms": 12.0},
+            "m3": {"p50_ms": 15.0, "p95_ms": 20.0}, "m4": {"p50_ms": 30.0, "p95_ms": 80.0}}
+    lines = "\n".join(decision_lines(summary, pairs, "document", [("ndcg", 10)], 0.05, TYPES, INPUTS,
+                                     {**DECISION_DEFAULTS, "latency_budget_ms": 50.0}, cost=cost))
+    budget = next(line for line in lines.splitlines() if "**Latency budget**" in line)
+    row = pairs[(pairs["grain"] == "document") & (pairs["kind"] == "all") & (pairs["method_a"].isin(["m3", "m4"]))
+                & (pairs["method_b"].isin(["m3", "m4"]))].iloc[0]
+    sign = 1 if row["method_a"] == "m3" else -1
+    low, high = sorted([sign * row["diff_low"], sign * row["diff_high"]])
+    assert "over it: m4 (80.0 ms)" in budget and "The best within it is **m3** (p95 20.0 ms)" in budget
+    assert f"Δ {sign * row['diff']:+.3f} nDCG@10 (95% CI {low:+.3f} to {high:+.3f}" in budget
+    within = {**cost, "m4": {"p50_ms": 30.0, "p95_ms": 40.0}}
+    fits = "\n".join(decision_lines(summary, pairs, "document", [("ndcg", 10)], 0.05, TYPES, INPUTS,
+                                    {**DECISION_DEFAULTS, "latency_budget_ms": 50.0}, cost=within))
+    assert "The best method, m4, fits it." in fits and "every timed method fits" in fits
+    # the comparison page passes no cost: no budget line, nothing timed
+    plain = "\n".join(decision_lines(summary, pairs, "document", [("ndcg", 10)], 0.05, TYPES, INPUTS,
+                                     {**DECISION_DEFAULTS, "latency_budget_ms": 50.0}))
+    assert "Latency budget" not in plain and " ms p95" not in plain
 
 
 def test_a_ci_that_excludes_0_beside_a_non_significant_holm_p_is_explained() -> None:

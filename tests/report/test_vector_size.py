@@ -6,6 +6,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from rankbench.evaluation.scoring import summarize
+from rankbench.records.serving import serving_row, serving_table, with_footprint
 from rankbench.report.comparison import cost_page
 from rankbench.report.vector_size import vector_size_page
 from rankbench.retrieval.dense import float_twins
@@ -76,8 +77,9 @@ def test_the_cost_page_shows_what_serving_takes_and_each_dense_index_build_time(
                          "p50_ms": np.nan, "p95_ms": np.nan, "onetime_s": np.nan, "batched": False, "cached": 0,
                          "calls": np.nan, "call_tokens": np.nan, "stages": "", "index_tokens": np.nan,
                          "query_tokens": np.nan, "index_sent": np.nan, "query_sent": np.nan})
+    timed = serving_table([serving_row(m, [0.01, 0.02], 0.1, 1.0, 1, "probe", 0) for m in ("bm25", "dense")])
     page = cost_page(aggregate, cost, {**REPORT, "alpha": 0.05, "ci": False}, "demo", "v1",
-                     indexes=STATS, serving=SERVED)
+                     indexes=STATS, serving=with_footprint(timed, SERVED))
     rows = {line.split(" | ")[0]: line for line in page.splitlines() if line.startswith("| ")}
     assert "| 1.536 | 1.536 | 384 | 0.10 |" in rows["| dense"] and "| – | – | – | – |" in rows["| bm25"]
     assert "MB in RAM" in page and "$ per 1,000" not in page  # no price table: no money column

@@ -29,4 +29,4 @@ rule breakdowns_page:
         report=REPORT,
         ks=EVALUATION["ks"],
     script:
-        "../scripts/breakdowns_page.py"
+        in_worker("../scripts/breakdowns_page.py")

@@ -92,13 +92,8 @@ rule cost_page:
         timings=lambda wildcards: sorted(timing_records(wildcards).values()),
         runs=expand(run_path("{method}"), method=METHODS, allow_missing=True),
         chunks=sorted({corpus_path(m, "chunks.parquet") for m in METHODS}),
-        index_files=lambda wildcards: sorted(
-            {path for paths in index_files().values() for path in paths}
-        ),
         index_stats=sorted(set(INDEX_STATS.values())),
-        priced_records=lambda wildcards: sorted(
-            {path for found in priced_records(wildcards).values() for _, path in found}
-        ),
+        serving=f"{R}/{{qset}}/serving.parquet",
     output:
         cost=f"{R}/{{qset}}/cost.md",
         frontier_png=f"{R}/{{qset}}/frontier.png",
@@ -128,9 +123,6 @@ rule cost_page:
         decision=DECISION,
         methods=METHODS,
         chunks={m: corpus_path(m, "chunks.parquet") for m in METHODS},
-        served=served_files(),
-        priced_records=priced_records,
-        prices=PRICES,
         margins=MARGINS,
         index_stats=INDEX_STATS,
     script:

@@ -8,7 +8,8 @@ PRICES = config.get("cost", {}).get("prices")
 
 def served_files():
     """Per method: the corpus-side files and folders its query job and its inputs' read to answer a question
-    (SERVED_FILES, registered by each method type; none: served elsewhere, e.g. a search endpoint)."""
+    (SERVED_FILES, registered by each method type; none: served elsewhere, e.g. a search endpoint).
+    """
 
     def of(method):
         files = list(SERVED_FILES.get(method, []))
@@ -19,11 +20,11 @@ def served_files():
     return {method: sorted(set(of(method))) for method in METHODS}
 
 
-def priced_records(wildcards):
-    """Per method: [model, record] of each query-side job (its own and its inputs') that may call a remote model:
-    an embedding job's usage record (model None: the record names it) and the timing record of a reranker whose LLM
-    scorer is served over HTTP (its `chat.model`)."""
-    usage = api_usage(wildcards)
+def priced_records(qset):
+    """Per method: [model, record] of each query-side job (its own and its inputs') of the version that may call a
+    remote model: an embedding job's usage record (model None: the record names it) and the timing record of a
+    reranker whose LLM scorer is served over HTTP (its `chat.model`)."""
+    usage = api_usage_of(qset)
     records = {}
     for method in METHODS:
         found = []
@@ -32,7 +33,7 @@ def priced_records(wildcards):
         ):
             if side != "query":
                 continue
-            path = getattr(rules, stage).benchmark.format(qset=wildcards.qset, **values)
+            path = getattr(rules, stage).benchmark.format(qset=qset, **values)
             if path in usage:
                 found.append([None, usage[path]])
             scorer = METHOD_SPECS.get(values.get("method"), {}).get("scorer") or {}

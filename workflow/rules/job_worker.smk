@@ -5,5 +5,6 @@ from rankbench.execution.local_run import declare_script_worker
 
 def in_worker(script, worker="light"):
     """A rule's `script:` served by the run's job worker (`worker="model"`: the model worker, for a script that
-    loads encoder or reranker models); the script's first line is `hand_over(snakemake, __file__)`."""
+    loads encoder or reranker models); the script's first line is `hand_over(snakemake, __file__)`.
+    """
     return declare_script_worker(workflow, script, worker)

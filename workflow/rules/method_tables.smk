@@ -58,6 +58,10 @@ VERSION_PAGES = []
 # Methods whose runs reorder another method's with a scorer that can fail: the comparison page reads their runs'
 # degraded flags.
 RERANKED_METHODS = []
+# A type's run rule -> its function of (method, version) giving the files and settings ({"inputs", "params"}) the
+# serving probe hands the type's `serve` hook (serving.smk; retrieval/serving.py), as the run rule reads them; None
+# when the probe cannot run that method's path (it is then costed from the latencies its run recorded).
+SERVE_SETUPS = {}
 
 
 def methods_at_grain(grain):

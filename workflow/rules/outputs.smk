@@ -118,30 +118,14 @@ def cost_plan(wildcards):
     return plan
 
 
-def index_files(wildcards=None):
-    """Per method: the outputs of its corpus-side jobs (its index rule's, the merged embeddings of each encoder it
-    embeds the corpus with), which the cost page waits for; what serving it reads among them is served_files()'s."""
-    files = {}
-    for method in METHODS:
-        paths = set()
-        for stage, side, values in method_stages(
-            METHOD_SPECS, method, index_chunker, index_name
-        ):
-            if side != "index":
-                continue
-            producer = (
-                rules.merge_embeddings
-                if stage == "embed_corpus"
-                else getattr(rules, stage)
-            )
-            paths.update(str(path).format(**values) for path in producer.output)
-        files[method] = sorted(paths)
-    return files
-
-
 def api_usage(wildcards):
     """Benchmark file -> usage file (texts sent, tokens billed) of each embedding job of an API encoder that the
-    cost plan counts."""
+    cost plan of the version counts (an input function: api_usage_of its version)."""
+    return api_usage_of(wildcards.qset)
+
+
+def api_usage_of(qset):
+    """api_usage of a version named."""
     usage = {}
     for method in METHODS:
         for stage, side, values in method_stages(
@@ -154,7 +138,7 @@ def api_usage(wildcards):
             for shard in (
                 range(encoder_shards(encoder)) if stage == "embed_corpus" else [0]
             ):
-                fields = dict(qset=wildcards.qset, shard=shard, **values)
+                fields = dict(qset=qset, shard=shard, **values)
                 usage[stage_rule.benchmark.format(**fields)] = (
                     stage_rule.output.usage.format(**fields)
                 )

@@ -4,7 +4,6 @@
 # only (index bytes, dimensions, depth, prompt tokens, k), so the box stays byte-identical across runs.
 from rankbench.configuration.defaults import abstention_target
 
-
 RECOMMENDED = ("recommended.yaml", "recommended.md", "recommended.json")
 
 

@@ -69,6 +69,8 @@ onsuccess:
 
 onerror:
     end_local_run()
+
+
 STUDY_OUTPUTS = study_outputs(STUDY_PLAN["name"], STUDY_PLAN["metrics"])
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 from rankbench.execution.scripting import run_script
 from rankbench.io.files import write_parquet
 from rankbench.records.timing import Timing
-from rankbench.retrieval.fusion import reciprocal_rank_fusion, score_fusion
+from rankbench.retrieval.fusion import fuse_runs
 
 
 def main(snakemake):
@@ -18,11 +18,7 @@ def main(snakemake):
         runs = [pd.read_parquet(path) for path in snakemake.input.runs]
     params = snakemake.params
     with timing.batch(sorted(set().union(*(run["qid"].unique() for run in runs)))):  # grouped over all questions
-        if params.kind == "rrf":
-            fused = reciprocal_rank_fusion(runs, k=params.k, depth=params.depth, weights=params.weights)
-        else:
-            fused = score_fusion(runs, params.kind, params.normalization, depth=params.depth,
-                                 weights=params.weights)
+        fused = fuse_runs(runs, params.kind, params.k, params.normalization, params.depth, params.weights)
     write_parquet(fused, snakemake.output.run)
     timing.write(snakemake.output.timing)
 

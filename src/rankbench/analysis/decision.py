@@ -209,3 +209,40 @@ def _margin(scope: pd.DataFrame) -> float:
     """The margin the pairs were tested at (NaN without one)."""
     margins = scope["margin"].dropna() if "margin" in scope else pd.Series(dtype=float)
     return float(margins.iloc[0]) if len(margins) else np.nan
+
+
+@dataclass(frozen=True)
+class BudgetChoice:
+    """The latency budget applied to every method (served p95 against `decision.latency_budget_ms`): the methods
+    over it, those without a served p95, the best method by mean, the best within the budget and, when they differ,
+    what choosing it costs in quality (`loss`: it against the best, Δ with its CI, the pair's own p)."""
+
+    budget_ms: float
+    over: list[str]
+    unknown: list[str]
+    best: str
+    best_within: str | None
+    loss: Comparison | None
+
+
+def budget_choice(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, metric: str, k: int, alpha: float,
+                  p95_ms: Mapping[str, float], budget_ms: float | None) -> BudgetChoice | None:
+    """The budget's verdict on one metric (None without a budget or an evaluated method). A method without a served
+    p95 is neither over nor within: it is listed apart and never chosen."""
+    rows = _cut(aggregate, grain, metric, k).sort_values(["mean", "method"], ascending=[False, True])
+    if not budget_ms or rows.empty:
+        return None
+    served = {m: float(p95_ms.get(m, np.nan)) for m in rows["method"]}
+    over = [m for m, p in served.items() if p > budget_ms]
+    unknown = [m for m, p in served.items() if not np.isfinite(p)]
+    within = [m for m in rows["method"] if m not in over and m not in unknown]
+    best = str(rows.iloc[0]["method"])
+    chosen = within[0] if within else None
+    loss = None
+    if chosen is not None and chosen != best:
+        scope = _cut(pairs, grain, metric, k)
+        found = scope[((scope["method_a"] == chosen) & (scope["method_b"] == best))
+                      | ((scope["method_a"] == best) & (scope["method_b"] == chosen))]
+        p = float(found["p_randomization"].iloc[0]) if len(found) else np.nan
+        loss = compare(scope, chosen, best, p, (f"{chosen} vs {best}",), alpha)
+    return BudgetChoice(float(budget_ms), over, unknown, best, chosen, loss)

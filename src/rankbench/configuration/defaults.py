@@ -44,6 +44,9 @@ DECISION_DEFAULTS: dict[str, Any] = {"latency_budget_ms": None, "low_score": 0.3
 # The recommended configuration's abstention target (analysis/recommend.py: t1 loses at most `answerable_lost`, t2
 # catches `unanswerable_caught`).
 ABSTENTION_TARGET_DEFAULTS: dict[str, Any] = {"unanswerable_caught": 0.5, "answerable_lost": 0.1}
+# The serving probe (records/serving.py): on, how many of a version's questions it times one at a time, on how many
+# CPU threads.
+COST_DEFAULTS: dict[str, Any] = {"probe": True, "probe_questions": 100, "probe_threads": 1}
 # A method's `abstention` block (analysis/calibration.py's zones): the score it compares with the zones.
 ABSTENTION_DEFAULTS: dict[str, Any] = {"signal": "top1"}
 LLM_DEFAULTS: dict[str, dict[str, Any]] = {"generate": {"count": 20, "seed": 0, "qid_prefix": "g"},
@@ -119,7 +122,7 @@ def config_defaults() -> dict[str, Any]:
                                if value is not dataclasses.MISSING})
     return {"results": RESULTS, "dataset": DATASET_DEFAULTS, "chunkers": {"*": CHUNKER_DEFAULTS},
             "encoders": {"*": ENCODER_DEFAULTS}, "methods": {"*": methods}, "evaluation": EVALUATION_DEFAULTS,
-            "report": REPORT_DEFAULTS, "decision": DECISION_DEFAULTS,
+            "report": REPORT_DEFAULTS, "decision": DECISION_DEFAULTS, "cost": COST_DEFAULTS,
             "abstention": {"target": ABSTENTION_TARGET_DEFAULTS}, "llm": {"chat": CHAT_DEFAULTS, **LLM_DEFAULTS}}
 
 
@@ -135,6 +138,7 @@ def effective_config(config: Mapping[str, Any], methods: Mapping[str, Mapping[st
                  "report": {**REPORT_DEFAULTS, **config.get("report", {})},
                  "decision": {**DECISION_DEFAULTS, **config.get("decision", {})},
                  "abstention": {"target": abstention_target(config)},
+                 "cost": {**COST_DEFAULTS, **config.get("cost", {})},
                  "chunkers": {name: {**CHUNKER_DEFAULTS, **chunker_settings(spec)}
                               for name, spec in config["chunkers"].items()},
                  "encoders": {name: encoder_settings(spec) for name, spec in config.get("encoders", {}).items()},

@@ -30,6 +30,7 @@ from rankbench.report.headline_marks import (
 )
 from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.run_pages import with_section
+from rankbench.report.serving import served_section
 from rankbench.report.tables import (
     POLLUTION_LEGEND,
     TIERS_LEGEND,
@@ -67,11 +68,13 @@ def plots_line(aggregate: pd.DataFrame) -> str:
 def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, Any], dataset: str, qset: str,
               pairs: pd.DataFrame | None = None, decision: Mapping[str, Any] | None = None,
               frontier: pd.DataFrame | None = None, margin: float | None = None, image: str | None = None,
-              indexes: Mapping[str, Mapping[str, Any]] | None = None, serving: pd.DataFrame | None = None) -> str:
-    """Cost beside quality: the headline metrics, then seconds and milliseconds per question, and what is counted;
-    with `serving` (records/footprint.py's frame), what serving each method takes: megabytes in memory and on disk,
-    the dimensions it searches and, when its money is known, tokens, requests and dollars per 1,000 questions; with
-    `indexes` (dense method -> its FAISS index's size record), the index's build seconds; with
+              indexes: Mapping[str, Mapping[str, Any]] | None = None, serving: pd.DataFrame | None = None,
+              serving_metadata: Mapping[str, Any] | None = None) -> str:
+    """Cost beside quality: with `serving` (serving.parquet, its metadata the machine), what each method costs served
+    (report/serving.py: latency; megabytes in memory and on disk, the dimensions it searches and, when its money is
+    known, tokens, requests and dollars per 1,000 questions: records/footprint.py); then the headline metrics
+    beside the workflow's CPU per question and one-time seconds, and what is counted;
+    with `indexes` (dense method -> its FAISS index's size record), the index's build seconds; with
     `frontier` (analysis.frontier.frontier on the first headline metric, its margin and plot file), the
     quality-cost frontier; with the pairs and `decision` (types, inputs, settings), the comparison page's "What to
     do" with this run's ms/question in its evidence.
@@ -86,7 +89,7 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
     by_method = cost.set_index("method").reindex(methods)
     star = [("*" if batched else "") + ("†" if cached else "")
             for batched, cached in zip(by_method["batched"].fillna(False), by_method["cached"].fillna(0))]
-    for column, name in (("p50_ms", "ms/question p50"), ("p95_ms", "ms/question p95")):
+    for column, name in (("p50_ms", "workflow CPU ms/question p50"), ("p95_ms", "workflow CPU ms/question p95")):
         frame[name] = [_seconds(value, 3 if value < 1 else 1) + mark if pd.notna(value) else "–"
                        for value, mark in zip(by_method[column], star)]
     for column, name in (("onetime_s", "one-time s (query side)"), ("index_s", "index-side s (once per corpus)")):
@@ -116,11 +119,16 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
     if indexes:
         frame["index build s"] = [_seconds(indexes[m]["build_s"], 2) if m in indexes else "–" for m in methods]
     frame["stages counted"] = by_method["stages"].fillna("").to_numpy()
+    served = serving if serving is not None else pd.DataFrame(columns=["method", "p50_ms", "p95_ms"])
+    served_cost = served.set_index("method")[["p50_ms", "p95_ms"]].to_dict("index")
     return "\n".join([
         f"# {dataset} — question-set version {qset}: cost beside quality", "",
+        *(served_section(serving, serving_metadata or {}) if serving is not None else []),
+        "## Workflow CPU per question", "",
         markdown_grid(frame), "",
-        f"Quality: {grain} grain, all questions (marks as on the comparison page). ms/question: the query-side work "
-        "of one question, timed inside the jobs (the method's own and its inputs': query embeddings, first "
+        f"Quality: {grain} grain, all questions (marks as on the comparison page). Workflow CPU ms/question: what the "
+        "run's own jobs spent on a question (not what a served question costs: the Served section is), timed "
+        "inside the jobs (the method's own and its inputs': query embeddings, first "
         "stages), summed over them, as the median (p50) and 95th percentile (p95) over the version's questions. "
         "One-time s: the rest of those jobs' wall-clock seconds (process start-up, loading indexes and models, "
         "compiling, reading and writing), paid once per run however many questions; index-side s: corpus jobs, "
@@ -136,7 +144,7 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
         *(frontier_lines(frontier, metric_label(*headline[0]), headline[0][1], margin, image)
           if frontier is not None and len(frontier) else []),
         *(decision_lines(aggregate, pairs, grain, headline, report["alpha"], decision["types"], decision["inputs"],
-                         decision["settings"], cost=by_method[["p50_ms", "p95_ms"]].to_dict("index"))[4:]
+                         decision["settings"], cost=served_cost)[4:]
           if pairs is not None and decision is not None else [])])
 
 
@@ -144,10 +152,11 @@ def frontier_lines(table: pd.DataFrame, label: str, k: int, margin: float | None
     """The quality-cost frontier as a section: the table (Pareto set starred), the cheapest method shown as good as
     the best, and the plot."""
     frame = pd.DataFrame({
-        "method": [markdown_literal(m) + (" ★" if front else "") for m, front in zip(table["method"], table["pareto"])],
+        "method": [markdown_literal(m) + (" ★" if front else "") + (" ⛔" if over else "")
+                   for m, front, over in zip(table["method"], table["pareto"], table["over_budget"])],
         f"{label} [95% CI]": [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in
                               zip(table["mean"], table["ci_low"], table["ci_high"])],
-        "ms/question p95": table["p95_ms"].map(lambda v: "–" if pd.isna(v) else f"{v:.1f}"),
+        "served ms p95": table["p95_ms"].map(lambda v: "–" if pd.isna(v) else f"{v:.1f}" if v >= 1 else f"{v:.3f}"),
         "MB in RAM": table["ram_bytes"].map(_megabytes),
         "dimensions": table["dimensions"].map(lambda v: "–" if pd.isna(v) else f"{int(v)}"),
         **({"$ per 1,000 questions": table["usd_per_1k"].map(_dollars)} if table["usd_per_1k"].notna().any()
@@ -162,6 +171,9 @@ def frontier_lines(table: pd.DataFrame, label: str, k: int, margin: float | None
     if margin is None:
         verdict = (f"No `evaluation.margin` on {label}: no method can be shown as good as the best ({best}), so "
                    "none is named as the cheapest equivalent (not shown different is not as good).")
+    elif cheapest is None and bool(table["over_budget"].any()):
+        verdict = (f"No method shown no worse than the best ({best}) by more than {margin:g} fits the latency "
+                   "budget: the best within it, and what it costs in quality, is under What to do.")
     elif cheapest == best or cheapest is None:
         verdict = (f"No cheaper method is shown no worse than the best ({best}) by more than {margin:g}: the best "
                    "is also the cheapest choice the numbers support.")
@@ -170,8 +182,9 @@ def frontier_lines(table: pd.DataFrame, label: str, k: int, margin: float | None
                    f"({markdown_literal(best)}) by more than {margin:g} (one-sided tests, Holm over the pairs with the "
                    "best): choose it unless the last few points of quality matter more than its cost.")
     return ["## Quality against cost", "", markdown_grid(frame.set_index("method")), "",
-            f"★ Pareto set of quality against ms/question p95: no other method is both better and faster. MB in RAM "
-            "and dimensions: what serving the method holds and searches (the notes above); "
+            f"★ Pareto set of quality against served p95 (the Served section): no other method is both better and "
+            "faster. ⛔ : over `decision.latency_budget_ms`, never named the cheapest choice. MB in RAM and "
+            "dimensions: what serving the method holds and searches (the notes above); "
             f"prompt characters: the mean length of its top {k} chunks, what a RAG prompt would carry. "
             + verdict, "", *([f"![quality against cost]({image})", ""] if image else [])]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from rankbench.analysis.budget import PRACTICAL_TIE
-from rankbench.analysis.decision import Advice, Comparison, Verdict, advice, verdict
+from rankbench.analysis.decision import Advice, BudgetChoice, Comparison, Verdict, advice, budget_choice, verdict
 from rankbench.analysis.recommend import share_bounds
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_literal
@@ -97,9 +97,46 @@ def verdict_text(result: Verdict | None, links: str | None = None) -> str:
             f"{_needed(result.needed, lead.n, links)}.")
 
 
-def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]] | None, links: str) -> str:
+def _over_budget(method: str, cost: Mapping[str, Mapping[str, float]] | None, budget_ms: float | None) -> str:
+    """The clause that withdraws a recommendation whose method's served p95 is over the latency budget ("" when it
+    fits, or without a budget or a served p95)."""
+    p95 = (cost or {}).get(method, {}).get("p95_ms", np.nan)
+    if not budget_ms or not np.isfinite(p95) or p95 <= budget_ms:
+        return ""
+    return (f" — but not at this budget: served, its p95 is {p95:.1f} ms, over `decision.latency_budget_ms` "
+            f"{budget_ms:g} (see the best within it below)")
+
+
+def budget_lines(choice: BudgetChoice | None, label: str, cost: Mapping[str, Mapping[str, float]]) -> list[str]:
+    """The latency budget applied to every method, as a bullet: which are over it, and when the best is, the best
+    within it and what choosing it costs in quality (Δ with its CI)."""
+    if choice is None:
+        return []
+    budget = f"`decision.latency_budget_ms` {choice.budget_ms:g}"
+    over = ", ".join(f"{markdown_literal(m)} ({cost[m]['p95_ms']:.1f} ms)" for m in choice.over)
+    head = (f"**Latency budget** ({budget}, served p95): " + (f"over it: {over}; never recommended here. "
+                                                               if choice.over else "every timed method fits. "))
+    if choice.unknown:
+        head += f"No served p95 for {', '.join(markdown_literal(m) for m in choice.unknown)}: not judged. "
+    best = markdown_literal(choice.best)
+    if choice.best_within is None:
+        return [f"- {head}→ No method with a served p95 fits the budget: raise it, or make a method cheaper."]
+    if choice.best_within == choice.best:
+        return [f"- {head}→ The best method, {best}, fits it."]
+    within = markdown_literal(choice.best_within)
+    loss = choice.loss
+    cost_in_quality = (f"Δ {loss.diff:+.3f} {label} (95% CI {loss.diff_low:+.3f} to {loss.diff_high:+.3f}, its pair's "
+                       f"randomization p = {loss.p_holm:.3f}, W/T/L {loss.wins}/{loss.ties}/{loss.losses})"
+                       if loss is not None else "a difference these pairs do not hold")
+    return [f"- {head}The best, {best}, is over it. → The best within it is **{within}** "
+            f"(p95 {cost[choice.best_within]['p95_ms']:.1f} ms): against {best}, {cost_in_quality}."]
+
+
+def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]] | None, links: str,
+               budget_ms: float | None = None) -> str:
     """One rule as a bullet: the pattern with its evidence, then the suggested action (sibling pages linked from the
-    version folder `links`)."""
+    version folder `links`); with served latencies (`cost`) and a budget, a recommendation of a method over it is
+    withdrawn."""
     names = [markdown_literal(m) for m in item.methods]
     if item.rule == "low_scores":
         return (f"**Every method scores low** (the best, {names[0]}, reaches {label} {item.figures['best']:.3f}, below "
@@ -109,12 +146,13 @@ def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]]
     c = item.evidence[0]  # every rule but low_scores rests on one comparison
     if item.rule == "hybrid_above_dense":
         return (f"**Hybrid clearly above dense**: {names[0]} over {names[1]}, {evidence(c)}. → Use {names[0]} in "
-                "production.")
+                "production" + _over_budget(item.methods[0], cost, budget_ms) + ".")
     if item.rule == "dense_close_to_hybrid":
         return (f"**Dense ≈ hybrid**: {names[0]} is shown no worse than {names[1]} by more than "
                 f"{item.figures['margin']:g} (one-sided {_p(c.p_noninferior).removeprefix('Holm ')}; "
                 f"{evidence(c)}). → The simpler "
-                f"one will do: {names[0]} (one index, one query encoding).")
+                f"one will do: {names[0]} (one index, one query encoding)" + _over_budget(item.methods[0], cost,
+                                                                                         budget_ms) + ".")
     if item.rule == "needs_margin":
         return (f"**Dense vs hybrid undecided**: neither {names[0]} nor {names[1]} is clearly above the other "
                 f"({evidence(c)}), and without `evaluation.margin` on {label} “the simpler one will do” cannot be "
@@ -124,16 +162,19 @@ def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]]
                 "fit this domain: fine-tune them on your documents, or keep full-text search (alone or fused).")
     if item.rule == "reranker_gains":
         budget = item.figures.get("latency_budget_ms", np.nan)
-        timing = (cost or {}).get(item.methods[0])
-        latency = (f"; it costs {timing['p50_ms']:.1f} ms/question p50, {timing['p95_ms']:.1f} p95"
-                   if timing and np.isfinite(timing.get("p95_ms", np.nan))
-                   else f"; its ms/question: {page_ref('cost', links)}")
-        if np.isfinite(budget):
-            fits = (" — within" if timing and timing["p95_ms"] <= budget else " — over") if timing else " against"
-            latency += f"{fits} `decision.latency_budget_ms` {budget:g}"
+        timing = (cost or {}).get(item.methods[0]) or {}
+        served = bool(np.isfinite(timing.get("p95_ms", np.nan)))
+        latency = (f"; served, it takes {timing['p50_ms']:.1f} ms p50, {timing['p95_ms']:.1f} ms p95 a question"
+                   if served else f"; its served latency: {page_ref('cost', links)}")
+        if np.isfinite(budget) and served:
+            fits = timing["p95_ms"] <= budget
+            latency += f" — {'within' if fits else 'over'} `decision.latency_budget_ms` {budget:g}"
+            action = "Turn it on." if fits else "Not recommended at this budget: its p95 is over it."
+        else:
+            action = "Turn it on if its served p95 fits your latency budget."
+            latency += f" (`decision.latency_budget_ms` {budget:g})" if np.isfinite(budget) else ""
         return (f"**The reranker gains a lot**: {names[0]} over its first stage {names[1]}, {evidence(c)} (at least "
-                f"`decision.rerank_gain` {item.figures['rerank_gain']:g}){latency}. → Turn it on if its p95 fits "
-                "your latency budget.")
+                f"`decision.rerank_gain` {item.figures['rerank_gain']:g}){latency}. → {action}")
     needed = item.figures["needed"]
     head = "Tied on every question" if c.wins == c.losses == 0 else "Wide intervals"
     if np.isfinite(needed) and needed <= PRACTICAL_TIE * c.n:
@@ -174,7 +215,12 @@ def what_to_do_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, h
     label = metric_label(metric, k)
     lines = [f"{'#' * level} What to do", ""]
     rules = advice(aggregate, pairs, grain, metric, k, alpha, types, inputs, settings)
-    lines += [f"- {_rule_line(item, label, cost, links)}" for item in rules] + abstention_rules(abstention) or [
+    budget_ms = settings.get("latency_budget_ms")
+    budget = budget_lines(budget_choice(aggregate, pairs, grain, metric, k, alpha,
+                                        {m: row["p95_ms"] for m, row in cost.items()}, budget_ms), label, cost
+                          ) if cost is not None else []
+    lines += [f"- {_rule_line(item, label, cost, links, budget_ms)}" for item in rules] + budget + abstention_rules(
+        abstention) or [
         "- No rule of the decision table applies on these numbers (docs/concepts/report.md, *What to do*)."]
     return lines + [""]
 

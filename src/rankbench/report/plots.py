@@ -273,27 +273,71 @@ def history_plot(history: pd.DataFrame, metric: str, title: str) -> Figure:
     return figure
 
 
+# The cost axis of the frontier is log-scaled when its methods' p95 span more than this factor.
+LOG_SPAN = 100
+
+
 @house_style
-def frontier_plot(table: pd.DataFrame, label: str, title: str) -> Figure:
-    """Quality (with its 95% CI) against ms/question p95, one point per method with a timing, the Pareto set joined
-    by a line and its points filled; other points hollow. A log x axis when the timings span more than 20×."""
-    rows = table[table["p95_ms"].notna() & (table["p95_ms"] > 0)].sort_values("p95_ms")
+def frontier_plot(table: pd.DataFrame, label: str, title: str, budget_ms: float | None = None) -> Figure:
+    """Quality (with its 95% CI) against served p95 ms, one point per method with one, the Pareto set joined by a line
+    and its points filled, other points hollow; a method over the latency budget drawn with a cross and the budget
+    as a vertical line. A log x axis when the p95 span more than LOG_SPAN×. Labels placed so that none overlaps
+    another (place_labels)."""
+    rows = table[table["p95_ms"].notna() & (table["p95_ms"] > 0)].sort_values(["p95_ms", "method"])
     palette = colors(table["method"])
     figure, axis = new_figure(figsize=(7.5, 5.0))
     front = rows[rows["pareto"]]
     axis.plot(front["p95_ms"], front["mean"], color=BASELINE_COLOR, linestyle="--", linewidth=1, zorder=1,
               label="Pareto set (nothing both better and cheaper)")
-    for position, row in enumerate(rows.itertuples(index=False)):
+    over = rows["over_budget"] if "over_budget" in rows else pd.Series(False, index=rows.index)
+    for row, is_over in zip(rows.itertuples(index=False), over):
         color = palette[row.method]
-        axis.errorbar(row.p95_ms, row.mean, yerr=[[row.mean - row.ci_low], [row.ci_high - row.mean]], fmt="o",
-                      color=color, markerfacecolor=color if row.pareto else "white", capsize=3, zorder=2)
-        # neighbours in x get labels at staggered heights, so that close points stay readable
-        axis.annotate(row.method, (row.p95_ms, row.mean), textcoords="offset points",
-                      xytext=(5, (4, -12, 14, -22)[position % 4]), fontsize=8, color=color)
-    if len(rows) and rows["p95_ms"].max() > 20 * rows["p95_ms"].min():
+        axis.errorbar(row.p95_ms, row.mean, yerr=[[row.mean - row.ci_low], [row.ci_high - row.mean]],
+                      fmt="X" if is_over else "o", color=color,
+                      markerfacecolor=color if row.pareto else "white", capsize=3, zorder=2)
+    if len(rows) and rows["p95_ms"].max() > LOG_SPAN * rows["p95_ms"].min():
         axis.set_xscale("log")
         axis.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-    axis.set(xlabel="ms of query-side work per question, p95 (this run's timings)",
+    if budget_ms:
+        axis.axvline(budget_ms, color="#b22222", linewidth=1, linestyle=":",
+                     label=f"latency budget {budget_ms:g} ms (X: over it)")
+    axis.set(xlabel="ms a question takes served, p95 (serving probe; this machine)",
              ylabel=f"{label}, 95% CI", title=title)
     axis.legend(loc="lower right", fontsize=8, frameon=False)
+    axis.autoscale_view()
+    figure.tight_layout()  # as save() lays it out: the labels, kept inside the axes, do not move it again
+    place_labels(figure, axis, [(row.method, row.p95_ms, row.mean, palette[row.method])
+                                for row in rows.itertuples(index=False)])
     return figure
+
+
+# Offsets (points) tried in turn for a label: near its point first, right then left, then further up and down (a
+# label moved far from its point gets a thin line back to it).
+LABEL_OFFSETS = [(dx, dy) for step in range(40) for dy in ((4 + 10 * step // 2) * (1 if step % 2 == 0 else -1),)
+                 for dx in (6, -6)]
+
+
+def place_labels(figure: Figure, axis: Any, points: Sequence[tuple[str, float, float, Any]]) -> None:
+    """Annotate each point with its name at the first offset whose text box overlaps no label placed so far (nor
+    leaves the axes), measured with the figure's renderer; a label with no free offset takes the first one."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(figure).get_renderer()
+    placed: list[Any] = []
+    frame = axis.get_window_extent(renderer)
+    for name, x, y, color in points:
+        chosen = None
+        for dx, dy in LABEL_OFFSETS:
+            line = {"arrowstyle": "-", "color": color, "linewidth": 0.5} if abs(dy) > 24 else None
+            text = axis.annotate(name, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=8, color=color,
+                                 ha="left" if dx > 0 else "right", va="center", arrowprops=line)
+            box = text.get_window_extent(renderer)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not any(box.overlaps(other) for other in placed):
+                chosen = text
+                break
+            text.remove()
+        if chosen is None:
+            chosen = axis.annotate(name, (x, y), textcoords="offset points", xytext=LABEL_OFFSETS[0], fontsize=8,
+                                   color=color, va="center")
+        placed.append(chosen.get_window_extent(renderer))

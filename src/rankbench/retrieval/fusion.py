@@ -68,6 +68,15 @@ def score_fusion(runs: Sequence[pd.DataFrame], method: str = "combsum", normaliz
     return order_by_trec_rule(fused.drop(columns="hits"), depth=depth)
 
 
+def fuse_runs(runs: Sequence[pd.DataFrame], kind: str, k: int = RRF_K, normalization: str = NORMALIZATION,
+              depth: int = 100, weights: Sequence[float] | None = None) -> pd.DataFrame:
+    """Runs already read, fused by a fusion type's rule: rrf with its `k`, combsum or combmnz with its
+    `normalization` (each type reads its own setting and ignores the other's)."""
+    if kind == "rrf":
+        return reciprocal_rank_fusion(runs, k=k, depth=depth, weights=weights)
+    return score_fusion(runs, kind, normalization, depth=depth, weights=weights)
+
+
 def fuse(runs: Sequence[RunSource] | Mapping[str, RunSource], method: str = "rrf", **options: Any) -> pd.DataFrame:
     """Runs (files, DataFrames or {qid: {doc_id: score}} dicts; a dict of them fuses its values in order) fused into
     one, ordered by trec_eval's rule: "rrf" (options of reciprocal_rank_fusion: k, depth, weights) or "combsum" /

@@ -221,6 +221,16 @@ class HttpSearch:
                 logging.warning("%s, question %s: the cached answer is refused now; asking again", self.where,
                                 values["qid"])
                 path.unlink(missing_ok=True)
+        entry = self.ask(values)
+        answer = self._parse(entry, values["qid"])  # a response that does not map is never cached
+        write_text(json.dumps(entry, sort_keys=True), path)
+        self.sent += 1
+        return answer
+
+    def ask(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """One question sent to the endpoint, no cache: the response (secrets masked), its latency (ms, from the
+        request sent to the body read), the server's version header and when it arrived."""
+        url, body = self.request(values)
         started = time.perf_counter()
         try:
             raw, headers = send(url, body, self.headers, self.spec.http_method, self.spec.timeout, self.spec.retries,
@@ -235,14 +245,14 @@ class HttpSearch:
             raise InputError(self.where, f"question {values['qid']}", f"answered with a body that is not JSON "
                              f"({excerpt(raw, 120)!r})", f"Point {self.setting}.url at the "
                              "search API (e.g. …/_search, …/select?wt=json), not a page.") from None
-        entry = {"response": response, "latency_ms": round(latency, 3),
-                 "server": redact(headers[self.spec.version_header]) if headers.get(self.spec.version_header)
-                 else None,
-                 "received": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-        answer = self._parse(entry, values["qid"])  # a response that does not map is never cached
-        write_text(json.dumps(entry, sort_keys=True), path)
-        self.sent += 1
-        return answer
+        return {"response": response, "latency_ms": round(latency, 3),
+                "server": redact(headers[self.spec.version_header]) if headers.get(self.spec.version_header)
+                else None,
+                "received": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+
+    def answered(self, values: Mapping[str, Any]) -> Answer:
+        """One question answered by the endpoint itself, no cache read or written (the serving probe's call)."""
+        return self._parse(self.ask(values), values["qid"])
 
     def _parse(self, entry: Mapping[str, Any], qid: str) -> Answer:
         where = f"question {qid}"

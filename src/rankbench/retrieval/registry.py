@@ -40,6 +40,7 @@ _FUSION: dict[str, Any] = {"inputs": REQUIRED, "weights": OPTIONAL}
 RRF_K = 60
 NORMALIZATION = "minmax"
 # Keys of `type: http` whose defaults are the library's (its preset's, else HttpSearchSpec's).
+_SERVE_FUSION = "rankbench.retrieval.serving:serve_fusion"
 HTTP_LIBRARY_KEYS = ("http_method", "params", "body", "headers", "version_header", "concurrency", "timeout",
                      "retries", "backoff")
 
@@ -109,7 +110,10 @@ class MethodType:
     import, from the package extra `extra` (None: the extra of its encoders' kind, which brings them too);
     `rankbench check` and the workflow's start refuse a method whose modules are not installed. `renamed` maps a key
     the type once read to its new name and what that means, so a config still giving the old key is told the new.
-    `registers` names the tables of REGISTRATIONS (other than INDEX_NAMES, owed by a named index) its helpers fill."""
+    `registers` names the tables of REGISTRATIONS (other than INDEX_NAMES, owed by a named index) its helpers fill.
+    `serve`, "module:function", builds the type's query path for the serving probe (retrieval/serving.py: called
+    with a ServeSetup, it returns the path's Steps); a type without one is costed from the latencies its runs
+    recorded (`measured: recorded` in serving.parquet)."""
 
     family: str
     keys: Mapping[str, Any] = field(default_factory=dict)
@@ -128,6 +132,7 @@ class MethodType:
     extra: str | None = None
     renamed: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     registers: tuple[str, ...] = ()
+    serve: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -153,7 +158,8 @@ METHOD_TYPES: dict[str, MethodType] = {
                        settings="rankbench.retrieval.bm25:bm25_settings", run_rule="retrieve_bm25",
                        index=IndexStage("bm25_index", ("chunker", "method")),
                        check="rankbench.retrieval.bm25:check_bm25_method", modules=("bm25s", "Stemmer"),
-                       extra="bm25", registers=("SERVED_FILES",)),
+                       extra="bm25", registers=("SERVED_FILES",),
+                       serve="rankbench.retrieval.serving:serve_bm25"),
     # Lucene's own BM25 (and RM3) through Anserini's jar (retrieval/lucene.py).
     "lucene": MethodType("lexical", {"k1": LIBRARY, "b": LIBRARY, "analyzer": LIBRARY, "stemmer": LIBRARY,
                                      "stopwords": LIBRARY, "stemming": LIBRARY, "fold_accents": LIBRARY,
@@ -168,7 +174,8 @@ METHOD_TYPES: dict[str, MethodType] = {
                         check="rankbench.retrieval.dense:check_dense_method",
                         index=IndexStage("faiss_index", ("chunker", "encoder", "index")), modules=("faiss",),
                         registers=("INDEX_STATS", "SERVED_FILES", "INDEX_BLOCKS", "ANN_RECALL_METHODS",
-                                   "VERSION_PAGES")),
+                                   "VERSION_PAGES"),
+                        serve="rankbench.retrieval.serving:serve_dense"),
     "sparse": MethodType("sparse", {"encoder": REQUIRED, **_FIRST_STAGE}, sparse_encoders=True,
                          run_rule="retrieve_sparse", index=IndexStage("sparse_index", ("chunker", "encoder")),
                          encoding=SPARSE_ENCODING, registers=("SERVED_FILES",)),
@@ -179,14 +186,16 @@ METHOD_TYPES: dict[str, MethodType] = {
                            check="rankbench.retrieval.vectordb:check_vectordb_method", existing_index="collection",
                            engine="rankbench.retrieval.vectordb:engine_entry", modules=("lancedb",),
                            extra="vectordb", registers=("SERVED_FILES", "ANN_RECALL_METHODS")),
-    "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs", run_rule="fuse"),
+    "rrf": MethodType("fusion", {**_FUSION, "k": RRF_K}, inputs_key="inputs", run_rule="fuse",
+                      serve=_SERVE_FUSION),
     "combsum": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs",
-                          run_rule="fuse"),
+                          run_rule="fuse", serve=_SERVE_FUSION),
     "combmnz": MethodType("fusion", {**_FUSION, "normalization": NORMALIZATION}, inputs_key="inputs",
-                          run_rule="fuse"),
+                          run_rule="fuse", serve=_SERVE_FUSION),
     "rerank": MethodType("rerank", {"input": REQUIRED, "depth": 30, "scorer": REQUIRED,
                                     "rewrite": OPTIONAL}, inputs_key="input", run_rule="rerank",
-                       registers=("RERANKED_METHODS", "SERVED_FILES")),
+                       registers=("RERANKED_METHODS", "SERVED_FILES"),
+                       serve="rankbench.retrieval.serving:serve_rerank"),
     "external": MethodType("external", {"path": REQUIRED, "format": REQUIRED, "chunker": OPTIONAL},
                            grains=("document",), run_rule="import_run"),
     # A search endpoint: scored by the documents its answers name (document grain), like an imported run; an
@@ -198,7 +207,8 @@ METHOD_TYPES: dict[str, MethodType] = {
                        grains=("document",), settings="rankbench.retrieval.http_search:http_settings",
                        run_rule="search_http", check="rankbench.retrieval.http_search:check_http_method",
                        engine="rankbench.retrieval.http_search:engine_entry",
-                       renamed={"k": ("hits", "the number of hits asked for")}),
+                       renamed={"k": ("hits", "the number of hits asked for")},
+                       serve="rankbench.retrieval.serving:serve_http"),
 }
 
 

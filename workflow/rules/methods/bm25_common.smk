@@ -1,5 +1,6 @@
 # BM25 (bm25s): its helpers and what it registers in common.smk; its rules are in bm25.smk.
 from rankbench.retrieval.bm25 import DEFAULT_BACKEND, index_keys
+from rankbench.retrieval.registry import method_setting
 
 
 def bm25_index_name(method):
@@ -27,3 +28,25 @@ SERVED_FILES.update(
         for m in methods_indexed_by("bm25_index")
     }
 )
+
+
+def bm25_serve_setup(method, qset):
+    """What the serving probe reads to answer a BM25 method's questions (retrieval/serving.py, serve_bm25)."""
+    spec = METHOD_SPECS[method]
+    return {
+        "inputs": {
+            "index": index_corpus_path(
+                method, "bm25", f"{bm25_index_name(method)}.npz"
+            ),
+            "chunks": corpus_path(method, "chunks.parquet"),
+            "queries": queries_path(method, qset),
+        },
+        "params": {
+            "filters": sorted(method_setting(spec, "filters")),
+            "prf": spec.get("prf"),
+            "backend": spec.get("backend", DEFAULT_BACKEND),
+        },
+    }
+
+
+SERVE_SETUPS["retrieve_bm25"] = bm25_serve_setup

@@ -1,5 +1,6 @@
-# Dense retrieval over a FAISS index: its helpers and what it registers in common.smk; its rules are in dense.smk.
+# Dense retrieval over a FAISS index: its helpers and what it registers in method_tables.smk; its rules are in dense.smk.
 from rankbench.retrieval.dense import IndexSpec, float_twins
+from rankbench.retrieval.registry import method_setting
 
 
 def dense_index(method):
@@ -79,3 +80,25 @@ INDEX_BLOCKS.update(
 )
 ANN_RECALL_METHODS.extend(approximate_methods())
 VERSION_PAGES.extend(["vector-size"] if FLOAT_TWINS else [])
+
+
+def dense_serve_setup(method, qset):
+    """What the serving probe reads to answer a dense method's questions (retrieval/serving.py, serve_dense)."""
+    spec = METHOD_SPECS[method]
+    vectors = dense_vectors(method)
+    return {
+        "inputs": {
+            "index": dense_index_path(method),
+            "chunks": corpus_path(method, "chunks.parquet"),
+            "queries": queries_path(method, qset),
+            **({"vectors": vectors} if vectors else {}),
+        },
+        "params": {
+            "index": dict(sorted(vars(dense_index(method)).items())),
+            "filters": sorted(method_setting(spec, "filters")),
+            "encoder": encoder_spec(spec["encoder"]),
+        },
+    }
+
+
+SERVE_SETUPS["retrieve_dense"] = dense_serve_setup

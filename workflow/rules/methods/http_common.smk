@@ -14,3 +14,14 @@ def search_http_inputs(wildcards):
     if method_setting(METHOD_SPECS[wildcards.method], "returns") == "chunk":
         inputs["chunks"] = corpus_path(wildcards.method, "chunks.parquet")
     return inputs
+
+
+def http_serve_setup(method, qset):
+    """What the serving probe sends a search endpoint (retrieval/serving.py, serve_http): the run's request."""
+    inputs = {}
+    if method_setting(METHOD_SPECS[method], "returns") == "chunk":
+        inputs["chunks"] = corpus_path(method, "chunks.parquet")
+    return {"inputs": inputs, "params": {"spec": method_spec(method)}}
+
+
+SERVE_SETUPS["search_http"] = http_serve_setup

@@ -29,4 +29,6 @@ def lucene_index_path(method):
 
 
 INDEX_NAMES["lucene_index"] = lucene_index_name
-SERVED_FILES.update({m: [lucene_index_path(m)] for m in methods_indexed_by("lucene_index")})
+SERVED_FILES.update(
+    {m: [lucene_index_path(m)] for m in methods_indexed_by("lucene_index")}
+)
