@@ -5,7 +5,7 @@ latencies its run recorded. Writes each version's serving.parquet (the machine i
 
 from rankbench.execution.job_worker import hand_over
 
-hand_over(snakemake, __file__, models=True)  # in the run's model worker, its encoders' libraries loaded
+hand_over(snakemake, __file__)  # in the job worker its rule declares (in_worker), its libraries loaded
 
 import os
 
