@@ -99,6 +99,7 @@ def _events(path: Path) -> list[dict]:
 def test_judge_three_passages_survive_kill_9_and_freeze_a_version_scored_at_evidence_grain(
         demo: Path, tmp_path: Path) -> None:
     project = tmp_path / "project"
+    # v7: a name no other test of the shared demo writes (test_workflow adds a v4 there)
     shutil.copytree(demo, project, ignore=shutil.ignore_patterns(".snakemake", "logs"))
     lock_before = json.loads((project / "data/demo/questions/frozen.lock").read_text())
     v3_before = (project / "data/demo/questions/v3.jsonl").read_bytes()
@@ -145,7 +146,7 @@ def test_judge_three_passages_survive_kill_9_and_freeze_a_version_scored_at_evid
     latest = {(e["qid"], e["chunk_id"]): e for e in _events(log)}
     assert sorted(e["grade"] for e in latest.values()) == [0, 0, 2]
     evidence = next(e for e in latest.values() if e["grade"] == 2)["evidence"]
-    frozen = _rankbench(project, "judge", "--qset", "v3", "--freeze", "--version", "v4")
+    frozen = _rankbench(project, "judge", "--qset", "v3", "--freeze", "--version", "v7")
     assert frozen.returncode == 0, frozen.stderr
     lines = frozen.stdout.split("Add to `qsets` in config.yaml:\n")[1]
     config = yaml.safe_load((project / "config.yaml").read_text())
@@ -153,26 +154,26 @@ def test_judge_three_passages_survive_kill_9_and_freeze_a_version_scored_at_evid
     (project / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     assert (project / "data/demo/questions/v3.jsonl").read_bytes() == v3_before
     lock = json.loads((project / "data/demo/questions/frozen.lock").read_text())
-    assert {k: lock[k] for k in lock_before} == lock_before and "v4" in lock
-    checked = _rankbench(project, "check", "--version", "v4")
-    assert checked.returncode == 0 and "v4: 58 questions" in checked.stdout, checked.stderr
+    assert {k: lock[k] for k in lock_before} == lock_before and "v7" in lock
+    checked = _rankbench(project, "check", "--version", "v7")
+    assert checked.returncode == 0 and "v7: 58 questions" in checked.stdout, checked.stderr
     judged = next(e for e in latest.values() if e["grade"] == 2)
-    run = snakemake(project, "--cores", "2", "results/demo/v4/evidence/bm25.parquet")
+    run = snakemake(project, "--cores", "2", "results/demo/v7/evidence/bm25.parquet")
     assert run.returncode == 0, run.stderr[-3000:]
-    labels = pd.read_parquet(project / "results/demo/v4/labels.parquet")
+    labels = pd.read_parquet(project / "results/demo/v7/labels.parquet")
     new = labels[(labels["qid"] == judged["qid"]) & (labels["grade"] == 2) & (labels["doc_id"] == judged["doc_id"])]
     assert (int(new["evidence_start"].iloc[0]), int(new["evidence_end"].iloc[0])) == (evidence["start"],
                                                                                          evidence["end"])
     qid = judged["qid"]
     scores = {}
-    for version in ("v3", "v4"):
+    for version in ("v3", "v7"):
         frame = pd.read_parquet(project / f"results/demo/{version}/evidence/bm25.parquet")
         scores[version] = frame[(frame["qid"] == qid) & (frame["k"] == 10)].set_index("metric")["value"]
-    assert len(scores["v4"]) == 3  # the question is scored at the evidence grain
-    run_v4 = pd.read_parquet(project / "results/demo/v4/runs/bm25.parquet")
+    assert len(scores["v7"]) == 3  # the question is scored at the evidence grain
+    run_v4 = pd.read_parquet(project / "results/demo/v7/runs/bm25.parquet")
     top = set(run_v4[(run_v4["qid"] == qid) & (run_v4["rank"] <= 10)]["chunk_id"])
     if judged["chunk_id"] in top:  # bm25 sends the passage: its new evidence characters count
-        assert scores["v4"]["evidence_precision"] > scores["v3"]["evidence_precision"]
+        assert scores["v7"]["evidence_precision"] > scores["v3"]["evidence_precision"]
 
 
 def _tiny_project(folder: Path, text: str) -> Path:

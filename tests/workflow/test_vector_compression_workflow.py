@@ -105,7 +105,8 @@ def test_the_cost_page_counts_what_each_index_serves_from_and_the_dimensions_it_
     # a re-scoring binary index reads the float vectors too: its codes and them, in memory and on disk
     assert figures["dense-binary-rescored"]["MB on disk"] == pytest.approx(faiss["flat-binary"] + floats, abs=2e-3)
     assert {method: figures[method]["dimensions"] for method in METHODS} == {
-        "dense": 384, "dense-d128": 128, "dense-int8": 384, "dense-binary-rescored": 384, "dense-pq": 384}
+        "dense": 384, "dense-d128": 128, "dense-int8": 384, "dense-binary-rescored": 384, "dense-pq": 384,
+        "dense-centered": 384}
     # the vector-size page shows the same megabytes
     sizes = (workdir / "results" / "mini" / "v1" / "vector-size.md").read_text()
     assert f"| {figures['dense-int8']['MB in RAM']:,.3f} |" in next(

@@ -455,8 +455,8 @@ def comparison_page(inputs: ComparisonInputs) -> str:
         "[explorer.html](explorer.html)",
         *([] if inputs.quick else [plots_line(aggregate)]),
         "",
-        *answer_lines(aggregate, inputs.pairs, grain, headline, alpha),
         *(["## Recommended configuration", "", inputs.recommended.rstrip("\n"), ""] if inputs.recommended else []),
+        *answer_lines(aggregate, inputs.pairs, grain, headline, alpha),
         *what_to_do_lines(aggregate, inputs.pairs, grain, headline, alpha, inputs.method_types,
                           inputs.method_inputs or {}, inputs.decision or {}, abstention=inputs.abstention),
     ]
