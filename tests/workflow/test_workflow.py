@@ -168,8 +168,8 @@ def test_changing_a_fusion_parameter_reruns_only_the_fusion_and_what_consumes_it
     n_qsets = len(demo_config(demo)["qsets"])
     assert planned_jobs(demo, config) == {"fuse": n_qsets, "evaluate": n_qsets, "aggregate": n_qsets,
                                           "comparison_table": n_qsets, "breakdowns_page": n_qsets,
-                                          "cost_page": n_qsets, "serve_probe": 1, "history_record": n_qsets, "draw_plots": n_qsets,
-                                          "failure_analysis": n_qsets,
+                                          "cost_page": n_qsets, "serve_probe": 1, "history_record": n_qsets,
+                                          "draw_plots": n_qsets, "failure_analysis": n_qsets,
                                           "calibrate": n_qsets, "explorer": n_qsets, "record_run": n_qsets,
                                           "diff_qsets": len(demo_config(demo)["diffs"]), "record_history": 1,
                                           "plan_budget": n_qsets, "robustness": n_qsets, "index_page": 1,
