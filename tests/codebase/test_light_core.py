@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.core
-HEAVY = ("torch", "snakemake", "faiss", "numba", "matplotlib", "sentence_transformers", "bm25s", "transformers")
+# Heavy, or only in an extra (markdown_it renders the workflow's pages: a core install has none).
+HEAVY = ("torch", "snakemake", "faiss", "numba", "matplotlib", "sentence_transformers", "bm25s", "transformers",
+         "markdown_it")
 
 # Uses the whole core in a fresh interpreter, then prints the heavy modules it loaded.
 _CORE = f"""

@@ -16,7 +16,7 @@ import yaml
 
 from rankbench.corpus.chunking import ChunkerSpec, chunker_settings
 from rankbench.llm.chat import BACKEND_DEFAULTS
-from rankbench.report.breakdowns import MIN_GROUP
+from rankbench.report.tables import MIN_GROUP
 from rankbench.retrieval.encoders.base import EncoderSpec
 from rankbench.retrieval.encoders.kinds import encoder_kind
 from rankbench.retrieval.registry import METHOD_TYPES, hook, method_defaults, method_type

@@ -13,11 +13,8 @@ import pandas as pd
 from rankbench.evaluation.scoring import ALL_KINDS, MAX_GROUPS, breakdown_groups, largest_groups, question_kinds
 from rankbench.io.markdown import markdown_literal
 from rankbench.report.pages import draft_banner, markdown_html
-from rankbench.report.tables import GROUP_LEGEND, group_tables, small_groups, table_metrics
+from rankbench.report.tables import GROUP_LEGEND, MIN_GROUP, group_tables, small_groups, table_metrics
 
-# The fewest questions a group (kind, tag, difficulty) must have evaluated to get a column: report.min_group's
-# default (configuration.defaults reads it from here).
-MIN_GROUP = 5
 SMALL_NAMED = 12  # the small groups a line names; the rest are counted
 SINGULAR = {"question kinds": "question kind", "tags": "tag", "difficulties": "difficulty"}
 

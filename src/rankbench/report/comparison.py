@@ -17,7 +17,7 @@ from rankbench.evaluation.metric_names import POLLUTION_METRICS, metric_label
 from rankbench.evaluation.scoring import ALL_KINDS, question_kinds
 from rankbench.io.audience import audience_line
 from rankbench.io.markdown import markdown_grid, markdown_literal
-from rankbench.report.breakdowns import MIN_GROUP, kind_section
+from rankbench.report.breakdowns import kind_section
 from rankbench.report.chunking import chunking_section
 from rankbench.report.decision import answer_lines, decision_lines, what_to_do_lines
 from rankbench.report.findings import findings
@@ -32,6 +32,7 @@ from rankbench.report.pages import draft_banner, markdown_html
 from rankbench.report.run_pages import with_section
 from rankbench.report.serving import served_section
 from rankbench.report.tables import (
+    MIN_GROUP,
     POLLUTION_LEGEND,
     TIERS_LEGEND,
     csv_table,

@@ -46,6 +46,9 @@ def with_tiers(table: pd.DataFrame, tiers: pd.DataFrame) -> pd.DataFrame:
 
 
 DIFFICULTY_ORDER = ("easy", "medium", "hard")
+# The fewest questions a group (kind, tag, difficulty) must have evaluated to get a column (small_groups):
+# report.min_group's default (configuration.defaults reads it from here: this module needs only the core).
+MIN_GROUP = 5
 GROUP_LEGEND = ("Each table: one metric at {grain} grain, a column per group (n = questions evaluated / in the "
                 "group; a question counts under each of its tags). Mean [95% bootstrap CI]; the marks compare with the "
                 "baseline as in the headline table, but Holm-corrected over every comparison in the table (methods "
