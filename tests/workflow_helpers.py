@@ -107,12 +107,14 @@ def vector_size_decisions(workdir: Path, dataset: str, qset: str, chunker: str, 
 
 
 def cost_column(page: str, column: str) -> dict[str, str]:
-    """method -> its cell under `column` in the cost page's first table (one row per method)."""
-    table = page[page.index("| method |"):].split("\n\n")[0]
-    lines = [line for line in table.splitlines() if line.startswith("| ")]
-    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
-    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[1:]]
-    return {row[0]: row[header.index(column)] for row in cells if not set(row[0]) <= set("-:")}
+    """method -> its cell under `column` in the first table of the cost page that has it (one row per method)."""
+    for block in page.split("\n\n"):
+        lines = [line for line in block.strip().splitlines() if line.startswith("| ")]
+        header = [cell.strip() for cell in lines[0].strip("|").split("|")] if lines else []
+        if header[:1] == ["method"] and column in header:
+            cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[1:]]
+            return {row[0]: row[header.index(column)] for row in cells if not set(row[0]) <= set("-:")}
+    raise ValueError(f"no table of the cost page has a column {column!r}")
 
 
 def serving_figures(page: str) -> dict[str, dict[str, float]]:

@@ -206,9 +206,12 @@ def test_pairwise_counts_equal_pairs_parquet_for_every_pair_metric_and_kind(demo
         if kind not in kinds_with_questions:  # kinds without a relevant label (unanswerable) have no pairs
             assert wtl == [0, 0, 0] and (questions["kind"] == kind).any()
             continue
+        if (a, b, kind, metric, k) not in pairs:  # pairs.parquet keeps every pair only where a decision reads it
+            assert (metric, k) != ("ndcg", 10)  # the headline metric: every pair, every kind
+            continue
         assert tuple(wtl) == pairs[(a, b, kind, metric, k)], (a, b, metric, k, kind)
         checked += 1
-    assert checked > 5000
+    assert checked > 500
 
 
 @pytest.mark.slow

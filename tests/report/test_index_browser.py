@@ -33,7 +33,7 @@ def test_every_link_of_the_entry_page_resolves_and_no_page_loads_from_the_networ
         files = [Path(unquote(urlsplit(link).path)) for link in links]
         assert all(urlsplit(link).scheme == "file" for link in links), links
         expected = {results / qset / page for qset in ("v1", "v2", "v3") for page in (
-            "comparison.html", "explorer.html", "failures.html", "budget.html", "robustness.html",
+            "comparison.html", "breakdowns.html", "explorer.html", "failures.html", "budget.html", "robustness.html",
             "calibration.html", "cost.html", "plots/bars.svg", "plots/calibration.svg", "plots/grades.svg",
             "plots/kinds.svg", "plots/recall.svg")} | {results / "diffs" / "v1-vs-v2.html", results / "history.html"}
         assert set(files) == expected

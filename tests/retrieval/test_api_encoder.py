@@ -183,6 +183,9 @@ def api_demo(config: dict, base_url: str) -> None:
     config["qsets"] = {"v2": config["qsets"]["v2"]}
     config.pop("diffs")
     config["evaluation"]["bootstrap_resamples"] = 1000
+    # The serving probe asks the API again, on purpose with no cache (each question alone, then as one batch): off
+    # here, where every text sent is counted against the workflow's own encoding jobs.
+    config["cost"] = {"probe": False}
 
 
 @pytest.mark.slow

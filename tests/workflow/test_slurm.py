@@ -156,7 +156,7 @@ def test_every_job_went_through_sbatch(runs: dict) -> None:
     log = runs["log"]
     submitted = {rule for rule, _ in _submissions(log)}
     assert submitted == set(_declared(log)), "a scheduled job has no SLURM job id"
-    assert len(submitted) == 13  # every rule that config schedules (the page, not the index page)
+    assert len(submitted) == 14  # every rule that config schedules (the page and its recommendation, not the index)
     assert "localrule" not in log
     records = _completions(runs["completions"])
     run_uuid = _run_uuid(log)

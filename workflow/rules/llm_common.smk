@@ -2,6 +2,8 @@
 # `llm` target (or one of its files) is requested. Everything it writes is a candidate file under results/;
 # `rankbench publish` freezes one next to the question sets (docs/how-to/llm.md).
 # Its references (versions, methods, chunker) are checked with the whole config at start (config.check_llm).
+from rankbench.configuration.defaults import DATASET_DEFAULTS, LLM_DEFAULTS
+
 LLM = config.get("llm", {})
 
 

@@ -25,8 +25,8 @@ rule serve_probe:
                 for path in paths
             }
         ),
-        # what serving each method takes (records/footprint.py): the files it reads, its priced calls' records
-        served=sorted({path for paths in served_files().values() for path in paths}),
+        # what serving each method takes (records/footprint.py): the records of its priced calls (the files it reads
+        # are there once its runs are: some, a vector database's folder, are no rule's declared output)
         priced_records=sorted(
             {
                 path

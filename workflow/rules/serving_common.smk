@@ -29,14 +29,14 @@ def serve_setups(qset):
 
 
 def recorded_timings(qset):
-    """Method -> the timing records of its query-side jobs in one version (the latencies its run recorded), for the
-    methods the probe does not run."""
+    """Method -> the timing records of its query-side jobs in one version (the latencies its run recorded): what the
+    methods the probe does not run show, and a probed one whose service does not answer the probe.
+    """
     wildcards = SimpleNamespace(qset=qset)
     plan, records = cost_plan(wildcards), timing_records(wildcards)
     return {
         m: sorted({records[path] for _, side, path in plan[m] if path in records})
         for m in METHODS
-        if not probed(m, qset)
     }
 
 

@@ -56,8 +56,10 @@ def version_rows(p, qset, questions, shared):
         plan(method)
     timed = shared.run({m: plans[m] for m in setups}, n)
     rows = [serving_row(m, timed[m].seconds, timed[m].batch_s, timed[m].startup_s, threads, "probe", p.seed)
-            for m in setups]
+            for m in timed]
     for method, paths in p.versions[qset]["recorded"].items():
+        if method in timed:
+            continue
         records = [read_timing(path) for path in paths]
         startup = sum(sum(record.get("once", {}).values()) for record in records) if records else float("nan")
         rows.append(serving_row(method, recorded_seconds(records, order), float("nan"), startup, threads, "recorded",

@@ -12,6 +12,7 @@ the sum of its steps' seconds for that question (the path runs them in turn, on 
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -22,6 +23,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from rankbench.errors import InputError
 
 # A step's function of one question: (its loaded state, the question's position in the sample, what the earlier
 # steps returned for it by key) -> its output. The batch function takes every position at once and returns the same
@@ -127,15 +130,24 @@ class Probe:
             for step in plan:
                 steps.setdefault(step.key, step)
         warm: dict[str, Any] = {}
+        unanswered: set[str] = set()
         for key, step in steps.items():
             loaded = (key, step.state_key)
             started, cpu = time.perf_counter(), time.process_time()
-            if loaded not in self.states:
-                self.states[loaded] = step.load()
-            if n:
-                warm[key] = step.one(self.states[loaded], 0, warm)
+            try:
+                if loaded not in self.states:
+                    self.states[loaded] = step.load()
+                if n and not any(other.key in unanswered for other in _upstream(plans, key)):
+                    warm[key] = step.one(self.states[loaded], 0, warm)
+            except InputError as error:  # a service that does not answer: its methods keep their recorded latencies
+                logging.warning("rankbench: warning: the serving probe cannot run %s (%s): its methods show the "
+                                "latencies their runs recorded", key, error)
+                unanswered.add(key)
             self.startup.setdefault(loaded, time.perf_counter() - started)
             STEP_CPU[key] = STEP_CPU.get(key, 0.0) + time.process_time() - cpu
+        plans = {method: plan for method, plan in plans.items() if not {step.key for step in plan} & unanswered}
+        kept = {step.key for plan in plans.values() for step in plan}
+        steps = {key: step for key, step in steps.items() if key in kept}
         each: dict[str, list[float]] = {key: [] for key in steps}
         for i in range(n):
             outputs: dict[str, Any] = {}
@@ -164,6 +176,12 @@ class Probe:
             timed[method] = Timed([sum(each[key][i] for key, _ in used) for i in range(n)],
                                   sum(batch[key] for key, _ in used), sum(self.startup[loaded] for loaded in used))
         return timed
+
+
+def _upstream(plans: Mapping[str, list[Step]], key: str) -> list[Step]:
+    """The steps before `key` in the plans that use it (what it reads the answers of)."""
+    return [step for plan in plans.values() if key in (keys := [s.key for s in plan])
+            for step in plan[:keys.index(key)]]
 
 
 def probe(plans: Mapping[str, list[Step]], n: int) -> dict[str, Timed]:
@@ -313,7 +331,7 @@ def serve_rerank(setup: ServeSetup) -> list[Step]:
     vector (encoded now) and the chunks' (loaded once), or by a cross-encoder scoring the pairs. (An LLM scorer's
     setup is None: its calls are charged as the run recorded them.)"""
     from rankbench.corpus.chunking import passage_text
-    from rankbench.retrieval.rerank import bi_encoder_scorer, cross_encoder_scorer, rerank
+    from rankbench.retrieval.rerank import bi_encoder_scorer, cross_encoder_scorer, rerank_or_fallback
     from rankbench.retrieval.scorer_kinds import scorer_kind
 
     before, (first,) = _upstream_keys(setup)
@@ -336,7 +354,7 @@ def serve_rerank(setup: ServeSetup) -> list[Step]:
             score = bi_encoder_scorer(qids, outputs[encode.key], *state)
         else:
             score = state(dict(zip(qids, (texts[i] for i in positions))))
-        return rerank(as_run(outputs[first.key]), depth, score)
+        return rerank_or_fallback(as_run(outputs[first.key]), depth, lambda: score)
 
     own = [encode] if encode is not None and encode.key not in {step.key for step in before} else []
     return [*before, *own, Step(f"rerank:{setup.method}", load, lambda state, i, out: answer(state, [i], out),

@@ -1,4 +1,5 @@
-# Lucene's BM25 through Anserini: its helpers and what it registers in common.smk; its rules are in lucene.smk.
+# Lucene's BM25 through Anserini: its helpers and what it registers in method_tables.smk; its rules are in lucene.smk.
+from rankbench.configuration.defaults import DATASET_DEFAULTS
 from rankbench.retrieval import lucene
 
 # The java and Anserini jar of each lucene method, found (and checked) at start: the jobs run exactly these.
