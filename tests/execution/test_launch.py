@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -89,3 +90,45 @@ def test_the_quick_flag_is_read_and_removed(value: object, quick: bool) -> None:
 def test_a_bad_quick_value_names_the_key() -> None:
     with pytest.raises(InputError, match=r"c.yaml, quick: is 'yes please', not true or false"):
         quick_mode({"quick": "yes please"}, "c.yaml")
+
+
+# A Snakemake that loses its SIGINT (its log handler ignores a KeyboardInterrupt raised while it writes a line) and
+# would run on with nobody watching: here, a loop that swallows every one.
+SWALLOWS_INTERRUPTS = """
+import os, sys, time
+from rankbench.execution.local_run import LAUNCHER_VARIABLE, end_with_launcher
+end_with_launcher()
+print(os.environ.get(LAUNCHER_VARIABLE, "removed"), flush=True)
+while True:
+    try:
+        time.sleep(0.05)
+    except KeyboardInterrupt:
+        pass
+"""
+# The launcher: starts that process with its own PID in LAUNCHER_VARIABLE, as `rankbench run` starts Snakemake.
+LAUNCHER = """
+import os, subprocess, sys, time
+from rankbench.execution.local_run import LAUNCHER_VARIABLE
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1]], env={**os.environ, LAUNCHER_VARIABLE: str(os.getpid())})
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the watch is Linux's")
+def test_a_snakemake_that_loses_its_interrupt_ends_soon_after_its_launcher_is_killed() -> None:
+    from rankbench.execution.processes import alive
+
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, SWALLOWS_INTERRUPTS], stdout=subprocess.PIPE,
+                                text=True)
+    assert launcher.stdout is not None
+    child = int(launcher.stdout.readline())
+    assert launcher.stdout.readline().strip() == "removed"  # nothing the child starts inherits the variable
+    time.sleep(1.0)
+    assert alive(child), "the watch ended its process while the launcher lived"
+    launcher.kill()
+    launcher.wait()
+    deadline = time.monotonic() + 15
+    while alive(child):
+        assert time.monotonic() < deadline, "the process outlived its launcher by 15 s"
+        time.sleep(0.1)

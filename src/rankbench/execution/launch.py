@@ -17,7 +17,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from rankbench.errors import InputError
-from rankbench.execution.local_run import model_libraries, start_job_worker, stop_job_worker
+from rankbench.execution.local_run import LAUNCHER_VARIABLE, model_libraries, start_job_worker, stop_job_worker
 from rankbench.execution.processes import descendants
 from rankbench.execution.run_lock import clear_stale_snakemake_locks, hold_run_lock
 from rankbench.execution.run_view import RunView
@@ -102,7 +102,8 @@ def run_workflow(args: Sequence[str], quick: bool, folder: Path) -> int:
     done/total, the running step and its progress), and at the end the page to open, or what failed and the log to
     read (a dry run, --unlock and the like print Snakemake's output as it is). Snakemake runs in its own process
     group (a terminal's Ctrl-C reaches rankbench only): SIGINT and SIGTERM are forwarded to it as SIGINT, and it
-    gets SIGINT when this process dies (kill -9 included), so it never goes on writing orphaned; whatever of the run
+    gets SIGINT when this process dies (kill -9 included) and is ended by its own watch on this process if that is not
+    enough (local_run.end_with_launcher), so it never goes on writing orphaned; whatever of the run
     outlives Snakemake is ended. One run at a time in a folder (execution/run_lock.py). Its exit code."""
     absent = [module for module in ("snakemake", "bm25s", "Stemmer") if importlib.util.find_spec(module) is None]
     if absent:
@@ -164,7 +165,8 @@ def _supervised(command: Sequence[str], output: TextIO | None, view: RunView | N
     through `view` (None: on the terminal), holding the run's `lock`; its exit code."""
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT if output
                                else None, start_new_session=True, preexec_fn=_stop_with(os.getpid()),
-                               pass_fds=() if lock is None else (lock,))
+                               pass_fds=() if lock is None else (lock,),
+                               env={**os.environ, LAUNCHER_VARIABLE: str(os.getpid())})
     forwarded = {sig: signal.signal(sig, _forward_to(process)) for sig in _STOP_SIGNALS}
     reading = open(output.name, encoding="utf-8", errors="replace") if output and view else None  # noqa: SIM115
     try:

@@ -58,6 +58,12 @@ _TMPDIR_VARIABLES = ("TMPDIR", "TMP", "TEMPDIR", "TEMP")
 # Snakemake then has to remove their incomplete outputs and its locks before it is killed too.
 _JOB_GRACE_SECONDS = 3.0
 _SNAKEMAKE_GRACE_SECONDS = 30.0
+# Snakemake's process, once the `rankbench run` that started it is gone: how often it looks, and how long it then has to
+# stop as on Ctrl-C before it is killed (nobody waits for it; the next run recovers what it left).
+_LAUNCHER_POLL_SECONDS = 0.2
+_ORPHAN_GRACE_SECONDS = 5.0
+# The PID of the `rankbench run` that started Snakemake, in Snakemake's environment only (see end_with_launcher).
+LAUNCHER_VARIABLE = "RANKBENCH_RUN_PID"
 # A worker folder with no worker listening in it, this old, is left from a run killed with its workers.
 _STALE_FOLDER_SECONDS = 60.0
 # The scripts whose rules declared a worker (in_worker), by real path: which worker.
@@ -138,6 +144,28 @@ def stop_jobs_on_interrupt() -> None:
 
     for stop in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop, interrupted)
+
+
+def end_with_launcher() -> None:
+    """In Snakemake's process, as its Snakefile is read: when the `rankbench run` that started it (LAUNCHER_VARIABLE)
+    is gone (killed, kill -9 included), end the run's jobs, stop Snakemake as on Ctrl-C, and kill it
+    _ORPHAN_GRACE_SECONDS later if it is still there. The SIGINT the kernel sends it at that moment (launch.py) is not
+    enough alone: Snakemake loses a KeyboardInterrupt raised while it writes a log line (its log handler ignores it)
+    and then runs the whole workflow with nobody watching. Once per process (a study reads the Snakefile again); the
+    variable is removed, so that nothing Snakemake starts takes it for its own."""
+    launcher = os.environ.pop(LAUNCHER_VARIABLE, None)
+    if launcher is None or not launcher.isdigit() or not sys.platform.startswith("linux"):
+        return
+    threading.Thread(target=_end_when_gone, args=(int(launcher),), name="rankbench-launcher", daemon=True).start()
+
+
+def _end_when_gone(launcher: int) -> None:
+    while os.getppid() == launcher:
+        time.sleep(_LAUNCHER_POLL_SECONDS)
+    end_jobs()
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(_ORPHAN_GRACE_SECONDS)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def end_jobs() -> None:
