@@ -39,6 +39,7 @@ from rankbench.report.tables import (
     latex_table,
     legend,
     marked,
+    megabytes,
     near_best,
     table_metrics,
     tier_grid,
@@ -108,8 +109,8 @@ def cost_page(aggregate: pd.DataFrame, cost: pd.DataFrame, report: Mapping[str, 
     money = serving is not None and bool(serving["usd_per_1k"].notna().any())
     if serving is not None:
         served = serving.set_index("method").reindex(methods)
-        frame["MB in RAM"] = served["ram_bytes"].map(_megabytes).to_numpy()
-        frame["MB on disk"] = served["disk_bytes"].map(_megabytes).to_numpy()
+        frame["MB in RAM"] = served["ram_bytes"].map(megabytes).to_numpy()
+        frame["MB on disk"] = served["disk_bytes"].map(megabytes).to_numpy()
         frame["dimensions"] = served["dimensions"].map(lambda v: "–" if pd.isna(v) else f"{int(v)}").to_numpy()
         if money:
             frame["tokens/question"] = served["tokens_per_query"].map(
@@ -158,7 +159,7 @@ def frontier_lines(table: pd.DataFrame, label: str, k: int, margin: float | None
         f"{label} [95% CI]": [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in
                               zip(table["mean"], table["ci_low"], table["ci_high"])],
         "served ms p95": table["p95_ms"].map(lambda v: "–" if pd.isna(v) else f"{v:.1f}" if v >= 1 else f"{v:.3f}"),
-        "MB in RAM": table["ram_bytes"].map(_megabytes),
+        "MB in RAM": table["ram_bytes"].map(megabytes),
         "dimensions": table["dimensions"].map(lambda v: "–" if pd.isna(v) else f"{int(v)}"),
         **({"$ per 1,000 questions": table["usd_per_1k"].map(_dollars)} if table["usd_per_1k"].notna().any()
            else {}),
@@ -218,10 +219,6 @@ MONEY_NOTE = (
     "tokens), an LLM reranker its calls over its questions. – : unknown — a model it calls has no price, the "
     "server reported no tokens, or every call was answered from a cache this run (rerun without the cache to see "
     "it). A method calling no remote model costs $0.")
-
-
-def _megabytes(value: float) -> str:
-    return "–" if pd.isna(value) else f"{value / 1e6:,.3f}"
 
 
 def _dollars(value: float) -> str:

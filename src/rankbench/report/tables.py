@@ -30,6 +30,11 @@ CSV_COLUMNS = ["method", "grain", "kind", "metric", "k", "mean", "ci_low", "ci_h
                "p_holm", "significant", "below_one_question", "best", "cell"]
 
 
+def megabytes(value: float) -> str:
+    """Bytes as MB with three decimals, `–` when unknown (NaN or None): the cost page's and the vector-size page's."""
+    return "–" if pd.isna(value) else f"{value / 1e6:,.3f}"
+
+
 def table_metrics(aggregate: pd.DataFrame, ks: Sequence[int], columns: Sequence[Sequence[Any]] = ()
                   ) -> list[tuple[str, int]]:
     """Columns of the full tables: TABLE_METRICS at every k, then the report's `columns` ([metric, k] pairs), then

@@ -7,14 +7,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.evaluation.scoring import ALL_KINDS
 from rankbench.evaluation.stats import format_p, holm
 from rankbench.io.markdown import markdown_grid
-from rankbench.report.tables import pair_row
+from rankbench.report.tables import megabytes, pair_row
 
 NOTE = ("MB in RAM and on disk: what serving the method takes (records/footprint.py, as on the cost page): the "
         "FAISS file, which a search job loads whole, and with re-scoring the float vectors the candidates are "
@@ -24,10 +23,6 @@ NOTE = ("MB in RAM and on disk: what serving the method takes (records/footprint
         "on the comparison page, where Holm runs over all pairs). A compressed index without a twin is listed "
         "without a test: add a dense method with the same encoder, chunker, expansion, rewrite and filters and no "
         "`index` to test it.")
-
-
-def _mb(value: float) -> str:
-    return "–" if np.isnan(value) else f"{value / 1e6:,.3f}"
 
 
 def size_row(spec: Mapping[str, Any], served: Mapping[str, Any]) -> dict[str, Any]:
@@ -64,7 +59,7 @@ def vector_size_page(aggregate: pd.DataFrame, pairs: pd.DataFrame, indexes: Mapp
         size = size_row(indexes[method], sizes.loc[method])
         cells = {"method": method, "float twin": twin or ("(itself)" if method not in twins else "none"),
                  "dimensions": size["dimensions"], "codes": size["codes"], "re-scored": size["rescore"],
-                 "MB on disk": _mb(size["disk"]), "MB in RAM": _mb(size["ram"]),
+                 "MB on disk": megabytes(size["disk"]), "MB in RAM": megabytes(size["ram"]),
                  "× smaller": f"{sizes.loc[twin, 'ram_bytes'] / size['ram']:.1f}" if twin else "–"}
         for metric, k in metrics:
             label = metric_label(metric, k)
