@@ -165,24 +165,34 @@ def test_killing_the_launcher_ends_its_job(tmp_path: Path, worker: str) -> None:
         time.sleep(0.05)
 
 
-def test_the_worker_ends_with_its_run(tmp_path: Path) -> None:
-    """A run killed without its end hooks leaves no worker behind: the worker watches the run's process."""
+@pytest.mark.parametrize("preload", [[], ["slow_to_load"]])
+def test_the_worker_ends_with_its_run(tmp_path: Path, preload: list[str]) -> None:
+    """A run killed without its end hooks leaves no worker behind: the worker watches the run's process, while it
+    loads the run's encoder libraries too (here a module that takes a minute to import)."""
+    (tmp_path / "slow_to_load.py").write_text("import time\ntime.sleep(60)\n")
     address = str(tmp_path / "socket")
     run = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import subprocess, sys, os, time
         worker = subprocess.Popen(
-            [sys.executable, "-m", "rankbench.execution.job_worker", {address!r}, str(os.getpid())])
+            [sys.executable, "-m", "rankbench.execution.job_worker", {address!r}, str(os.getpid()), *{preload!r}])
         print(worker.pid, flush=True)
+        while not os.path.exists({address!r}):
+            time.sleep(0.05)
+        time.sleep(1)
+        print("listening", flush=True)
         time.sleep(60)
-    """)], env={**os.environ, "PYTHONPATH": str(SRC)}, stdout=subprocess.PIPE, text=True)
+    """)], env={**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(tmp_path)])}, stdout=subprocess.PIPE,
+        text=True)
     assert run.stdout is not None
     worker_pid = int(run.stdout.readline())
+    assert run.stdout.readline().strip() == "listening"
     run.kill()
     run.wait()
     deadline = time.monotonic() + 15
     while _running(worker_pid):
         assert time.monotonic() < deadline, "the worker outlived its run"
         time.sleep(0.1)
+    assert not Path(address).exists()
 
 
 def _running(pid: int) -> bool:

@@ -102,6 +102,7 @@ _IDLE_CONNECTION_SECONDS = 30.0
 # How long the worker waits for a busy thread of its own to fall asleep before it lets the launcher run the job.
 _FORK_WAIT_SECONDS = 0.5
 _WATCH_SECONDS = 5.0  # how often the worker reads its jobs' CPU time
+_LOADING_WATCH_SECONDS = 0.2  # how often the worker, loading its modules, looks whether its run is still there
 # The process ids of the jobs this process launched in a worker and that run now (read by local_run's Ctrl-C).
 _running_jobs: set[int] = set()
 _running_lock = threading.Lock()
@@ -354,10 +355,13 @@ def serve(address: str, run_pid: int, preload: list[str]) -> None:
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select() when a job ends
     run = _watch_process(run_pid)
     stall_limit = _stall_limit()
+    loaded = threading.Event()
+    threading.Thread(target=_end_if_run_ends_while_loading, args=(run_pid, address, loaded), daemon=True).start()
     try:
         for module in [*COMMON_MODULES, *preload]:
             _load(module)
         _warm_up()
+        loaded.set()
         loaded_scripts: set[str] = set()
         pending: dict[socket.socket, float] = {}
         watched_at = time.monotonic()
@@ -632,6 +636,15 @@ def _receive(connection: socket.socket, size: int) -> bytes:
         chunks.append(chunk)
         received += len(chunk)
     return b"".join(chunks)
+
+
+def _end_if_run_ends_while_loading(run_pid: int, address: str, loaded: threading.Event) -> None:
+    """While the worker loads its modules (torch and sentence-transformers take seconds, more on a busy machine),
+    its loop does not watch the run: end the worker at once if the run ends meanwhile (it has no job yet)."""
+    while not loaded.wait(_LOADING_WATCH_SECONDS):
+        if os.getppid() != run_pid:
+            _remove_socket(address)
+            os._exit(0)
 
 
 def _watch_process(pid: int) -> int | None:
