@@ -166,3 +166,47 @@ def test_a_pair_more_questions_would_not_settle_is_not_told_to_add_questions(run
     rule = next(line for line in lines.splitlines() if line.startswith(f"- **{head}**"))
     assert "would not settle it" in rule or "treat them as tied" in rule
     assert "add questions" not in rule and "→ Treat them as tied: choose on cost" in rule
+
+
+def test_a_reranker_grid_s_points_are_one_bullet_and_other_rules_stay_apart() -> None:
+    """Two depths of one rerank grid over the same first stage: one bullet with both gains and where to choose
+    (the Recommended configuration); another reranker, or another first stage, keeps its own."""
+    from rankbench.analysis.decision import Advice, Comparison
+    from rankbench.report.decision import _group_line, grid_groups
+
+    def gain(method: str, first: str, diff: float) -> Advice:
+        c = Comparison(method, first, 0.7, 0.6, diff, diff - 0.05, diff + 0.05, 0.01, 20, 25, 5, 50)
+        return Advice("reranker_gains", [c], {"rerank_gain": 0.05, "latency_budget_ms": np.nan}, [method, first])
+
+    rules = [gain("ce[depth=20]", "bm25", 0.107), Advice("low_scores", [], {"best": 0.1, "low_score": 0.2}, ["x"]),
+             gain("ce[depth=30]", "bm25", 0.111), gain("ce[depth=20]-dense", "dense", 0.08),
+             gain("other[depth=20]", "bm25", 0.09)]
+    groups = grid_groups(rules)
+    assert [[item.methods[0] for item in group] for group in groups] == [
+        ["ce[depth=20]", "ce[depth=30]"], ["x"], ["ce[depth=20]-dense"], ["other[depth=20]"]]
+    line = _group_line(groups[0], "nDCG@10", None, "", None)
+    assert line.startswith("**The reranker gains a lot**: ce\\[depth=20\\] over its first stage bm25, Δ +0.107")
+    assert ". The grid's other points gain too: ce\\[depth=30\\] Δ +0.111 (95% CI +0.061 to +0.161), " in line
+    assert line.count("→") == 1 and line.endswith("Which point to keep: the *Recommended configuration* above (the "
+                                                  "cheapest shown no worse than the best).")
+    assert ".." not in line
+
+
+def test_a_grid_s_abstention_zones_are_one_bullet() -> None:
+    from rankbench.report.decision import abstention_rules
+
+    def zones(method: str, caught: int, lost: int) -> pd.DataFrame:
+        return pd.DataFrame({"method": method, "zone": ["abstain", "caution", "answer"], "high": [0.87, 0.89, 1.0],
+                             "unanswerable": [caught, 1, 8 - caught - 1], "answerable": [lost, 5, 45 - lost],
+                             "unanswerable_share": [caught / 8, 1 / 8, (7 - caught) / 8],
+                             "answerable_share": [lost / 50, 0.1, (45 - lost) / 50]})
+
+    lines = abstention_rules(pd.concat([zones("ce[depth=20]", 3, 9), zones("ce[depth=30]", 2, 9),
+                                        zones("plain", 4, 2)]))
+    assert len(lines) == 2
+    grid, plain = lines
+    assert grid.startswith("- **Abstention (ce\\[depth=20\\])**: abstaining below t1 = 0.87 catches 38% of the "
+                           "unanswerable questions (3 of 8;")
+    assert ". The grid's other points: ce\\[depth=30\\] below t1 = 0.87 catches 25% of the unanswerable questions " \
+           "(2 of 8;" in grid and grid.count("→") == 1
+    assert plain.startswith("- **Abstention (plain)**") and "grid's other points" not in plain

@@ -12,6 +12,7 @@ import pandas as pd
 from rankbench.analysis.budget import PRACTICAL_TIE
 from rankbench.analysis.decision import Advice, BudgetChoice, Comparison, Verdict, advice, budget_choice, verdict
 from rankbench.analysis.recommend import share_bounds
+from rankbench.analysis.recommend_axes import grid_point
 from rankbench.evaluation.metric_names import metric_label
 from rankbench.io.markdown import markdown_literal
 
@@ -185,6 +186,37 @@ def _rule_line(item: Advice, label: str, cost: Mapping[str, Mapping[str, float]]
     return f"**{head}**: {names[0]} vs {names[1]}, {evidence(c)}; {_needed(needed, c.n, links)}. → {action}."
 
 
+def grid_base(method: str) -> str:
+    """The method a grid point was made from (`bm25+rerank-e5[depth=20]` -> `bm25+rerank-e5`), else the method."""
+    point = grid_point(method)
+    return method if point is None else point[0]
+
+
+def grid_groups(rules: Sequence[Advice]) -> list[list[Advice]]:
+    """The rules in order, one group each, except that a reranker's gain at several points of one grid over the same
+    first stage is one group: which point to keep is one decision (the Recommended configuration's), not a bullet
+    each."""
+    groups: dict[tuple[Any, ...], list[Advice]] = {}
+    for number, item in enumerate(rules):
+        key = (("reranker_gains", grid_base(item.methods[0]), *item.methods[1:]) if item.rule == "reranker_gains"
+               else (number,))
+        groups.setdefault(key, []).append(item)
+    return list(groups.values())
+
+
+def _group_line(group: Sequence[Advice], label: str, cost: Mapping[str, Mapping[str, float]] | None, links: str,
+                budget_ms: float | None) -> str:
+    """One bullet for a group (grid_groups): the first point's rule in full, the other points' gains in short."""
+    line = _rule_line(group[0], label, cost, links, budget_ms)
+    if len(group) == 1:
+        return line
+    pattern, action = line.rsplit(" → ", 1)
+    others = "; ".join(f"{markdown_literal(item.methods[0])} Δ {c.diff:+.3f} (95% CI {c.diff_low:+.3f} to "
+                       f"{c.diff_high:+.3f}), {_p(c.p_holm)}" for item in group[1:] for c in item.evidence[:1])
+    return (f"{pattern.removesuffix('.')}. The grid's other points gain too: {others}. → {action} Which point to "
+            "keep: the *Recommended configuration* above (the cheapest shown no worse than the best).")
+
+
 def decision_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, headline: Sequence[tuple[str, int]],
                    alpha: float, types: Mapping[str, str], inputs: Mapping[str, Sequence[str]],
                    settings: Mapping[str, Any], cost: Mapping[str, Mapping[str, float]] | None = None,
@@ -219,8 +251,8 @@ def what_to_do_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, h
     budget = budget_lines(budget_choice(aggregate, pairs, grain, metric, k, alpha,
                                         {m: row["p95_ms"] for m, row in cost.items()}, budget_ms), label, cost
                           ) if cost is not None else []
-    lines += [f"- {_rule_line(item, label, cost, links, budget_ms)}" for item in rules] + budget + abstention_rules(
-        abstention) or [
+    lines += [f"- {_group_line(group, label, cost, links, budget_ms)}" for group in grid_groups(rules)
+              ] + budget + abstention_rules(abstention) or [
         "- No rule of the decision table applies on these numbers (docs/concepts/report.md, *What to do*)."]
     return lines + [""]
 
@@ -228,8 +260,9 @@ def what_to_do_lines(aggregate: pd.DataFrame, pairs: pd.DataFrame, grain: str, h
 def abstention_rules(zones: pd.DataFrame | None) -> list[str]:
     """Per method with abstention zones, when the version has unanswerable questions: what its abstain zone catches
     and costs, and the action (keep the zones when it catches a larger share than it loses, else move t1 or change
-    the signal)."""
-    lines = []
+    the signal). The points of one grid (the same zones) are one bullet: the first in full, the others' shares
+    in short."""
+    lines: dict[str, list[str]] = {}
     for method, group in ([] if zones is None else zones.groupby("method", sort=True)):
         rows = group.set_index("zone")
         abstain = rows.loc["abstain"]
@@ -247,12 +280,17 @@ def abstention_rules(zones: pd.DataFrame | None) -> list[str]:
             action = (f"only {' and '.join(few)}: too few to rely on these shares (see their intervals); add "
                       f"questions (at least {SMALL_N} of each kind) before acting on it. On these numbers: {action}")
         caught_n, lost_n = int(abstain["unanswerable"]), int(abstain["answerable"])
-        lines.append(f"- **Abstention ({markdown_literal(str(method))})**: abstaining below t1 = "
-                     f"{abstain['high']:.4g} catches {caught:.0%} of the unanswerable questions ({caught_n} of "
-                     f"{total_u}; 95% CI {share_interval(caught_n, total_u)}) at the cost of {lost:.0%} of the "
-                     f"answerable ones ({lost_n} of {total_a}; 95% CI {share_interval(lost_n, total_a)}). → "
-                     f"{action[0].upper()}{action[1:]}.")
-    return lines
+        shares = (f"catches {caught:.0%} of the unanswerable questions ({caught_n} of {total_u}; 95% CI "
+                  f"{share_interval(caught_n, total_u)}) at the cost of {lost:.0%} of the answerable ones ({lost_n} "
+                  f"of {total_a}; 95% CI {share_interval(lost_n, total_a)})")
+        siblings = lines.setdefault(grid_base(str(method)), [])
+        if not siblings:
+            siblings += [f"- **Abstention ({markdown_literal(str(method))})**: abstaining below t1 = "
+                         f"{abstain['high']:.4g} {shares}", f"{action[0].upper()}{action[1:]}."]
+        else:
+            siblings.insert(-1, f"{markdown_literal(str(method))} below t1 = {abstain['high']:.4g} {shares}")
+    return [parts[0] + (f". The grid's other points: {'; '.join(parts[1:-1])}" if len(parts) > 2 else "")
+            + f". → {parts[-1]}" for parts in lines.values()]
 
 
 # Fewer questions of a kind than this, and the advice resting on them says it is too few to rely on: a share of 20
