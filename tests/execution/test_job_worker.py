@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+from process_helpers import assert_ends_within
 
 from rankbench.execution import snakemake_adapter
 from rankbench.execution.job_worker import (
@@ -28,7 +29,7 @@ from rankbench.execution.job_worker import (
     needs_model_worker,
 )
 from rankbench.execution.local_run import job_environment, start_local_run, stop_job_worker
-from rankbench.execution.processes import holders
+from rankbench.execution.processes import alive, holders
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -159,10 +160,7 @@ def test_killing_the_launcher_ends_its_job(tmp_path: Path, worker: str) -> None:
     os.kill(job_pid, 0)  # running
     job.send_signal(signal.SIGKILL)
     job.wait(timeout=10)
-    deadline = time.monotonic() + 10
-    while _running(job_pid):
-        assert time.monotonic() < deadline, "the job outlived its launcher"
-        time.sleep(0.05)
+    assert_ends_within(job_pid, 10, "the job outlived its launcher")
 
 
 @pytest.mark.parametrize("preload", [[], ["slow_to_load"]])
@@ -188,20 +186,8 @@ def test_the_worker_ends_with_its_run(tmp_path: Path, preload: list[str]) -> Non
     assert run.stdout.readline().strip() == "listening"
     run.kill()
     run.wait()
-    deadline = time.monotonic() + 15
-    while _running(worker_pid):
-        assert time.monotonic() < deadline, "the worker outlived its run"
-        time.sleep(0.1)
+    assert_ends_within(worker_pid, 15, "the worker outlived its run")
     assert not Path(address).exists()
-
-
-def _running(pid: int) -> bool:
-    """Whether pid is a live process (a zombie counts as ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def fake_workflow(non_local: bool) -> SimpleNamespace:
@@ -518,16 +504,13 @@ def test_ctrl_c_ends_a_job_running_in_the_worker(tmp_path: Path) -> None:
             time.sleep(0.1)
         time.sleep(0.2)
         job_pid = int((tmp_path / "job.pid").read_text())
-        assert _running(job_pid)
+        assert alive(job_pid)
         os.killpg(run.pid, signal.SIGINT)
         run.wait(timeout=30)
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while _running(job_pid):
-        assert time.monotonic() < deadline, "the job outlived Ctrl-C"
-        time.sleep(0.05)
+    assert_ends_within(job_pid, 10, "the job outlived Ctrl-C")
     assert run.returncode != 0
     assert not (tmp_path / "burnt.txt").exists()
 

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from process_helpers import assert_ends_within
 
 from rankbench.cli import main
 from rankbench.errors import InputError
@@ -128,7 +129,4 @@ def test_a_snakemake_that_loses_its_interrupt_ends_soon_after_its_launcher_is_ki
     assert alive(child), "the watch ended its process while the launcher lived"
     launcher.kill()
     launcher.wait()
-    deadline = time.monotonic() + 15
-    while alive(child):
-        assert time.monotonic() < deadline, "the process outlived its launcher by 15 s"
-        time.sleep(0.1)
+    assert_ends_within(child, 15, "the process outlived its launcher by 15 s")
